@@ -1,0 +1,88 @@
+package webhooks
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+)
+
+// The header every configuration file carries.
+const (
+	ConfigAPIVersion = "config.steward.dev/v1alpha1"
+	ConfigKind       = "StewardConfiguration"
+	// DefaultBreakGlassGroup is the group whose members may override any
+	// denial; the override is recorded in the audit log and in a warning.
+	DefaultBreakGlassGroup = "steward:break-glass"
+)
+
+// Config is Steward's configuration file (--config).
+type Config struct {
+	metav1.TypeMeta `json:",inline"`
+	// ExemptUsers are never denied by any rule (for example a trusted
+	// automation account); their writes are recorded as bypassed.
+	ExemptUsers []string `json:"exemptUsers,omitempty"`
+	// ExemptGroups are like ExemptUsers, for group members.
+	ExemptGroups []string `json:"exemptGroups,omitempty"`
+	// BreakGlassGroup members may repeat a denied request and have it
+	// allowed, with a warning and an audit annotation naming them.
+	BreakGlassGroup string `json:"breakGlassGroup,omitempty"`
+	// Rules holds each rule's mode and settings.
+	Rules RulesConfig `json:"rules"`
+}
+
+// DefaultConfig is the configuration used when no file is given.
+func DefaultConfig() Config {
+	c := Config{TypeMeta: metav1.TypeMeta{APIVersion: ConfigAPIVersion, Kind: ConfigKind}}
+	c.Default()
+	return c
+}
+
+// Default fills every unset field with its default.
+func (c *Config) Default() {
+	if c.BreakGlassGroup == "" {
+		c.BreakGlassGroup = DefaultBreakGlassGroup
+	}
+	c.Rules.Default()
+}
+
+// Validate reports every invalid field, by path.
+func (c *Config) Validate() field.ErrorList {
+	var errs field.ErrorList
+	if c.APIVersion != ConfigAPIVersion {
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), c.APIVersion, []string{ConfigAPIVersion}))
+	}
+	if c.Kind != ConfigKind {
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), c.Kind, []string{ConfigKind}))
+	}
+	return append(errs, c.Rules.Validate(field.NewPath("rules"))...)
+}
+
+// LoadConfig reads, defaults and validates a configuration file. Unknown
+// fields are errors, so a typo never silently falls back to a default.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("reading configuration: %w", err)
+	}
+	return ParseConfig(data, path)
+}
+
+// ParseConfig decodes a configuration document; source names it in errors.
+func ParseConfig(data []byte, source string) (Config, error) {
+	var c Config
+	if len(bytes.TrimSpace(data)) == 0 {
+		return Config{}, fmt.Errorf("configuration %s is empty: it needs at least apiVersion: %s and kind: %s", source, ConfigAPIVersion, ConfigKind)
+	}
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return Config{}, fmt.Errorf("configuration %s: %w", source, err)
+	}
+	c.Default()
+	if errs := c.Validate(); len(errs) > 0 {
+		return Config{}, fmt.Errorf("configuration %s is invalid: %w", source, errs.ToAggregate())
+	}
+	return c, nil
+}

@@ -1,0 +1,24 @@
+package rule
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// Rule is one Steward rule: a controller-runtime admission handler that
+// knows how it is registered.
+//
+// Handle returns the rule's verdict as if the rule were enforced; modes,
+// exemptions, break-glass, audit annotations, logs and metrics are applied
+// around it by Wrap, in one place for every rule.
+type Rule interface {
+	admission.Handler
+	Spec() Spec
+}
+
+// ManagerSetup is implemented by rules that need informer caches. The server
+// calls it before the manager starts, so the caches sync before Steward
+// reports ready. Rules rendered for manifests are never set up.
+type ManagerSetup interface {
+	SetupWithManager(mgr manager.Manager) error
+}

@@ -1,0 +1,36 @@
+// Package webhooks holds the one list of Steward's rules and their
+// configuration. The server registers handlers from it and `steward
+// manifests` renders the webhook configurations from it.
+package webhooks
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// RulesConfig holds each rule's settings, keyed by the rule's name.
+// Adding a rule adds one field here and one line in Rules.
+type RulesConfig struct {
+}
+
+// Default fills every rule's unset settings.
+func (c *RulesConfig) Default() {
+}
+
+// Validate checks every rule's settings.
+func (c *RulesConfig) Validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	return errs
+}
+
+// Configured is a rule together with the mode its configuration chose.
+type Configured struct {
+	Rule rule.Rule
+	Mode rule.Mode
+}
+
+// Rules returns every Steward rule, built from its configuration.
+func Rules(c Config) []Configured {
+	return []Configured{}
+}
