@@ -6,21 +6,25 @@ package webhooks
 import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/stewardhq/steward/webhooks/apimigration"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // RulesConfig holds each rule's settings, keyed by the rule's name.
 // Adding a rule adds one field here and one line in Rules.
 type RulesConfig struct {
+	APIMigration apimigration.Config `json:"apimigration"`
 }
 
 // Default fills every rule's unset settings.
 func (c *RulesConfig) Default() {
+	c.APIMigration.Default()
 }
 
 // Validate checks every rule's settings.
 func (c *RulesConfig) Validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	errs = append(errs, c.APIMigration.Validate(path.Child(apimigration.Name))...)
 	return errs
 }
 
@@ -32,5 +36,7 @@ type Configured struct {
 
 // Rules returns every Steward rule, built from its configuration.
 func Rules(c Config) []Configured {
-	return []Configured{}
+	return []Configured{
+		{Rule: apimigration.New(c.Rules.APIMigration), Mode: c.Rules.APIMigration.Mode},
+	}
 }

@@ -1,0 +1,55 @@
+package apimigration
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// DefaultFluxVersion is the target release when none is configured: 2.6,
+// the newest Flux release that removes none of the versions in the table.
+// With it every old version is deprecated (annotated and warned about) and
+// none is refused, so installing Steward never starts failing writes that
+// the cluster's Flux still accepts. Set fluxVersion to the release you run,
+// or are about to upgrade to, to refuse what that release removed.
+const DefaultFluxVersion = "2.6"
+
+// Config is the apimigration section of Steward's configuration.
+type Config struct {
+	// Mode is how refusals of removed versions take effect. In audit mode
+	// the rule also leaves deprecated writes unannotated.
+	Mode rule.Mode `json:"mode,omitempty"`
+	// FluxVersion is the Flux release the cluster runs or is being
+	// upgraded to, as MAJOR.MINOR ("2.8"). Writes through versions that
+	// release no longer serves are refused.
+	FluxVersion string `json:"fluxVersion,omitempty"`
+}
+
+// Default fills unset settings.
+func (c *Config) Default() {
+	if c.Mode == "" {
+		c.Mode = rule.Enforce
+	}
+	if c.FluxVersion == "" {
+		c.FluxVersion = DefaultFluxVersion
+	}
+}
+
+// Validate reports invalid settings by field path.
+func (c *Config) Validate(p *field.Path) field.ErrorList {
+	errs := c.Mode.Validate(p.Child("mode"))
+	if _, err := ParseRelease(c.FluxVersion); err != nil {
+		errs = append(errs, field.Invalid(p.Child("fluxVersion"), c.FluxVersion, err.Error()))
+	}
+	return errs
+}
+
+// Target is the configured release; an unset or invalid value (which
+// Validate reports at start-up) falls back to the default.
+func (c Config) Target() Release {
+	r, err := ParseRelease(c.FluxVersion)
+	if err != nil {
+		return MustParseRelease(DefaultFluxVersion)
+	}
+	return r
+}

@@ -1,0 +1,108 @@
+package apimigration
+
+import "fmt"
+
+// Status is what one API version means under the target Flux release.
+type Status int
+
+const (
+	// Untouched: not a Flux kind this rule knows, a current version, or a
+	// version newer than the table. Steward leaves such writes alone.
+	Untouched Status = iota
+	// DeprecatedVersion: still served by the target release; the write is
+	// allowed, annotated and warned about.
+	DeprecatedVersion
+	// RemovedVersion: the target release no longer serves it; the write is
+	// refused.
+	RemovedVersion
+)
+
+// String names the status the way `steward check` prints it.
+func (s Status) String() string {
+	switch s {
+	case DeprecatedVersion:
+		return "deprecated"
+	case RemovedVersion:
+		return "removed"
+	}
+	return "current"
+}
+
+// Finding is the decision for one object written, or declared, through an
+// API version. The webhook and `steward check` both get it from Classify.
+type Finding struct {
+	Status Status
+	// API is the Flux kind; nil when Status is Untouched because the kind
+	// is not a Flux kind.
+	API *API
+	// Version is the version the client used.
+	Version string
+	// RemovedIn is the release that removes Version (deprecated versions).
+	RemovedIn Release
+	// Target is the Flux release the decision was made against.
+	Target Release
+}
+
+// Classify decides what a write through group/version of kind means when
+// the cluster runs, or is about to run, the target Flux release.
+func Classify(group, kind, version string, target Release) Finding {
+	f := Finding{Status: Untouched, API: LookupKind(group, kind), Version: version, Target: target}
+	if f.API == nil {
+		return f
+	}
+	d := f.API.deprecated(version)
+	if d == nil {
+		return f
+	}
+	f.RemovedIn = d.RemovedIn
+	f.Status = DeprecatedVersion
+	if target.AtLeast(d.RemovedIn) {
+		f.Status = RemovedVersion
+	}
+	return f
+}
+
+// From is the group/version the client used, as written in apiVersion.
+func (f Finding) From() string {
+	return f.API.Group + "/" + f.Version
+}
+
+// To is the group/version the client should use instead.
+func (f Finding) To() string {
+	return f.API.Group + "/" + f.API.Current
+}
+
+// Warning is the admission warning for a write through a deprecated
+// version. kubectl prints it on one line, so it is kept to 120 characters
+// for every entry of the table (a test holds it to that): it names the
+// version used, the release that removes it, the version to use and the
+// upstream migration command.
+func (f Finding) Warning() string {
+	return fmt.Sprintf("%s: %s is deprecated and removed in Flux %s; use %s (flux migrate)",
+		Name, f.From(), f.RemovedIn, f.API.Current)
+}
+
+// Refusal is the denial message for a write through a removed version.
+// object is "Kind namespace/name"; source, when known, names the Flux
+// object that applied it, which is where the manifest must change.
+func (f Finding) Refusal(object, source string) string {
+	where := "in the manifest it comes from"
+	if source != "" {
+		where = "in the manifest " + source + " applies"
+	}
+	return fmt.Sprintf("%s: %s is written through %s, which Flux %s removed (this cluster targets Flux %s); "+
+		"change apiVersion to %s %s (`flux migrate -f <dir>` rewrites a checkout, `flux migrate` the stored objects)",
+		Name, object, f.From(), f.RemovedIn, f.Target, f.To(), where)
+}
+
+// Advice is what `steward check` prints for a finding: what is wrong and
+// what to change it to.
+func (f Finding) Advice() string {
+	switch f.Status {
+	case RemovedVersion:
+		return fmt.Sprintf("%s was removed in Flux %s (target %s): change apiVersion to %s", f.From(), f.RemovedIn, f.Target, f.To())
+	case DeprecatedVersion:
+		return fmt.Sprintf("%s is deprecated and removed in Flux %s: change apiVersion to %s", f.From(), f.RemovedIn, f.To())
+	}
+	return ""
+}

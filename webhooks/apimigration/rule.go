@@ -1,0 +1,126 @@
+// Package apimigration is the apimigration rule: it annotates Flux objects
+// written through deprecated API versions, so their controllers reconcile
+// them once and rewrite status in the current format, warns the writer, and
+// refuses versions the target Flux release no longer serves. `steward
+// check` runs the same decision offline over YAML files.
+package apimigration
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// Name is the rule's name: its config key, metric label and message prefix.
+const Name = "apimigration"
+
+// Rule is the apimigration admission handler.
+type Rule struct {
+	target Release
+	// now is the clock for fresh marks; tests replace it.
+	now func() time.Time
+}
+
+// New builds the rule from its (defaulted, validated) configuration. It
+// needs no cluster access.
+func New(c Config) *Rule {
+	return &Rule{target: c.Target(), now: time.Now}
+}
+
+// Handle answers one admission request. See the package README for what is
+// decided and why; the decision itself is Classify, shared with `steward
+// check`.
+func (r *Rule) Handle(_ context.Context, req admission.Request) admission.Response {
+	if (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) || req.SubResource != "" {
+		return admission.Allowed("")
+	}
+	// requestKind is the version the client wrote through. With every
+	// version registered it equals kind; it would differ only if the API
+	// server converted the request to a version matched by the rules
+	// (matchPolicy Equivalent), and the client's version is what matters.
+	gvk := req.Kind
+	if req.RequestKind != nil {
+		gvk = *req.RequestKind
+	}
+	f := Classify(gvk.Group, gvk.Kind, gvk.Version, r.target)
+	if f.Status == Untouched {
+		return admission.Allowed("")
+	}
+	if f.Status == RemovedVersion {
+		return admission.Denied(f.Refusal(describe(req, gvk.Kind)))
+	}
+	return r.mark(req, f)
+}
+
+// mark allows a write through a deprecated version, with the warning and
+// whatever annotations plan asks for.
+func (r *Rule) mark(req admission.Request, f Finding) admission.Response {
+	warning := f.Warning()
+	obj, err := decodeObject(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %w", err))
+	}
+	var old *object
+	if req.Operation == admissionv1.Update {
+		if old, err = decodeObject(req.OldObject.Raw); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored object: %w", err))
+		}
+	}
+	var set map[string]string
+	if !obj.terminating() {
+		set = plan(f.From(), obj, old, r.now().UTC().Format(time.RFC3339Nano))
+	}
+	resp := admission.Allowed(warning)
+	if len(set) > 0 {
+		mutated, err := withAnnotations(req.Object.Raw, set)
+		if err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		resp = admission.PatchResponseFromRaw(req.Object.Raw, mutated)
+		if !resp.Allowed {
+			return resp
+		}
+		resp.Result = &metav1.Status{Code: http.StatusOK, Message: warning}
+	}
+	return resp.WithWarnings(warning)
+}
+
+// describe names the object and the Flux object that applied it, for the
+// refusal message. It reads what it can; a request whose object does not
+// decode is still refused, by the request's own name.
+func describe(req admission.Request, kind string) (object, source string) {
+	ns, name := req.Namespace, req.Name
+	if obj, err := decodeObject(req.Object.Raw); err == nil {
+		if name == "" {
+			name = obj.Metadata.Name
+		}
+		if name == "" && obj.Metadata.GenerateName != "" {
+			name = obj.Metadata.GenerateName + "*"
+		}
+		if ns == "" {
+			ns = obj.Metadata.Namespace
+		}
+		source = appliedBy(obj.Metadata.Labels)
+	}
+	return fmt.Sprintf("%s %s/%s", kind, ns, name), source
+}
+
+// appliedBy names the Flux object that applied an object, from the
+// ownership labels kustomize-controller and helm-controller set.
+func appliedBy(labels map[string]string) string {
+	for _, owner := range []struct{ kind, group string }{
+		{"Kustomization", KustomizeGroup},
+		{"HelmRelease", HelmGroup},
+	} {
+		name, ns := labels[owner.group+"/name"], labels[owner.group+"/namespace"]
+		if name != "" {
+			return fmt.Sprintf("%s %s/%s", owner.kind, ns, name)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,73 @@
+package apimigration
+
+import (
+	"fmt"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// Spec registers one mutating webhook for every Flux kind in the table.
+//
+// Every version ("*") of each resource is listed, so a write through any
+// served version matches directly: the API server sends it unconverted,
+// and kind equals requestKind, the version the client used. matchPolicy
+// Equivalent is kept so that a narrower version list, or a resource the
+// API server knows under another version, would still reach the rule
+// (converted, with requestKind naming the client's version, which Handle
+// reads). A matchCondition built from the same table lets only writes
+// through deprecated versions leave the API server: writes through current
+// versions, which Flux controllers make all the time, never cost a call.
+func (r *Rule) Spec() rule.Spec {
+	return rule.Spec{
+		Name: Name,
+		Type: rule.Mutating,
+		Webhooks: []rule.Webhook{{
+			Name:           Name + ".steward.dev",
+			Path:           "/mutate/" + Name,
+			Rules:          webhookRules(),
+			FailurePolicy:  admissionregistrationv1.Ignore,
+			TimeoutSeconds: 2,
+			FailurePolicyReason: "Flux and its users must never be blocked because Steward is unavailable: " +
+				"without Steward a deprecated write goes unannotated and a removed version is refused by the API server itself once the CRDs drop it.",
+			MatchPolicy:        admissionregistrationv1.Equivalent,
+			MatchConditions:    []admissionregistrationv1.MatchCondition{{Name: "deprecated-flux-version", Expression: deprecatedExpression()}},
+			ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy,
+		}},
+	}
+}
+
+// webhookRules lists each Flux group's resources explicitly, all versions,
+// CREATE and UPDATE (status and other subresources are not matched).
+func webhookRules() []admissionregistrationv1.RuleWithOperations {
+	ops := rule.Operations(admissionregistrationv1.Create, admissionregistrationv1.Update)
+	var groups []string
+	resources := map[string][]string{}
+	for _, a := range APIs {
+		if _, ok := resources[a.Group]; !ok {
+			groups = append(groups, a.Group)
+		}
+		resources[a.Group] = append(resources[a.Group], a.Resource)
+	}
+	var out []admissionregistrationv1.RuleWithOperations
+	for _, g := range groups {
+		out = append(out, rule.Resources(ops, []string{g}, []string{"*"}, resources[g], admissionregistrationv1.NamespacedScope))
+	}
+	return out
+}
+
+// deprecatedExpression is a CEL expression true when the client wrote
+// through a deprecated version of the resource, e.g.
+// request.requestResource.group + "/" + request.requestResource.resource + "/" + request.requestResource.version in [...].
+func deprecatedExpression() string {
+	var items []string
+	for _, a := range APIs {
+		for _, d := range a.Deprecated {
+			items = append(items, fmt.Sprintf("'%s/%s/%s'", a.Group, a.Resource, d.Version))
+		}
+	}
+	return "(request.requestResource.group + '/' + request.requestResource.resource + '/' + request.requestResource.version) in [" +
+		strings.Join(items, ", ") + "]"
+}
