@@ -1,0 +1,139 @@
+package fleetguard
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// scaledKinds maps the resources whose scale subresource fleetguard
+// guards to their kinds.
+var scaledKinds = map[string]schema.GroupVersionKind{
+	"deployments":  {Group: "apps", Version: "v1", Kind: "Deployment"},
+	"statefulsets": {Group: "apps", Version: "v1", Kind: "StatefulSet"},
+	"replicasets":  {Group: "apps", Version: "v1", Kind: "ReplicaSet"},
+}
+
+// replicasPointer is the field a scale request changes.
+var replicasPointer = pointer{"spec", "replicas"}
+
+// SetupWithManager starts metadata-only informers for the scalable
+// workloads before the manager starts, so they sync before Steward reports
+// ready; scale requests read their parent's labels from them.
+func (r *Rule) SetupWithManager(mgr manager.Manager) error {
+	for _, gvk := range scaledKinds {
+		if _, err := mgr.GetCache().GetInformer(context.Background(), partialObject(gvk)); err != nil {
+			return fmt.Errorf("fleetguard: starting the %s metadata informer: %w", gvk.Kind, err)
+		}
+	}
+	r.parents = mgr.GetCache()
+	return nil
+}
+
+// WithParents sets the reader scale requests look workloads up in; tests
+// and offline use pass their own.
+func (r *Rule) WithParents(c client.Reader) *Rule {
+	r.parents = c
+	return r
+}
+
+func partialObject(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+	o := &metav1.PartialObjectMetadata{}
+	o.SetGroupVersionKind(gvk)
+	return o
+}
+
+// scale is the part of an autoscaling/v1 Scale this rule reads.
+type scale struct {
+	Spec struct {
+		Replicas *int64 `json:"replicas"`
+	} `json:"spec"`
+}
+
+func decodeScale(raw []byte) (scale, error) {
+	var s scale
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return s, fmt.Errorf("object is empty")
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return s, fmt.Errorf("decoding Scale: %w", err)
+	}
+	return s, nil
+}
+
+// handleScale guards a change of a workload's replicas through its scale
+// subresource. A Scale carries no labels, so the workload's own labels and
+// annotations come from the metadata cache.
+func (r *Rule) handleScale(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	gvk, ok := scaledKinds[req.Resource.Resource]
+	if !ok || req.Resource.Group != gvk.Group {
+		return admission.Allowed("")
+	}
+	if who, ok := r.trusted(req.UserInfo); ok {
+		return admission.Allowed("written by " + who)
+	}
+	oldScale, err := decodeScale(req.OldObject.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("scale, old object: %w", err))
+	}
+	newScale, err := decodeScale(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("scale, new object: %w", err))
+	}
+	if sameReplicas(oldScale.Spec.Replicas, newScale.Spec.Replicas) {
+		return admission.Allowed("")
+	}
+	parent, err := r.lookupParent(ctx, gvk, req.Namespace, req.Name)
+	if err != nil {
+		return admission.Errored(http.StatusServiceUnavailable, err)
+	}
+	switch {
+	case !parent.managed():
+		return admission.Allowed("")
+	case parent.appliedWithOwner():
+		return admission.Allowed(appliedWithOwnerReason)
+	}
+	for _, p := range r.skipFor(gvk.GroupKind()) {
+		if replicasPointer.hasPrefix(p) {
+			return admission.Allowed("only the ignored field /spec/replicas changed")
+		}
+	}
+	c := changes{first: []string{replicasPointer.String()}, total: 1}
+	return admission.Denied(r.msg.changed(subject(gvk.Kind, req.Namespace, parent), parent, c))
+}
+
+func sameReplicas(a, b *int64) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+// lookupParent reads a workload's metadata from the cache. A missing cache,
+// one not synced yet, or a workload not in it yet is an error: the
+// webhook's failure policy decides what happens then.
+func (r *Rule) lookupParent(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (objectMeta, error) {
+	if r.parents == nil {
+		return objectMeta{}, fmt.Errorf("the workload metadata cache is not set up, so the owner of %s %s/%s cannot be checked", gvk.Kind, namespace, name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.lookupTimeout)
+	defer cancel()
+	obj := partialObject(gvk)
+	if err := r.parents.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return objectMeta{}, fmt.Errorf("%s %s/%s is not in the workload metadata cache yet; retry in a moment", gvk.Kind, namespace, name)
+		}
+		return objectMeta{}, fmt.Errorf("reading %s %s/%s from the workload metadata cache: %w", gvk.Kind, namespace, name, err)
+	}
+	return objectMeta{Name: obj.Name, Namespace: obj.Namespace, Labels: obj.Labels, Annotations: obj.Annotations}, nil
+}

@@ -1,0 +1,122 @@
+package fleetguard
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// Name is the rule's name: its config key, metric label and log field.
+const Name = "fleetguard"
+
+// The rule's two webhooks.
+const (
+	WebhookName      = "fleetguard.steward.dev"
+	WebhookPath      = "/validate/fleetguard"
+	ScaleWebhookName = "fleetguard-scale.steward.dev"
+	ScaleWebhookPath = "/validate/fleetguard/scale"
+)
+
+// Spec registers fleetguard: one webhook for every labelled object, and
+// one for the scale subresource of the workloads Fleet commonly deploys.
+func (r *Rule) Spec() rule.Spec {
+	return rule.Spec{
+		Name:     Name,
+		Type:     rule.Validating,
+		Webhooks: []rule.Webhook{r.mainWebhook(), r.scaleWebhook()},
+	}
+}
+
+func (r *Rule) mainWebhook() rule.Webhook {
+	ops := rule.Operations(admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete)
+	return rule.Webhook{
+		Name: WebhookName,
+		Path: WebhookPath,
+		// "*" covers every resource of every group and version, but no
+		// subresource: status writes never reach Steward.
+		Rules:         []admissionregistrationv1.RuleWithOperations{rule.Resources(ops, []string{"*"}, []string{"*"}, []string{"*"}, admissionregistrationv1.AllScopes)},
+		FailurePolicy: admissionregistrationv1.Fail,
+		FailurePolicyReason: "A guard that fails open is a silent bypass: while Steward is unreachable, hand edits of Fleet-managed objects would go through unrecorded. " +
+			"The blast radius is small: the objectSelector only sends objects carrying Fleet's label, and matchConditions keep the Fleet agent, the garbage collector, " +
+			"the namespace controller and the other Kubernetes controllers away from Steward, so deployments by Fleet and namespace deletion keep working during an outage.",
+		TimeoutSeconds: 3,
+		// For UPDATE and DELETE the API server matches the selector against
+		// the old object too, so removing the label still reaches Steward.
+		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: LabelHash, Operator: metav1.LabelSelectorOpExists},
+		}},
+		MatchConditions: append(r.identityConditions(),
+			admissionregistrationv1.MatchCondition{Name: "exclude-leases-events-and-reviews", Expression: excludedResources},
+			admissionregistrationv1.MatchCondition{Name: "exclude-objects-applied-with-owner", Expression: excludeAppliedWithOwner},
+		),
+	}
+}
+
+func (r *Rule) scaleWebhook() rule.Webhook {
+	return rule.Webhook{
+		Name: ScaleWebhookName,
+		Path: ScaleWebhookPath,
+		Rules: []admissionregistrationv1.RuleWithOperations{rule.Resources(
+			rule.Operations(admissionregistrationv1.Update),
+			[]string{"apps"}, []string{"*"}, []string{"deployments/scale", "statefulsets/scale", "replicasets/scale"},
+			admissionregistrationv1.NamespacedScope)},
+		FailurePolicy: admissionregistrationv1.Ignore,
+		FailurePolicyReason: "A Scale object carries no labels, so no objectSelector can narrow this webhook: it sees every scale request in the cluster, " +
+			"the HorizontalPodAutoscaler's included. Failing closed would let a Steward outage freeze autoscaling of every workload, Fleet-managed or not; " +
+			"failing open only lets replica counts change while Steward is down.",
+		TimeoutSeconds:  2,
+		MatchConditions: r.identityConditions(),
+	}
+}
+
+// identityConditions keep the Fleet agent's and Kubernetes' own writes
+// from ever calling Steward: they cost no webhook round trip, and a Steward
+// outage cannot block them.
+func (r *Rule) identityConditions() []admissionregistrationv1.MatchCondition {
+	var conds []admissionregistrationv1.MatchCondition
+	if len(r.agentUsers) > 0 {
+		conds = append(conds, admissionregistrationv1.MatchCondition{
+			Name:       "exclude-fleet-agent-users",
+			Expression: fmt.Sprintf("!(request.userInfo.username in %s)", celList(r.agentUsers)),
+		})
+	}
+	if len(r.agentGroups) > 0 {
+		conds = append(conds, admissionregistrationv1.MatchCondition{
+			Name:       "exclude-fleet-agent-groups",
+			Expression: fmt.Sprintf("!has(request.userInfo.groups) || !request.userInfo.groups.exists(g, g in %s)", celList(r.agentGroups)),
+		})
+	}
+	return append(conds, admissionregistrationv1.MatchCondition{
+		Name: "exclude-kubernetes-controllers",
+		Expression: fmt.Sprintf("!(request.userInfo.username in %s) && (!has(request.userInfo.groups) || !(%s in request.userInfo.groups))",
+			celList(kubernetesControllers), strconv.Quote(nodesGroup)),
+	})
+}
+
+// excludedResources honours Steward's rule never to intercept Leases,
+// Events, TokenReviews or SubjectAccessReviews, even if one were labelled.
+const excludedResources = `!(request.resource.group in ['authentication.k8s.io', 'authorization.k8s.io'] ||
+  (request.resource.group == 'coordination.k8s.io' && request.resource.resource == 'leases') ||
+  (request.resource.group in ['', 'events.k8s.io'] && request.resource.resource == 'events'))`
+
+// excludeAppliedWithOwner skips objects whose object set has an owner
+// (Rancher's and Fleet's controllers apply their own objects that way),
+// unless an update removes the owner: only requests in which every object
+// present has the annotation are skipped.
+const excludeAppliedWithOwner = `!(
+  (object == null || (has(object.metadata) && has(object.metadata.annotations) && 'objectset.rio.cattle.io/owner-gvk' in object.metadata.annotations)) &&
+  (oldObject == null || (has(oldObject.metadata) && has(oldObject.metadata.annotations) && 'objectset.rio.cattle.io/owner-gvk' in oldObject.metadata.annotations)))`
+
+// celList renders strings as a CEL list literal.
+func celList(ss []string) string {
+	quoted := make([]string, len(ss))
+	for i, s := range ss {
+		quoted[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
