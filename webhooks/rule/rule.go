@@ -1,6 +1,7 @@
 package rule
 
 import (
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -21,4 +22,11 @@ type Rule interface {
 // reports ready. Rules rendered for manifests are never set up.
 type ManagerSetup interface {
 	SetupWithManager(mgr manager.Manager) error
+}
+
+// Permissions is implemented by rules that read the cluster (informer
+// caches, their own webhook configuration). The rendered ClusterRole grants
+// exactly the union of what the rules list, so RBAC follows the rules.
+type Permissions interface {
+	PolicyRules() []rbacv1.PolicyRule
 }

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+func runServe(args []string, stderr io.Writer) int {
+	opts, err := parseServeFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "steward serve: invalid flags:\n%v\n", err)
+		return 2
+	}
+	cfg := webhooks.DefaultConfig()
+	if opts.configFile != "" {
+		if cfg, err = webhooks.LoadConfig(opts.configFile); err != nil {
+			fmt.Fprintf(stderr, "steward serve: %v\n", err)
+			return 2
+		}
+	}
+	verbosity, _ := parseLogLevel(opts.logLevel)
+	log, err := newLogger(verbosity)
+	if err != nil {
+		fmt.Fprintf(stderr, "steward serve: logger: %v\n", err)
+		return 1
+	}
+	ctrl.SetLogger(log)
+	if err := serve(opts, cfg, log); err != nil {
+		log.Error(err, "steward stopped")
+		return 1
+	}
+	return 0
+}
+
+// serve runs the manager until SIGTERM/SIGINT, then shuts down gracefully:
+// it reports unready at once, keeps serving for --shutdown-delay so the
+// API server's endpoints stop routing here, then drains in-flight requests.
+func serve(opts serveOptions, cfg webhooks.Config, log logr.Logger) error {
+	restCfg, err := restConfig(opts.kubeconfig)
+	if err != nil {
+		return err
+	}
+	timeout := opts.shutdownTimeout
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme:                  clientgoscheme.Scheme,
+		Logger:                  log,
+		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress:  opts.probeAddr,
+		PprofBindAddress:        opts.pprofAddr,
+		GracefulShutdownTimeout: &timeout,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    opts.host,
+			Port:    opts.port,
+			CertDir: opts.certDir,
+			TLSOpts: tlsOptions(opts),
+		}),
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+
+	var stopping atomic.Bool
+	if err := addHealthChecks(mgr, &stopping); err != nil {
+		return err
+	}
+	if err := registerRules(mgr, cfg, log.WithName("decision")); err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go shutdownOnSignal(log, opts.shutdownDelay, &stopping, cancel)
+	log.Info("starting steward", "namespace", opts.namespace, "port", opts.port, "certMode", opts.certMode)
+	return mgr.Start(ctx)
+}
+
+// registerRules sets up every configured rule and serves each of its webhooks
+// at the path its Spec names: the same list renders the webhook configurations.
+func registerRules(mgr manager.Manager, cfg webhooks.Config, log logr.Logger) error {
+	server := mgr.GetWebhookServer()
+	for _, c := range webhooks.Rules(cfg) {
+		spec := c.Rule.Spec()
+		if s, ok := c.Rule.(rule.ManagerSetup); ok {
+			if err := s.SetupWithManager(mgr); err != nil {
+				return fmt.Errorf("setting up rule %s: %w", spec.Name, err)
+			}
+		}
+		opts := rule.Options{
+			Mode:            c.Mode,
+			ExemptUsers:     cfg.ExemptUsers,
+			ExemptGroups:    cfg.ExemptGroups,
+			BreakGlassGroup: cfg.BreakGlassGroup,
+			Log:             log,
+		}
+		for _, wh := range spec.Webhooks {
+			server.Register(wh.Path, &admission.Webhook{Handler: rule.Wrap(c.Rule, wh, opts)})
+		}
+	}
+	return nil
+}
+
+// addHealthChecks makes /readyz pass only once the webhook server accepts
+// TLS connections, every informer cache has synced, and no shutdown began.
+func addHealthChecks(mgr manager.Manager, stopping *atomic.Bool) error {
+	checks := map[string]healthz.Checker{
+		"webhook-server": mgr.GetWebhookServer().StartedChecker(),
+		"informer-caches": func(req *http.Request) error {
+			ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+			defer cancel()
+			if !mgr.GetCache().WaitForCacheSync(ctx) {
+				return errors.New("informer caches have not synced")
+			}
+			return nil
+		},
+		"shutdown": func(*http.Request) error {
+			if stopping.Load() {
+				return errors.New("shutting down")
+			}
+			return nil
+		},
+	}
+	for name, check := range checks {
+		if err := mgr.AddReadyzCheck(name, check); err != nil {
+			return fmt.Errorf("adding readiness check %s: %w", name, err)
+		}
+	}
+	return mgr.AddHealthzCheck("ping", healthz.Ping)
+}
+
+func shutdownOnSignal(log logr.Logger, delay time.Duration, stopping *atomic.Bool, cancel context.CancelFunc) {
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	sig := <-signals
+	stopping.Store(true)
+	log.Info("shutdown requested: reporting unready, then draining", "signal", sig.String(), "delay", delay.String())
+	select {
+	case <-time.After(delay):
+	case <-signals:
+	}
+	cancel()
+	<-signals
+	log.Info("second signal during drain: exiting now")
+	os.Exit(1)
+}
+
+// tlsOptions hardens the webhook listener: TLS 1.2 or later, HTTP/1.1 only
+// unless HTTP/2 is asked for, and client certificates when a CA is given.
+func tlsOptions(opts serveOptions) []func(*tls.Config) {
+	tlsOpts := []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }}
+	if !opts.enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	if opts.clientCAFile != "" {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) {
+			pool := x509.NewCertPool()
+			if pem, err := os.ReadFile(opts.clientCAFile); err == nil {
+				pool.AppendCertsFromPEM(pem)
+			}
+			// An unreadable file leaves the pool empty: every client is
+			// refused, never silently accepted.
+			c.ClientCAs = pool
+			c.ClientAuth = tls.RequireAndVerifyClientCert
+		})
+	}
+	return tlsOpts
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := ctrl.GetConfig()
+		if err != nil {
+			return nil, fmt.Errorf("finding the API server (in-cluster or $KUBECONFIG): %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Certificate modes of `steward serve`.
+const (
+	// certModeFiles serves the key pair found in --cert-dir, typically the
+	// Secret cert-manager fills, mounted into the pod.
+	certModeFiles = "files"
+	// certModeSelfManaged makes Steward create its own CA and serving
+	// certificate in a Secret and inject the CA into its webhook configurations.
+	certModeSelfManaged = "self-managed"
+)
+
+// serveOptions are the flags of `steward serve`.
+type serveOptions struct {
+	configFile      string
+	kubeconfig      string
+	namespace       string
+	host            string
+	port            int
+	certDir         string
+	certMode        string
+	certSecret      string
+	serviceName     string
+	certDNSNames    stringList
+	clientCAFile    string
+	metricsAddr     string
+	probeAddr       string
+	pprofAddr       string
+	logLevel        string
+	enableHTTP2     bool
+	shutdownDelay   time.Duration
+	shutdownTimeout time.Duration
+}
+
+func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
+	o := serveOptions{}
+	fs := flag.NewFlagSet("steward serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.configFile, "config", "", "path of a StewardConfiguration YAML file; defaults apply when empty")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig to reach the API server; in-cluster config or $KUBECONFIG when empty")
+	fs.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "steward-system"), "Steward's own namespace")
+	fs.StringVar(&o.host, "host", "", "address the webhook server listens on (all when empty)")
+	fs.IntVar(&o.port, "port", 9443, "port the webhook server listens on")
+	fs.StringVar(&o.certDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with tls.crt and tls.key; reloaded when the files change")
+	fs.StringVar(&o.certMode, "cert-mode", certModeFiles, "files (serve the key pair in --cert-dir, e.g. from cert-manager) or self-managed (Steward creates, injects and rotates its own CA)")
+	fs.StringVar(&o.certSecret, "cert-secret", "steward-serving-cert", "Secret holding the self-managed CA and serving certificate")
+	fs.StringVar(&o.serviceName, "service-name", "steward", "Service in front of Steward; the self-managed certificate is issued for its DNS names")
+	fs.Var(&o.certDNSNames, "cert-dns-name", "extra DNS name for the self-managed serving certificate (repeatable)")
+	fs.StringVar(&o.clientCAFile, "client-ca-file", "", "when set, only clients (the API server) presenting a certificate signed by this CA are served")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address of the pprof endpoint; off when empty")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, error, or a verbosity number (1 logs every allowed request)")
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "serve HTTP/2; off by default because of HTTP/2 rapid reset (CVE-2023-44487)")
+	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving (reporting unready) this long so endpoints stop routing here")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 25*time.Second, "after the delay, how long in-flight requests may take to drain")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return o, o.validate()
+}
+
+// validate refuses values that cannot work, naming the flag.
+func (o serveOptions) validate() error {
+	var errs []error
+	if o.port < 1 || o.port > 65535 {
+		errs = append(errs, fmt.Errorf("--port: %d is not a TCP port (1-65535)", o.port))
+	}
+	if o.certMode != certModeFiles && o.certMode != certModeSelfManaged {
+		errs = append(errs, fmt.Errorf("--cert-mode: %q is not one of %s, %s", o.certMode, certModeFiles, certModeSelfManaged))
+	}
+	if o.certDir == "" {
+		errs = append(errs, errors.New("--cert-dir: must not be empty"))
+	}
+	if o.namespace == "" {
+		errs = append(errs, errors.New("--namespace: must not be empty"))
+	}
+	if _, err := parseLogLevel(o.logLevel); err != nil {
+		errs = append(errs, fmt.Errorf("--log-level: %w", err))
+	}
+	for flagName, addr := range map[string]string{"--metrics-bind-address": o.metricsAddr, "--health-probe-bind-address": o.probeAddr, "--pprof-bind-address": o.pprofAddr} {
+		if addr == "" || addr == "0" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", flagName, err))
+		}
+	}
+	if o.shutdownDelay < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-delay: %s is negative", o.shutdownDelay))
+	}
+	if o.shutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-timeout: %s must be positive", o.shutdownTimeout))
+	}
+	if o.clientCAFile != "" {
+		if _, err := os.Stat(o.clientCAFile); err != nil {
+			errs = append(errs, fmt.Errorf("--client-ca-file: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func envOr(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return fmt.Sprint([]string(*l)) }
+
+func (l *stringList) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
+// parseLogLevel accepts a level name or a verbosity number.
+func parseLogLevel(s string) (int, error) {
+	switch s {
+	case "debug":
+		return 1, nil
+	case "info":
+		return 0, nil
+	case "error":
+		return -2, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not debug, info, error or a verbosity number >= 0", s)
+	}
+	return n, nil
+}

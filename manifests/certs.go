@@ -1,0 +1,41 @@
+package manifests
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// selfManagedSecret ships the Secret empty so Steward needs only get and
+// update on it, by name: it fills in the CA and serving certificate itself.
+func selfManagedSecret() *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: meta(SecretName),
+		Type:       corev1.SecretTypeOpaque,
+	}
+}
+
+// selfManagedDeploymentPatch switches the certificate mode and swaps the
+// read-only Secret mount for a writable in-memory emptyDir that Steward
+// writes its serving certificate into (the root filesystem stays read-only).
+// It is a strategic merge patch: `secret: null` removes the base's source.
+func selfManagedDeploymentPatch() map[string]any {
+	args := append(container(DefaultImage).Args, "--cert-mode=self-managed", "--cert-secret="+SecretName, "--service-name="+Name)
+	return map[string]any{
+		"apiVersion": "apps/v1",
+		"kind":       "Deployment",
+		"metadata":   map[string]any{"name": Name, "namespace": Namespace},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{
+				"name":         Name,
+				"args":         args,
+				"volumeMounts": []any{map[string]any{"mountPath": certDir, "name": "serving-cert", "readOnly": false}},
+			}},
+			"volumes": []any{map[string]any{
+				"name":     "serving-cert",
+				"secret":   nil,
+				"emptyDir": map[string]any{"medium": "Memory"},
+			}},
+		}}},
+	}
+}

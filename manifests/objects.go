@@ -1,0 +1,206 @@
+package manifests
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/stewardhq/steward/webhooks"
+)
+
+// Ports and paths the Deployment, Service and probes agree on.
+const (
+	webhookPort  = 9443
+	metricsPort  = 8080
+	healthPort   = 8081
+	certDir      = "/tmp/k8s-webhook-server/serving-certs"
+	configDir    = "/etc/steward"
+	configName   = "steward-config"
+	replicas     = 3
+	runAsUser    = 65532 // the distroless "nonroot" user
+	shutdownSecs = 40    // > --shutdown-delay (5s) + --shutdown-timeout (25s)
+)
+
+var selectorLabels = map[string]string{"app.kubernetes.io/name": Name}
+
+func labels() map[string]string {
+	return map[string]string{"app.kubernetes.io/name": Name, "app.kubernetes.io/part-of": Name}
+}
+
+func meta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: labels()}
+}
+
+func namespace() *corev1.Namespace {
+	return &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: Namespace, Labels: labels()},
+	}
+}
+
+func serviceAccount() *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: meta(Name),
+	}
+}
+
+// configMap ships the default configuration, spelled out, so operators edit
+// a complete file instead of guessing the defaults.
+func configMap(cfg webhooks.Config) *corev1.ConfigMap {
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		panic(err) // a Config always marshals; a failure is a programming error
+	}
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: meta(configName),
+		Data:       map[string]string{"config.yaml": string(data)},
+	}
+}
+
+func service() *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: meta(Name),
+		Spec: corev1.ServiceSpec{
+			Selector: selectorLabels,
+			Ports: []corev1.ServicePort{
+				{Name: "webhook", Port: 443, TargetPort: intstr.FromString("webhook")},
+				{Name: "metrics", Port: metricsPort, TargetPort: intstr.FromString("metrics")},
+			},
+		},
+	}
+}
+
+func podDisruptionBudget() *policyv1.PodDisruptionBudget {
+	one := intstr.FromInt32(1)
+	return &policyv1.PodDisruptionBudget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
+		ObjectMeta: meta(Name),
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: &one,
+			Selector:       &metav1.LabelSelector{MatchLabels: selectorLabels},
+		},
+	}
+}
+
+func deployment(image string) *appsv1.Deployment {
+	podLabels := labels()
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: meta(Name),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr(int32(replicas)),
+			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels},
+			Strategy: appsv1.DeploymentStrategy{
+				Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{
+					MaxUnavailable: ptr(intstr.FromInt32(1)),
+					MaxSurge:       ptr(intstr.FromInt32(1)),
+				},
+			},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec:       podSpec(image),
+			},
+		},
+	}
+}
+
+func podSpec(image string) corev1.PodSpec {
+	return corev1.PodSpec{
+		ServiceAccountName: Name,
+		// Admission is on the path of every guarded write: Steward is as
+		// critical as the control plane it protects.
+		PriorityClassName:             "system-cluster-critical",
+		TerminationGracePeriodSeconds: ptr(int64(shutdownSecs)),
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot:   ptr(true),
+			RunAsUser:      ptr(int64(runAsUser)),
+			RunAsGroup:     ptr(int64(runAsUser)),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{
+			spread("kubernetes.io/hostname", corev1.DoNotSchedule),
+			spread("topology.kubernetes.io/zone", corev1.ScheduleAnyway),
+		},
+		Containers: []corev1.Container{container(image)},
+		Volumes: []corev1.Volume{
+			{Name: "serving-cert", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: SecretName}}},
+			{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: configName},
+			}}},
+		},
+	}
+}
+
+func spread(key string, when corev1.UnsatisfiableConstraintAction) corev1.TopologySpreadConstraint {
+	return corev1.TopologySpreadConstraint{
+		MaxSkew:           1,
+		TopologyKey:       key,
+		WhenUnsatisfiable: when,
+		LabelSelector:     &metav1.LabelSelector{MatchLabels: selectorLabels},
+	}
+}
+
+func container(image string) corev1.Container {
+	return corev1.Container{
+		Name:  Name,
+		Image: image,
+		Args: []string{
+			"serve",
+			"--config=" + configDir + "/config.yaml",
+			"--cert-dir=" + certDir,
+			"--port=9443",
+			"--metrics-bind-address=:8080",
+			"--health-probe-bind-address=:8081",
+		},
+		Env: []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"},
+		}}},
+		Ports: []corev1.ContainerPort{
+			{Name: "webhook", ContainerPort: webhookPort},
+			{Name: "metrics", ContainerPort: metricsPort},
+			{Name: "health", ContainerPort: healthPort},
+		},
+		// No CPU limit: throttling an admission webhook turns into API
+		// server timeouts. Memory is bounded.
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("100m"),
+				corev1.ResourceMemory: resource.MustParse("64Mi"),
+			},
+			Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+		},
+		ReadinessProbe: probe("/readyz", 5),
+		LivenessProbe:  probe("/healthz", 15),
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr(false),
+			ReadOnlyRootFilesystem:   ptr(true),
+			RunAsNonRoot:             ptr(true),
+			Privileged:               ptr(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "serving-cert", MountPath: certDir, ReadOnly: true},
+			{Name: "config", MountPath: configDir, ReadOnly: true},
+		},
+	}
+}
+
+func probe(path string, period int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: path, Port: intstr.FromString("health"),
+		}},
+		PeriodSeconds:    period,
+		FailureThreshold: 3,
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,73 @@
+package manifests
+
+import (
+	"encoding/json"
+	"slices"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// baseRBAC grants Steward exactly what its rules declare they read or
+// write (rule.Permissions), and nothing else.
+func baseRBAC(rules []webhooks.Configured) []any {
+	var policy []rbacv1.PolicyRule
+	for _, c := range rules {
+		if p, ok := c.Rule.(rule.Permissions); ok {
+			policy = append(policy, p.PolicyRules()...)
+		}
+	}
+	return []any{clusterRole(Name, uniqueRules(policy)), clusterRoleBinding(Name)}
+}
+
+func clusterRole(name string, policy []rbacv1.PolicyRule) *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels()},
+		Rules:      policy,
+	}
+}
+
+func clusterRoleBinding(name string) *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels()},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: Name, Namespace: Namespace}},
+	}
+}
+
+func role(name string, policy []rbacv1.PolicyRule) *rbacv1.Role {
+	return &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+		ObjectMeta: meta(name),
+		Rules:      policy,
+	}
+}
+
+func roleBinding(name string) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: meta(name),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: Name, Namespace: Namespace}},
+	}
+}
+
+// uniqueRules drops rules that two rules both asked for, keeping order.
+func uniqueRules(policy []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	var out []rbacv1.PolicyRule
+	var seen []string
+	for _, p := range policy {
+		key, _ := json.Marshal(p)
+		if slices.Contains(seen, string(key)) {
+			continue
+		}
+		seen = append(seen, string(key))
+		out = append(out, p)
+	}
+	return out
+}
