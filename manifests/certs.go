@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"github.com/stewardhq/steward/certs"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -38,4 +39,28 @@ func selfManagedDeploymentPatch() map[string]any {
 			}},
 		}}},
 	}
+}
+
+// certManagerObjects are the Issuer/Certificate chain cert-manager turns
+// into the serving certificate Secret the base Deployment mounts.
+func certManagerObjects() []any {
+	var objs []any
+	for _, o := range certs.CertManagerObjects(Namespace, Name, SecretName) {
+		objs = append(objs, o)
+	}
+	return objs
+}
+
+// injectCAPatches annotate both webhook configurations so cert-manager's CA
+// injector writes the CA into every webhook's caBundle.
+func injectCAPatches() []any {
+	key, value := certs.InjectCAAnnotation(Namespace)
+	patch := func(kind string) map[string]any {
+		return map[string]any{
+			"apiVersion": "admissionregistration.k8s.io/v1",
+			"kind":       kind,
+			"metadata":   map[string]any{"name": Name, "annotations": map[string]any{key: value}},
+		}
+	}
+	return []any{patch("ValidatingWebhookConfiguration"), patch("MutatingWebhookConfiguration")}
 }
