@@ -15,7 +15,9 @@ KUBE_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitMajor=1 \
 	-X k8s.io/component-base/version.gitMinor=37
 
-.PHONY: all build test unit e2e lint generate verify sandbox bench tools clean
+STATICCHECK_VERSION := v0.8.2
+
+.PHONY: all build test unit e2e fuzz lint generate verify sandbox bench tools clean
 
 all: build
 
@@ -34,14 +36,50 @@ $(ASSETS)/etcd:
 	@echo "building etcd $(ETCD_VERSION) into $(ASSETS) (first time only)"
 	cd e2e/tools/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp . && mv $@.tmp $@
 
+# The one command that runs every test: unit, golden, fuzz seed corpora and
+# the e2e suite against a real kube-apiserver and etcd.
 test: tools
-	$(GO) test ./...
+	$(GO) test -timeout 45m ./...
 
 unit:
 	$(GO) test $$($(GO) list ./... | grep -v /e2e)
 
 e2e: tools
 	$(GO) test ./e2e/... -count=1 -v
+
+# Renders manifests/ from the typed objects and the rule list.
+generate:
+	$(GO) run ./cmd/steward manifests
+
+# Fails when generated files are stale or code is unformatted or suspicious.
+verify: generate lint
+	@git diff --exit-code -- manifests || (echo "manifests/ is stale: run make generate and commit" && exit 1)
+	@test -z "$$(git status --porcelain --untracked-files=all -- manifests)" || (git status --short -- manifests; echo "manifests/ has uncommitted files: run make generate and commit" && exit 1)
+
+lint:
+	@test -z "$$(gofmt -l cmd webhooks certs manifests e2e)" || (gofmt -l cmd webhooks certs manifests e2e; echo "gofmt needed" && exit 1)
+	$(GO) vet ./...
+	@if $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -version >/dev/null 2>&1; then \
+		$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...; \
+	else echo "staticcheck $(STATICCHECK_VERSION) could not be installed from the module proxy; skipped"; fi
+
+# Runs every fuzz target for a bounded time (FUZZTIME each, default 30s).
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in $$($(GO) list ./webhooks/... ./cmd/...); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "fuzzing $$pkg $$target for $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+# Handler benchmarks for every rule, with an allow-all baseline.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./webhooks/...
+
+# Runs Steward against a local real API server until interrupted.
+sandbox: tools
+	$(GO) run ./e2e/sandbox
 
 clean:
 	rm -rf bin
