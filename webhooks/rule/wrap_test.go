@@ -1,0 +1,199 @@
+package rule_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// fakeRule answers every request with a fixed response, or panics.
+type fakeRule struct {
+	name  string
+	typ   rule.Type
+	resp  admission.Response
+	panic bool
+}
+
+func (f fakeRule) Handle(context.Context, admission.Request) admission.Response {
+	if f.panic {
+		panic("boom")
+	}
+	return f.resp
+}
+
+func (f fakeRule) Spec() rule.Spec { return rule.Spec{Name: f.name, Type: f.typ} }
+
+type result struct {
+	Allowed  bool
+	Code     int32
+	Message  string
+	Warnings []string
+	Audit    map[string]string
+	Patches  int
+}
+
+func summarize(r admission.Response) result {
+	out := result{Allowed: r.Allowed, Warnings: r.Warnings, Audit: r.AuditAnnotations, Patches: len(r.Patches)}
+	if r.Result != nil {
+		out.Code, out.Message = r.Result.Code, r.Result.Message
+	}
+	return out
+}
+
+var deployments = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+
+func TestWrapAppliesModesExemptionsAndFailurePolicy(t *testing.T) {
+	denied := admission.Denied("no")
+	patched := admission.PatchResponseFromRaw([]byte(`{"a":1}`), []byte(`{"a":2}`))
+	request := admissiontest.Update(deployments, "Deployment", map[string]any{"metadata": map[string]any{"name": "web", "namespace": "default"}}, map[string]any{"metadata": map[string]any{"name": "web", "namespace": "default"}})
+	tests := map[string]struct {
+		reason   string
+		rule     fakeRule
+		webhook  rule.Webhook
+		opts     rule.Options
+		req      admission.Request
+		want     result
+		decision rule.Decision
+	}{
+		"EnforceKeepsTheDenial": {
+			reason:   "enforce mode returns the rule's denial unchanged",
+			rule:     fakeRule{typ: rule.Validating, resp: denied},
+			opts:     rule.Options{Mode: rule.Enforce},
+			req:      request.Build(),
+			want:     result{Code: 403, Message: "no", Audit: map[string]string{"decision": "denied", "reason": "no"}},
+			decision: rule.Denied,
+		},
+		"WarnAllowsWithTheDenialAsWarning": {
+			reason:   "warn mode lets the request through and shows the denial",
+			rule:     fakeRule{typ: rule.Validating, resp: denied},
+			opts:     rule.Options{Mode: rule.Warn},
+			req:      request.Build(),
+			want:     result{Allowed: true, Code: 200, Message: "no", Warnings: []string{"no"}, Audit: map[string]string{"decision": "warned", "reason": "no"}},
+			decision: rule.Warned,
+		},
+		"AuditAllowsSilently": {
+			reason:   "audit mode allows without a warning; only the audit annotation records it",
+			rule:     fakeRule{typ: rule.Validating, resp: denied},
+			opts:     rule.Options{Mode: rule.Audit},
+			req:      request.Build(),
+			want:     result{Allowed: true, Code: 200, Message: "no", Audit: map[string]string{"decision": "audited", "reason": "no"}},
+			decision: rule.Audited,
+		},
+		"AuditDropsPatches": {
+			reason:   "audit mode has no visible effect, so a mutating rule's patch is dropped",
+			rule:     fakeRule{typ: rule.Mutating, resp: patched},
+			opts:     rule.Options{Mode: rule.Audit},
+			req:      request.Build(),
+			want:     result{Allowed: true, Code: 200, Audit: map[string]string{"decision": "audited"}},
+			decision: rule.Audited,
+		},
+		"ExemptUserBypassesWithWarning": {
+			reason: "an exempt user is allowed, told what would have happened, and named in the audit log",
+			rule:   fakeRule{typ: rule.Validating, resp: denied},
+			opts:   rule.Options{Mode: rule.Enforce, ExemptUsers: []string{"ci-bot"}},
+			req:    request.User("ci-bot").Build(),
+			want: result{Allowed: true, Code: 200, Message: "no",
+				Warnings: []string{"guard: allowed because ci-bot is exempt; without the exemption: no"},
+				Audit:    map[string]string{"decision": "bypassed", "reason": "no", "bypassed-by": "ci-bot"}},
+			decision: rule.Bypassed,
+		},
+		"ExemptGroupBypasses": {
+			reason: "membership of an exempt group is enough",
+			rule:   fakeRule{typ: rule.Validating, resp: denied},
+			opts:   rule.Options{Mode: rule.Enforce, ExemptGroups: []string{"platform"}},
+			req:    request.User("sam", "platform").Build(),
+			want: result{Allowed: true, Code: 200, Message: "no",
+				Warnings: []string{"guard: allowed because sam is exempt; without the exemption: no"},
+				Audit:    map[string]string{"decision": "bypassed", "reason": "no", "bypassed-by": "sam"}},
+			decision: rule.Bypassed,
+		},
+		"BreakGlassBypassesWithWarning": {
+			reason: "a break-glass member is allowed, warned, and named in the audit log",
+			rule:   fakeRule{typ: rule.Validating, resp: denied},
+			opts:   rule.Options{Mode: rule.Enforce, BreakGlassGroup: "steward:break-glass"},
+			req:    request.User("jane", "steward:break-glass").Build(),
+			want: result{Allowed: true, Code: 200, Message: "no",
+				Warnings: []string{"guard: break-glass by jane (group steward:break-glass) recorded; without it: no"},
+				Audit:    map[string]string{"decision": "bypassed", "reason": "no", "break-glass-by": "jane"}},
+			decision: rule.Bypassed,
+		},
+		"ValidatingErrorFailsClosed": {
+			reason:   "a validating webhook with failurePolicy Fail refuses what it cannot check",
+			rule:     fakeRule{typ: rule.Validating, resp: admission.Errored(http.StatusInternalServerError, errors.New("cache not synced"))},
+			webhook:  rule.Webhook{FailurePolicy: admissionregistrationv1.Fail},
+			opts:     rule.Options{Mode: rule.Enforce},
+			req:      request.Build(),
+			want:     result{Code: 500, Message: "guard could not check this request: cache not synced", Audit: map[string]string{"decision": "errored", "reason": "cache not synced"}},
+			decision: rule.Errored,
+		},
+		"ValidatingErrorFailsOpenWhenPolicyIgnore": {
+			reason:  "failurePolicy Ignore means an internal error allows, with a warning",
+			rule:    fakeRule{typ: rule.Validating, resp: admission.Errored(http.StatusInternalServerError, errors.New("cache not synced"))},
+			webhook: rule.Webhook{FailurePolicy: admissionregistrationv1.Ignore},
+			opts:    rule.Options{Mode: rule.Enforce},
+			req:     request.Build(),
+			want: result{Allowed: true, Code: 200, Warnings: []string{"guard could not check this request and allowed it: cache not synced"},
+				Audit: map[string]string{"decision": "errored", "reason": "cache not synced"}},
+			decision: rule.Errored,
+		},
+		"MutatingErrorAllows": {
+			reason: "a mutating rule must never block a write because of its own failure",
+			rule:   fakeRule{typ: rule.Mutating, resp: admission.Errored(http.StatusBadRequest, errors.New("bad object"))},
+			opts:   rule.Options{Mode: rule.Enforce},
+			req:    request.Build(),
+			want: result{Allowed: true, Code: 200, Warnings: []string{"guard could not check this request and allowed it: bad object"},
+				Audit: map[string]string{"decision": "errored", "reason": "bad object"}},
+			decision: rule.Errored,
+		},
+		"PanicBecomesAnError": {
+			reason:   "a panicking rule answers like an internal error, never crashes the server",
+			rule:     fakeRule{typ: rule.Validating, panic: true},
+			webhook:  rule.Webhook{FailurePolicy: admissionregistrationv1.Fail},
+			opts:     rule.Options{Mode: rule.Enforce},
+			req:      request.Build(),
+			want:     result{Code: 500, Message: "guard could not check this request: panic: boom", Audit: map[string]string{"decision": "errored", "reason": "panic: boom"}},
+			decision: rule.Errored,
+		},
+		"EmptyRequestIsRefused": {
+			reason:   "an AdmissionReview without a request never reaches the rule",
+			rule:     fakeRule{typ: rule.Validating, resp: admission.Allowed("")},
+			webhook:  rule.Webhook{FailurePolicy: admissionregistrationv1.Fail},
+			opts:     rule.Options{Mode: rule.Enforce},
+			req:      admission.Request{},
+			want:     result{Code: 400, Message: "guard could not check this request: AdmissionReview has no request (or the request has no uid)", Audit: map[string]string{"decision": "errored", "reason": "AdmissionReview has no request (or the request has no uid)"}},
+			decision: rule.Errored,
+		},
+		"PlainAllowIsNotAnnotated": {
+			reason:   "an uneventful allow adds nothing to the audit log",
+			rule:     fakeRule{typ: rule.Validating, resp: admission.Allowed("")},
+			opts:     rule.Options{Mode: rule.Enforce},
+			req:      request.Build(),
+			want:     result{Allowed: true, Code: 200},
+			decision: rule.Allowed,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tc.rule.name = "guard"
+			tc.opts.Log = logr.Discard()
+			before := rule.DecisionCount("guard", tc.decision)
+			got := rule.Wrap(tc.rule, tc.webhook, tc.opts).Handle(context.Background(), tc.req)
+			if diff := cmp.Diff(tc.want, summarize(got)); diff != "" {
+				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
+			}
+			if after := rule.DecisionCount("guard", tc.decision); after != before+1 {
+				t.Errorf("%s: counter %s went from %v to %v, want +1", tc.reason, tc.decision, before, after)
+			}
+		})
+	}
+}
