@@ -1,0 +1,75 @@
+package harness
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+)
+
+// The steward binary is built once per process, on first use, into a
+// directory shared by every Env in the process; the last Env to stop removes
+// it (and the watchdog does, if the process dies).
+var binary struct {
+	sync.Mutex
+	dir   string
+	built bool
+	users int
+}
+
+// acquireBinary registers an Env as a user of the binary and returns the
+// directory it is built into.
+func acquireBinary() (string, error) {
+	binary.Lock()
+	defer binary.Unlock()
+	if binary.dir == "" {
+		dir, err := os.MkdirTemp("", "steward-e2e-bin-")
+		if err != nil {
+			return "", fmt.Errorf("creating the directory for the steward binary: %w", err)
+		}
+		binary.dir = dir
+	}
+	binary.users++
+	return binary.dir, nil
+}
+
+// releaseBinary removes the binary when no Env uses it any more.
+func releaseBinary() {
+	binary.Lock()
+	defer binary.Unlock()
+	if binary.users == 0 {
+		return
+	}
+	binary.users--
+	if binary.users == 0 {
+		_ = os.RemoveAll(binary.dir)
+		binary.dir, binary.built = "", false
+	}
+}
+
+// stewardBinary builds ./cmd/steward the first time it is called and returns
+// the binary's path: the process under test is the real command with its
+// real flag parsing, not a function called inside the test process.
+func stewardBinary() (string, error) {
+	binary.Lock()
+	defer binary.Unlock()
+	if binary.dir == "" {
+		return "", fmt.Errorf("building steward: no Env is running")
+	}
+	path := filepath.Join(binary.dir, "steward")
+	if binary.built {
+		return path, nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command("go", "build", "-o", path, "./cmd/steward")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building steward (go build ./cmd/steward): %w\n%s", err, out)
+	}
+	binary.built = true
+	return path, nil
+}

@@ -1,0 +1,248 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// StewardNamespace is the namespace Steward runs in (--namespace). Start
+// creates it; the rendered webhook configurations exclude it.
+const StewardNamespace = "steward-system"
+
+// AuthenticatedAdminBinding is the ClusterRoleBinding that makes every
+// authenticated user a cluster-admin, so that only Steward refuses requests.
+const AuthenticatedAdminBinding = "steward-e2e:authenticated-cluster-admin"
+
+// Scheme holds client-go's types and CustomResourceDefinitions; clients made
+// by the harness use it. Custom resources are handled as unstructured objects.
+var Scheme = newScheme()
+
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Options change how Start runs the environment.
+type Options struct {
+	// CRDDir is the directory of CRDs and objects to install; e2e/crds when
+	// empty.
+	CRDDir string
+	// OnSignal, when set, is called after SIGINT or SIGTERM has stopped
+	// everything, instead of exiting with status 1. The sandbox uses it to
+	// finish quietly.
+	OnSignal func(os.Signal)
+}
+
+// Env is a running API server with the sample CRDs, and the Steward serving
+// its webhooks (once StartSteward is called).
+type Env struct {
+	// Config reaches the API server as an admin (system:masters).
+	Config *rest.Config
+	// Client is an admin client using Scheme.
+	Client client.Client
+	// Kubeconfig is the path of an admin kubeconfig file.
+	Kubeconfig string
+	// AuditLog is the path of the API server's audit log (JSON lines); see
+	// AuditEvents.
+	AuditLog string
+	// Steward is the running Steward, nil before StartSteward. RestartSteward
+	// replaces it.
+	Steward *Steward
+
+	testEnv  *envtest.Environment
+	dir      string
+	opts     Options
+	watchdog *watchdog
+	probe    *probeServer
+	stopOnce sync.Once
+	stopSig  func()
+
+	binaryAcquired bool
+	stewards       int
+}
+
+// Start starts etcd and kube-apiserver, installs the sample CRDs and objects,
+// creates Steward's namespace and the RBAC that lets every user through to
+// Steward, and writes an admin kubeconfig. ctx bounds the start-up only.
+func Start(ctx context.Context) (*Env, error) {
+	return StartWith(ctx, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(ctx context.Context, opts Options) (env *Env, err error) {
+	assets, err := AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	if opts.CRDDir == "" {
+		if opts.CRDDir, err = CRDDir(); err != nil {
+			return nil, err
+		}
+	}
+	dir, err := os.MkdirTemp("", "steward-e2e-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the work directory: %w", err)
+	}
+	e := &Env{dir: dir, opts: opts, AuditLog: filepath.Join(dir, "audit.log")}
+	// Signals are handled from here on: an interrupt during start-up must
+	// not leave etcd and kube-apiserver behind either.
+	e.stopSig = e.handleSignals()
+	defer func() {
+		if err != nil {
+			e.Stop()
+		}
+	}()
+	if err := dieWithParent(); err != nil {
+		return nil, err
+	}
+	binDir, err := acquireBinary()
+	if err != nil {
+		return nil, err
+	}
+	e.binaryAcquired = true
+
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		return nil, fmt.Errorf("writing the audit policy: %w", err)
+	}
+	e.testEnv = &envtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		CRDDirectoryPaths:        []string{opts.CRDDir},
+		ErrorIfCRDPathMissing:    true,
+		Scheme:                   Scheme,
+		ControlPlaneStartTimeout: 60 * time.Second,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	apiServer := e.testEnv.ControlPlane.GetAPIServer().Configure()
+	apiServer.Set("audit-policy-file", policy)
+	apiServer.Set("audit-log-path", e.AuditLog)
+	apiServer.Set("audit-log-format", "json")
+	apiServer.Set("audit-log-mode", "blocking")
+	// Start and Stop of envtest do not take a context; start-up is bounded by
+	// ControlPlaneStartTimeout instead.
+	cfg, err := e.testEnv.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
+	}
+	if e.watchdog, err = startWatchdog(e.testEnv, e.dir, binDir); err != nil {
+		return nil, err
+	}
+
+	admin, err := e.testEnv.AddUser(envtest.User{Name: "steward-e2e-admin", Groups: []string{"system:masters"}}, &rest.Config{QPS: 1000, Burst: 2000})
+	if err != nil {
+		return nil, fmt.Errorf("provisioning the admin user: %w", err)
+	}
+	kubeconfig, err := admin.KubeConfig()
+	if err != nil {
+		return nil, fmt.Errorf("rendering the admin kubeconfig: %w", err)
+	}
+	e.Kubeconfig = filepath.Join(dir, "admin.kubeconfig")
+	if err := os.WriteFile(e.Kubeconfig, kubeconfig, 0o600); err != nil {
+		return nil, fmt.Errorf("writing the admin kubeconfig: %w", err)
+	}
+	e.Config = cfg
+	if e.Client, err = client.New(cfg, client.Options{Scheme: Scheme}); err != nil {
+		return nil, fmt.Errorf("creating the admin client: %w", err)
+	}
+	if err := applyObjects(ctx, e.Client, opts.CRDDir); err != nil {
+		return nil, err
+	}
+	if err := e.setupCluster(ctx); err != nil {
+		return nil, err
+	}
+	if e.probe, err = startProbeServer(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// setupCluster creates Steward's namespace and lets every authenticated user
+// do anything RBAC would check, so that Steward alone decides.
+func (e *Env) setupCluster(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: StewardNamespace}}
+	if err := e.Client.Create(ctx, ns); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", StewardNamespace, err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: AuthenticatedAdminBinding},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:authenticated"}},
+	}
+	if err := e.Client.Create(ctx, binding); err != nil {
+		return fmt.Errorf("creating ClusterRoleBinding %s: %w", AuthenticatedAdminBinding, err)
+	}
+	return nil
+}
+
+// As returns a client that impersonates user with groups. The API server
+// adds system:authenticated (and, for service accounts named
+// system:serviceaccount:<ns>:<name>, their groups when none are given).
+func (e *Env) As(user string, groups ...string) (client.Client, error) {
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	c, err := client.New(cfg, client.Options{Scheme: Scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for %s: %w", user, err)
+	}
+	return c, nil
+}
+
+// Dir is the Env's work directory, removed by Stop.
+func (e *Env) Dir() string { return e.dir }
+
+// Stop stops Steward, kube-apiserver and etcd, and removes the work
+// directory. It is safe to call more than once and from several goroutines.
+func (e *Env) Stop() {
+	e.stopOnce.Do(func() {
+		var errs []error
+		if e.Steward != nil {
+			if err := e.Steward.Stop(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if e.probe != nil {
+			e.probe.close()
+		}
+		if e.testEnv != nil {
+			// The watchdog goes first, or it would fire when its pipe closes.
+			e.watchdog.disarm()
+			if err := e.testEnv.Stop(); err != nil {
+				errs = append(errs, fmt.Errorf("stopping kube-apiserver and etcd: %w", err))
+				e.watchdog.killAll()
+			}
+		}
+		if err := os.RemoveAll(e.dir); err != nil {
+			errs = append(errs, err)
+		}
+		if e.binaryAcquired {
+			releaseBinary()
+		}
+		if e.stopSig != nil {
+			e.stopSig()
+		}
+		if err := errors.Join(errs...); err != nil {
+			fmt.Fprintf(os.Stderr, "harness: stopping: %v\n", err)
+		}
+	})
+}

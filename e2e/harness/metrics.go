@@ -1,0 +1,92 @@
+package harness
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// MetricsText returns Steward's Prometheus metrics in the text format.
+func (s *Steward) MetricsText() (string, error) {
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(s.MetricsURL())
+	if err != nil {
+		return "", fmt.Errorf("reading steward's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", fmt.Errorf("reading steward's metrics: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("reading steward's metrics: %s: %s", resp.Status, body)
+	}
+	return string(body), nil
+}
+
+// Counter returns the sum of the samples of metric name whose labels include
+// every label in labels (all of its samples when labels is empty), e.g.
+//
+//	s.Counter("steward_decisions_total", map[string]string{"rule": "fleetguard", "decision": "denied"})
+//	s.Counter("controller_runtime_webhook_requests_total", map[string]string{"webhook": "/validate/fleetguard"})
+//
+// A metric that was never incremented is 0: vector metrics have no samples
+// until their first use. Histograms and summaries count observations.
+func (s *Steward) Counter(name string, labels map[string]string) (float64, error) {
+	text, err := s.MetricsText()
+	if err != nil {
+		return 0, err
+	}
+	return sumSamples(text, name, labels)
+}
+
+// sumSamples implements Counter over a metrics text.
+func sumSamples(text, name string, labels map[string]string) (float64, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		return 0, fmt.Errorf("parsing steward's metrics: %w", err)
+	}
+	family, ok := families[name]
+	if !ok {
+		return 0, nil
+	}
+	var sum float64
+	for _, m := range family.GetMetric() {
+		if !hasLabels(m, labels) {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			sum += m.Counter.GetValue()
+		case m.Gauge != nil:
+			sum += m.Gauge.GetValue()
+		case m.Untyped != nil:
+			sum += m.Untyped.GetValue()
+		case m.Histogram != nil:
+			sum += float64(m.Histogram.GetSampleCount())
+		case m.Summary != nil:
+			sum += float64(m.Summary.GetSampleCount())
+		}
+	}
+	return sum, nil
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	have := make(map[string]string, len(m.GetLabel()))
+	for _, l := range m.GetLabel() {
+		have[l.GetName()] = l.GetValue()
+	}
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}

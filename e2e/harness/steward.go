@@ -1,0 +1,393 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultConfig is a configuration file with only its header: every rule
+// runs with its defaults (enforce).
+const DefaultConfig = `apiVersion: config.steward.dev/v1alpha1
+kind: StewardConfiguration
+`
+
+// Timeouts of the Steward process.
+const (
+	// ReadyTimeout bounds the wait for /readyz, which includes the informer
+	// caches syncing.
+	ReadyTimeout = 60 * time.Second
+	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL.
+	StopTimeout = 30 * time.Second
+	// PropagationTimeout bounds the wait for the API server to use newly
+	// written webhook configurations.
+	PropagationTimeout = 30 * time.Second
+)
+
+// StewardOptions say how to run Steward.
+type StewardOptions struct {
+	// Config is the configuration file's content; no --config flag is
+	// passed when it is empty.
+	Config string
+	// Args are extra `steward serve` flags, after the harness's own, so a
+	// flag given here wins (e.g. --shutdown-delay=5s, --log-level=debug).
+	Args []string
+	// ProvideCerts makes the harness create a CA and a serving certificate
+	// in --cert-dir and put the CA into the webhook configurations. Without
+	// it Steward must bring its own (--cert-mode=self-managed), and the
+	// harness waits until Steward has injected its CA.
+	ProvideCerts bool
+	// Host is the name the API server dials Steward by: 127.0.0.1 when
+	// empty and ProvideCerts is set, else localhost (the self-managed
+	// certificate is issued for DNS names, so --cert-dns-name=localhost is
+	// passed).
+	Host string
+}
+
+// optionsFromArgs derives StewardOptions from a configuration and flags:
+// certificates are provided unless the flags select --cert-mode=self-managed.
+func optionsFromArgs(config string, args []string) StewardOptions {
+	o := StewardOptions{Config: config, Args: args, ProvideCerts: true}
+	for i, a := range args {
+		if a == "--cert-mode=self-managed" || a == "-cert-mode=self-managed" ||
+			((a == "--cert-mode" || a == "-cert-mode") && i+1 < len(args) && args[i+1] == "self-managed") {
+			o.ProvideCerts = false
+		}
+	}
+	return o
+}
+
+// Steward is a running `steward serve` process.
+type Steward struct {
+	opts        StewardOptions
+	args        []string
+	dir         string
+	certDir     string
+	logPath     string
+	port        int
+	metricsPort int
+	healthPort  int
+	caBundle    []byte
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	exitErr error
+}
+
+// StartSteward runs Steward with configYAML (DefaultConfig, or empty for no
+// --config) and extra flags, registers the rendered webhook configurations
+// pointed at it, and returns once it is ready and the API server calls it.
+// With --cert-mode=self-managed among the flags Steward brings its own
+// certificates; otherwise the harness provides them.
+func (e *Env) StartSteward(ctx context.Context, configYAML string, extraArgs ...string) (*Steward, error) {
+	return e.StartStewardWith(ctx, optionsFromArgs(configYAML, extraArgs))
+}
+
+// StartStewardWith is StartSteward with explicit options.
+func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Steward, error) {
+	if e.Steward != nil && e.Steward.Running() {
+		return nil, errors.New("steward is already running: use RestartSteward to change its configuration")
+	}
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+		if !opts.ProvideCerts {
+			opts.Host = "localhost"
+		}
+	}
+	bin, err := stewardBinary()
+	if err != nil {
+		return nil, err
+	}
+	e.stewards++
+	s := &Steward{opts: opts, dir: filepath.Join(e.dir, "steward-"+strconv.Itoa(e.stewards))}
+	s.certDir = filepath.Join(s.dir, "certs")
+	s.logPath = filepath.Join(s.dir, "steward.log")
+	if err := os.MkdirAll(s.certDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", s.certDir, err)
+	}
+	for _, p := range []*int{&s.port, &s.metricsPort, &s.healthPort} {
+		if *p, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	if opts.ProvideCerts {
+		sc, err := newServingCert()
+		if err != nil {
+			return nil, err
+		}
+		if err := sc.write(s.certDir); err != nil {
+			return nil, err
+		}
+		s.caBundle = sc.CA
+	}
+	s.args = []string{bin, "serve",
+		"--kubeconfig", e.Kubeconfig,
+		"--namespace", StewardNamespace,
+		"--host", "127.0.0.1",
+		"--port", strconv.Itoa(s.port),
+		"--cert-dir", s.certDir,
+		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(s.metricsPort),
+		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(s.healthPort),
+		// Nothing routes through a Service here, so waiting for endpoints to
+		// drop Steward only slows tests; tests of shutdown pass their own.
+		"--shutdown-delay", "0s",
+	}
+	if opts.Config != "" {
+		path := filepath.Join(s.dir, "config.yaml")
+		if err := os.WriteFile(path, []byte(opts.Config), 0o600); err != nil {
+			return nil, fmt.Errorf("writing the configuration: %w", err)
+		}
+		s.args = append(s.args, "--config", path)
+	}
+	if !opts.ProvideCerts {
+		s.args = append(s.args, "--cert-dns-name", opts.Host)
+	}
+	s.args = append(s.args, opts.Args...)
+
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Steward, error) {
+		_ = s.Stop()
+		return nil, fmt.Errorf("%w\n--- steward log (last lines) ---\n%s", err, s.LogTail(40))
+	}
+	// Registered before Steward is ready: in self-managed mode it injects its
+	// CA into these configurations, and may wait for them to exist.
+	if err := e.registerWebhooks(ctx, endpoint{host: opts.Host, port: s.port, caBundle: s.caBundle}); err != nil {
+		return fail(err)
+	}
+	if err := s.waitReady(ctx, ReadyTimeout); err != nil {
+		return fail(err)
+	}
+	if !opts.ProvideCerts {
+		if err := e.waitCABundles(ctx, ReadyTimeout); err != nil {
+			return fail(err)
+		}
+	}
+	if err := e.waitWebhooksEffective(ctx, PropagationTimeout); err != nil {
+		return fail(err)
+	}
+	e.Steward = s
+	return s, nil
+}
+
+// RestartSteward stops the running Steward and starts one with a new
+// configuration and flags, re-registering the webhooks.
+func (e *Env) RestartSteward(ctx context.Context, configYAML string, extraArgs ...string) (*Steward, error) {
+	return e.RestartStewardWith(ctx, optionsFromArgs(configYAML, extraArgs))
+}
+
+// RestartStewardWith is RestartSteward with explicit options.
+func (e *Env) RestartStewardWith(ctx context.Context, opts StewardOptions) (*Steward, error) {
+	if e.Steward != nil {
+		if err := e.Steward.Stop(); err != nil {
+			return nil, fmt.Errorf("stopping the running steward: %w", err)
+		}
+	}
+	return e.StartStewardWith(ctx, opts)
+}
+
+// start runs the process, its output appended to the log file.
+func (s *Steward) start() error {
+	log, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("opening the steward log: %w", err)
+	}
+	defer log.Close() // the child holds its own descriptor
+	fmt.Fprintf(log, "=== %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(s.args, " "))
+	cmd := exec.Command(s.args[0], s.args[1:]...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = childProcAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting steward: %w", err)
+	}
+	exited := make(chan struct{})
+	s.mu.Lock()
+	s.cmd, s.exited, s.exitErr = cmd, exited, nil
+	s.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		s.mu.Lock()
+		s.exitErr = err
+		s.mu.Unlock()
+		close(exited)
+	}()
+	return nil
+}
+
+// waitReady polls /readyz until it answers 200.
+func (s *Steward) waitReady(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", s.healthPort)
+	c := &http.Client{Timeout: 2 * time.Second}
+	last := "no answer"
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := c.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-s.Done():
+			return fmt.Errorf("steward exited before it was ready: %v", s.ExitErr())
+		case <-ctx.Done():
+			return fmt.Errorf("steward was not ready within %s (GET %s: %s)", timeout, url, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Stop sends SIGTERM and waits for Steward to exit, sending SIGKILL after
+// StopTimeout. It reports an exit that was not clean. Stopping a stopped
+// Steward does nothing.
+func (s *Steward) Stop() error {
+	if !s.Running() {
+		return nil
+	}
+	_ = s.Signal(syscall.SIGTERM)
+	select {
+	case <-s.Done():
+	case <-time.After(StopTimeout):
+		s.mu.Lock()
+		_ = s.cmd.Process.Kill()
+		s.mu.Unlock()
+		<-s.Done()
+		return fmt.Errorf("steward did not stop within %s of SIGTERM and was killed", StopTimeout)
+	}
+	if err := s.ExitErr(); err != nil {
+		return fmt.Errorf("steward exited uncleanly after SIGTERM: %w", err)
+	}
+	return nil
+}
+
+// Signal sends sig to the Steward process.
+func (s *Steward) Signal(sig os.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return errors.New("steward is not running")
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
+// Restart stops Steward and starts it again with the same flags, port and
+// certificates, so the registered webhook configurations stay valid, and
+// waits until it is ready. An error from stopping is reported even when the
+// new process started.
+func (s *Steward) Restart(ctx context.Context) error {
+	stopErr := s.Stop()
+	if err := s.start(); err != nil {
+		return errors.Join(stopErr, err)
+	}
+	if err := s.waitReady(ctx, ReadyTimeout); err != nil {
+		return errors.Join(stopErr, fmt.Errorf("%w\n--- steward log (last lines) ---\n%s", err, s.LogTail(40)))
+	}
+	return stopErr
+}
+
+// Running says whether the process has been started and has not exited.
+func (s *Steward) Running() bool {
+	select {
+	case <-s.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+// Done is closed when the current process exits.
+func (s *Steward) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.exited == nil {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return s.exited
+}
+
+// ExitErr is the current process's exit error (nil for status 0), once Done.
+func (s *Steward) ExitErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.exitErr
+}
+
+// PID is the process id of the current process.
+func (s *Steward) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// Log returns everything Steward has written to stdout and stderr, across
+// restarts (each start begins with a line "=== <time> <command line>").
+func (s *Steward) Log() string {
+	data, err := os.ReadFile(s.logPath)
+	if err != nil {
+		return fmt.Sprintf("(reading %s: %v)", s.logPath, err)
+	}
+	return string(data)
+}
+
+// LogTail returns the last n lines of Log.
+func (s *Steward) LogTail(n int) string {
+	lines := strings.Split(strings.TrimRight(s.Log(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// LogPath is the path of the log file.
+func (s *Steward) LogPath() string { return s.logPath }
+
+// Port is the webhook server's port on 127.0.0.1.
+func (s *Steward) Port() int { return s.port }
+
+// URL is the webhook server's URL for path, as registered with the API
+// server.
+func (s *Steward) URL(path string) string {
+	return fmt.Sprintf("https://%s:%d%s", s.opts.Host, s.port, path)
+}
+
+// CertDir is the --cert-dir directory.
+func (s *Steward) CertDir() string { return s.certDir }
+
+// CABundle is the CA the harness registered for Steward; nil when Steward
+// manages its own certificates.
+func (s *Steward) CABundle() []byte { return s.caBundle }
+
+// MetricsURL is the Prometheus endpoint.
+func (s *Steward) MetricsURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d/metrics", s.metricsPort)
+}
+
+// HealthURL is the health probe endpoint for path (/healthz or /readyz).
+func (s *Steward) HealthURL(path string) string {
+	return fmt.Sprintf("http://127.0.0.1:%d%s", s.healthPort, path)
+}
+
+// Args are the full command line, binary first.
+func (s *Steward) Args() []string { return append([]string(nil), s.args...) }
