@@ -1,6 +1,9 @@
 package apimigration
 
 import (
+	"encoding/json"
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/stewardhq/steward/webhooks/rule"
@@ -22,7 +25,29 @@ type Config struct {
 	// FluxVersion is the Flux release the cluster runs or is being
 	// upgraded to, as MAJOR.MINOR ("2.8"). Writes through versions that
 	// release no longer serves are refused.
-	FluxVersion string `json:"fluxVersion,omitempty"`
+	FluxVersion FluxRelease `json:"fluxVersion,omitempty"`
+}
+
+// FluxRelease is a Flux release as written in the configuration, such as
+// "2.8". It must be a YAML string: unquoted, 2.10 is the number 2.1, which
+// would silently target a much older release, so numbers are refused.
+type FluxRelease string
+
+// UnmarshalJSON accepts only strings (and null, meaning unset).
+func (v *FluxRelease) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*v = ""
+		return nil
+	}
+	if len(b) == 0 || b[0] != '"' {
+		return fmt.Errorf("rules.%s.fluxVersion: %s is not a string: quote the release, for example fluxVersion: \"2.10\" (unquoted, YAML reads 2.10 as the number 2.1)", Name, b)
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*v = FluxRelease(s)
+	return nil
 }
 
 // Default fills unset settings.
@@ -38,8 +63,8 @@ func (c *Config) Default() {
 // Validate reports invalid settings by field path.
 func (c *Config) Validate(p *field.Path) field.ErrorList {
 	errs := c.Mode.Validate(p.Child("mode"))
-	if _, err := ParseRelease(c.FluxVersion); err != nil {
-		errs = append(errs, field.Invalid(p.Child("fluxVersion"), c.FluxVersion, err.Error()))
+	if _, err := ParseRelease(string(c.FluxVersion)); err != nil {
+		errs = append(errs, field.Invalid(p.Child("fluxVersion"), string(c.FluxVersion), err.Error()))
 	}
 	return errs
 }
@@ -47,7 +72,7 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 // Target is the configured release; an unset or invalid value (which
 // Validate reports at start-up) falls back to the default.
 func (c Config) Target() Release {
-	r, err := ParseRelease(c.FluxVersion)
+	r, err := ParseRelease(string(c.FluxVersion))
 	if err != nil {
 		return MustParseRelease(DefaultFluxVersion)
 	}

@@ -1,6 +1,7 @@
 package apimigration
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -21,12 +22,12 @@ var releasePattern = regexp.MustCompile(`^v?([0-9]{1,3})\.([0-9]{1,3})(\.[0-9]{1
 func ParseRelease(s string) (Release, error) {
 	m := releasePattern.FindStringSubmatch(s)
 	if m == nil {
-		return Release{}, fmt.Errorf("not a Flux release: write MAJOR.MINOR, for example \"2.8\"")
+		return Release{}, errors.New("not a Flux release: write MAJOR.MINOR, for example \"2.8\"")
 	}
 	major, _ := strconv.Atoi(m[1])
 	minor, _ := strconv.Atoi(m[2])
 	if major < 2 {
-		return Release{}, fmt.Errorf("not a Flux 2 release: the toolkit APIs start with Flux 2.0")
+		return Release{}, errors.New("not a Flux 2 release: the toolkit APIs start with Flux 2.0")
 	}
 	return Release{Major: major, Minor: minor}, nil
 }

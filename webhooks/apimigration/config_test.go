@@ -1,0 +1,72 @@
+package apimigration_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/apimigration"
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// TestConfig proves the settings load through Steward's configuration file:
+// defaults, and errors that name the field path.
+func TestConfig(t *testing.T) {
+	const header = "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\n"
+	cases := map[string]struct {
+		reason  string
+		file    string
+		want    apimigration.Config
+		wantErr string
+	}{
+		"Defaults": {
+			reason: "no section: enforce, and the newest release that removes nothing",
+			file:   header + "rules: {}\n",
+			want:   apimigration.Config{Mode: rule.Enforce, FluxVersion: "2.6"},
+		},
+		"TargetSet": {
+			reason: "the target release is read as written",
+			file:   header + "rules:\n  apimigration:\n    mode: warn\n    fluxVersion: \"2.8\"\n",
+			want:   apimigration.Config{Mode: rule.Warn, FluxVersion: "2.8"},
+		},
+		"BadTarget": {
+			reason:  "a target that is not a release stops start-up, naming the field",
+			file:    header + "rules:\n  apimigration:\n    fluxVersion: latest\n",
+			wantErr: `rules.apimigration.fluxVersion: Invalid value: "latest": not a Flux release`,
+		},
+		"NumericTarget": {
+			reason:  "an unquoted 2.10 is the number 2.1 in YAML, so numbers are refused",
+			file:    header + "rules:\n  apimigration:\n    fluxVersion: 2.10\n",
+			wantErr: `rules.apimigration.fluxVersion: 2.1 is not a string: quote the release`,
+		},
+		"BadMode": {
+			reason:  "modes are checked like every rule's",
+			file:    header + "rules:\n  apimigration:\n    mode: loud\n",
+			wantErr: `rules.apimigration.mode: Unsupported value: "loud"`,
+		},
+		"UnknownField": {
+			reason:  "a typo is an error, not a silent default",
+			file:    header + "rules:\n  apimigration:\n    fluxRelease: \"2.8\"\n",
+			wantErr: `unknown field "fluxRelease"`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, err := webhooks.ParseConfig([]byte(tc.file), "steward.yaml")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("%s: error = %v, want it to contain %q", tc.reason, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, c.Rules.APIMigration); diff != "" {
+				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
