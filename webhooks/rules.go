@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/stewardhq/steward/webhooks/apimigration"
+	"github.com/stewardhq/steward/webhooks/claimguard"
 	"github.com/stewardhq/steward/webhooks/fleetguard"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -15,12 +16,14 @@ import (
 // Adding a rule adds one field here and one line in Rules.
 type RulesConfig struct {
 	APIMigration apimigration.Config `json:"apimigration"`
+	Claimguard   claimguard.Config   `json:"claimguard"`
 	Fleetguard   fleetguard.Config   `json:"fleetguard"`
 }
 
 // Default fills every rule's unset settings.
 func (c *RulesConfig) Default() {
 	c.APIMigration.Default()
+	c.Claimguard.Default()
 	c.Fleetguard.Default()
 }
 
@@ -28,6 +31,7 @@ func (c *RulesConfig) Default() {
 func (c *RulesConfig) Validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, c.APIMigration.Validate(path.Child(apimigration.Name))...)
+	errs = append(errs, c.Claimguard.Validate(path.Child(claimguard.Name))...)
 	errs = append(errs, c.Fleetguard.Validate(path.Child(fleetguard.Name))...)
 	return errs
 }
@@ -42,6 +46,7 @@ type Configured struct {
 func Rules(c Config) []Configured {
 	return []Configured{
 		{Rule: apimigration.New(c.Rules.APIMigration), Mode: c.Rules.APIMigration.Mode},
+		{Rule: claimguard.New(c.Rules.Claimguard), Mode: c.Rules.Claimguard.Mode},
 		{Rule: fleetguard.New(c.Rules.Fleetguard, c.BreakGlassGroup), Mode: c.Rules.Fleetguard.Mode},
 	}
 }

@@ -1,0 +1,87 @@
+package claimguard
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// named is "Kind namespace/name", or "Kind name" for cluster-scoped objects.
+func named(kind, namespace, name string) string {
+	if namespace == "" {
+		return kind + " " + name
+	}
+	return kind + " " + namespace + "/" + name
+}
+
+func (f found) String() string { return named(f.gk.Kind, f.namespace, f.name) }
+
+// describe names one object with what keeps it alive.
+func describe(f found, now time.Time) string {
+	if f.unwatched {
+		return f.String() + " (a kind Steward does not cache; it may already be gone)"
+	}
+	var parts []string
+	if f.externalName != "" {
+		parts = append(parts, fmt.Sprintf("external name %q", f.externalName))
+	}
+	if f.deleting() {
+		parts = append(parts, "deleting for "+f.deletingFor(now).String())
+	}
+	if len(f.finalizers) > 0 {
+		parts = append(parts, "finalizers: "+strings.Join(f.finalizers, ", "))
+	}
+	if len(parts) == 0 {
+		return f.String()
+	}
+	return f.String() + " (" + strings.Join(parts, "; ") + ")"
+}
+
+// listed names up to maxListed objects and counts the rest.
+func listed(fs []found, now time.Time) string {
+	var b strings.Builder
+	for i, f := range fs {
+		if i == maxListed {
+			fmt.Fprintf(&b, "; and %d more", len(fs)-maxListed)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(describe(f, now))
+	}
+	return b.String()
+}
+
+// heldBy says what keeps a deleting composite resource from going away.
+func heldBy(xr found, holders []found, now time.Time) string {
+	if len(holders) == 0 {
+		if len(xr.finalizers) == 0 {
+			return "has no composed resources left"
+		}
+		return "is held by its finalizers " + strings.Join(xr.finalizers, ", ")
+	}
+	return fmt.Sprintf("is still held by %s: %s", count(len(holders), "composed resource"), listed(holders, now))
+}
+
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// kubectlGet is the command that shows one object.
+func kubectlGet(gr schema.GroupResource, namespace, name string) string {
+	if namespace == "" {
+		return fmt.Sprintf("kubectl get %s %s", gr, name)
+	}
+	return fmt.Sprintf("kubectl get %s -n %s %s", gr, namespace, name)
+}
+
+// uncheckedNote is the warning added when some kinds could not be searched.
+func uncheckedNote(cov *coverage) string {
+	return "claimguard could not search " + strings.Join(cov.unchecked, ", ") + " for resources still being deleted; this request was allowed without that part of the check"
+}

@@ -1,0 +1,115 @@
+package claimguard
+
+import (
+	"time"
+	"unique"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Crossplane's own label and annotation keys.
+const (
+	labelClaimName      = "crossplane.io/claim-name"
+	labelClaimNamespace = "crossplane.io/claim-namespace"
+	labelComposite      = "crossplane.io/composite"
+	annotationExtName   = "crossplane.io/external-name"
+	foregroundFinalizer = metav1.FinalizerDeleteDependents
+)
+
+// object is what claimguard keeps in its caches for one composite or
+// managed resource: only the fields its checks read. Informers hold tens of
+// thousands of these, so it carries no labels, annotations or managed
+// fields, and it is smaller than a metav1.ObjectMeta.
+type object struct {
+	name, namespace string
+	resourceVersion string
+	deletion        *metav1.Time
+	finalizers      []string
+	// externalName is the crossplane.io/external-name annotation.
+	externalName string
+	// owner is the controller owner reference as "group/Kind/name": the
+	// composite resource that composed this object.
+	owner string
+	// claim is "namespace/name" of the claim the object belongs to, from
+	// Crossplane's claim labels or a v1 XR's spec.claimRef.
+	claim string
+	// refs are a composite resource's spec.resourceRefs (v1) or
+	// spec.crossplane.resourceRefs (v2).
+	refs []ref
+}
+
+// ref is one entry of a composite resource's resource references.
+type ref struct {
+	group, kind, namespace, name string
+}
+
+// deleting reports whether the object is being deleted.
+func (o *object) deleting() bool { return o.deletion != nil }
+
+// deletingFor is how long the object has been deleting at now.
+func (o *object) deletingFor(now time.Time) time.Duration {
+	if o.deletion == nil {
+		return 0
+	}
+	return now.Sub(o.deletion.Time).Round(time.Second)
+}
+
+// key is the object's cache key, as client-go's MetaNamespaceKeyFunc makes it.
+func (o *object) key() string { return cacheKey(o.namespace, o.name) }
+
+func cacheKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// ownerKey names a controller owner for the owner index.
+func ownerKey(gk schema.GroupKind, name string) string {
+	return gk.Group + "/" + gk.Kind + "/" + name
+}
+
+// claimKey names a claim for the claim index; empty unless both parts are set.
+func claimKey(namespace, name string) string {
+	if namespace == "" || name == "" {
+		return ""
+	}
+	return namespace + "/" + name
+}
+
+// intern shares the backing array of strings that repeat across thousands
+// of cached objects (finalizer names, owner and claim keys).
+func intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	return unique.Make(s).Value()
+}
+
+func internAll(in []string) []string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = intern(s)
+	}
+	return out
+}
+
+// GetObjectKind and DeepCopyObject make object a runtime.Object, which some
+// client-go paths expect of what an informer stores.
+func (o *object) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+func (o *object) DeepCopyObject() runtime.Object {
+	c := *o
+	c.finalizers = append([]string(nil), o.finalizers...)
+	c.refs = append([]ref(nil), o.refs...)
+	if o.deletion != nil {
+		t := *o.deletion
+		c.deletion = &t
+	}
+	return &c
+}

@@ -1,0 +1,56 @@
+package claimguard
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// AggregationLabel marks ClusterRoles whose rules Steward's claimguard
+// ClusterRole aggregates. Composite and managed resource kinds live in
+// groups nobody knows in advance, and "list every resource in every group"
+// would include Secrets, so installers grant list and watch per group (one
+// ClusterRole per provider or XRD group) and label it with this key.
+const AggregationLabel = "steward.dev/aggregate-to-claimguard"
+
+// FieldManager is the server-side apply field manager under which
+// claimguard owns the rules of its create and delete webhook entries.
+const FieldManager = "steward-claimguard"
+
+// RBAC is what claimguard itself needs, independent of the Crossplane kinds
+// in the cluster: read XRDs, watch CRD metadata (to notice new kinds), and
+// keep the rules of its own webhook entries (get and patch on Steward's
+// ValidatingWebhookConfiguration only, by name).
+func RBAC(webhookConfigurationName string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"apiextensions.crossplane.io"}, Resources: []string{"compositeresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{webhookConfigurationName}, Verbs: []string{"get", "patch"}},
+	}
+}
+
+// KindRBAC grants list and watch on the given resources of one API group:
+// the rules of one aggregated ClusterRole for a provider's managed
+// resources or an XRD's composite resources.
+func KindRBAC(group string, resources ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: []string{"list", "watch"}}
+}
+
+// SandboxRBAC is the aggregated rule set for the sandbox's sample
+// Crossplane kinds (the XRD xpostgresqlinstances.database.example.org and
+// the managed resource rdsinstances.database.aws.example.org).
+func SandboxRBAC() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		KindRBAC("database.example.org", "xpostgresqlinstances"),
+		KindRBAC("database.aws.example.org", "rdsinstances"),
+	}
+}
+
+// PolicyRules are the permissions rendered into Steward's ClusterRole. The
+// composite and managed kinds are granted separately, through ClusterRoles
+// labelled AggregationLabel.
+func (r *Rule) PolicyRules() []rbacv1.PolicyRule {
+	rules := RBAC(r.cfg.WebhookConfigurationName)
+	if !r.cfg.manageRules() {
+		rules = rules[:2]
+	}
+	return rules
+}

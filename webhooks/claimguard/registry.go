@@ -1,0 +1,98 @@
+package claimguard
+
+import (
+	"context"
+	"sort"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+)
+
+// role says what a watched kind is to Crossplane.
+type role string
+
+const (
+	roleComposite role = "composite"
+	roleManaged   role = "managed"
+)
+
+// watch is one informer cache over a composite or managed resource kind.
+type watch struct {
+	gk         schema.GroupKind
+	gvr        schema.GroupVersionResource
+	namespaced bool
+	role       role
+	indexer    cache.Indexer
+	// synced reports whether the informer has listed the kind once.
+	synced func() bool
+	// forbidden is set when listing fails because Steward may not list the
+	// kind, and cleared when a list succeeds.
+	forbidden atomic.Bool
+	cancel    context.CancelFunc
+}
+
+// state is a watch's usability for a check.
+type state int
+
+const (
+	stateSynced state = iota
+	stateSyncing
+	stateForbidden
+)
+
+func (w *watch) state() state {
+	switch {
+	case w.synced():
+		return stateSynced
+	case w.forbidden.Load():
+		return stateForbidden
+	}
+	return stateSyncing
+}
+
+// snapshot is claimguard's view of the cluster's Crossplane kinds at one
+// point in time. It is replaced as a whole when XRDs or CRDs change, so a
+// request reads one consistent view without locks.
+type snapshot struct {
+	// claims maps a claim kind to its XRD.
+	claims map[schema.GroupKind]*xrd
+	// xrds maps a composite kind to its XRD.
+	xrds map[schema.GroupKind]*xrd
+	// composites and managed are the watches by kind.
+	composites map[schema.GroupKind]*watch
+	managed    map[schema.GroupKind]*watch
+	// served are the resources the API server serves, for the webhook rules.
+	served map[schema.GroupResource]bool
+	// all lists every watch in a stable order, for lookups across kinds.
+	all []*watch
+}
+
+func newSnapshot() *snapshot {
+	return &snapshot{
+		claims:     map[schema.GroupKind]*xrd{},
+		xrds:       map[schema.GroupKind]*xrd{},
+		composites: map[schema.GroupKind]*watch{},
+		managed:    map[schema.GroupKind]*watch{},
+		served:     map[schema.GroupResource]bool{},
+	}
+}
+
+// add registers a watch and keeps all sorted.
+func (s *snapshot) add(w *watch) {
+	if w.role == roleComposite {
+		s.composites[w.gk] = w
+	} else {
+		s.managed[w.gk] = w
+	}
+	s.all = append(s.all, w)
+	sort.Slice(s.all, func(i, j int) bool { return s.all[i].gk.String() < s.all[j].gk.String() })
+}
+
+// watchFor returns the watch of a kind, composite or managed.
+func (s *snapshot) watchFor(gk schema.GroupKind) *watch {
+	if w := s.composites[gk]; w != nil {
+		return w
+	}
+	return s.managed[gk]
+}

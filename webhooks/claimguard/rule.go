@@ -1,0 +1,129 @@
+// Package claimguard guards Crossplane claims, composite resources (XRs)
+// and managed resources (MRs) against being re-created while their
+// predecessors are still being deleted, and explains deletes that wait.
+//
+// With Foreground deletion a claim's XR stays until every composed MR has
+// deleted its external resource, which can take minutes. A claim (or XR)
+// re-created meanwhile composes new MRs with the same
+// crossplane.io/external-name as MRs that are still deleting it, and the
+// new external resource is destroyed or corrupted. claimguard refuses those
+// creates, naming what is still being deleted, and warns on deletes that
+// will wait, naming what they wait for. See README.md.
+package claimguard
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// Rule is the claimguard admission handler.
+type Rule struct {
+	cfg Config
+	now func() time.Time
+	log logr.Logger
+	// snap is the current view of Crossplane kinds and their caches; nil
+	// until the first discovery has run.
+	snap atomic.Pointer[snapshot]
+	// ready is set once the first discovery ran and every cache it started
+	// has synced (or cannot be listed).
+	ready atomic.Bool
+	// rulesChanged wakes the webhook rules syncer.
+	rulesChanged chan struct{}
+}
+
+// New builds the rule from its configuration. It touches no cluster; the
+// caches are set up by SetupWithManager.
+func New(c Config) *Rule {
+	c.Default()
+	return &Rule{cfg: c, now: time.Now, log: logr.Discard(), rulesChanged: make(chan struct{}, 1)}
+}
+
+// Handle judges one admission request as if the rule were enforced.
+func (r *Rule) Handle(_ context.Context, req admission.Request) admission.Response {
+	s := r.snap.Load()
+	if s == nil {
+		return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("claimguard has not discovered the cluster's Crossplane kinds yet"))
+	}
+	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
+	switch req.Operation {
+	case admissionv1.Create:
+		switch {
+		case s.claims[gk] != nil:
+			return r.claimCreate(s, req, s.claims[gk])
+		case s.xrds[gk] != nil:
+			return r.compositeCreate(s, req, s.xrds[gk])
+		}
+		return r.managedCreate(s, req, gk)
+	case admissionv1.Delete:
+		switch {
+		case s.claims[gk] != nil:
+			return r.claimDelete(s, req, s.claims[gk])
+		case s.xrds[gk] != nil:
+			return r.compositeDelete(s, req, s.xrds[gk])
+		}
+		return admission.Allowed("not a claim or composite resource kind claimguard knows")
+	}
+	return admission.Allowed("")
+}
+
+// decode reads the request's object (CREATE) or stored object (DELETE).
+func decode(req admission.Request, r role) (*requested, *admission.Response) {
+	raw := req.Object.Raw
+	if req.Operation == admissionv1.Delete {
+		raw = req.OldObject.Raw
+	}
+	o, err := decodeObject(raw, r)
+	if err != nil {
+		resp := admission.Errored(http.StatusBadRequest, err)
+		return nil, &resp
+	}
+	if o.name == "" {
+		o.name = req.Name
+	}
+	if o.namespace == "" {
+		o.namespace = req.Namespace
+	}
+	return o, nil
+}
+
+// usable turns a watch that cannot answer into the response for the
+// request: an error while its cache syncs (the failure policy decides), a
+// warning when Steward may not list the kind (nothing to check against).
+func usable(w *watch, what string) *admission.Response {
+	var resp admission.Response
+	switch {
+	case w == nil:
+		resp = admission.Allowed("").WithWarnings(fmt.Sprintf("claimguard does not cache %s and could not check this request", what))
+	case w.state() == stateSyncing:
+		resp = admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("the cache of %s has not synced yet; retry shortly", w.gvr.GroupResource()))
+	case w.state() == stateForbidden:
+		resp = admission.Allowed("").WithWarnings(fmt.Sprintf("claimguard could not check this request: Steward may not list %s (grant list and watch through a ClusterRole labelled %s=true)", w.gvr.GroupResource(), AggregationLabel))
+	default:
+		return nil
+	}
+	return &resp
+}
+
+// withUnchecked adds the coverage warning to an allowed response.
+func withUnchecked(resp admission.Response, cov *coverage) admission.Response {
+	if len(cov.unchecked) == 0 {
+		return resp
+	}
+	return resp.WithWarnings(uncheckedNote(cov))
+}
+
+var (
+	_ rule.Rule         = (*Rule)(nil)
+	_ rule.ManagerSetup = (*Rule)(nil)
+	_ rule.Permissions  = (*Rule)(nil)
+)

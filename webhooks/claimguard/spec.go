@@ -1,0 +1,87 @@
+package claimguard
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// Name is the rule's name.
+const Name = "claimguard"
+
+// The rule's webhook entries. The claim/composite entries get their rules
+// at run time (see webhookRules); the managed entry is static.
+const (
+	// CreateWebhook receives CREATE of claim and composite resource kinds.
+	CreateWebhook = "claimguard.steward.dev"
+	// ManagedWebhook receives CREATE of composed resources that carry an
+	// external name, of any kind.
+	ManagedWebhook = "claimguard-managed.steward.dev"
+	// DeleteWebhook receives DELETE of claim and composite resource kinds.
+	DeleteWebhook = "claimguard-delete.steward.dev"
+)
+
+const timeoutSeconds = 2
+
+// Spec describes claimguard's three webhook entries.
+//
+// The create and delete entries are rendered without rules: the claim and
+// composite kinds exist only once CompositeResourceDefinitions do, so
+// claimguard fills those rules in at run time with server-side apply (field
+// manager "steward-claimguard"). Installers must not set them.
+func (r *Rule) Spec() rule.Spec {
+	return rule.Spec{
+		Name: Name,
+		Type: rule.Validating,
+		Webhooks: []rule.Webhook{
+			{
+				Name:           CreateWebhook,
+				Path:           "/validate/claimguard",
+				FailurePolicy:  admissionregistrationv1.Fail,
+				TimeoutSeconds: timeoutSeconds,
+				FailurePolicyReason: "A claim or composite resource created while its predecessor is still deleting composes resources " +
+					"that collide with external resources being destroyed; Crossplane retries failed creates, so an outage " +
+					"delays provisioning instead of risking data.",
+				MatchPolicy: admissionregistrationv1.Equivalent,
+			},
+			{
+				Name:           ManagedWebhook,
+				Path:           "/validate/claimguard/managed",
+				FailurePolicy:  admissionregistrationv1.Fail,
+				TimeoutSeconds: timeoutSeconds,
+				FailurePolicyReason: "A managed resource created with the external name of one still being deleted adopts or " +
+					"recreates the external resource the other is destroying; Crossplane retries composing, so an outage " +
+					"delays provisioning instead of risking data.",
+				MatchPolicy: admissionregistrationv1.Equivalent,
+				Rules: []admissionregistrationv1.RuleWithOperations{
+					rule.Resources(rule.Operations(admissionregistrationv1.Create), []string{"*"}, []string{"*"}, []string{"*"}, admissionregistrationv1.AllScopes),
+				},
+				// Only composed resources carry crossplane.io/composite, so
+				// the API server never calls Steward for anything else.
+				ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+					Key: labelComposite, Operator: metav1.LabelSelectorOpExists,
+				}}},
+				MatchConditions: []admissionregistrationv1.MatchCondition{
+					{
+						Name:       "has-external-name",
+						Expression: `has(object.metadata.annotations) && '` + annotationExtName + `' in object.metadata.annotations && object.metadata.annotations['` + annotationExtName + `'] != ''`,
+					},
+					{
+						Name:       "not-leases-or-reviews",
+						Expression: `!(request.resource.group in ['coordination.k8s.io', 'authentication.k8s.io', 'authorization.k8s.io'])`,
+					},
+				},
+			},
+			{
+				Name:           DeleteWebhook,
+				Path:           "/validate/claimguard/delete",
+				FailurePolicy:  admissionregistrationv1.Ignore,
+				TimeoutSeconds: timeoutSeconds,
+				FailurePolicyReason: "Deletes are only annotated with warnings (and, with requireForegroundDelete, held to Foreground " +
+					"propagation); a Steward outage must never block deletion, garbage collection or namespace cleanup.",
+				MatchPolicy: admissionregistrationv1.Equivalent,
+			},
+		},
+	}
+}
