@@ -1,0 +1,18 @@
+package installplanguard
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// RBAC is what the rule reads from the cluster: InstallPlans, for the phase
+// cache behind the Subscription warning. Discovery needs no grant.
+func RBAC() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{
+		APIGroups: []string{group},
+		Resources: []string{"installplans"},
+		Verbs:     []string{"list", "watch"},
+	}}
+}
+
+// PolicyRules returns RBAC(), for the rendered ClusterRole.
+func (r *Rule) PolicyRules() []rbacv1.PolicyRule { return RBAC() }

@@ -1,0 +1,100 @@
+package installplanguard
+
+import (
+	"strconv"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// Spec registers two webhooks: InstallPlan deletes and updates (refusals),
+// and Subscription updates (warnings only). matchConditions keep OLM's own
+// traffic, the cluster controllers', and every write the rule would allow
+// anyway inside the API server.
+func (r *Rule) Spec() rule.Spec {
+	excludeUsers := admissionregistrationv1.MatchCondition{
+		Name:       "not-olm-or-cluster-controllers",
+		Expression: "!(request.userInfo.username in " + celList(r.allowed) + ")",
+	}
+	return rule.Spec{
+		Name: Name,
+		Type: rule.Validating,
+		Webhooks: []rule.Webhook{
+			{
+				Name: Name + ".steward.dev",
+				Path: "/validate/" + Name,
+				Rules: []admissionregistrationv1.RuleWithOperations{rule.Resources(
+					rule.Operations(admissionregistrationv1.Delete, admissionregistrationv1.Update),
+					[]string{group}, []string{"v1alpha1"}, []string{"installplans"}, admissionregistrationv1.NamespacedScope)},
+				FailurePolicy:       admissionregistrationv1.Fail,
+				FailurePolicyReason: "A deleted in-flight InstallPlan cannot be brought back. Only people's deletes and edits of in-flight plans reach Steward (OLM, the garbage collector and the namespace controller are excluded by matchConditions), so an unavailable Steward delays those and nothing else.",
+				TimeoutSeconds:      3,
+				MatchPolicy:         admissionregistrationv1.Equivalent,
+				MatchConditions: []admissionregistrationv1.MatchCondition{
+					excludeUsers,
+					{Name: "plan-in-flight-owned-by-subscription", Expression: planInFlight},
+					{Name: "delete-or-refused-change", Expression: deleteOrRefusedChange},
+				},
+			},
+			{
+				Name: Name + "-subscriptions.steward.dev",
+				Path: "/validate/" + Name + "/subscriptions",
+				Rules: []admissionregistrationv1.RuleWithOperations{rule.Resources(
+					rule.Operations(admissionregistrationv1.Update),
+					[]string{group}, []string{"v1alpha1"}, []string{"subscriptions"}, admissionregistrationv1.NamespacedScope)},
+				FailurePolicy:       admissionregistrationv1.Ignore,
+				FailurePolicyReason: "Subscription changes only get a warning; they must never fail because Steward is unavailable.",
+				TimeoutSeconds:      3,
+				MatchPolicy:         admissionregistrationv1.Equivalent,
+				MatchConditions: []admissionregistrationv1.MatchCondition{
+					excludeUsers,
+					{Name: "install-plan-approval-changed", Expression: approvalChanged},
+					{Name: "has-install-plan", Expression: hasInstallPlan},
+				},
+			},
+		},
+	}
+}
+
+// The CEL below is written for objects whose fields may be missing: every
+// field is guarded by has() before it is read, since an error in a match
+// condition makes the API server apply the failure policy.
+var (
+	planInFlight = "has(oldObject.metadata.ownerReferences) && " +
+		"oldObject.metadata.ownerReferences.exists(o, o.kind == 'Subscription' && o.apiVersion.startsWith('" + group + "/')) && " +
+		"has(oldObject.status) && has(oldObject.status.phase) && " +
+		"(request.operation == 'DELETE' ? oldObject.status.phase in " + celList(inFlight) + " : oldObject.status.phase == '" + phaseInstalling + "')"
+
+	deleteOrRefusedChange = "request.operation == 'DELETE' || " +
+		"(" + approved("oldObject") + " && !" + approved("object") + ") || " +
+		csvNames("oldObject") + " != " + csvNames("object")
+
+	approvalChanged = approval("object") + " != " + approval("oldObject")
+
+	hasInstallPlan = "has(oldObject.status) && (has(oldObject.status.installPlanRef) || has(oldObject.status.installplan))"
+)
+
+func approved(obj string) string {
+	return "(has(" + obj + ".spec) && has(" + obj + ".spec.approved) && " + obj + ".spec.approved == true)"
+}
+
+func csvNames(obj string) string {
+	return "(has(" + obj + ".spec) && has(" + obj + ".spec.clusterServiceVersionNames) ? " + obj + ".spec.clusterServiceVersionNames : [])"
+}
+
+func approval(obj string) string {
+	return "(has(" + obj + ".spec) && has(" + obj + ".spec.installPlanApproval) && " + obj + ".spec.installPlanApproval != '' ? " +
+		obj + ".spec.installPlanApproval : '" + approvalAutomatic + "')"
+}
+
+// celList renders strings as a CEL list literal. Go's quoting is valid CEL
+// string syntax for every string.
+func celList(items []string) string {
+	quoted := make([]string, len(items))
+	for i, s := range items {
+		quoted[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
