@@ -9,15 +9,17 @@ import (
 	"github.com/stewardhq/steward/webhooks/apimigration"
 	"github.com/stewardhq/steward/webhooks/claimguard"
 	"github.com/stewardhq/steward/webhooks/fleetguard"
+	"github.com/stewardhq/steward/webhooks/installplanguard"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // RulesConfig holds each rule's settings, keyed by the rule's name.
 // Adding a rule adds one field here and one line in Rules.
 type RulesConfig struct {
-	APIMigration apimigration.Config `json:"apimigration"`
-	Claimguard   claimguard.Config   `json:"claimguard"`
-	Fleetguard   fleetguard.Config   `json:"fleetguard"`
+	APIMigration     apimigration.Config     `json:"apimigration"`
+	Claimguard       claimguard.Config       `json:"claimguard"`
+	Fleetguard       fleetguard.Config       `json:"fleetguard"`
+	InstallPlanGuard installplanguard.Config `json:"installplanguard"`
 }
 
 // Default fills every rule's unset settings.
@@ -25,6 +27,7 @@ func (c *RulesConfig) Default() {
 	c.APIMigration.Default()
 	c.Claimguard.Default()
 	c.Fleetguard.Default()
+	c.InstallPlanGuard.Default()
 }
 
 // Validate checks every rule's settings.
@@ -33,6 +36,7 @@ func (c *RulesConfig) Validate(path *field.Path) field.ErrorList {
 	errs = append(errs, c.APIMigration.Validate(path.Child(apimigration.Name))...)
 	errs = append(errs, c.Claimguard.Validate(path.Child(claimguard.Name))...)
 	errs = append(errs, c.Fleetguard.Validate(path.Child(fleetguard.Name))...)
+	errs = append(errs, c.InstallPlanGuard.Validate(path.Child(installplanguard.Name))...)
 	return errs
 }
 
@@ -48,5 +52,6 @@ func Rules(c Config) []Configured {
 		{Rule: apimigration.New(c.Rules.APIMigration), Mode: c.Rules.APIMigration.Mode},
 		{Rule: claimguard.New(c.Rules.Claimguard), Mode: c.Rules.Claimguard.Mode},
 		{Rule: fleetguard.New(c.Rules.Fleetguard, c.BreakGlassGroup), Mode: c.Rules.Fleetguard.Mode},
+		{Rule: installplanguard.New(c.Rules.InstallPlanGuard), Mode: c.Rules.InstallPlanGuard.Mode},
 	}
 }

@@ -138,7 +138,7 @@ func TestHandle(t *testing.T) {
 		"DeleteRequiresApprovalPlanSaysHowToApprove": {
 			reason: "a plan waiting for approval is in flight; the message shows the approve command",
 			req:    admissiontest.Delete(planGVR, "InstallPlan", plan(requiresApproval)).Build(),
-			want: denied(`installplanguard: InstallPlan operators/install-abcde is RequiresApproval and owned by Subscription operators/etcd; deleting it while OLM is still working on it leaves the Subscription InstallPlanMissing or stuck. Refused: delete. Instead, approve it (kubectl -n operators patch installplan install-abcde --type merge -p '{"spec":{"approved":true}}'), or delete Subscription operators/etcd to cancel the install (the garbage collector then removes the plan).`),
+			want:   denied(`installplanguard: InstallPlan operators/install-abcde is RequiresApproval and owned by Subscription operators/etcd; deleting it while OLM is still working on it leaves the Subscription InstallPlanMissing or stuck. Refused: delete. Instead, approve it (kubectl -n operators patch installplan install-abcde --type merge -p '{"spec":{"approved":true}}'), or delete Subscription operators/etcd to cancel the install (the garbage collector then removes the plan).`),
 		},
 		"DeletePlanningPlanIsDenied": {
 			reason: "a plan OLM is still resolving is in flight",
