@@ -77,9 +77,10 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./webhooks/...
 
-# Runs Steward against a local real API server until interrupted.
+# Runs Steward against a local real API server until interrupted;
+# SANDBOX_CONFIG=<file> runs it with that configuration file.
 sandbox: tools
-	$(GO) run ./e2e/sandbox
+	$(GO) run ./e2e/sandbox $(if $(SANDBOX_CONFIG),--config $(SANDBOX_CONFIG))
 
 clean:
 	rm -rf bin
