@@ -315,3 +315,42 @@ func checkClientConfig(t *testing.T, name string, rendered, got admissionregistr
 		t.Errorf("%s: registered caBundle is not the harness's CA", name)
 	}
 }
+
+// TestStewardRestartsKeepWebhooksPointedAtIt proves both ways of restarting:
+// Restart keeps the port (the registration stays valid), RestartSteward
+// starts a new process on a new port and re-registers the webhooks for it.
+func TestStewardRestartsKeepWebhooksPointedAtIt(t *testing.T) {
+	env.LogOnFailure(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	s := env.Steward
+	port, pid := s.Port(), s.PID()
+	if err := s.Restart(ctx); err != nil {
+		t.Fatalf("Restart: %v", err)
+	}
+	if s.Port() != port || s.PID() == pid || !s.Running() {
+		t.Errorf("after Restart: port %d (was %d), pid %d (was %d), running %v; want the same port, a new process", s.Port(), port, s.PID(), pid, s.Running())
+	}
+
+	restarted, err := env.RestartSteward(ctx, harness.DefaultConfig)
+	if err != nil {
+		t.Fatalf("RestartSteward: %v", err)
+	}
+	if env.Steward != restarted || s.Running() {
+		t.Fatalf("after RestartSteward: env.Steward is the new process %v, old one running %v", env.Steward == restarted, s.Running())
+	}
+	rendered, err := harness.RenderedWebhooks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rendered.Validating != nil {
+		got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: harness.WebhookConfigurationName}, got); err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range got.Webhooks {
+			checkClientConfig(t, w.Name, rendered.Validating.Webhooks[i].ClientConfig, w.ClientConfig)
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package harness
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+)
+
+func TestSumSamples(t *testing.T) {
+	const text = `# HELP steward_decisions_total Admission decisions made by Steward, by rule and outcome.
+# TYPE steward_decisions_total counter
+steward_decisions_total{decision="allowed",rule="fleetguard"} 3
+steward_decisions_total{decision="denied",rule="fleetguard"} 2
+steward_decisions_total{decision="denied",rule="claimguard"} 5
+# HELP controller_runtime_webhook_latency_seconds Histogram of the latency of processing admission requests
+# TYPE controller_runtime_webhook_latency_seconds histogram
+controller_runtime_webhook_latency_seconds_bucket{webhook="/validate/fleetguard",le="+Inf"} 4
+controller_runtime_webhook_latency_seconds_sum{webhook="/validate/fleetguard"} 0.01
+controller_runtime_webhook_latency_seconds_count{webhook="/validate/fleetguard"} 4
+`
+	cases := map[string]struct {
+		reason string
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		"AllLabels":      {reason: "a full label set selects one sample", name: "steward_decisions_total", labels: map[string]string{"rule": "fleetguard", "decision": "denied"}, want: 2},
+		"SubsetSums":     {reason: "a partial label set sums every sample it matches", name: "steward_decisions_total", labels: map[string]string{"decision": "denied"}, want: 7},
+		"NoLabelsSums":   {reason: "no labels sums the whole metric", name: "steward_decisions_total", want: 10},
+		"UnknownValue":   {reason: "a label value no sample has matches nothing", name: "steward_decisions_total", labels: map[string]string{"decision": "errored"}, want: 0},
+		"MissingMetric":  {reason: "a vector never incremented has no samples and counts as 0", name: "steward_unknown_total", want: 0},
+		"HistogramCount": {reason: "a histogram counts observations", name: "controller_runtime_webhook_latency_seconds", labels: map[string]string{"webhook": "/validate/fleetguard"}, want: 4},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := sumSamples(text, tc.name, tc.labels)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("%s: got %v, want %v", tc.reason, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOptionsFromArgs(t *testing.T) {
+	cases := map[string]struct {
+		reason      string
+		args        []string
+		wantProvide bool
+	}{
+		"Default":         {reason: "the harness provides certificates by default", args: nil, wantProvide: true},
+		"SelfManagedEq":   {reason: "--cert-mode=self-managed leaves certificates to Steward", args: []string{"--cert-mode=self-managed"}, wantProvide: false},
+		"SelfManagedArg":  {reason: "the flag's value may be a separate argument", args: []string{"--log-level", "debug", "--cert-mode", "self-managed"}, wantProvide: false},
+		"FilesMode":       {reason: "--cert-mode=files still needs certificates", args: []string{"--cert-mode=files"}, wantProvide: true},
+		"OtherFlagsAlone": {reason: "unrelated flags change nothing", args: []string{"--shutdown-delay=5s"}, wantProvide: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := optionsFromArgs("", tc.args).ProvideCerts; got != tc.wantProvide {
+				t.Errorf("%s: ProvideCerts = %v, want %v", tc.reason, got, tc.wantProvide)
+			}
+		})
+	}
+}
+
+func TestForEndpointRewritesOnlyClientConfig(t *testing.T) {
+	path := "/validate/fleetguard"
+	port := int32(443)
+	fail := admissionregistrationv1.Fail
+	rendered := Webhooks{Validating: &admissionregistrationv1.ValidatingWebhookConfiguration{
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:          "fleetguard.steward.dev",
+			FailurePolicy: &fail,
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{
+				Service: &admissionregistrationv1.ServiceReference{Name: "steward", Namespace: StewardNamespace, Path: &path, Port: &port},
+			},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "x", Expression: "true"}},
+		}},
+	}}
+	got, err := rendered.forEndpoint(endpoint{host: "127.0.0.1", port: 9443, caBundle: []byte("CA")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rendered.Validating.DeepCopy()
+	url := "https://127.0.0.1:9443/validate/fleetguard"
+	want.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: []byte("CA")}
+	if diff := cmp.Diff(want, got.Validating); diff != "" {
+		t.Errorf("rewritten configuration (-want +got):\n%s", diff)
+	}
+	if rendered.Validating.Webhooks[0].ClientConfig.Service == nil {
+		t.Error("the rendered configuration was modified in place")
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	cases := map[string]struct {
+		reason   string
+		stat     string
+		wantPID  int
+		wantComm string
+		wantPPID int
+		wantOK   bool
+	}{
+		"Plain":        {reason: "a plain command name", stat: "123 (etcd) S 45 123 123 0", wantPID: 123, wantComm: "etcd", wantPPID: 45, wantOK: true},
+		"ParenInComm":  {reason: "comm may contain spaces and parentheses", stat: "7 (a (b) c) R 1 7 7", wantPID: 7, wantComm: "a (b) c", wantPPID: 1, wantOK: true},
+		"Truncated":    {reason: "a truncated line is rejected", stat: "7 (x)", wantOK: false},
+		"NotAStatLine": {reason: "garbage is rejected", stat: "hello", wantOK: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pid, comm, ppid, ok := parseStat([]byte(tc.stat))
+			if ok != tc.wantOK || (ok && (pid != tc.wantPID || comm != tc.wantComm || ppid != tc.wantPPID)) {
+				t.Errorf("%s: got %d %q %d %v, want %d %q %d %v", tc.reason, pid, comm, ppid, ok, tc.wantPID, tc.wantComm, tc.wantPPID, tc.wantOK)
+			}
+		})
+	}
+}
