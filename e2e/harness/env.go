@@ -52,6 +52,11 @@ type Options struct {
 	// everything, instead of exiting with status 1. The sandbox uses it to
 	// finish quietly.
 	OnSignal func(os.Signal)
+	// SurviveParent keeps the environment up when the process that started
+	// this one exits. By default the process gets SIGTERM then (and stops
+	// everything), so a killed `go test` leaves nothing behind; the sandbox
+	// sets it because a shell may start it in the background and exit.
+	SurviveParent bool
 }
 
 // Env is a running API server with the sample CRDs, and the Steward serving
@@ -80,6 +85,10 @@ type Env struct {
 
 	binaryAcquired bool
 	stewards       int
+	// mu guards starting, the Steward that StartStewardWith has launched
+	// but not yet returned, so that a signal during start-up stops it too.
+	mu       sync.Mutex
+	starting *Steward
 }
 
 // Start starts etcd and kube-apiserver, installs the sample CRDs and objects,
@@ -113,8 +122,10 @@ func StartWith(ctx context.Context, opts Options) (env *Env, err error) {
 			e.Stop()
 		}
 	}()
-	if err := dieWithParent(); err != nil {
-		return nil, err
+	if !opts.SurviveParent {
+		if err := dieWithParent(); err != nil {
+			return nil, err
+		}
 	}
 	binDir, err := acquireBinary()
 	if err != nil {
@@ -216,9 +227,14 @@ func (e *Env) Dir() string { return e.dir }
 func (e *Env) Stop() {
 	e.stopOnce.Do(func() {
 		var errs []error
-		if e.Steward != nil {
-			if err := e.Steward.Stop(); err != nil {
-				errs = append(errs, err)
+		e.mu.Lock()
+		running, starting := e.Steward, e.starting
+		e.mu.Unlock()
+		for _, s := range []*Steward{running, starting} {
+			if s != nil {
+				if err := s.Stop(); err != nil {
+					errs = append(errs, err)
+				}
 			}
 		}
 		if e.probe != nil {

@@ -157,6 +157,14 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 	if err := s.start(); err != nil {
 		return nil, err
 	}
+	e.mu.Lock()
+	e.starting = s
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.starting = nil
+		e.mu.Unlock()
+	}()
 	fail := func(err error) (*Steward, error) {
 		_ = s.Stop()
 		return nil, fmt.Errorf("%w\n--- steward log (last lines) ---\n%s", err, s.LogTail(40))
@@ -177,7 +185,9 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 	if err := e.waitWebhooksEffective(ctx, PropagationTimeout); err != nil {
 		return fail(err)
 	}
+	e.mu.Lock()
 	e.Steward = s
+	e.mu.Unlock()
 	return s, nil
 }
 
