@@ -16,14 +16,11 @@ const kubectlPath = "/usr/bin/kubectl"
 // Impersonate with "--as", "jane", "--as-group", "devs". err is non-nil when
 // kubectl exits non-zero; it quotes stderr, which is also returned as is.
 func (e *Env) Kubectl(ctx context.Context, stdin string, args ...string) (stdout, stderr string, err error) {
-	path := kubectlPath
-	if p, lookErr := exec.LookPath(kubectlPath); lookErr != nil {
-		if p, lookErr = exec.LookPath("kubectl"); lookErr != nil {
+	path, lookErr := exec.LookPath(kubectlPath)
+	if lookErr != nil {
+		if path, lookErr = exec.LookPath("kubectl"); lookErr != nil {
 			return "", "", fmt.Errorf("kubectl is not installed: %w", lookErr)
 		}
-		path = p
-	} else {
-		path = p
 	}
 	cmd := exec.CommandContext(ctx, path, append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
