@@ -2,6 +2,7 @@ package claimguard
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -33,7 +34,7 @@ func (r *Rule) claimCreate(s *snapshot, req admission.Request, x *xrd) admission
 		holders := s.composed(w.gk, old.object, w.namespaced, cov)
 		more := ""
 		if len(xrs) > 1 {
-			more = fmt.Sprintf(" (%s more of this claim's composite resources are deleting too)", count(len(xrs)-1, "other"))
+			more = fmt.Sprintf(" (%s more composite %s of this claim %s deleting too)", strconv.Itoa(len(xrs)-1), plural(len(xrs)-1, "resource"), isAre(len(xrs)-1))
 		}
 		return admission.Denied(fmt.Sprintf(
 			"claimguard: %s cannot be created yet: %s, the composite resource of the previous claim %s, has been deleting for %s and %s%s. "+

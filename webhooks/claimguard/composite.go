@@ -105,15 +105,15 @@ func (r *Rule) compositeDelete(s *snapshot, req admission.Request, x *xrd) admis
 			shown = "Background (the default)"
 		}
 		return admission.Denied(fmt.Sprintf(
-			"claimguard: %s must be deleted with Foreground propagation in this cluster, not %s: a Background delete removes it at once while its %s still delete their external resources, "+
+			"claimguard: %s must be deleted with Foreground propagation in this cluster, not %s: a Background delete removes it at once while its composed resources (%d now) are still deleting their external resources, "+
 				"and a re-created %s would compose new resources with the same external names. "+
 				"Repeat with kubectl delete --cascade=foreground (propagationPolicy: Foreground).",
-			this, shown, count(len(holders), "composed resource"), this))
+			this, shown, len(holders), this))
 	}
 	if !foreground || len(holders) == 0 {
 		return withUnchecked(admission.Allowed(""), cov)
 	}
-	msg := fmt.Sprintf("claimguard: %s is deleted with Foreground propagation: it stays until its %s are gone: %s. kubectl delete waits until then.",
-		this, count(len(holders), "composed resource"), listed(holders, r.now()))
+	msg := fmt.Sprintf("claimguard: %s is deleted with Foreground propagation: it stays until its %s %s gone: %s. kubectl delete waits until then.",
+		this, count(len(holders), "composed resource"), isAre(len(holders)), listed(holders, r.now()))
 	return withUnchecked(admission.Allowed("").WithWarnings(msg), cov)
 }

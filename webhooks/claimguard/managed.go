@@ -47,7 +47,7 @@ func (r *Rule) managedCreate(s *snapshot, req admission.Request, gk schema.Group
 	}
 	more := ""
 	if len(same) > 1 {
-		more = fmt.Sprintf(" (%s with this external name %s deleting too)", count(len(same)-1, "other"), isAre(len(same)-1))
+		more = fmt.Sprintf(" (%d more %s with this external name %s deleting too)", len(same)-1, gk.Kind, isAre(len(same)-1))
 	}
 	return admission.Denied(fmt.Sprintf(
 		"claimguard: %s with external name %q cannot be created yet: %s (%s) has the same external name and still manages that external resource%s; "+

@@ -67,10 +67,14 @@ func heldBy(xr found, holders []found, now time.Time) string {
 }
 
 func count(n int, noun string) string {
+	return fmt.Sprintf("%d %s", n, plural(n, noun))
+}
+
+func plural(n int, noun string) string {
 	if n == 1 {
-		return "1 " + noun
+		return noun
 	}
-	return fmt.Sprintf("%d %ss", n, noun)
+	return noun + "s"
 }
 
 // kubectlGet is the command that shows one object.

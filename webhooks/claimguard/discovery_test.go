@@ -1,0 +1,267 @@
+package claimguard
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var allow = cmp.AllowUnexported(xrd{}, apiResource{}, wanted{}, plan{}, object{}, ref{})
+
+func TestParseXRD(t *testing.T) {
+	cases := map[string]struct {
+		reason  string
+		xrd     map[string]any
+		want    *xrd
+		wantErr bool
+	}{
+		"V1WithClaim": {
+			reason: "A v1 XRD names the composite and claim kinds; the referenceable version is the one to watch.",
+			xrd: map[string]any{"metadata": map[string]any{"name": "xpostgresqlinstances.database.example.org"}, "spec": map[string]any{
+				"group": "database.example.org", "names": map[string]any{"kind": "XPostgreSQLInstance", "plural": "xpostgresqlinstances"},
+				"claimNames":                   map[string]any{"kind": "PostgreSQLInstance", "plural": "postgresqlinstances"},
+				"defaultCompositeDeletePolicy": "Foreground",
+				"versions": []any{
+					map[string]any{"name": "v1alpha1", "served": true, "referenceable": false},
+					map[string]any{"name": "v1beta1", "served": true, "referenceable": true},
+					map[string]any{"name": "v1", "served": false, "referenceable": false},
+				},
+			}},
+			want: &xrd{name: "xpostgresqlinstances.database.example.org", group: "database.example.org",
+				compositeKind: "XPostgreSQLInstance", compositePlural: "xpostgresqlinstances",
+				claimKind: "PostgreSQLInstance", claimPlural: "postgresqlinstances",
+				referenceable: "v1beta1", defaultCompositeDeletePolicy: "Foreground"},
+		},
+		"V2NamespacedWithoutClaim": {
+			reason: "A v2 XRD offers no claim; the default delete policy is Background.",
+			xrd: map[string]any{"metadata": map[string]any{"name": "xapps.platform.example.org"}, "spec": map[string]any{
+				"scope": "Namespaced", "group": "platform.example.org", "names": map[string]any{"kind": "XApp", "plural": "xapps"},
+				"versions": []any{map[string]any{"name": "v1", "served": true, "referenceable": true}},
+			}},
+			want: &xrd{name: "xapps.platform.example.org", group: "platform.example.org", compositeKind: "XApp", compositePlural: "xapps",
+				referenceable: "v1", defaultCompositeDeletePolicy: "Background"},
+		},
+		"HalfAClaimIsNoClaim": {
+			reason: "claimNames without a plural cannot be matched by a webhook rule.",
+			xrd: map[string]any{"metadata": map[string]any{"name": "x"}, "spec": map[string]any{
+				"group": "g.example.org", "names": map[string]any{"kind": "XThing", "plural": "xthings"},
+				"claimNames": map[string]any{"kind": "Thing"},
+			}},
+			want: &xrd{name: "x", group: "g.example.org", compositeKind: "XThing", compositePlural: "xthings", defaultCompositeDeletePolicy: "Background"},
+		},
+		"NoSpecIsAnError":   {reason: "Nothing to read.", xrd: map[string]any{"metadata": map[string]any{"name": "x"}}, wantErr: true},
+		"NoPluralIsAnError": {reason: "The composite kind must be nameable.", xrd: map[string]any{"spec": map[string]any{"group": "g", "names": map[string]any{"kind": "X"}}}, wantErr: true},
+		"WrongTypesAreIgnored": {
+			reason: "Fields of unexpected types read as missing.",
+			xrd:    map[string]any{"spec": map[string]any{"group": 7, "names": "x"}},
+			wantErr: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := parseXRD(&unstructured.Unstructured{Object: tc.xrd})
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("%s\nparseXRD(...): error %v, want error %v", tc.reason, err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got, allow); diff != "" {
+				t.Errorf("%s\nparseXRD(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestTrimXRDKeepsWhatParseXRDReads(t *testing.T) {
+	full := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.crossplane.io/v1", "kind": "CompositeResourceDefinition",
+		"metadata": map[string]any{"name": "xpostgresqlinstances.database.example.org", "resourceVersion": "42", "managedFields": []any{map[string]any{"manager": "kubectl"}}},
+		"spec": map[string]any{
+			"group": "database.example.org", "names": map[string]any{"kind": "XPostgreSQLInstance", "plural": "xpostgresqlinstances"},
+			"claimNames": map[string]any{"kind": "PostgreSQLInstance", "plural": "postgresqlinstances"},
+			"versions": []any{map[string]any{"name": "v1alpha1", "served": true, "referenceable": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object"}}}},
+			"connectionSecretKeys": []any{"username"},
+		},
+		"status": map[string]any{"conditions": []any{}},
+	}}
+	trimmed, err := trimXRD(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := trimmed.(*unstructured.Unstructured)
+	want := map[string]any{
+		"apiVersion": "apiextensions.crossplane.io/v1", "kind": "CompositeResourceDefinition",
+		"metadata": map[string]any{"name": "xpostgresqlinstances.database.example.org", "resourceVersion": "42"},
+		"spec": map[string]any{
+			"group": "database.example.org", "names": map[string]any{"kind": "XPostgreSQLInstance", "plural": "xpostgresqlinstances"},
+			"claimNames": map[string]any{"kind": "PostgreSQLInstance", "plural": "postgresqlinstances"},
+			"versions":   []any{map[string]any{"name": "v1alpha1", "served": true, "referenceable": true}},
+		},
+	}
+	if diff := cmp.Diff(want, u.Object); diff != "" {
+		t.Errorf("trimXRD dropped or kept the wrong fields: -want, +got:\n%s", diff)
+	}
+	before, _ := parseXRD(full)
+	after, _ := parseXRD(u)
+	if diff := cmp.Diff(before, after, allow); diff != "" {
+		t.Errorf("parseXRD reads differently after trimming: -before, +after:\n%s", diff)
+	}
+}
+
+func TestTransform(t *testing.T) {
+	tr := true
+	deleted := metav1.NewTime(now)
+	cases := map[string]struct {
+		reason  string
+		in      any
+		want    *object
+		wantErr bool
+	}{
+		"MetadataOfAManagedResource": {
+			reason: "An MR keeps name, deletion, finalizers, external name, controller owner and claim; nothing else.",
+			in: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+				Name: "db-x7k2p-abcde", ResourceVersion: "7", DeletionTimestamp: &deleted, Finalizers: []string{mrFinalizer},
+				Labels:          map[string]string{labelClaimName: "db", labelClaimNamespace: "default", labelComposite: "db-x7k2p", "other": "x"},
+				Annotations:     map[string]string{annotationExtName: "db", "kubectl.kubernetes.io/last-applied-configuration": "{...}"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "not-controller"}, {APIVersion: "database.example.org/v1alpha1", Kind: "XPostgreSQLInstance", Name: "db-x7k2p", Controller: &tr}},
+				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "crossplane"}},
+			}},
+			want: &object{name: "db-x7k2p-abcde", resourceVersion: "7", deletion: &deleted, finalizers: []string{mrFinalizer}, externalName: "db",
+				owner: "database.example.org/XPostgreSQLInstance/db-x7k2p", claim: "default/db"},
+		},
+		"V1CompositeWithClaimRefAndResourceRefs": {
+			reason: "An XR keeps its claim from spec.claimRef and its resource references.",
+			in: &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "db-x7k2p", "resourceVersion": "9"}, "spec": map[string]any{
+				"claimRef":     map[string]any{"namespace": "default", "name": "db"},
+				"resourceRefs": []any{map[string]any{"apiVersion": "database.aws.example.org/v1beta1", "kind": "RDSInstance", "name": "db-x7k2p-abcde"}, "garbage", map[string]any{"kind": "NoName"}},
+				"parameters":   map[string]any{"storageGB": 20},
+			}}},
+			want: &object{name: "db-x7k2p", resourceVersion: "9", claim: "default/db",
+				refs: []ref{{group: "database.aws.example.org", kind: "RDSInstance", name: "db-x7k2p-abcde"}}},
+		},
+		"V2NamespacedComposite": {
+			reason: "A v2 XR's references live under spec.crossplane and default to its namespace.",
+			in: &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "db", "namespace": "default"}, "spec": map[string]any{
+				"crossplane": map[string]any{"resourceRefs": []any{map[string]any{"apiVersion": "database.aws.m.example.org/v1beta1", "kind": "RDSInstance", "name": "db-q8w2z"}}},
+			}}},
+			want: &object{name: "db", namespace: "default", refs: []ref{{group: "database.aws.m.example.org", kind: "RDSInstance", namespace: "default", name: "db-q8w2z"}}},
+		},
+		"AlreadyTransformedPassesThrough": {
+			reason: "client-go may hand an object to the transform twice.",
+			in:     &object{name: "x"},
+			want:   &object{name: "x"},
+		},
+		"OtherTypesAreAnError": {
+			reason:  "Nothing else is ever cached.",
+			in:      "a string",
+			wantErr: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := transform(tc.in)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("%s\ntransform(...): error %v, want error %v", tc.reason, err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			if diff := cmp.Diff(tc.want, got.(*object), allow); diff != "" {
+				t.Errorf("%s\ntransform(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestResourcesFrom(t *testing.T) {
+	groups := []*metav1.APIGroup{{Name: "database.example.org", PreferredVersion: metav1.GroupVersionForDiscovery{Version: "v1beta1"}}}
+	lists := []*metav1.APIResourceList{
+		{GroupVersion: "database.example.org/v1alpha1", APIResources: []metav1.APIResource{
+			{Name: "xpostgresqlinstances", Kind: "XPostgreSQLInstance", Categories: []string{"composite"}},
+			{Name: "xpostgresqlinstances/status", Kind: "XPostgreSQLInstance"},
+		}},
+		{GroupVersion: "database.example.org/v1beta1", APIResources: []metav1.APIResource{
+			{Name: "xpostgresqlinstances", Kind: "XPostgreSQLInstance", Categories: []string{"composite"}},
+		}},
+		{GroupVersion: "not a group version/x/y"},
+		nil,
+	}
+	want := map[schema.GroupResource]*apiResource{
+		{Group: "database.example.org", Resource: "xpostgresqlinstances"}: {
+			gr: schema.GroupResource{Group: "database.example.org", Resource: "xpostgresqlinstances"}, kind: "XPostgreSQLInstance",
+			versions: []string{"v1beta1", "v1alpha1"}, categories: []string{"composite"},
+		},
+	}
+	if diff := cmp.Diff(want, resourcesFrom(groups, lists), allow); diff != "" {
+		t.Errorf("resourcesFrom: preferred version first, subresources and bad lists skipped: -want, +got:\n%s", diff)
+	}
+}
+
+func TestMakePlan(t *testing.T) {
+	res := func(group, resource, kind string, namespaced bool, categories ...string) *apiResource {
+		return &apiResource{gr: schema.GroupResource{Group: group, Resource: resource}, kind: kind, namespaced: namespaced, versions: []string{"v1", "v1alpha1"}, categories: categories}
+	}
+	resources := map[schema.GroupResource]*apiResource{}
+	for _, a := range []*apiResource{
+		res("database.example.org", "xpostgresqlinstances", "XPostgreSQLInstance", false, "composite"),
+		res("database.example.org", "postgresqlinstances", "PostgreSQLInstance", true, "claim"),
+		res("database.aws.example.org", "rdsinstances", "RDSInstance", false, "crossplane", "managed"),
+		res("platform.example.org", "xapps", "XApp", true, "composite"),
+		res("apps", "deployments", "Deployment", true, "all"),
+	} {
+		resources[a.gr] = a
+	}
+	pg := *pgXRD
+	pg.referenceable = "v1alpha1"
+	unserved := &xrd{name: "xqueues.mq.example.org", group: "mq.example.org", compositeKind: "XQueue", compositePlural: "xqueues", claimKind: "Queue", claimPlural: "queues"}
+	duplicate := &xrd{name: "zz-duplicate", group: "platform.example.org", compositeKind: "XApp", compositePlural: "xapps"}
+	got := makePlan(resources, []*xrd{duplicate, unserved, &pg, appXRD})
+	want := plan{
+		claims: map[schema.GroupKind]*xrd{pgXRD.claimGK(): &pg, unserved.claimGK(): unserved},
+		xrds:   map[schema.GroupKind]*xrd{pgXRD.compositeGK(): &pg, appXRD.compositeGK(): appXRD, unserved.compositeGK(): unserved},
+		served: map[schema.GroupResource]bool{pgXRD.compositeGR(): true, pgXRD.claimGR(): true, appXRD.compositeGR(): true},
+		watches: []wanted{
+			{gk: rdsGK, gvr: schema.GroupVersionResource{Group: "database.aws.example.org", Version: "v1", Resource: "rdsinstances"}, role: roleManaged},
+			{gk: pgXRD.compositeGK(), gvr: pgXRGVR, role: roleComposite},
+			{gk: appXRD.compositeGK(), gvr: appGVR, namespaced: true, role: roleComposite},
+		},
+	}
+	if diff := cmp.Diff(want, got, allow); diff != "" {
+		t.Errorf("makePlan: served XR kinds at their referenceable version, managed-category kinds, first XRD wins a duplicate kind: -want, +got:\n%s", diff)
+	}
+}
+
+func TestWebhookRules(t *testing.T) {
+	c := newCluster().
+		xrd(pgXRD, pgXRGVR, false, stateSynced).
+		xrd(appXRD, appGVR, true, stateSynced).
+		xrd(bucketXRD, xbucketGVR, false, stateSyncing).
+		managed(rdsGK, rdsGVR, false, stateSynced)
+	scope := admissionregistrationv1.AllScopes
+	want := []admissionregistrationv1.RuleWithOperations{
+		{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{"database.example.org"}, APIVersions: []string{"*"}, Resources: []string{"postgresqlinstances", "xpostgresqlinstances"}, Scope: &scope}},
+		{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{"platform.example.org"}, APIVersions: []string{"*"}, Resources: []string{"xapps"}, Scope: &scope}},
+	}
+	if diff := cmp.Diff(want, webhookRules(c.s, admissionregistrationv1.Create)); diff != "" {
+		t.Errorf("webhookRules: synced XRDs' claim and XR kinds, grouped and sorted; the syncing XBucket left out: -want, +got:\n%s", diff)
+	}
+	if got := webhookRules(nil, admissionregistrationv1.Create); got != nil {
+		t.Errorf("webhookRules(nil) = %v, want none", got)
+	}
+	if !sameRules(want, webhookRules(c.s, admissionregistrationv1.Create)) {
+		t.Error("sameRules: equal rules compare unequal")
+	}
+	noScope := []admissionregistrationv1.RuleWithOperations{*want[0].DeepCopy(), *want[1].DeepCopy()}
+	noScope[0].Scope = nil
+	if !sameRules(noScope, want) {
+		t.Error("sameRules: a missing scope is the API server's default (*)")
+	}
+	if sameRules(want[:1], want) || sameRules(want, webhookRules(c.s, admissionregistrationv1.Delete)) {
+		t.Error("sameRules: different rules compare equal")
+	}
+}
