@@ -64,3 +64,13 @@ func injectCAPatches() []any {
 	}
 	return []any{patch("ValidatingWebhookConfiguration"), patch("MutatingWebhookConfiguration")}
 }
+
+// selfManagedRBAC grants self-managed mode its own Secret and its own two
+// webhook configurations, by name, and nothing else.
+func selfManagedRBAC() []any {
+	clusterRules, namespacedRules := certs.SelfManagedRBAC()
+	const name = Name + "-certs"
+	binding := clusterRoleBinding(name)
+	binding.RoleRef.Name = name
+	return []any{clusterRole(name, clusterRules), binding, role(name, namespacedRules), roleBinding(name)}
+}

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/stewardhq/steward/certs"
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -79,7 +80,7 @@ func serve(opts serveOptions, cfg webhooks.Config, log logr.Logger) error {
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:    opts.host,
 			Port:    opts.port,
-			CertDir: opts.certDir,
+			CertDir: opts.certs.CertDir,
 			TLSOpts: tlsOptions(opts),
 		}),
 	})
@@ -91,6 +92,15 @@ func serve(opts serveOptions, cfg webhooks.Config, log logr.Logger) error {
 	if err := addHealthChecks(mgr, &stopping); err != nil {
 		return err
 	}
+	if opts.certMode == certModeSelfManaged {
+		ready, err := certs.SetupSelfManaged(mgr, opts.certs)
+		if err != nil {
+			return fmt.Errorf("self-managed certificates: %w", err)
+		}
+		if err := mgr.AddReadyzCheck("certificates", certs.ReadyCheck(ready)); err != nil {
+			return err
+		}
+	}
 	if err := registerRules(mgr, cfg, log.WithName("decision")); err != nil {
 		return err
 	}
@@ -98,7 +108,7 @@ func serve(opts serveOptions, cfg webhooks.Config, log logr.Logger) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go shutdownOnSignal(log, opts.shutdownDelay, &stopping, cancel)
-	log.Info("starting steward", "namespace", opts.namespace, "port", opts.port, "certMode", opts.certMode)
+	log.Info("starting steward", "namespace", opts.certs.Namespace, "port", opts.port, "certMode", opts.certMode)
 	return mgr.Start(ctx)
 }
 

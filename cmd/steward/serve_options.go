@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/stewardhq/steward/certs"
 )
 
 // Certificate modes of `steward serve`.
@@ -25,14 +27,10 @@ const (
 type serveOptions struct {
 	configFile      string
 	kubeconfig      string
-	namespace       string
 	host            string
 	port            int
-	certDir         string
 	certMode        string
-	certSecret      string
-	serviceName     string
-	certDNSNames    stringList
+	certs           certs.SelfManagedOptions // namespace, cert dir, and the self-managed mode's settings
 	clientCAFile    string
 	metricsAddr     string
 	probeAddr       string
@@ -44,19 +42,16 @@ type serveOptions struct {
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
-	o := serveOptions{}
+	o := serveOptions{certs: certs.DefaultSelfManagedOptions()}
+	o.certs.Namespace = envOr("POD_NAMESPACE", o.certs.Namespace)
 	fs := flag.NewFlagSet("steward serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.configFile, "config", "", "path of a StewardConfiguration YAML file; defaults apply when empty")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig to reach the API server; in-cluster config or $KUBECONFIG when empty")
-	fs.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "steward-system"), "Steward's own namespace")
 	fs.StringVar(&o.host, "host", "", "address the webhook server listens on (all when empty)")
 	fs.IntVar(&o.port, "port", 9443, "port the webhook server listens on")
-	fs.StringVar(&o.certDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with tls.crt and tls.key; reloaded when the files change")
 	fs.StringVar(&o.certMode, "cert-mode", certModeFiles, "files (serve the key pair in --cert-dir, e.g. from cert-manager) or self-managed (Steward creates, injects and rotates its own CA)")
-	fs.StringVar(&o.certSecret, "cert-secret", "steward-serving-cert", "Secret holding the self-managed CA and serving certificate")
-	fs.StringVar(&o.serviceName, "service-name", "steward", "Service in front of Steward; the self-managed certificate is issued for its DNS names")
-	fs.Var(&o.certDNSNames, "cert-dns-name", "extra DNS name for the self-managed serving certificate (repeatable)")
+	o.certs.AddFlags(fs)
 	fs.StringVar(&o.clientCAFile, "client-ca-file", "", "when set, only clients (the API server) presenting a certificate signed by this CA are served")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
@@ -83,10 +78,13 @@ func (o serveOptions) validate() error {
 	if o.certMode != certModeFiles && o.certMode != certModeSelfManaged {
 		errs = append(errs, fmt.Errorf("--cert-mode: %q is not one of %s, %s", o.certMode, certModeFiles, certModeSelfManaged))
 	}
-	if o.certDir == "" {
+	if o.certMode == certModeSelfManaged {
+		errs = append(errs, o.certs.Validate())
+	}
+	if o.certs.CertDir == "" {
 		errs = append(errs, errors.New("--cert-dir: must not be empty"))
 	}
-	if o.namespace == "" {
+	if o.certs.Namespace == "" {
 		errs = append(errs, errors.New("--namespace: must not be empty"))
 	}
 	if _, err := parseLogLevel(o.logLevel); err != nil {
@@ -119,16 +117,6 @@ func envOr(key, fallback string) string {
 		return v
 	}
 	return fallback
-}
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string { return fmt.Sprint([]string(*l)) }
-
-func (l *stringList) Set(v string) error {
-	*l = append(*l, v)
-	return nil
 }
 
 // parseLogLevel accepts a level name or a verbosity number.

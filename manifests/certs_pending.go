@@ -1,3 +1,0 @@
-package manifests
-
-func selfManagedRBAC() []any { return nil }
