@@ -95,9 +95,8 @@ type changes struct {
 }
 
 // differ computes which JSON paths differ between two objects. Maps are
-// compared key by key and lists index by index; a path under one of skip
-// is not reported, and a subtree that was added or removed whole is
-// reported as one path unless a skipped path lies inside it.
+// compared key by key and lists index by index, and a path at or under one
+// of skip is not reported.
 type differ struct {
 	skip  []pointer
 	limit int
@@ -130,17 +129,6 @@ func (d *differ) skipped() bool {
 	return false
 }
 
-// skipBelow reports whether a skipped path lies strictly under the
-// current one, so an added or removed subtree must be examined in detail.
-func (d *differ) skipBelow() bool {
-	for _, s := range d.skip {
-		if len(s) > len(d.path) && s.hasPrefix(d.path) {
-			return true
-		}
-	}
-	return false
-}
-
 func (d *differ) walk(a, b any, depth int) {
 	if d.skipped() || (isEmpty(a) && isEmpty(b)) {
 		return
@@ -151,23 +139,18 @@ func (d *differ) walk(a, b any, depth int) {
 		}
 		return
 	}
+	// A missing value counts as an empty map or list, so an added or
+	// removed subtree is reported leaf by leaf: every path can be pasted
+	// into ignoredFields as it is, and ignored paths inside it still apply.
 	am, aMap := a.(map[string]any)
 	bm, bMap := b.(map[string]any)
 	if (aMap || a == nil) && (bMap || b == nil) {
-		if (a == nil || b == nil) && !d.skipBelow() {
-			d.report()
-			return
-		}
 		d.walkMaps(am, bm, depth)
 		return
 	}
 	al, aList := a.([]any)
 	bl, bList := b.([]any)
 	if (aList || a == nil) && (bList || b == nil) {
-		if (a == nil || b == nil) && !d.skipBelow() {
-			d.report()
-			return
-		}
 		d.walkLists(al, bl, depth)
 		return
 	}

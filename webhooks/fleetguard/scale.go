@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,6 +39,15 @@ func (r *Rule) SetupWithManager(mgr manager.Manager) error {
 	}
 	r.parents = mgr.GetCache()
 	return nil
+}
+
+// PolicyRules are the permissions the metadata informers need.
+func (r *Rule) PolicyRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{
+		APIGroups: []string{"apps"},
+		Resources: []string{"deployments", "statefulsets", "replicasets"},
+		Verbs:     []string{"get", "list", "watch"},
+	}}
 }
 
 // WithParents sets the reader scale requests look workloads up in; tests

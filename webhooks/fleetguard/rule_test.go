@@ -1,0 +1,421 @@
+package fleetguard
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/webhooks/admissiontest"
+)
+
+const (
+	owner     = "(bundle deployment web-app, Helm release default/web-app)"
+	managedBy = "fleetguard: Deployment default/web is managed by Fleet " + owner + "; manual changes diverge from Git and Fleet reverts them."
+	inGit     = " Change it in the Git repository instead; in an emergency repeat the request as a member of steward:break-glass."
+)
+
+func defaultRule() *Rule {
+	return New(Config{}, "steward:break-glass").WithParents(parents)
+}
+
+func ignoringReplicas() *Rule {
+	return New(Config{IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}}, "steward:break-glass").WithParents(parents)
+}
+
+func TestHandle(t *testing.T) {
+	type args struct {
+		rule *Rule
+		req  admission.Request
+	}
+	cases := map[string]struct {
+		reason string
+		args   args
+		want   admission.Response
+	}{
+		"AgentUpdateIsAllowed": {
+			reason: "The Fleet agent deploys from Git; its writes are the desired state.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, container(0, "image", "ghcr.io/example/web:1.5.0"))).User(fleetAgent, "system:serviceaccounts", "system:serviceaccounts:cattle-fleet-system").Build()},
+			want: admission.Allowed("written by the Fleet agent"),
+		},
+		"LocalClusterAgentDeleteIsAllowed": {
+			reason: "The agent of Fleet's own cluster runs in cattle-fleet-local-system.",
+			args: args{defaultRule(), admissiontest.Delete(deploymentsGVR, "Deployment", obj(webDeployment)).
+				User("system:serviceaccount:cattle-fleet-local-system:fleet-agent").Build()},
+			want: admission.Allowed("written by the Fleet agent"),
+		},
+		"ImpersonatedServiceAccountInAgentNamespaceIsAllowed": {
+			reason: "Fleet impersonates service accounts of its own namespace (fleet-default, or fleet.yaml's serviceAccount); the request arrives as that account, with its namespace's group.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, container(0, "image", "ghcr.io/example/web:1.5.0"))).
+				User("system:serviceaccount:cattle-fleet-system:fleet-default", "system:serviceaccounts", "system:serviceaccounts:cattle-fleet-system", "system:authenticated").Build()},
+			want: admission.Allowed("written by the Fleet agent"),
+		},
+		"ConfiguredAgentUserIsAllowed": {
+			reason: "agentUsers can name further identities the agent writes as.",
+			args: args{New(Config{AgentUsers: []string{"system:serviceaccount:apps:deployer"}}, "steward:break-glass"),
+				admissiontest.Delete(deploymentsGVR, "Deployment", obj(webDeployment)).User("system:serviceaccount:apps:deployer").Build()},
+			want: admission.Allowed("written by the Fleet agent"),
+		},
+		"ReplacedAgentUsersNoLongerAllowTheDefault": {
+			reason: "Setting agentUsers (and agentGroups) replaces the defaults.",
+			args: args{New(Config{AgentUsers: []string{"someone"}, AgentGroups: []string{"some-group"}}, "steward:break-glass"),
+				admissiontest.Delete(deploymentsGVR, "Deployment", obj(webDeployment)).User(fleetAgent).Build()},
+			want: admission.Denied(managedBy + " Deleting it is refused: Fleet would re-create it. Remove it from the Git repository instead; in an emergency repeat the request as a member of steward:break-glass."),
+		},
+		"GarbageCollectorDeleteIsAllowed": {
+			reason: "The garbage collector deletes dependents of deleted owners; refusing it leaves orphans behind.",
+			args:   args{defaultRule(), admissiontest.Delete(deploymentsGVR, "Deployment", obj(webDeployment)).User(garbageCollectr, "system:serviceaccounts", "system:serviceaccounts:kube-system").Build()},
+			want:   admission.Allowed("written by a Kubernetes controller"),
+		},
+		"NamespaceControllerDeleteIsAllowed": {
+			reason: "The namespace controller empties a namespace being deleted; refusing it leaves the namespace Terminating forever.",
+			args:   args{defaultRule(), admissiontest.Delete(deploymentsGVR, "Deployment", obj(webDeployment)).User("system:serviceaccount:kube-system:namespace-controller").Build()},
+			want:   admission.Allowed("written by a Kubernetes controller"),
+		},
+		"DeploymentControllerRevisionAnnotationIsAllowed": {
+			reason: "The deployment controller writes deployment.kubernetes.io/revision on the Deployment itself, not through status.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, set("4", "metadata", "annotations", "deployment.kubernetes.io/revision"))).User("system:serviceaccount:kube-system:deployment-controller").Build()},
+			want: admission.Allowed("written by a Kubernetes controller"),
+		},
+		"EndpointSliceControllerCreateIsAllowed": {
+			reason: "EndpointSlices copy their Service's labels, Fleet's included; their controller creating one is no spoofing.",
+			args: args{defaultRule(), admissiontest.Create(schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}, "EndpointSlice",
+				map[string]any{"metadata": map[string]any{"generateName": "web-", "namespace": "default", "labels": map[string]any{LabelHash: "abc"}}}).
+				User("system:serviceaccount:kube-system:endpointslice-controller").Build()},
+			want: admission.Allowed("written by a Kubernetes controller"),
+		},
+		"KubeletDeletingItsPodIsAllowed": {
+			reason: "A kubelet deletes the pods it finished terminating; refusing it leaves them Terminating.",
+			args: args{defaultRule(), admissiontest.Delete(podsGVR, "Pod", map[string]any{"metadata": map[string]any{"name": "web", "namespace": "default", "labels": map[string]any{LabelHash: "abc"}}}).
+				User("system:node:worker-1", "system:nodes", "system:authenticated").Build()},
+			want: admission.Allowed("written by a Kubernetes controller"),
+		},
+		"HumanImageChangeIsDenied": {
+			reason: "A hand edit of a Fleet-managed object is refused with the whole explanation.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, container(0, "image", "ghcr.io/example/web:1.5.0"))).Build()},
+			want: admission.Denied("fleetguard: Deployment default/web is managed by Fleet (bundle deployment web-app, Helm release default/web-app); manual changes diverge from Git and Fleet reverts them. Changed: /spec/template/spec/containers/0/image. Change it in the Git repository instead; in an emergency repeat the request as a member of steward:break-glass."),
+		},
+		"DryRunGetsTheSameAnswer": {
+			reason: "A dry run is answered as the real request would be, so kubectl --dry-run=server predicts the outcome.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, container(0, "image", "ghcr.io/example/web:1.5.0"))).DryRun().Build()},
+			want: admission.Denied(managedBy + " Changed: /spec/template/spec/containers/0/image." + inGit),
+		},
+		"ManyChangesListTheFirstFiveAndCountTheRest": {
+			reason: "The message stays readable: five paths, in a stable order, then how many more.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment), obj(webDeployment,
+				container(0, "image", "x"), container(1, "image", "y"), container(0, "imagePullPolicy", "Always"),
+				set(5, "spec", "replicas"), set(20, "spec", "revisionHistoryLimit"), set("Recreate", "spec", "strategy", "type"),
+				set("team-a", "metadata", "labels", "owner"))).Build()},
+			want: admission.Denied(managedBy + " Changed: /metadata/labels/owner, /spec/replicas, /spec/revisionHistoryLimit, /spec/strategy/type, /spec/template/spec/containers/0/image and 2 more." + inGit),
+		},
+		"AddedSubtreeIsReportedLeafByLeaf": {
+			reason: "A subtree added whole is reported by its leaves, which can be pasted into ignoredFields; empty maps and lists are no change.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment), obj(webDeployment,
+				set(map[string]any{
+					"nodeAffinity":    map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{"nodeSelectorTerms": []any{}}},
+					"podAntiAffinity": map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": []any{map[string]any{"weight": 1}}},
+				}, "spec", "template", "spec", "affinity"))).Build()},
+			want: admission.Denied(managedBy + " Changed: /spec/template/spec/affinity/podAntiAffinity/preferredDuringSchedulingIgnoredDuringExecution/0/weight." + inGit),
+		},
+		"AnnotationKeysAreEscapedAsJSONPointers": {
+			reason: "Paths are RFC 6901 pointers, so they can be pasted into ignoredFields as they are.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment), obj(webDeployment,
+				set("2026-01-12T10:00:00Z", "spec", "template", "metadata", "annotations", "kubectl.kubernetes.io/restartedAt"))).Build()},
+			want: admission.Denied(managedBy + " Changed: /spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt." + inGit),
+		},
+		"HumanDeleteIsDenied": {
+			reason: "Deleting a Fleet-managed object is refused: Fleet would re-create it.",
+			args:   args{defaultRule(), admissiontest.Delete(deploymentsGVR, "Deployment", obj(webDeployment)).Build()},
+			want:   admission.Denied("fleetguard: Deployment default/web is managed by Fleet (bundle deployment web-app, Helm release default/web-app); manual changes diverge from Git and Fleet reverts them. Deleting it is refused: Fleet would re-create it. Remove it from the Git repository instead; in an emergency repeat the request as a member of steward:break-glass."),
+		},
+		"DryRunDeleteGetsTheSameAnswer": {
+			reason: "kubectl delete --dry-run=server predicts the refusal.",
+			args: args{defaultRule(), admissiontest.Delete(deploymentsGVR, "Deployment", obj(webDeployment)).DryRun().
+				Options(metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}).Build()},
+			want: admission.Denied(managedBy + " Deleting it is refused: Fleet would re-create it. Remove it from the Git repository instead; in an emergency repeat the request as a member of steward:break-glass."),
+		},
+		"DeleteOfUnlabelledObjectIsAllowed": {
+			reason: "Only objects carrying Fleet's label are guarded (the objectSelector sends no others).",
+			args:   args{defaultRule(), admissiontest.Delete(deploymentsGVR, "Deployment", obj(webDeployment, del("metadata", "labels", LabelHash))).Build()},
+			want:   admission.Allowed(""),
+		},
+		"StatusOnlyUpdateIsAllowed": {
+			reason: "Status is observed state, not what Fleet deploys.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, set(1, "status", "readyReplicas"), set(4, "status", "observedGeneration"))).Build()},
+			want: admission.Allowed("no change to fields Fleet deploys (status, metadata bookkeeping and ignored fields are not guarded)"),
+		},
+		"StatusSubresourceIsAllowed": {
+			reason: "The status subresource is never guarded, should a request for it arrive.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, set(1, "status", "readyReplicas"))).SubResource("status").Build()},
+			want: admission.Allowed(""),
+		},
+		"MetadataBookkeepingIsAllowed": {
+			reason: "Finalizers, owner references, managed fields, resource version, generation and kubectl's last-applied annotation are bookkeeping, and clearing a stuck finalizer must work.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment), obj(webDeployment,
+				set([]any{"example.com/cleanup"}, "metadata", "finalizers"),
+				set([]any{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "1"}}, "metadata", "ownerReferences"),
+				set([]any{}, "metadata", "managedFields"),
+				set("48214", "metadata", "resourceVersion"), set(4, "metadata", "generation"),
+				set(`{"kind":"Deployment"}`, "metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration"))).Build()},
+			want: admission.Allowed("no change to fields Fleet deploys (status, metadata bookkeeping and ignored fields are not guarded)"),
+		},
+		"UnchangedUpdateIsAllowed": {
+			reason: "kubectl edit or apply without changes is no drift.",
+			args:   args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment), obj(webDeployment)).Build()},
+			want:   admission.Allowed("no change to fields Fleet deploys (status, metadata bookkeeping and ignored fields are not guarded)"),
+		},
+		"IgnoredFieldChangeIsAllowed": {
+			reason: "An ignored path may be changed by hand, like Fleet's diff.comparePatches.",
+			args: args{ignoringReplicas(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, set(5, "spec", "replicas"))).Build()},
+			want: admission.Allowed("no change to fields Fleet deploys (status, metadata bookkeeping and ignored fields are not guarded)"),
+		},
+		"IgnoredFieldRemovalIsAllowed": {
+			reason: "Removing an ignored field is a change of that field too.",
+			args: args{ignoringReplicas(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, del("spec", "replicas"))).Build()},
+			want: admission.Allowed("no change to fields Fleet deploys (status, metadata bookkeeping and ignored fields are not guarded)"),
+		},
+		"IgnoredPointerCoversEverythingBelowIt": {
+			reason: "Ignoring pod template annotations allows kubectl rollout restart, even when the annotations map is new.",
+			args: args{New(Config{IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/template/metadata/annotations"}}}}, "steward:break-glass"),
+				admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+					obj(webDeployment, set("2026-01-12T10:00:00Z", "spec", "template", "metadata", "annotations", "kubectl.kubernetes.io/restartedAt"))).Build()},
+			want: admission.Allowed("no change to fields Fleet deploys (status, metadata bookkeeping and ignored fields are not guarded)"),
+		},
+		"IgnoredFieldInsideAnAddedSubtreeIsExamined": {
+			reason: "When a subtree is added whole and an ignored path lies inside it, only the paths beside the ignored one count.",
+			args: args{New(Config{IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt"}}}}, "steward:break-glass"),
+				admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+					obj(webDeployment, set(map[string]any{"kubectl.kubernetes.io/restartedAt": "now", "team": "a"}, "spec", "template", "metadata", "annotations"))).Build()},
+			want: admission.Denied(managedBy + " Changed: /spec/template/metadata/annotations/team." + inGit),
+		},
+		"IgnoredFieldDoesNotHideOtherChanges": {
+			reason: "An ignored path in the same request does not let a real change through, and is not listed.",
+			args: args{ignoringReplicas(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, set(5, "spec", "replicas"), container(0, "image", "ghcr.io/example/web:1.5.0"))).Build()},
+			want: admission.Denied(managedBy + " Changed: /spec/template/spec/containers/0/image." + inGit),
+		},
+		"IgnoredFieldsApplyToTheirKindOnly": {
+			reason: "Ignoring /spec/replicas of StatefulSets leaves Deployments guarded.",
+			args: args{New(Config{IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "StatefulSet", Paths: []string{"/spec/replicas"}}}}, "steward:break-glass"),
+				admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment), obj(webDeployment, set(5, "spec", "replicas"))).Build()},
+			want: admission.Denied(managedBy + " Changed: /spec/replicas." + inGit),
+		},
+		"StrippingTheLabelIsDenied": {
+			reason: "Removing Fleet's label would hide the object from Fleet and from this guard.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, del("metadata", "labels", LabelHash))).Build()},
+			want: admission.Denied(managedBy + " Removing Fleet's ownership label objectset.rio.cattle.io/hash is refused: it would hide the object from Fleet while it still runs as deployed from Git." + inGit),
+		},
+		"StrippingBothKeysIsDenied": {
+			reason: "The message names every key removed.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, del("metadata", "labels", LabelHash), del("metadata", "annotations", AnnotationID))).Build()},
+			want: admission.Denied(managedBy + " Removing Fleet's ownership label objectset.rio.cattle.io/hash and annotation objectset.rio.cattle.io/id is refused: it would hide the object from Fleet while it still runs as deployed from Git." + inGit),
+		},
+		"StrippingTheIDAnnotationIsDenied": {
+			reason: "The id annotation is an ownership key too.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, del("metadata", "annotations", AnnotationID))).Build()},
+			want: admission.Denied("fleetguard: Deployment default/web is managed by Fleet " + owner + "; manual changes diverge from Git and Fleet reverts them. Removing Fleet's ownership annotation objectset.rio.cattle.io/id is refused: it would hide the object from Fleet while it still runs as deployed from Git." + inGit),
+		},
+		"ChangingTheLabelValueIsAChange": {
+			reason: "Moving an object to another object set is a change like any other.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, set("other", "metadata", "labels", LabelHash))).Build()},
+			want: admission.Denied(managedBy + " Changed: /metadata/labels/objectset.rio.cattle.io~1hash." + inGit),
+		},
+		"AddingAnOwnerAnnotationIsAChange": {
+			reason: "Marking a bundle's object as applied with an owner would take it out of this guard.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, set("v1, Kind=Namespace", "metadata", "annotations", AnnotationOwnerGVK))).Build()},
+			want: admission.Denied(managedBy + " Changed: /metadata/annotations/objectset.rio.cattle.io~1owner-gvk." + inGit),
+		},
+		"CreateWithFleetKeysIsDenied": {
+			reason: "Only the Fleet agent may create objects that claim to belong to a bundle.",
+			args:   args{defaultRule(), admissiontest.Create(deploymentsGVR, "Deployment", obj(webDeployment)).Build()},
+			want:   admission.Denied("fleetguard: Deployment default/web carries Fleet's ownership label objectset.rio.cattle.io/hash and annotation objectset.rio.cattle.io/id " + owner + ", which only the Fleet agent sets; a hand-made object with them passes for Git-managed, and Fleet may prune or overwrite it. Remove Fleet's keys, or add the object to the Git repository instead; in an emergency repeat the request as a member of steward:break-glass."),
+		},
+		"CreateWithOnlyTheLabelNamesTheObjectSet": {
+			reason: "Without the id and Helm annotations the owner is the object set hash; a generated name shows as its prefix.",
+			args:   args{defaultRule(), admissiontest.Create(configmapsGVR, "ConfigMap", map[string]any{"metadata": map[string]any{"generateName": "settings-", "labels": map[string]any{LabelHash: "abc"}}}).Namespace("apps").Build()},
+			want:   admission.Denied("fleetguard: ConfigMap apps/settings-* carries Fleet's ownership label objectset.rio.cattle.io/hash (object set abc), which only the Fleet agent sets; a hand-made object with them passes for Git-managed, and Fleet may prune or overwrite it. Remove Fleet's keys, or add the object to the Git repository instead; in an emergency repeat the request as a member of steward:break-glass."),
+		},
+		"CreateWithoutFleetKeysIsAllowed": {
+			reason: "Ordinary objects are none of this rule's business.",
+			args:   args{defaultRule(), admissiontest.Create(deploymentsGVR, "Deployment", obj(webDeployment, del("metadata", "labels", LabelHash), del("metadata", "annotations", AnnotationID))).Build()},
+			want:   admission.Allowed(""),
+		},
+		"UpdateAddingFleetKeysIsDenied": {
+			reason: "Adding Fleet's keys to an existing object is the same spoofing as creating one with them.",
+			args: args{defaultRule(), admissiontest.Update(configmapsGVR, "ConfigMap",
+				map[string]any{"metadata": map[string]any{"name": "settings", "namespace": "apps"}},
+				map[string]any{"metadata": map[string]any{"name": "settings", "namespace": "apps", "labels": map[string]any{LabelHash: "abc"}, "annotations": map[string]any{AnnotationID: "default-settings"}}}).Build()},
+			want: admission.Denied("fleetguard: ConfigMap apps/settings would gain Fleet's ownership label objectset.rio.cattle.io/hash and annotation objectset.rio.cattle.io/id (bundle deployment settings), which only the Fleet agent sets; a hand-made object with them passes for Git-managed, and Fleet may prune or overwrite it. Remove Fleet's keys, or add the object to the Git repository instead; in an emergency repeat the request as a member of steward:break-glass."),
+		},
+		"ObjectsAppliedWithAnOwnerAreNotGuarded": {
+			reason: "Rancher and Fleet's controller apply their own objects with an owner annotation; they are not bundle content.",
+			args: args{defaultRule(), admissiontest.Update(configmapsGVR, "ConfigMap",
+				map[string]any{"metadata": map[string]any{"name": "agent", "namespace": "cattle-fleet-system", "labels": map[string]any{LabelHash: "abc"}, "annotations": map[string]any{AnnotationOwnerGVK: "fleet.cattle.io/v1alpha1, Kind=Cluster"}}, "data": map[string]any{"a": "1"}},
+				map[string]any{"metadata": map[string]any{"name": "agent", "namespace": "cattle-fleet-system", "labels": map[string]any{LabelHash: "abc"}, "annotations": map[string]any{AnnotationOwnerGVK: "fleet.cattle.io/v1alpha1, Kind=Cluster"}}, "data": map[string]any{"a": "2"}}).
+				User("system:serviceaccount:cattle-system:rancher").Build()},
+			want: admission.Allowed(appliedWithOwnerReason),
+		},
+		"CreateAppliedWithAnOwnerIsAllowed": {
+			reason: "Rancher creating its own object set is not spoofing a bundle.",
+			args: args{defaultRule(), admissiontest.Create(configmapsGVR, "ConfigMap",
+				map[string]any{"metadata": map[string]any{"name": "agent", "namespace": "x", "labels": map[string]any{LabelHash: "abc"}, "annotations": map[string]any{AnnotationOwnerGVK: "v1, Kind=Namespace"}}}).Build()},
+			want: admission.Allowed(appliedWithOwnerReason),
+		},
+		"DeleteAppliedWithAnOwnerIsAllowed": {
+			reason: "Deleting a controller's own object set member is the controller's business.",
+			args: args{defaultRule(), admissiontest.Delete(configmapsGVR, "ConfigMap",
+				map[string]any{"metadata": map[string]any{"name": "agent", "namespace": "x", "labels": map[string]any{LabelHash: "abc"}, "annotations": map[string]any{AnnotationOwnerGVK: "v1, Kind=Namespace"}}}).Build()},
+			want: admission.Allowed(appliedWithOwnerReason),
+		},
+		"ClusterScopedObjectsAreNamedWithoutNamespace": {
+			reason: "Cluster-scoped objects have no namespace in the message.",
+			args: args{defaultRule(), admissiontest.Delete(clusterRolesGVR, "ClusterRole",
+				map[string]any{"metadata": map[string]any{"name": "web-reader", "labels": map[string]any{LabelHash: "abc"}, "annotations": map[string]any{AnnotationID: "default-web-app"}}}).Build()},
+			want: admission.Denied("fleetguard: ClusterRole web-reader is managed by Fleet (bundle deployment web-app); manual changes diverge from Git and Fleet reverts them. Deleting it is refused: Fleet would re-create it. Remove it from the Git repository instead; in an emergency repeat the request as a member of steward:break-glass."),
+		},
+		"WithoutBreakGlassGroupTheEmergencyHintIsLeftOut": {
+			reason: "The message never names a group that does not exist.",
+			args:   args{New(Config{}, ""), admissiontest.Delete(deploymentsGVR, "Deployment", obj(webDeployment)).Build()},
+			want:   admission.Denied(managedBy + " Deleting it is refused: Fleet would re-create it. Remove it from the Git repository instead."),
+		},
+		"MalformedOldObjectIsAnError": {
+			reason: "Undecodable input is an error for the failure policy, never a panic or a silent allow.",
+			args:   args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", []byte(`{"metadata": `), obj(webDeployment)).Build()},
+			want:   admission.Errored(http.StatusBadRequest, errors.New("update, old object: decoding object: unexpected EOF")),
+		},
+		"NonObjectNewObjectIsAnError": {
+			reason: "A JSON value that is not an object is refused as bad input.",
+			args:   args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment), []byte(`[1, 2]`)).Build()},
+			want:   admission.Errored(http.StatusBadRequest, errors.New("update, new object: object is an array, not a JSON object")),
+		},
+		"DeleteWithoutOldObjectIsAnError": {
+			reason: "Without the stored object the owner cannot be checked.",
+			args:   args{defaultRule(), admissiontest.Delete(deploymentsGVR, "Deployment", nil).Build()},
+			want:   admission.Errored(http.StatusBadRequest, errors.New("delete: the request carries no oldObject, so the object's owner cannot be checked")),
+		},
+		"CreateWithNonStringLabelsIsAnError": {
+			reason: "Metadata of the wrong shape is bad input.",
+			args:   args{defaultRule(), admissiontest.Create(configmapsGVR, "ConfigMap", []byte(`{"metadata": {"labels": {"a": 1}}}`)).Build()},
+			want:   admission.Errored(http.StatusBadRequest, errors.New("create: decoding object metadata: json: cannot unmarshal number into Go struct field objectMeta.metadata.labels of type string")),
+		},
+
+		// The scale subresource.
+		"HumanScaleOfFleetDeploymentIsDenied": {
+			reason: "kubectl scale changes /spec/replicas of a Fleet-managed Deployment.",
+			args:   args{defaultRule(), scaleRequest(deploymentsGVR, "web", 3, 5).Build()},
+			want:   admission.Denied(managedBy + " Changed: /spec/replicas." + inGit),
+		},
+		"DryRunScaleGetsTheSameAnswer": {
+			reason: "Dry runs are answered like real requests on the scale path too.",
+			args:   args{defaultRule(), scaleRequest(deploymentsGVR, "web", 3, 5).DryRun().Build()},
+			want:   admission.Denied(managedBy + " Changed: /spec/replicas." + inGit),
+		},
+		"ScaleOfStatefulSetNamesTheStatefulSet": {
+			reason: "The message names the workload, not the Scale object.",
+			args:   args{defaultRule(), scaleRequest(statefulsetsGVR, "db", 1, 3).Build()},
+			want:   admission.Denied("fleetguard: StatefulSet default/db is managed by Fleet " + owner + "; manual changes diverge from Git and Fleet reverts them. Changed: /spec/replicas." + inGit),
+		},
+		"ScaleWithReplicasIgnoredIsAllowed": {
+			reason: "The scale subresource follows the ignoredFields setting of the workload's kind.",
+			args:   args{ignoringReplicas(), scaleRequest(deploymentsGVR, "web", 3, 5).Build()},
+			want:   admission.Allowed("only the ignored field /spec/replicas changed"),
+		},
+		"ScaleWithSpecIgnoredIsAllowed": {
+			reason: "An ignored pointer above /spec/replicas covers it.",
+			args: args{New(Config{IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec"}}}}, "steward:break-glass").WithParents(parents),
+				scaleRequest(deploymentsGVR, "web", 3, 5).Build()},
+			want: admission.Allowed("only the ignored field /spec/replicas changed"),
+		},
+		"HorizontalPodAutoscalerIsGuardedLikeAnyone": {
+			reason: "The HPA scales through the subresource; a Fleet workload it scales needs /spec/replicas ignored, as Fleet itself does.",
+			args:   args{defaultRule(), scaleRequest(deploymentsGVR, "web", 3, 4).User(hpaController, "system:serviceaccounts", "system:serviceaccounts:kube-system").Build()},
+			want:   admission.Denied(managedBy + " Changed: /spec/replicas." + inGit),
+		},
+		"HorizontalPodAutoscalerWithReplicasIgnoredIsAllowed": {
+			reason: "With /spec/replicas ignored, autoscaling a Fleet workload works.",
+			args:   args{ignoringReplicas(), scaleRequest(deploymentsGVR, "web", 3, 4).User(hpaController).Build()},
+			want:   admission.Allowed("only the ignored field /spec/replicas changed"),
+		},
+		"AgentScaleIsAllowed": {
+			reason: "The agent is trusted on the scale path too.",
+			args:   args{defaultRule(), scaleRequest(deploymentsGVR, "web", 3, 5).User(fleetAgent).Build()},
+			want:   admission.Allowed("written by the Fleet agent"),
+		},
+		"ScaleOfUnmanagedWorkloadIsAllowed": {
+			reason: "Workloads without Fleet's label are not guarded.",
+			args:   args{defaultRule(), scaleRequest(deploymentsGVR, "plain", 3, 5).Build()},
+			want:   admission.Allowed(""),
+		},
+		"ScaleOfWorkloadAppliedWithOwnerIsAllowed": {
+			reason: "Workloads applied with an owner are not bundle content.",
+			args:   args{defaultRule(), scaleRequest(deploymentsGVR, "rancher", 1, 2).Build()},
+			want:   admission.Allowed(appliedWithOwnerReason),
+		},
+		"ScaleWithoutReplicaChangeIsAllowed": {
+			reason: "A scale request that keeps the count changes nothing; no cache read is needed.",
+			args:   args{New(Config{}, "steward:break-glass"), scaleRequest(deploymentsGVR, "web", 3, 3).Build()},
+			want:   admission.Allowed(""),
+		},
+		"ScaleWithoutCacheIsAnError": {
+			reason: "A rule whose cache was never set up answers with an error instead of panicking.",
+			args:   args{New(Config{}, "steward:break-glass"), scaleRequest(deploymentsGVR, "web", 3, 5).Build()},
+			want:   admission.Errored(http.StatusServiceUnavailable, errors.New("the workload metadata cache is not set up, so the owner of Deployment default/web cannot be checked")),
+		},
+		"ScaleOfWorkloadMissingFromCacheIsAnError": {
+			reason: "A workload not in the cache yet (just created) is an error, decided by the failure policy.",
+			args:   args{defaultRule(), scaleRequest(deploymentsGVR, "new", 1, 2).Build()},
+			want:   admission.Errored(http.StatusServiceUnavailable, errors.New("Deployment default/new is not in the workload metadata cache yet; retry in a moment")),
+		},
+		"ScaleWithUnstartedCacheIsAnError": {
+			reason: "A cache that has not started is reported, not treated as 'not managed'.",
+			args:   args{New(Config{}, "steward:break-glass").WithParents(fakeParents{err: &cache.ErrCacheNotStarted{}}), scaleRequest(deploymentsGVR, "web", 1, 2).Build()},
+			want:   admission.Errored(http.StatusServiceUnavailable, errors.New("reading Deployment default/web from the workload metadata cache: the cache is not started, can not read objects")),
+		},
+		"MalformedScaleIsAnError": {
+			reason: "Bad Scale input is an error.",
+			args:   args{defaultRule(), admissiontest.Update(deploymentsGVR, "Scale", scaleObject("web", 1), []byte(`{"spec": {"replicas": "many"}}`)).SubResource("scale").Build()},
+			want:   admission.Errored(http.StatusBadRequest, errors.New("scale, new object: decoding Scale: json: cannot unmarshal string into Go struct field .spec.replicas of type int64")),
+		},
+		"ScaleOfOtherResourceIsAllowed": {
+			reason: "Only the three apps workloads are guarded on the scale path.",
+			args:   args{defaultRule(), scaleRequest(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, "web", 1, 2).Build()},
+			want:   admission.Allowed(""),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := tc.args.rule.Handle(context.Background(), tc.args.req)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nHandle(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// scaleRequest is an UPDATE of a workload's scale subresource, as the API
+// server sends it: the Scale object, under the workload's resource.
+func scaleRequest(gvr schema.GroupVersionResource, name string, from, to int) *admissiontest.Request {
+	return admissiontest.Update(gvr, "Scale", scaleObject(name, from), scaleObject(name, to)).
+		SubResource("scale").
+		RequestKind(schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, gvr.Resource)
+}

@@ -1,0 +1,154 @@
+package fleetguard
+
+import (
+	"testing"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+func TestSpecRegistration(t *testing.T) {
+	spec := New(Config{}, "steward:break-glass").Spec()
+	type registration struct {
+		Name, Path     string
+		Rules          []admissionregistrationv1.RuleWithOperations
+		FailurePolicy  admissionregistrationv1.FailurePolicyType
+		TimeoutSeconds int32
+		ObjectSelector *metav1.LabelSelector
+		Conditions     []string
+	}
+	got := []registration{}
+	for _, wh := range spec.Webhooks {
+		var names []string
+		for _, c := range wh.MatchConditions {
+			names = append(names, c.Name)
+		}
+		got = append(got, registration{wh.Name, wh.Path, wh.Rules, wh.FailurePolicy, wh.TimeoutSeconds, wh.ObjectSelector, names})
+		if wh.FailurePolicyReason == "" {
+			t.Errorf("webhook %s states no reason for its failure policy", wh.Name)
+		}
+	}
+	all := admissionregistrationv1.AllScopes
+	namespaced := admissionregistrationv1.NamespacedScope
+	want := []registration{{
+		Name: "fleetguard.steward.dev", Path: "/validate/fleetguard",
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE", "DELETE"},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}, Scope: &all},
+		}},
+		FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
+		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "objectset.rio.cattle.io/hash", Operator: metav1.LabelSelectorOpExists}}},
+		Conditions:     []string{"exclude-fleet-agent-users", "exclude-fleet-agent-groups", "exclude-kubernetes-controllers", "exclude-leases-events-and-reviews", "exclude-objects-applied-with-owner"},
+	}, {
+		Name: "fleetguard-scale.steward.dev", Path: "/validate/fleetguard/scale",
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"*"}, Resources: []string{"deployments/scale", "statefulsets/scale", "replicasets/scale"}, Scope: &namespaced},
+		}},
+		FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 2,
+		Conditions: []string{"exclude-fleet-agent-users", "exclude-fleet-agent-groups", "exclude-kubernetes-controllers"},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Spec().Webhooks: -want, +got:\n%s", diff)
+	}
+	if spec.Name != Name || spec.Type != rule.Validating {
+		t.Errorf("Spec() = %s/%s, want %s/%s", spec.Name, spec.Type, Name, rule.Validating)
+	}
+}
+
+func TestSpecWithoutAgentListsHasNoEmptyConditions(t *testing.T) {
+	spec := New(Config{AgentUsers: []string{}, AgentGroups: []string{}}, "").Spec()
+	for _, c := range spec.Webhooks[0].MatchConditions {
+		if c.Name == "exclude-fleet-agent-users" || c.Name == "exclude-fleet-agent-groups" {
+			t.Errorf("an empty identity list renders no condition, got %s: %s", c.Name, c.Expression)
+		}
+	}
+}
+
+// TestMatchConditions evaluates the rendered CEL expressions with cel-go on
+// requests shaped like the API server's. true means "call Steward". The
+// e2e tests run the same expressions in a real API server.
+func TestMatchConditions(t *testing.T) {
+	r := New(Config{AgentUsers: []string{`odd"name\`, fleetAgent}}, "steward:break-glass")
+	env, err := cel.NewEnv(
+		cel.Variable("request", cel.DynType),
+		cel.Variable("object", cel.DynType),
+		cel.Variable("oldObject", cel.DynType),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labelled := map[string]any{"metadata": map[string]any{"name": "web", "labels": map[string]any{LabelHash: "abc"}}}
+	withOwner := map[string]any{"metadata": map[string]any{"name": "web", "labels": map[string]any{LabelHash: "abc"}, "annotations": map[string]any{AnnotationOwnerGVK: "v1, Kind=Namespace"}}}
+	request := func(user string, groups []string, group, resource string) map[string]any {
+		ui := map[string]any{"username": user}
+		if groups != nil {
+			ui["groups"] = groups
+		}
+		return map[string]any{"userInfo": ui, "resource": map[string]any{"group": group, "version": "v1", "resource": resource}}
+	}
+	jane := request("jane", []string{"system:authenticated"}, "apps", "deployments")
+	cases := map[string]struct {
+		reason    string
+		webhook   int
+		request   map[string]any
+		object    any
+		oldObject any
+		want      bool
+	}{
+		"HumanUpdateIsSent":             {reason: "A person editing a labelled object reaches Steward.", request: jane, object: labelled, oldObject: labelled, want: true},
+		"UserWithoutGroupsIsSent":       {reason: "A request without groups does not break the group conditions.", request: request("jane", nil, "apps", "deployments"), object: labelled, want: true},
+		"AgentIsNotSent":                {reason: "The agent's writes never call Steward.", request: request(fleetAgent, []string{"system:serviceaccounts"}, "apps", "deployments"), object: labelled, want: false},
+		"QuotedUserIsNotSent":           {reason: "Configured names are quoted safely.", request: request(`odd"name\`, nil, "apps", "deployments"), object: labelled, want: false},
+		"AgentNamespaceGroupIsNotSent":  {reason: "Service accounts of the agent namespace, which Fleet impersonates, never call Steward.", request: request("system:serviceaccount:cattle-fleet-system:fleet-default", []string{"system:serviceaccounts:cattle-fleet-system"}, "apps", "deployments"), object: labelled, want: false},
+		"GarbageCollectorIsNotSent":     {reason: "Kubernetes' controllers never call Steward, so an outage cannot block them.", request: request(garbageCollectr, nil, "apps", "deployments"), oldObject: labelled, want: false},
+		"NamespaceControllerIsNotSent":  {reason: "Namespace deletion never waits for Steward.", request: request("system:serviceaccount:kube-system:namespace-controller", nil, "", "configmaps"), oldObject: labelled, want: false},
+		"KubeletIsNotSent":              {reason: "Kubelets never call Steward.", request: request("system:node:n1", []string{"system:nodes"}, "", "pods"), oldObject: labelled, want: false},
+		"LeasesAreNotSent":              {reason: "Leases are never intercepted.", request: request("jane", nil, "coordination.k8s.io", "leases"), object: labelled, want: false},
+		"EventsAreNotSent":              {reason: "Events are never intercepted.", request: request("jane", nil, "events.k8s.io", "events"), object: labelled, want: false},
+		"CoreEventsAreNotSent":          {reason: "Core Events are never intercepted.", request: request("jane", nil, "", "events"), object: labelled, want: false},
+		"ReviewsAreNotSent":             {reason: "TokenReviews and SubjectAccessReviews are never intercepted.", request: request("jane", nil, "authorization.k8s.io", "subjectaccessreviews"), object: labelled, want: false},
+		"AppliedWithOwnerIsNotSent":     {reason: "Objects Rancher or Fleet's controller apply with an owner never call Steward.", request: jane, object: withOwner, oldObject: withOwner, want: false},
+		"DeleteAppliedWithOwnerNotSent": {reason: "On DELETE only the old object counts.", request: jane, oldObject: withOwner, want: false},
+		"RemovingOwnerIsSent":           {reason: "An update that drops the owner annotation reaches Steward.", request: jane, object: labelled, oldObject: withOwner, want: true},
+		"AddingOwnerIsSent":             {reason: "An update that adds the owner annotation to a bundle's object reaches Steward.", request: jane, object: withOwner, oldObject: labelled, want: true},
+		"HumanScaleIsSent":              {reason: "The scale webhook sends people's scale requests.", webhook: 1, request: jane, object: map[string]any{"metadata": map[string]any{}}, want: true},
+		"HPAScaleIsSent":                {reason: "The HorizontalPodAutoscaler is guarded like anyone on the scale path.", webhook: 1, request: request(hpaController, []string{"system:serviceaccounts"}, "apps", "deployments"), want: true},
+		"AgentScaleIsNotSent":           {reason: "The agent's scale requests never call Steward.", webhook: 1, request: request(fleetAgent, nil, "apps", "deployments"), want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			vars := map[string]any{"request": tc.request, "object": tc.object, "oldObject": tc.oldObject}
+			got := true
+			for _, c := range r.Spec().Webhooks[tc.webhook].MatchConditions {
+				ast, iss := env.Compile(c.Expression)
+				if iss.Err() != nil {
+					t.Fatalf("condition %s does not compile: %v", c.Name, iss.Err())
+				}
+				prg, err := env.Program(ast)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, _, err := prg.Eval(vars)
+				if err != nil {
+					t.Fatalf("%s\ncondition %s fails to evaluate (a failing condition applies the failure policy): %v", tc.reason, c.Name, err)
+				}
+				got = got && out.Value().(bool)
+			}
+			if got != tc.want {
+				t.Errorf("%s\nmatchConditions = %v, want %v", tc.reason, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPolicyRules(t *testing.T) {
+	got := New(Config{}, "").PolicyRules()
+	if len(got) != 1 || !cmp.Equal(got[0].Verbs, []string{"get", "list", "watch"}) {
+		t.Errorf("PolicyRules() = %v, want read access to the scalable workloads", got)
+	}
+}
