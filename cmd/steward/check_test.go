@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of `steward check` from the current output")
+
+// TestCheckGolden runs `steward check` over the YAML under
+// testdata/check and compares stdout, stderr and the exit code with
+// testdata/check/golden/<case>.golden. Run `go test ./cmd/steward -run
+// TestCheckGolden -update` after an intended change, and review the diff.
+func TestCheckGolden(t *testing.T) {
+	const dir = "testdata/check"
+	in := func(p string) string { return filepath.Join(dir, p) }
+	cases := map[string]struct {
+		reason string
+		args   []string
+		stdin  string
+	}{
+		"helm-rendered-default": {
+			reason: "helm template output (leading --- and # Source comments, an empty document); at the default target nothing is removed",
+			args:   []string{in("helm-rendered.yaml")},
+		},
+		"helm-rendered-2.7": {
+			reason: "Flux 2.7 removed helm v2beta1: exit 1, the source v1beta2 stays a warning",
+			args:   []string{"--flux-version", "2.7", in("helm-rendered.yaml")},
+		},
+		"kustomize-build-2.8": {
+			reason: "kustomize build output; 2.8 removes kustomize and source v1beta2, helm v2 is current",
+			args:   []string{"--flux-version=2.8", in("kustomize-build.yaml")},
+		},
+		"list-2.9": {
+			reason: "kubectl -o yaml Lists, nested too: every item is checked and located",
+			args:   []string{"--flux-version", "v2.9.0", in("list.yaml")},
+		},
+		"list-2.8": {
+			reason: "at 2.8 notification and image v1beta2 are deprecated, v1beta1 removed",
+			args:   []string{"--flux-version", "2.8", in("list.yaml")},
+		},
+		"repo-directory": {
+			reason: "a GitOps repository: recursive .yaml/.yml, hidden directories and chart templates skipped, non-Kubernetes YAML ignored; flags may follow paths",
+			args:   []string{in("repo"), "--flux-version", "2.8"},
+		},
+		"current-only": {
+			reason: "current versions only: nothing printed but the summary, exit 0",
+			args:   []string{"--flux-version", "2.9", in("current.yaml")},
+		},
+		"stdin": {
+			reason: "- reads standard input, e.g. `kustomize build | steward check -`",
+			args:   []string{"--flux-version", "2.8", "-"},
+			stdin:  "apiVersion: helm.toolkit.fluxcd.io/v2beta2\nkind: HelmRelease\nmetadata:\n  name: podinfo\n  namespace: apps\n",
+		},
+		"config-file": {
+			reason: "the target comes from the Steward configuration file",
+			args:   []string{"--config", in("steward-2.8.yaml"), in("kustomize-build.yaml")},
+		},
+		"flag-overrides-config": {
+			reason: "--flux-version wins over the configuration file",
+			args:   []string{"--config", in("steward-2.8.yaml"), "--flux-version", "2.6", in("kustomize-build.yaml")},
+		},
+		"fail-on-deprecated": {
+			reason: "--fail-on-deprecated turns deprecated versions into failures",
+			args:   []string{"--fail-on-deprecated", in("helm-rendered.yaml")},
+		},
+		"malformed": {
+			reason: "syntax errors, wrong types, duplicate keys and bad List items name file, line and document; good documents before them are still checked; exit 3",
+			args:   []string{"--flux-version", "2.7", in("malformed"), in("current.yaml")},
+		},
+		"missing-path": {
+			reason: "an unreadable path is an input error, and the other paths are still checked",
+			args:   []string{in("does-not-exist.yaml"), in("helm-rendered.yaml")},
+		},
+		"invalid-flux-version": {
+			reason: "a target that is not a release is a usage error",
+			args:   []string{"--flux-version", "2.x", in("current.yaml")},
+		},
+		"invalid-config": {
+			reason: "an invalid configuration file names the field",
+			args:   []string{"--config", in("steward-invalid.yaml"), in("current.yaml")},
+		},
+		"no-paths": {
+			reason: "nothing to check is a usage error",
+			args:   []string{"--flux-version", "2.8"},
+		},
+		"unknown-flag": {
+			reason: "an unknown flag is a usage error",
+			args:   []string{"--target", "2.8", in("current.yaml")},
+		},
+		"help": {
+			reason: "-h prints the usage and succeeds",
+			args:   []string{"-h"},
+		},
+		"double-dash": {
+			reason: "after -- everything is a path, even what looks like a flag",
+			args:   []string{"--flux-version", "2.8", "--", in("current.yaml"), "--fail-on-deprecated"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			checkStdin = strings.NewReader(tc.stdin)
+			defer func() { checkStdin = os.Stdin }()
+			var stdout, stderr bytes.Buffer
+			code := runCheck(tc.args, &stdout, &stderr)
+			got := fmt.Sprintf("# %s\n$ steward check %s\nexit status %d\n--- stdout\n%s--- stderr\n%s",
+				tc.reason, strings.Join(tc.args, " "), code, stdout.String(), stderr.String())
+			golden := filepath.Join(dir, "golden", name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("%s: output differs from %s (-want +got):\n%s", tc.reason, golden, diff)
+			}
+		})
+	}
+}
