@@ -3,6 +3,7 @@ package apimigration
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 )
@@ -10,29 +11,39 @@ import (
 // object is the little of a Flux object the rule reads. Everything else in
 // the request is left as the client sent it.
 type object struct {
-	Metadata struct {
-		Name              string            `json:"name"`
-		GenerateName      string            `json:"generateName"`
-		Namespace         string            `json:"namespace"`
-		DeletionTimestamp *json.RawMessage  `json:"deletionTimestamp"`
-		Labels            map[string]string `json:"labels"`
-		Annotations       map[string]string `json:"annotations"`
-	} `json:"metadata"`
+	Metadata metadata
 	// Spec is kept raw: it is only compared, never interpreted.
-	Spec json.RawMessage `json:"spec"`
+	Spec json.RawMessage
+}
+
+// metadata is the part of metadata the rule reads.
+type metadata struct {
+	Name              string            `json:"name"`
+	GenerateName      string            `json:"generateName"`
+	Namespace         string            `json:"namespace"`
+	DeletionTimestamp *json.RawMessage  `json:"deletionTimestamp"`
+	Labels            map[string]string `json:"labels"`
+	Annotations       map[string]string `json:"annotations"`
 }
 
 // decodeObject reads an admission request's object. It fails on anything
-// that is not a JSON object with well-formed metadata.
+// that is not a JSON object with a metadata object: the API server never
+// sends one, and patching it would mean writing metadata wholesale.
 func decodeObject(raw []byte) (*object, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil, fmt.Errorf("the request carries no object")
+		return nil, errors.New("the request carries no object")
 	}
-	var o object
+	var o struct {
+		Metadata *metadata       `json:"metadata"`
+		Spec     json.RawMessage `json:"spec"`
+	}
 	if err := json.Unmarshal(raw, &o); err != nil {
-		return nil, err
+		return nil, plainJSONError(err)
 	}
-	return &o, nil
+	if o.Metadata == nil {
+		return nil, errors.New("the object has no metadata")
+	}
+	return &object{Metadata: *o.Metadata, Spec: o.Spec}, nil
 }
 
 // terminating reports whether the object is being deleted.
@@ -106,4 +117,25 @@ func withAnnotations(raw []byte, set map[string]string) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(top)
+}
+
+// plainJSONError says where a type mismatch is in the object's own terms,
+// not the decoder's Go types.
+func plainJSONError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	where := "the object"
+	if te.Field != "" {
+		where = te.Field
+	}
+	want := "a " + te.Type.Kind().String()
+	switch te.Type.Kind() {
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	case reflect.Slice:
+		want = "an array"
+	}
+	return fmt.Errorf("%s is a JSON %s, where %s is expected", where, te.Value, want)
 }

@@ -289,13 +289,18 @@ func TestHandle(t *testing.T) {
 			reason: "bad input is an error for Wrap to turn into an allow with a warning, never a denial",
 			req:    admissiontest.Create(v2beta1, "HelmRelease", `{"metadata": {"annotations": {"a": 1}}}`).Build(),
 			want: result{Code: http.StatusBadRequest,
-				Message: "decoding the object: json: cannot unmarshal number into Go struct field .metadata.annotations of type string"},
+				Message: "decoding the object: metadata.annotations is a JSON number, where a string is expected"},
+		},
+		"ObjectWithoutMetadataIsAnError": {
+			reason: "an object the API server would never send is not patched wholesale",
+			req:    admissiontest.Create(v2beta1, "HelmRelease", `{"spec": {}}`).Build(),
+			want:   result{Code: http.StatusBadRequest, Message: "decoding the object: the object has no metadata"},
 		},
 		"MalformedOldObjectIsAnError": {
 			reason: "the stored object is decoded too",
 			req:    admissiontest.Update(v2beta1, "HelmRelease", `[]`, obj(helmRelease, "v2beta1", nil, spec1)).Build(),
 			want: result{Code: http.StatusBadRequest,
-				Message: "decoding the stored object: json: cannot unmarshal array into Go value of type apimigration.object"},
+				Message: "decoding the stored object: the object is a JSON array, where an object is expected"},
 		},
 	}
 	for name, tc := range cases {
