@@ -73,9 +73,17 @@ fuzz:
 		done; \
 	done
 
-# Handler benchmarks for every rule, with an allow-all baseline.
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./webhooks/...
+# Handler benchmarks for every rule, with an allow-all baseline, then the
+# load generator (e2e/load) against the real API server: four admission
+# configurations, every workload, about 15 minutes with its defaults. It
+# writes docs/benchmarks.md and docs/benchmark-latency.svg; pass flags with
+# BENCH_FLAGS, e.g. make bench BENCH_FLAGS="-duration 10s -xrs 2000".
+BENCH_FLAGS ?=
+bench: tools
+	@mkdir -p bin
+	$(GO) test -run '^$$' -bench . -benchmem ./webhooks/... > bin/handler-bench.txt || (cat bin/handler-bench.txt; exit 1)
+	@cat bin/handler-bench.txt
+	$(GO) run ./e2e/load -handler-bench bin/handler-bench.txt $(BENCH_FLAGS)
 
 # Runs Steward against a local real API server until interrupted;
 # SANDBOX_CONFIG=<file> runs it with that configuration file.

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
+)
+
+func TestNativeHistogramQuantileReadsAbsoluteBucketIndexes(t *testing.T) {
+	// Schema 3: bucket i covers (2^((i-1)/8), 2^(i/8)]. Two spans: buckets
+	// -80 and -79 (about 1 ms), then after a gap of 10 buckets, -68.
+	h := &dto.Histogram{
+		SampleCount:   proto.Uint64(100),
+		Schema:        proto.Int32(3),
+		PositiveSpan:  []*dto.BucketSpan{{Offset: proto.Int32(-80), Length: proto.Uint32(2)}, {Offset: proto.Int32(10), Length: proto.Uint32(1)}},
+		PositiveDelta: []int64{50, -1, -48}, // counts 50, 49, 1
+	}
+	s := scrape{latencyMetric: &dto.MetricFamily{Metric: []*dto.Metric{{Histogram: h}}}}
+	got := s.histogram(latencyMetric, nil)
+	want := map[int32]uint64{-80: 50, -79: 49, -68: 1}
+	for i, c := range want {
+		if got.buckets[i] != c {
+			t.Errorf("bucket %d = %d, want %d (all: %v)", i, got.buckets[i], c, got.buckets)
+		}
+	}
+	if q := got.quantile(0.5); math.Abs(q-math.Pow(2, -80.0/8)) > 1e-12 {
+		t.Errorf("p50 = %g, want the upper bound of bucket -80 (%g)", q, math.Pow(2, -80.0/8))
+	}
+	if q := got.quantile(0.99); math.Abs(q-math.Pow(2, -79.0/8)) > 1e-12 {
+		t.Errorf("p99 = %g, want the upper bound of bucket -79", q)
+	}
+	if q := got.quantile(1); math.Abs(q-math.Pow(2, -68.0/8)) > 1e-12 {
+		t.Errorf("max = %g, want the upper bound of bucket -68", q)
+	}
+	if d := got.sub(got); d.count != 0 || len(d.buckets) != 0 || !math.IsNaN(d.quantile(0.5)) {
+		t.Errorf("a reading minus itself should be empty, got %+v", d)
+	}
+}
+
+func TestCPUTimeOfThisProcessGrows(t *testing.T) {
+	before, err := cpuTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+	}
+	after, err := cpuTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after <= before {
+		t.Errorf("CPU time did not grow while spinning: %s then %s", before, after)
+	}
+	if m, err := readMemory(os.Getpid()); err != nil || m.RSS <= 0 || m.Peak < m.RSS {
+		t.Errorf("readMemory = %+v, %v; want RSS > 0 and peak >= RSS", m, err)
+	}
+}
+
+func TestChartIsOneSVGDocumentWithEveryCategory(t *testing.T) {
+	svg := svgChart([]barPanel{{
+		Title: "t", YLabel: "ms", Categories: []string{"a & b", "c"},
+		Series: []series{{Name: "x", Color: "#000", Values: []float64{1, math.NaN()}, Marks: []float64{2, math.NaN()}}},
+	}})
+	if !strings.HasPrefix(svg, "<svg ") || !strings.HasSuffix(svg, "</svg>\n") {
+		t.Errorf("not one SVG document:\n%s", svg)
+	}
+	if !strings.Contains(svg, "a &amp; b") {
+		t.Errorf("category labels are not escaped:\n%s", svg)
+	}
+}
+
+func TestNiceStepRoundsUpToOneTwoOrFive(t *testing.T) {
+	for raw, want := range map[float64]float64{0.7: 1, 1.3: 2, 3: 5, 7: 10, 23: 50, 0.012: 0.02} {
+		if got := niceStep(raw); math.Abs(got-want) > 1e-9 {
+			t.Errorf("niceStep(%g) = %g, want %g", raw, got, want)
+		}
+	}
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"math"
+	"time"
+)
+
+// results is everything a run measured; it is written as JSON so the
+// report can be rendered again without measuring (-render).
+type results struct {
+	Machine   machine   `json:"machine"`
+	Options   runParams `json:"options"`
+	Points    []*point  `json:"points"`
+	Memory    memReport `json:"memory"`
+	Seeded    *seeded   `json:"seeded,omitempty"`
+	Profiles  []profile `json:"profiles,omitempty"`
+	Workloads []wlInfo  `json:"workloads"`
+	// Webhooks lists the entries of Steward's configurations measured.
+	Webhooks []string  `json:"webhooks"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// OtherCPU is the CPU time processes other than the benchmark's used
+	// during the measured points, and MeasuredTime their total length.
+	OtherCPU     time.Duration `json:"otherCPU"`
+	MeasuredTime time.Duration `json:"measuredTime"`
+	Warnings     []string      `json:"warnings,omitempty"`
+	// HandlerBench is the handler benchmarks' output (go test -bench).
+	HandlerBench string `json:"handlerBench,omitempty"`
+}
+
+// runParams are the options that shape the numbers.
+type runParams struct {
+	Duration      time.Duration `json:"duration"`
+	Warmup        time.Duration `json:"warmup"`
+	Concurrency   []int         `json:"concurrency"`
+	BurstWriters  int           `json:"burstWriters"`
+	BurstDuration time.Duration `json:"burstDuration"`
+	XRs           int           `json:"xrs"`
+	MRs           int           `json:"mrs"`
+	Flux          int           `json:"flux"`
+}
+
+// wlInfo describes a workload in the results.
+type wlInfo struct {
+	Name   string            `json:"name"`
+	Title  string            `json:"title"`
+	Short  string            `json:"short"`
+	Phase  int               `json:"phase"`
+	Verb   string            `json:"verb"`
+	User   string            `json:"user"`
+	Denies map[configID]bool `json:"denies,omitempty"`
+}
+
+// point is one measurement: a workload under one configuration with a
+// number of writers.
+type point struct {
+	Workload string   `json:"workload"`
+	Config   configID `json:"config"`
+	Writers  int      `json:"writers"`
+	Burst    bool     `json:"burst,omitempty"`
+
+	Elapsed     time.Duration `json:"elapsed"`
+	Succeeded   int           `json:"succeeded"`
+	Denied      int           `json:"denied"`
+	Failed      int           `json:"failed"`
+	Errors      []string      `json:"errors,omitempty"`
+	P50         time.Duration `json:"p50"`
+	P90         time.Duration `json:"p90"`
+	P99         time.Duration `json:"p99"`
+	Max         time.Duration `json:"max"`
+	WarningsPer float64       `json:"warningsPerWrite"`
+
+	// CPU time each process used during the measurement.
+	CPU map[string]time.Duration `json:"cpu"`
+	// MachineBusy is the CPU time of the whole machine.
+	MachineBusy time.Duration `json:"machineBusy"`
+	// Calls are the webhook requests Steward and the allow-all webhook
+	// served during the measurement.
+	StewardCalls  float64 `json:"stewardCalls"`
+	AllowAllCalls float64 `json:"allowAllCalls"`
+	// Steward's handler latency (controller-runtime's histogram: decoding
+	// the review, the rule, encoding the answer), in seconds.
+	HandlerP50 float64 `json:"handlerP50"`
+	HandlerP99 float64 `json:"handlerP99"`
+	// StewardRSS is Steward's resident memory after the point.
+	StewardRSS int64 `json:"stewardRSS"`
+}
+
+// Process names in point.CPU.
+const (
+	procAPIServer = "kube-apiserver"
+	procEtcd      = "etcd"
+	procSteward   = "steward"
+	procAllowAll  = "allow-all"
+	procLoad      = "load"
+)
+
+// Answered is the number of writes answered as the configuration intends.
+func (p *point) Answered() int { return p.Succeeded + p.Denied }
+
+// Rate is answered writes per second.
+func (p *point) Rate() float64 {
+	if p.Elapsed <= 0 {
+		return 0
+	}
+	return float64(p.Answered()) / p.Elapsed.Seconds()
+}
+
+// CPUPerWrite is a process's CPU time per answered write, in ms.
+func (p *point) CPUPerWrite(proc string) float64 {
+	if p.Answered() == 0 {
+		return math.NaN()
+	}
+	return float64(p.CPU[proc]) / float64(time.Millisecond) / float64(p.Answered())
+}
+
+// CPUPerCall is a webhook process's CPU time per call it served, in ms.
+func (p *point) CPUPerCall(proc string) float64 {
+	calls := p.StewardCalls
+	if proc == procAllowAll {
+		calls = p.AllowAllCalls
+	}
+	if calls < 1 {
+		return math.NaN()
+	}
+	return float64(p.CPU[proc]) / float64(time.Millisecond) / calls
+}
+
+// CallsPerWrite is how many webhook calls the configuration's webhook
+// process served per write.
+func (p *point) CallsPerWrite() float64 {
+	if p.Answered() == 0 {
+		return math.NaN()
+	}
+	switch p.Config {
+	case cfgSteward:
+		return p.StewardCalls / float64(p.Answered())
+	case cfgAllowAll:
+		return p.AllowAllCalls / float64(p.Answered())
+	}
+	return 0
+}
+
+// OtherCores is how many cores processes outside the benchmark kept busy
+// on average during the point.
+func (p *point) OtherCores() float64 {
+	var ours time.Duration
+	for _, d := range p.CPU {
+		ours += d
+	}
+	other := p.MachineBusy - ours
+	if other < 0 || p.Elapsed <= 0 {
+		return 0
+	}
+	return other.Seconds() / p.Elapsed.Seconds()
+}
+
+// memReport is Steward's memory at the moments that matter.
+type memReport struct {
+	// IdleRSS and IdleHeap: freshly started and synced, before any load
+	// and before the large caches exist.
+	IdleRSS  int64 `json:"idleRSS"`
+	IdleHeap int64 `json:"idleHeap"`
+	// PeakSmall is VmHWM after the phase-1 workloads and the burst.
+	PeakSmall int64 `json:"peakSmall"`
+	// CachedRSS and CachedHeap: restarted and synced with the large caches.
+	CachedRSS  int64 `json:"cachedRSS"`
+	CachedHeap int64 `json:"cachedHeap"`
+	// PeakLarge is VmHWM after the phase-2 workloads.
+	PeakLarge int64 `json:"peakLarge"`
+	// CachedObjects is what Steward reports caching (claimguard's gauge),
+	// or the seeded count when it reports nothing.
+	CachedObjects  float64 `json:"cachedObjects"`
+	ClaimguardSeen bool    `json:"claimguardSeen"`
+}
+
+// profile is a Steward profile taken during a point.
+type profile struct {
+	Workload string `json:"workload"`
+	Kind     string `json:"kind"`
+	Path     string `json:"path"`
+	Top      string `json:"top"`
+}

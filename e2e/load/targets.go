@@ -1,0 +1,267 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// The issue's targets and the figures it measured for comparison.
+const (
+	agentCreateRatio = 0.85
+	agentUpdateRatio = 0.90
+	allowAllRatio    = 0.95
+	kyvernoFactor    = 1.6
+	// Kyverno 1.19.0 with one ClusterPolicy reached these multiples of the
+	// no-admission throughput at 16 writers on the same kind of machine
+	// (small labelled ConfigMaps); Kyverno is not run here.
+	kyvernoCreateRatio = 0.41
+	kyvernoUpdateRatio = 0.38
+	addedP50Create     = 0.6 // ms
+	addedP50Update     = 0.8 // ms
+	webhookCPUPerCall  = 0.3 // ms
+	rssSmall           = 64 << 20
+	rssLarge           = 150 << 20
+	handlerP99         = 1.0 // ms
+)
+
+// agent workloads: writes by the Fleet agent to Fleet-managed objects.
+var agentCreates = []string{"fleet-configmap-create-agent"}
+var agentUpdates = []string{"fleet-configmap-update-agent", "fleet-deployment-update-agent"}
+
+type targetResult struct {
+	Target   string
+	Measured string
+	Verdict  string
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "**met**"
+	}
+	return "**missed**"
+}
+
+// ratio is p(cfg)/p(base) at writers, NaN when either is missing.
+func (r *results) ratio(wl string, cfg, base configID, writers int) float64 {
+	p, b := r.find(wl, cfg, writers, false), r.find(wl, base, writers, false)
+	if p == nil || b == nil || b.Rate() == 0 {
+		return math.NaN()
+	}
+	return p.Rate() / b.Rate()
+}
+
+func (r *results) short(wl string) string { return r.workload(wl).Short }
+
+func evaluateTargets(r *results) []targetResult {
+	var out []targetResult
+	const n = 16
+	notMeasured := func(target, why string) {
+		out = append(out, targetResult{target, why, "not measured"})
+	}
+
+	// Agent writes: never sent to Steward.
+	for _, group := range []struct {
+		names []string
+		min   float64
+		verb  string
+	}{{agentCreates, agentCreateRatio, "creates"}, {agentUpdates, agentUpdateRatio, "updates"}} {
+		target := fmt.Sprintf("Fleet agent %s of Fleet-managed objects, %d writers: ≥ %.2f× (a), and at or above (b)", group.verb, n, group.min)
+		var parts []string
+		okMin, okPolicy, any := true, true, false
+		for _, wl := range group.names {
+			d, b := r.ratio(wl, cfgSteward, cfgNone, n), r.ratio(wl, cfgPolicy, cfgNone, n)
+			if math.IsNaN(d) {
+				continue
+			}
+			any = true
+			calls := ""
+			if p := r.find(wl, cfgSteward, n, false); p != nil {
+				calls = fmt.Sprintf(", %.0f Steward calls", p.StewardCalls)
+			}
+			parts = append(parts, fmt.Sprintf("%s: (d) %.2f×, (b) %.2f×%s", r.short(wl), d, b, calls))
+			okMin = okMin && d >= group.min
+			okPolicy = okPolicy && d >= b
+		}
+		if !any {
+			notMeasured(target, "workload not run")
+			continue
+		}
+		v := verdict(okMin && okPolicy)
+		if okMin && !okPolicy {
+			v = "**met** for the ratio; below (b) (see notes)"
+		}
+		out = append(out, targetResult{target, strings.Join(parts, "; "), v})
+	}
+
+	// Judged writes.
+	var judged []string
+	for _, w := range r.measuredWorkloads() {
+		if r.judged(w.Name) {
+			judged = append(judged, w.Name)
+		}
+	}
+	{
+		target := fmt.Sprintf("Writes Steward judges, %d writers: ≥ %.2f× the allow-all webhook (c)", n, allowAllRatio)
+		if len(judged) == 0 {
+			notMeasured(target, "no workload reached Steward")
+		} else {
+			var parts []string
+			ok := true
+			for _, wl := range judged {
+				v := r.ratio(wl, cfgSteward, cfgAllowAll, n)
+				note := ""
+				if len(r.workload(wl).Denies) > 0 {
+					note = " (Steward refuses, (c) stores)"
+				}
+				parts = append(parts, fmt.Sprintf("%s: %.2f×%s", r.short(wl), v, note))
+				ok = ok && v >= allowAllRatio
+			}
+			out = append(out, targetResult{target, strings.Join(parts, "; "), verdict(ok)})
+		}
+	}
+	{
+		target := fmt.Sprintf("Writes Steward judges, %d writers: ≥ %.1f× Kyverno", n, kyvernoFactor)
+		if len(judged) == 0 {
+			notMeasured(target, "no workload reached Steward")
+		} else {
+			var parts []string
+			ok := true
+			for _, wl := range judged {
+				ky := kyvernoUpdateRatio
+				if r.workload(wl).Verb == "create" {
+					ky = kyvernoCreateRatio
+				}
+				v := r.ratio(wl, cfgSteward, cfgNone, n) / ky
+				parts = append(parts, fmt.Sprintf("%s: %.1f×", r.short(wl), v))
+				ok = ok && v >= kyvernoFactor
+			}
+			out = append(out, targetResult{target, strings.Join(parts, "; ") +
+				fmt.Sprintf(" — estimated: Steward's multiple of (a) divided by Kyverno's (%.2f× creates, %.2f× updates, measured in the issue; Kyverno is not run here)", kyvernoCreateRatio, kyvernoUpdateRatio),
+				verdict(ok) + " (estimate)"})
+		}
+	}
+	{
+		target := fmt.Sprintf("Writes Steward judges, 1 writer: p50 added to (a) ≤ %.1f ms (create) / %.1f ms (update)", addedP50Create, addedP50Update)
+		if len(judged) == 0 {
+			notMeasured(target, "no workload reached Steward")
+		} else {
+			var parts []string
+			ok := true
+			for _, wl := range judged {
+				p, b := r.find(wl, cfgSteward, 1, false), r.find(wl, cfgNone, 1, false)
+				if p == nil || b == nil {
+					continue
+				}
+				added := ms(p.P50 - b.P50)
+				limit := addedP50Update
+				if r.workload(wl).Verb == "create" {
+					limit = addedP50Create
+				}
+				note := ""
+				if len(r.workload(wl).Denies) > 0 {
+					note = " (refused, so etcd is skipped)"
+				}
+				parts = append(parts, fmt.Sprintf("%s: %+.2f ms%s", r.short(wl), added, note))
+				ok = ok && added <= limit
+			}
+			out = append(out, targetResult{target, strings.Join(parts, "; "), verdict(ok)})
+		}
+	}
+	{
+		target := fmt.Sprintf("Steward's CPU per webhook call ≤ %.1f ms", webhookCPUPerCall)
+		if len(judged) == 0 {
+			notMeasured(target, "no workload reached Steward")
+		} else {
+			var parts []string
+			ok := true
+			for _, wl := range judged {
+				p := r.find(wl, cfgSteward, n, false)
+				if p == nil {
+					continue
+				}
+				v := p.CPUPerCall(procSteward)
+				parts = append(parts, fmt.Sprintf("%s: %.3f ms", r.short(wl), v))
+				ok = ok && v <= webhookCPUPerCall
+			}
+			out = append(out, targetResult{target, strings.Join(parts, "; ") + fmt.Sprintf(" (%d writers)", n), verdict(ok)})
+		}
+	}
+	{
+		target := fmt.Sprintf("Zero errors in the %d-writer burst with one Steward process", r.Options.BurstWriters)
+		var d *point
+		for _, p := range burstPoints(r) {
+			if p.Config == cfgSteward {
+				d = p
+			}
+		}
+		if d == nil {
+			notMeasured(target, "burst not run")
+		} else {
+			out = append(out, targetResult{target, fmt.Sprintf("%d errors in %d writes (%d refused as intended), p99 %.0f ms",
+				d.Failed, d.Answered()+d.Failed, d.Denied, ms(d.P99)), verdict(d.Failed == 0)})
+		}
+	}
+	{
+		target := "Steward's resident memory ≤ 64 MiB under load, without large caches"
+		if r.Memory.PeakSmall == 0 {
+			notMeasured(target, "phase 1 not run")
+		} else {
+			out = append(out, targetResult{target, fmt.Sprintf("peak %s (idle %s)", mib(r.Memory.PeakSmall), mib(r.Memory.IdleRSS)), verdict(r.Memory.PeakSmall <= rssSmall)})
+		}
+	}
+	{
+		target := "Steward's resident memory ≤ 150 MiB with 10k XRs, 50k MRs and 5k Flux objects cached"
+		if r.Seeded == nil || r.Memory.PeakLarge == 0 {
+			notMeasured(target, "phase 2 not run")
+		} else {
+			objs := float64(r.Seeded.XRs + r.Seeded.MRs + r.Seeded.Flux)
+			measured := fmt.Sprintf("peak %s with %d XRs, %d MRs, %d Flux objects; %s of heap per object",
+				mib(r.Memory.PeakLarge), r.Seeded.XRs, r.Seeded.MRs, r.Seeded.Flux, bytesPer(r.Memory.CachedHeap-r.Memory.IdleHeap, objs))
+			v := verdict(r.Memory.PeakLarge <= rssLarge)
+			if r.Seeded.XRs < 10000 || r.Seeded.MRs < 50000 || r.Seeded.Flux < 5000 {
+				v += " at the counts used (fewer than the target's)"
+			}
+			out = append(out, targetResult{target, measured, v})
+		}
+	}
+	{
+		target := fmt.Sprintf("Claim and MR decisions with those caches: handler p99 < %.0f ms", handlerP99)
+		var parts []string
+		ok, any := true, false
+		for _, wl := range []string{"claim-create", "managed-create"} {
+			worst := math.NaN()
+			for _, p := range r.Points {
+				if p.Workload == wl && p.Config == cfgSteward && p.StewardCalls >= 1 {
+					worst = math.Max(finiteOr(worst, 0), p.HandlerP99*1000)
+				}
+			}
+			if math.IsNaN(worst) {
+				if r.find(wl, cfgSteward, n, false) != nil {
+					parts = append(parts, fmt.Sprintf("%s: Steward was not called", r.short(wl)))
+				}
+				continue
+			}
+			any = true
+			parts = append(parts, fmt.Sprintf("%s: %.3f ms (worst level)", r.short(wl), worst))
+			ok = ok && worst < handlerP99
+		}
+		if !any {
+			why := "workloads not run"
+			if len(parts) > 0 {
+				why = strings.Join(parts, "; ") + " (claimguard's webhooks were not registered)"
+			}
+			notMeasured(target, why)
+		} else {
+			out = append(out, targetResult{target, strings.Join(parts, "; "), verdict(ok)})
+		}
+	}
+	return out
+}
+
+func finiteOr(v, or float64) float64 {
+	if math.IsNaN(v) {
+		return or
+	}
+	return v
+}
