@@ -82,6 +82,20 @@ func decodeAny(raw json.RawMessage) (any, error) {
 	return v, nil
 }
 
+// metadataOnly returns {"metadata": <the object's metadata, byte for byte>}.
+func metadataOnly(raw []byte) ([]byte, error) {
+	var o struct {
+		Metadata json.RawMessage `json:"metadata"`
+	}
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return nil, fmt.Errorf("decoding the object: %w", plainJSONError(err))
+	}
+	if len(o.Metadata) == 0 {
+		return nil, errors.New("the object has no metadata")
+	}
+	return append(append([]byte(`{"metadata":`), o.Metadata...), '}'), nil
+}
+
 // withAnnotations returns raw with the given annotations set and nothing
 // else changed. Only metadata.annotations is decoded and re-encoded; every
 // other field is carried over byte for byte as json.RawMessage, so the

@@ -77,11 +77,18 @@ func (r *Rule) mark(req admission.Request, f Finding) admission.Response {
 	}
 	resp := admission.Allowed(warning)
 	if len(set) > 0 {
-		mutated, err := withAnnotations(req.Object.Raw, set)
+		// The patch is computed from the object's metadata alone, as raw
+		// bytes: patch paths are absolute, so they are the same as for the
+		// whole object, and a large spec is not walked twice for nothing.
+		original, err := metadataOnly(req.Object.Raw)
 		if err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		resp = admission.PatchResponseFromRaw(req.Object.Raw, mutated)
+		mutated, err := withAnnotations(original, set)
+		if err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		resp = admission.PatchResponseFromRaw(original, mutated)
 		if !resp.Allowed {
 			return resp
 		}
