@@ -11,6 +11,7 @@ import (
 	"github.com/stewardhq/steward/webhooks/fleetguard"
 	"github.com/stewardhq/steward/webhooks/installplanguard"
 	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/suspendnotice"
 )
 
 // RulesConfig holds each rule's settings, keyed by the rule's name.
@@ -20,6 +21,7 @@ type RulesConfig struct {
 	Claimguard       claimguard.Config       `json:"claimguard"`
 	Fleetguard       fleetguard.Config       `json:"fleetguard"`
 	InstallPlanGuard installplanguard.Config `json:"installplanguard"`
+	SuspendNotice    suspendnotice.Config    `json:"suspendnotice"`
 }
 
 // Default fills every rule's unset settings.
@@ -28,6 +30,7 @@ func (c *RulesConfig) Default() {
 	c.Claimguard.Default()
 	c.Fleetguard.Default()
 	c.InstallPlanGuard.Default()
+	c.SuspendNotice.Default()
 }
 
 // Validate checks every rule's settings.
@@ -37,6 +40,7 @@ func (c *RulesConfig) Validate(path *field.Path) field.ErrorList {
 	errs = append(errs, c.Claimguard.Validate(path.Child(claimguard.Name))...)
 	errs = append(errs, c.Fleetguard.Validate(path.Child(fleetguard.Name))...)
 	errs = append(errs, c.InstallPlanGuard.Validate(path.Child(installplanguard.Name))...)
+	errs = append(errs, c.SuspendNotice.Validate(path.Child(suspendnotice.Name))...)
 	return errs
 }
 
@@ -53,5 +57,6 @@ func Rules(c Config) []Configured {
 		{Rule: claimguard.New(c.Rules.Claimguard), Mode: c.Rules.Claimguard.Mode},
 		{Rule: fleetguard.New(c.Rules.Fleetguard, c.BreakGlassGroup), Mode: c.Rules.Fleetguard.Mode},
 		{Rule: installplanguard.New(c.Rules.InstallPlanGuard), Mode: c.Rules.InstallPlanGuard.Mode},
+		{Rule: suspendnotice.New(c.Rules.SuspendNotice), Mode: c.Rules.SuspendNotice.Mode},
 	}
 }

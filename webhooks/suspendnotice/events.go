@@ -1,0 +1,121 @@
+package suspendnotice
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+
+	"gomodules.xyz/jsonpatch/v2"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// suspendedNote replaces "next run in <duration>" in the events of a
+// suspended object.
+const suspendedNote = " (suspended: no further runs until resumed)"
+
+// maxMessage is the longest event message the API server accepts
+// (events.k8s.io/v1 note); a rewrite that would exceed it is not made.
+const maxMessage = 1024
+
+// nextRun matches ", next run in 10m0s" as Flux controllers write it: a Go
+// duration, or failing that any word.
+var nextRun = regexp.MustCompile(`(?:,\s*|\s+)?next run in (?:(?:[0-9]+(?:\.[0-9]+)?(?:ns|us|µs|ms|h|m|s))+|\S+)`)
+
+// objectRef is the involved object of an event: involvedObject in
+// core/v1, regarding in events.k8s.io/v1.
+type objectRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	Namespace  string `json:"namespace"`
+}
+
+type coreEvent struct {
+	InvolvedObject objectRef `json:"involvedObject"`
+	Source         struct {
+		Component string `json:"component"`
+	} `json:"source"`
+	ReportingComponent string `json:"reportingComponent"`
+	Message            string `json:"message"`
+}
+
+type eventsV1Event struct {
+	Regarding           objectRef `json:"regarding"`
+	ReportingController string    `json:"reportingController"`
+	Note                string    `json:"note"`
+}
+
+// event is what the rule needs of either kind of event.
+type event struct {
+	controllers []string
+	about       objectRef
+	text        string
+	path        string // the JSON pointer of text
+}
+
+func decodeEvent(group string, raw []byte) (*event, error) {
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("the request carries no object")
+	}
+	if group == "events.k8s.io" {
+		var e eventsV1Event
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return nil, fmt.Errorf("decoding the event: %w", err)
+		}
+		return &event{controllers: []string{e.ReportingController}, about: e.Regarding, text: e.Note, path: "/note"}, nil
+	}
+	var e coreEvent
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return nil, fmt.Errorf("decoding the event: %w", err)
+	}
+	return &event{controllers: []string{e.Source.Component, e.ReportingComponent}, about: e.InvolvedObject, text: e.Message, path: "/message"}, nil
+}
+
+// rewrite returns the message of an event about a suspended object, and
+// whether it differs.
+func rewrite(text string) (string, bool) {
+	out := nextRun.ReplaceAllLiteralString(text, suspendedNote)
+	if out == text || len(out) > maxMessage {
+		return text, false
+	}
+	return out, true
+}
+
+// events rewrites the "next run in" message of a Flux controller's event
+// about a suspended object. Every other event passes untouched.
+func (r *Rule) events(req admission.Request) admission.Response {
+	if req.Kind.Group != "" && req.Kind.Group != "events.k8s.io" {
+		return admission.Allowed("")
+	}
+	ev, err := decodeEvent(req.Kind.Group, req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if !slices.ContainsFunc(ev.controllers, func(c string) bool { return c != "" && slices.Contains(r.cfg.Controllers, c) }) {
+		return admission.Allowed("")
+	}
+	text, changed := rewrite(ev.text)
+	if !changed || r.suspensions == nil {
+		return admission.Allowed("")
+	}
+	gv, err := schema.ParseGroupVersion(ev.about.APIVersion)
+	if err != nil {
+		return admission.Allowed("")
+	}
+	kind, ok := byGroupKind[schema.GroupKind{Group: gv.Group, Kind: ev.about.Kind}]
+	if !ok {
+		return admission.Allowed("")
+	}
+	ns := ev.about.Namespace
+	if ns == "" {
+		ns = req.Namespace
+	}
+	if !r.suspensions.Suspended(kind.groupResource(), ns, ev.about.Name) {
+		return admission.Allowed("")
+	}
+	return admission.Patched(fmt.Sprintf("%s %s/%s is suspended", kind.Kind, ns, ev.about.Name),
+		jsonpatch.NewOperation("replace", ev.path, text))
+}

@@ -1,0 +1,139 @@
+package suspendnotice
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// fluxObject is the part of a Flux object the rule reads.
+type fluxObject struct {
+	Metadata struct {
+		Name        string            `json:"name"`
+		Namespace   string            `json:"namespace"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Spec struct {
+		// Suspend is read as any value: only JSON true suspends, as in
+		// the webhook's match condition.
+		Suspend any `json:"suspend"`
+	} `json:"spec"`
+}
+
+func (o *fluxObject) suspended() bool {
+	return o != nil && o.Spec.Suspend == true
+}
+
+// record returns the suspension annotations, and whether both are set.
+func (o *fluxObject) record() (by, at string, ok bool) {
+	if o == nil {
+		return "", "", false
+	}
+	by, hasBy := o.Metadata.Annotations[AnnotationSuspendedBy]
+	at, hasAt := o.Metadata.Annotations[AnnotationSuspendedAt]
+	return by, at, hasBy && hasAt
+}
+
+func decodeFluxObject(raw []byte) (*fluxObject, error) {
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("the request carries no object")
+	}
+	var o fluxObject
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return nil, fmt.Errorf("decoding the object: %w", err)
+	}
+	return &o, nil
+}
+
+// suspension keeps the suspension record in step with spec.suspend: set
+// when it turns true, kept as it was while it stays true, removed when it
+// turns false.
+func (r *Rule) suspension(req admission.Request) admission.Response {
+	kind, ok := byGroupKind[schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}]
+	if !ok || req.SubResource != "" {
+		return admission.Allowed("")
+	}
+	obj, err := decodeFluxObject(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	var old *fluxObject
+	if req.Operation == admissionv1.Update {
+		if old, err = decodeFluxObject(req.OldObject.Raw); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+	}
+
+	var want map[string]string // nil: no record
+	var reason, warning string
+	switch {
+	case obj.suspended() && !old.suspended():
+		want = map[string]string{AnnotationSuspendedBy: req.UserInfo.Username, AnnotationSuspendedAt: r.now().UTC().Format(time.RFC3339)}
+		reason = "recorded the suspension"
+		warning = fmt.Sprintf("%s: %s %s/%s is suspended and will not reconcile until resumed: %s %s -n %s",
+			Name, kind.Kind, obj.Metadata.Namespace, obj.Metadata.Name, kind.Resume, obj.Metadata.Name, obj.Metadata.Namespace)
+	case obj.suspended():
+		// Still suspended: the first record stands. An object suspended
+		// before Steward was installed has none; one written by hand
+		// then is kept, so old suspensions can be recorded.
+		by, at, ok := old.record()
+		if !ok {
+			return admission.Allowed("")
+		}
+		want = map[string]string{AnnotationSuspendedBy: by, AnnotationSuspendedAt: at}
+		reason = "kept the suspension record"
+	default:
+		reason = "removed the suspension record"
+	}
+	ops := annotationPatch(obj.Metadata.Annotations, want)
+	if len(ops) == 0 && warning == "" {
+		return admission.Allowed("")
+	}
+	resp := admission.Patched(reason, ops...)
+	if warning != "" {
+		resp = resp.WithWarnings(warning)
+	}
+	return resp
+}
+
+// annotationPatch returns the JSON patch that makes the two suspension
+// annotations of an object with the annotations have equal want (absent
+// when want is nil), touching nothing else. Patching only these keys, rather
+// than diffing a re-encoded object, costs the same for a HelmRelease with
+// megabytes of values as for an empty one, and cannot alter other fields.
+func annotationPatch(have, want map[string]string) []jsonpatch.JsonPatchOperation {
+	var ops []jsonpatch.JsonPatchOperation
+	if have == nil {
+		if len(want) > 0 {
+			value := map[string]any{}
+			for k, v := range want {
+				value[k] = v
+			}
+			ops = append(ops, jsonpatch.NewOperation("add", "/metadata/annotations", value))
+		}
+		return ops
+	}
+	for _, key := range []string{AnnotationSuspendedBy, AnnotationSuspendedAt} {
+		v, has := have[key]
+		w, wanted := want[key]
+		switch {
+		case wanted && (!has || v != w):
+			ops = append(ops, jsonpatch.NewOperation("add", "/metadata/annotations/"+escape(key), w))
+		case !wanted && has:
+			ops = append(ops, jsonpatch.NewOperation("remove", "/metadata/annotations/"+escape(key), nil))
+		}
+	}
+	return ops
+}
+
+// escape makes a map key a JSON pointer token (RFC 6901).
+func escape(key string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
+}
