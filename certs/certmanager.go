@@ -19,7 +19,11 @@ const (
 	// CADuration is how long the CA certificate is valid.
 	CADuration = 365 * 24 * time.Hour
 	// CARenewBefore is how long before expiry cert-manager renews the CA.
-	CARenewBefore = 30 * 24 * time.Hour
+	// It is longer than a serving certificate's renewal interval
+	// (ServingDuration - ServingRenewBefore), so every serving certificate
+	// signed by a CA certificate is renewed, and signed by its successor,
+	// before that CA certificate expires.
+	CARenewBefore = 90 * 24 * time.Hour
 	// ServingDuration is how long a serving certificate is valid.
 	ServingDuration = 90 * 24 * time.Hour
 	// ServingRenewBefore is how long before expiry cert-manager renews the
@@ -32,9 +36,10 @@ const (
 // namespace into a webhook configuration's caBundle. The manifests put it on
 // both the validating and the mutating configuration.
 //
-// The injector reads ca.crt of the serving Certificate's Secret, which is the
-// CA that signed the certificate the pods serve, so the bundle always matches
-// the serving certificate rather than a CA that may already have been renewed.
+// The injector reads ca.crt of the serving Certificate's Secret: the CA
+// certificate that signed the certificate the pods serve. Injecting from the
+// CA Certificate instead would, after someone reset the CA's key, distrust
+// the serving certificate until cert-manager next renewed it.
 func InjectCAAnnotation(namespace string) (key, value string) {
 	return InjectCAFromAnnotation, namespace + "/" + ServingCertificateName
 }
@@ -50,9 +55,12 @@ func InjectCAAnnotation(namespace string) (key, value string) {
 // The CA keeps its private key when cert-manager renews it (rotationPolicy
 // Never): the renewed CA certificate has the same subject and key, so the API
 // server, whichever of the two it has in its caBundle, verifies serving
-// certificates signed by either. Renewal of the CA therefore never breaks
-// TLS between the API server and Steward. The serving key rotates on every
-// renewal.
+// certificates signed by either. The caBundle (injected from the serving
+// Secret's ca.crt) and the pods' mounted certificate change at different
+// moments when the serving certificate is renewed, and either order works.
+// CARenewBefore makes sure the CA certificate in the bundle never expires
+// before the serving certificate it signed is renewed. The serving key
+// rotates on every renewal.
 //
 // Every object has its TypeMeta set so that it renders to YAML as is.
 func CertManagerObjects(namespace, serviceName, secretName string) []client.Object {

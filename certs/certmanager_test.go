@@ -78,6 +78,12 @@ func TestCertManagerObjectsFormAConsistentChain(t *testing.T) {
 			t.Errorf("%s renews %s before expiry but lives only %s", c.Name, c.Spec.RenewBefore.Duration, c.Spec.Duration.Duration)
 		}
 	}
+	// A serving certificate signed just before the CA renews is itself
+	// renewed (by the renewed CA) before the old CA certificate, still in
+	// the caBundle until then, expires.
+	if interval := serving.Spec.Duration.Duration - serving.Spec.RenewBefore.Duration; ca.Spec.RenewBefore.Duration <= interval {
+		t.Errorf("CA renews %s before expiry, not more than the serving certificate's renewal interval %s: the bundle could hold an expired CA", ca.Spec.RenewBefore.Duration, interval)
+	}
 	if ca.Spec.Duration.Duration <= serving.Spec.Duration.Duration {
 		t.Errorf("CA lives %s, not longer than the serving certificate's %s", ca.Spec.Duration.Duration, serving.Spec.Duration.Duration)
 	}
@@ -131,12 +137,12 @@ func TestRenewedCAWithSameKeyVerifiesOldLeaf(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	newCA := func(serial int64, notBefore time.Time) *x509.Certificate {
+	newCA := func(serial int64, notBefore time.Time, validity time.Duration) *x509.Certificate {
 		tmpl := &x509.Certificate{
 			SerialNumber:          big.NewInt(serial),
 			Subject:               pkix.Name{CommonName: CACertificateName},
 			NotBefore:             notBefore,
-			NotAfter:              notBefore.Add(CADuration),
+			NotAfter:              notBefore.Add(validity),
 			IsCA:                  true,
 			BasicConstraintsValid: true,
 			KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
@@ -151,8 +157,9 @@ func TestRenewedCAWithSameKeyVerifiesOldLeaf(t *testing.T) {
 		}
 		return c
 	}
-	oldCA := newCA(1, now.Add(-300*24*time.Hour))
-	renewedCA := newCA(2, now.Add(-time.Hour))
+	oldCA := newCA(1, now.Add(-300*24*time.Hour), CADuration)
+	renewedCA := newCA(2, now.Add(-time.Hour), CADuration)
+	expiredCA := newCA(3, now.Add(-400*24*time.Hour), CADuration)
 	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	leafSignedBy := func(ca *x509.Certificate) *x509.Certificate {
 		tmpl := &x509.Certificate{
@@ -170,15 +177,22 @@ func TestRenewedCAWithSameKeyVerifiesOldLeaf(t *testing.T) {
 		c, _ := x509.ParseCertificate(der)
 		return c
 	}
-	for name, tc := range map[string]struct{ signer, trusted *x509.Certificate }{
-		"leaf signed before renewal, renewed CA in caBundle": {oldCA, renewedCA},
-		"leaf signed after renewal, old CA in caBundle":      {renewedCA, oldCA},
+	for name, tc := range map[string]struct {
+		signer, trusted *x509.Certificate
+		wantOK          bool
+	}{
+		"LeafSignedBeforeRenewalRenewedCAInBundle": {oldCA, renewedCA, true},
+		"LeafSignedAfterRenewalOldCAInBundle":      {renewedCA, oldCA, true},
+		// Why CARenewBefore must exceed the serving renewal interval: an
+		// expired CA certificate in the bundle verifies nothing.
+		"ExpiredCAInBundle": {renewedCA, expiredCA, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			pool := x509.NewCertPool()
 			pool.AddCert(tc.trusted)
-			if _, err := leafSignedBy(tc.signer).Verify(x509.VerifyOptions{DNSName: "steward.steward-system.svc", Roots: pool}); err != nil {
-				t.Errorf("verify: %v", err)
+			_, err := leafSignedBy(tc.signer).Verify(x509.VerifyOptions{DNSName: "steward.steward-system.svc", Roots: pool})
+			if (err == nil) != tc.wantOK {
+				t.Errorf("verify: %v, want success %v", err, tc.wantOK)
 			}
 		})
 	}
