@@ -9,9 +9,11 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -278,12 +280,14 @@ var selfManagedArgs = []string{
 	"--cert-propagation-delay=2s",
 }
 
-// TestSelfManagedCertificates runs the steward binary in self-managed mode:
-// it fills its Secret, injects its CA into both webhook configurations, and
-// the API server's calls through both succeed. Then, while a client keeps
-// writing through the validating and the mutating webhook, the CA rotates
-// on its own twice or more and once by force (the Secret emptied), and not
-// one admission call fails.
+// TestSelfManagedCertificates runs three steward replicas in self-managed
+// mode behind a round-robin proxy, the way a Deployment runs behind its
+// Service: they fill their Secret, inject their CA into both webhook
+// configurations, and the API server's calls through both succeed. Then,
+// while clients keep writing through the validating and the mutating
+// webhook, the CA rotates on its own twice or more and once by force (the
+// Secret emptied), and not one admission call fails; at the end every
+// replica serves the Secret's certificate.
 func TestSelfManagedCertificates(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -294,6 +298,8 @@ func TestSelfManagedCertificates(t *testing.T) {
 	if err := admin.Create(ctx, secret); err != nil {
 		t.Fatalf("creating the empty Secret the manifests ship: %v", err)
 	}
+	// Runs last: the extra replicas (registered below) stop first, so none
+	// injects its CA after the default Steward is back.
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -302,10 +308,10 @@ func TestSelfManagedCertificates(t *testing.T) {
 		}
 		_ = admin.Delete(ctx, secret)
 	})
-	if _, err := env.RestartSteward(ctx, harness.DefaultConfig, selfManagedArgs...); err != nil {
+	first, err := env.RestartSteward(ctx, harness.DefaultConfig, selfManagedArgs...)
+	if err != nil {
 		t.Fatalf("starting Steward with self-managed certificates: %v", err)
 	}
-
 	if err := admin.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
 		t.Fatal(err)
 	}
@@ -315,30 +321,61 @@ func TestSelfManagedCertificates(t *testing.T) {
 		}
 	}
 
+	second := startReplica(t, ctx, "b")
+	third := startReplica(t, ctx, "c")
+	proxy := startRoundRobin(t, []int{first.Port(), second.port, third.port})
+	repointWebhooks(t, ctx, first.Port(), proxy.port())
+
 	calls := newAdmissionCalls(t, ctx)
 	t.Run("APIServerCallsBothWebhooksThroughTheInjectedCA", func(t *testing.T) {
-		if err := calls.validating(0); err != nil {
-			t.Error(err)
-		}
+		// The API server picks up the new URLs through its informer.
+		harness.Eventually(t, harness.PropagationTimeout, func() error {
+			if err := calls.validating(0); err != nil {
+				return err
+			}
+			if c := proxy.connections(); c[0]+c[1]+c[2] == 0 {
+				return errors.New("the API server has not called through the proxy yet")
+			}
+			return nil
+		})
 		if err := calls.mutating(0); err != nil {
 			t.Error(err)
 		}
 	})
 
 	t.Run("CARotationsUnderLoadFailNoAdmissionCall", func(t *testing.T) {
-		const duration = 40 * time.Second
-		seenCAs := map[[32]byte]bool{}
-		var failures []string
-		total := 0
+		const duration, writers = 40 * time.Second, 4
+		var (
+			mu       sync.Mutex
+			failures []string
+			total    int
+		)
+		clients := make([]*admissionCalls, writers)
+		for w := range clients {
+			clients[w] = newAdmissionCalls(t, ctx)
+		}
 		start := time.Now()
-		forced := false
-		for i := 1; time.Since(start) < duration; i++ {
-			for _, call := range []func(int) error{calls.validating, calls.mutating} {
-				total++
-				if err := call(i); err != nil {
-					failures = append(failures, fmt.Sprintf("%s: %v", time.Since(start).Round(time.Millisecond), err))
+		var wg sync.WaitGroup
+		for w, c := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w * 1_000_000; time.Since(start) < duration; i++ {
+					for _, call := range []func(int) error{c.validating, c.mutating} {
+						err := call(i)
+						mu.Lock()
+						total++
+						if err != nil {
+							failures = append(failures, fmt.Sprintf("%s: %v", time.Since(start).Round(time.Millisecond), err))
+						}
+						mu.Unlock()
+					}
 				}
-			}
+			}()
+		}
+		seenCAs := map[[32]byte]bool{}
+		forced := false
+		for time.Since(start) < duration {
 			for _, c := range bundleCAs(t, ctx) {
 				seenCAs[sha256Of(c.Raw)] = true
 			}
@@ -353,16 +390,48 @@ func TestSelfManagedCertificates(t *testing.T) {
 					t.Fatalf("emptying the Secret to force a rotation: %v", err)
 				}
 			}
+			time.Sleep(200 * time.Millisecond)
 		}
-		t.Logf("%d admission calls over %s, %d CAs seen in the bundle", total, duration, len(seenCAs))
+		wg.Wait()
+		t.Logf("%d admission calls over %s by %d writers; %d CAs seen in the bundle; connections per replica %v",
+			total, duration, writers, len(seenCAs), proxy.connections())
 		if len(failures) > 0 {
-			t.Errorf("%d of %d admission calls did not get Steward's answer during rotation; first ones:\n%v", len(failures), total, failures[:min(len(failures), 10)])
+			t.Errorf("%d of %d admission calls did not get Steward's answer during rotation; first ones:\n%s",
+				len(failures), total, strings.Join(failures[:min(len(failures), 10)], "\n"))
 		}
 		if len(seenCAs) < 3 {
 			t.Errorf("only %d CAs were seen in the bundle: the test did not rotate the CA twice (once forced, once on expiry)", len(seenCAs))
 		}
+		for i, n := range proxy.connections() {
+			if n == 0 {
+				t.Errorf("replica %d was never called: the test did not exercise all replicas", i)
+			}
+		}
+	})
+
+	t.Run("EveryReplicaServesTheSecretsCertificate", func(t *testing.T) {
+		harness.Eventually(t, 10*time.Second, func() error {
+			s := &corev1.Secret{}
+			if err := admin.Get(ctx, client.ObjectKeyFromObject(secret), s); err != nil {
+				return err
+			}
+			served := map[string][]byte{"a": mustRead(filepath.Join(first.CertDir(), "tls.crt")), "b": second.servedCert(), "c": third.servedCert()}
+			for name, cert := range served {
+				if !bytes.Equal(cert, s.Data["tls.crt"]) {
+					return fmt.Errorf("replica %s does not serve the Secret's certificate", name)
+				}
+			}
+			return nil
+		})
 	})
 }
+
+func mustRead(path string) []byte {
+	b, _ := os.ReadFile(path)
+	return b
+}
+
+var guardedCount atomic.Int64
 
 // admissionCalls makes one call through each kind of webhook and says
 // whether Steward answered it.
@@ -383,7 +452,7 @@ func newAdmissionCalls(t *testing.T, ctx context.Context) *admissionCalls {
 	guarded := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   "default",
-			Name:        "certs-rotation-guarded",
+			Name:        fmt.Sprintf("certs-rotation-guarded-%d", guardedCount.Add(1)),
 			Labels:      map[string]string{"objectset.rio.cattle.io/hash": "0123456789abcdef"},
 			Annotations: map[string]string{"objectset.rio.cattle.io/id": "default-certs-rotation"},
 		},
