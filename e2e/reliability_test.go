@@ -10,6 +10,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -214,3 +215,101 @@ func checkFailurePolicies(t *testing.T, ctx context.Context, hooks []registeredW
 		})
 	}
 }
+
+// TestStewardCannotBlockItsOwnRecovery proves that a hung Steward, with a
+// failurePolicy Fail webhook that matches every Fleet-labelled object, can
+// block neither changes to its own Deployment, Service and Secret (its
+// namespace is excluded by every webhook's namespaceSelector) nor changes
+// to its webhook configurations (the API server never sends those to
+// admission webhooks), even when all of them carry Fleet's label, as they
+// would if Fleet installed Steward. It then runs the README's recovery
+// runbook command and proves the guarded writes go through afterwards.
+func TestStewardCannotBlockItsOwnRecovery(t *testing.T) {
+	keepStewardRunning(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		// The runbook deleted the webhook configurations: register them
+		// again with a fresh Steward.
+		_ = env.Steward.Signal(syscall.SIGCONT)
+		if _, err := env.RestartSteward(context.Background(), harness.DefaultConfig); err != nil {
+			t.Errorf("re-registering steward after the runbook: %v", err)
+		}
+	})
+	ns := testNamespace(t, ctx, "self-protection")
+	writes := setupGuardedWrites(t, ctx, ns)
+	guarded := writes["fleetguard.steward.dev"]
+
+	// Steward's own objects, labelled as Fleet labels what it deploys.
+	own := []client.Object{
+		&appsv1.Deployment{
+			ObjectMeta: fleetManaged(harness.StewardNamespace, "steward"),
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "steward"}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/name": "steward"}},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "steward", Image: "ghcr.io/stewardhq/steward:v0.1.0"}}},
+				},
+			},
+		},
+		&corev1.Service{ObjectMeta: fleetManaged(harness.StewardNamespace, "steward"), Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}}},
+		&corev1.Secret{ObjectMeta: fleetManaged(harness.StewardNamespace, "steward-serving-cert")},
+	}
+	for _, obj := range own {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+		}
+	}
+	configs := []client.Object{
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: harness.WebhookConfigurationName}},
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: harness.WebhookConfigurationName}},
+	}
+	labelFleet := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+fleetHashLabel+`":"0123456789abcdef"}}}`))
+	for _, obj := range configs {
+		if err := env.Client.Patch(ctx, obj, labelFleet); err != nil {
+			t.Fatalf("labelling %T: %v", obj, err)
+		}
+	}
+
+	if err := env.Steward.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := guarded(ctx); err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+		t.Fatalf("with Steward hung, a guarded write got %v; want the failurePolicy Fail refusal this test must recover from", err)
+	}
+
+	jane := userClient(t, "jane", []string{"devs"}, nil)
+	timed := func(what string, f func() error) {
+		t.Helper()
+		start := time.Now()
+		if err := f(); err != nil {
+			t.Errorf("%s while Steward hangs: %v", what, err)
+		} else if elapsed := time.Since(start); elapsed > unaffectedBound {
+			t.Errorf("%s took %s while Steward hangs: it waited for Steward", what, elapsed)
+		}
+	}
+	edit := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"recovery":"edited"}}}`))
+	for _, obj := range append(configs, own...) {
+		kind := fmt.Sprintf("%T %s", obj, obj.GetName())
+		timed("updating "+kind, func() error { return jane.Patch(ctx, obj, edit) })
+	}
+	for _, obj := range own {
+		kind := fmt.Sprintf("%T %s", obj, obj.GetName())
+		timed("deleting "+kind, func() error { return jane.Delete(ctx, obj) })
+	}
+
+	// The runbook: delete both webhook configurations.
+	timed("the runbook's kubectl delete", func() error {
+		_, _, err := env.Kubectl(ctx, "", strings.Fields(recoveryRunbook)[1:]...)
+		return err
+	})
+	harness.Eventually(t, 30*time.Second, func() error {
+		if err := guarded(ctx); err != nil {
+			return fmt.Errorf("after the runbook, the guarded write still fails: %w", err)
+		}
+		return nil
+	})
+}
+
+// recoveryRunbook is the command the README's recovery runbook gives.
+const recoveryRunbook = "kubectl delete validatingwebhookconfiguration/steward mutatingwebhookconfiguration/steward"
