@@ -69,8 +69,8 @@ func ipgSetStatus(ctx context.Context, t *testing.T, obj *unstructured.Unstructu
 	}
 }
 
-// webhookCalls is how many requests Steward answered at path.
-func ipgCalls(t *testing.T, path string) float64 {
+// pathCalls is how many requests Steward answered at path.
+func pathCalls(t *testing.T, path string) float64 {
 	t.Helper()
 	n, err := env.Steward.Counter("controller_runtime_webhook_requests_total", map[string]string{"webhook": path})
 	if err != nil {
@@ -172,11 +172,11 @@ func TestInstallPlanGuard(t *testing.T) {
 		}
 		// Labelling the plan changes neither approval nor CSVs, and the
 		// matchConditions keep it from Steward.
-		before := ipgCalls(t, ipgPath)
+		before := pathCalls(t, ipgPath)
 		if _, _, err := env.Kubectl(ctx, "", "--as", "jane", "-n", ipgNS, "label", "installplan", ipgInstalling, "team=db"); err != nil {
 			t.Fatalf("labelling an installing plan: %v", err)
 		}
-		if after := ipgCalls(t, ipgPath); after != before {
+		if after := pathCalls(t, ipgPath); after != before {
 			t.Errorf("a label change reached Steward %v times; it must not", after-before)
 		}
 	})
@@ -202,12 +202,12 @@ func TestInstallPlanGuard(t *testing.T) {
 	})
 
 	t.Run("OLMDeletesItsInstallingPlanWithoutCallingSteward", func(t *testing.T) {
-		calls := ipgCalls(t, ipgPath)
+		calls := pathCalls(t, ipgPath)
 		excluded := celExclusions(ctx, t, ipgWebhookName)
 		if _, _, err := env.Kubectl(ctx, "", "--as", olmOperator, "-n", ipgNS, "delete", "installplan", ipgInstalling); err != nil {
 			t.Fatalf("OLM deletes its plan: %v", err)
 		}
-		if after := ipgCalls(t, ipgPath); after != calls {
+		if after := pathCalls(t, ipgPath); after != calls {
 			t.Errorf("OLM's delete reached Steward %v times; matchConditions must keep it away", after-calls)
 		}
 		if after := celExclusions(ctx, t, ipgWebhookName); after <= excluded {
