@@ -112,6 +112,11 @@ func TestSuspension(t *testing.T) {
 			req:    admissiontest.Create(ksGVR, "Kustomization", ks(true, recorded(nil))).User(jane).Build(),
 			want:   patched(suspendedW, add(AnnotationSuspendedBy, jane), add(AnnotationSuspendedAt, record)),
 		},
+		"CreatingNotSuspendedDropsACopiedRecord": {
+			reason: "a record copied onto an object that is not suspended is false",
+			req:    admissiontest.Create(ksGVR, "Kustomization", ks(false, recorded(map[string]any{"team": "web"}))).Build(),
+			want:   patched("", remove(AnnotationSuspendedBy), remove(AnnotationSuspendedAt)),
+		},
 		"SuspendingAnotherKindNamesItsResumeCommand": {
 			reason: "the warning gives the flux command for the kind",
 			req: admissiontest.Update(gitGVR, "GitRepository",
