@@ -56,8 +56,8 @@ func TestParseXRD(t *testing.T) {
 		"NoSpecIsAnError":   {reason: "Nothing to read.", xrd: map[string]any{"metadata": map[string]any{"name": "x"}}, wantErr: true},
 		"NoPluralIsAnError": {reason: "The composite kind must be nameable.", xrd: map[string]any{"spec": map[string]any{"group": "g", "names": map[string]any{"kind": "X"}}}, wantErr: true},
 		"WrongTypesAreIgnored": {
-			reason: "Fields of unexpected types read as missing.",
-			xrd:    map[string]any{"spec": map[string]any{"group": 7, "names": "x"}},
+			reason:  "Fields of unexpected types read as missing.",
+			xrd:     map[string]any{"spec": map[string]any{"group": 7, "names": "x"}},
 			wantErr: true,
 		},
 	}
