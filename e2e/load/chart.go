@@ -42,7 +42,7 @@ const (
 	panelHeight  = 330
 	marginLeft   = 70
 	marginRight  = 20
-	marginTop    = 50
+	marginTop    = 58
 	marginBottom = 80
 )
 
@@ -125,22 +125,21 @@ func (p barPanel) render(b *strings.Builder) {
 		fmt.Fprintf(b, `<text transform="translate(%.1f,%.1f) rotate(-20)" text-anchor="end" fill="#222">%s</text>`+"\n",
 			cx+10, y(0)+16, html.EscapeString(cat))
 	}
-	// Legend.
-	lx := float64(chartWidth - marginRight)
-	for i := len(p.Series) - 1; i >= 0; i-- {
-		s := p.Series[i]
-		w := float64(len(s.Name))*6.2 + 22
-		lx -= w
+	// Legend: one row under the title, left to right.
+	lx := float64(marginLeft)
+	for _, s := range p.Series {
 		fmt.Fprintf(b, `<rect x="%.1f" y="30" width="12" height="12" fill="%s"/><text x="%.1f" y="40" fill="#222">%s</text>`+"\n",
 			lx, s.Color, lx+16, html.EscapeString(s.Name))
+		lx += textWidth(s.Name) + 30
 	}
 	if p.MarkName != "" {
-		w := float64(len(p.MarkName))*6.2 + 22
-		lx -= w
-		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="30" y2="42" stroke="#222"/><text x="%.1f" y="40" fill="#222">%s</text>`+"\n",
-			lx+6, lx+6, lx+14, html.EscapeString(p.MarkName))
+		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="30" y2="42" stroke="#222"/><line x1="%.1f" x2="%.1f" y1="30" y2="30" stroke="#222"/><text x="%.1f" y="40" fill="#222">%s</text>`+"\n",
+			lx+6, lx+6, lx+2, lx+10, lx+16, html.EscapeString(p.MarkName))
 	}
 }
+
+// textWidth estimates the width of 12px Helvetica text.
+func textWidth(s string) float64 { return float64(len(s)) * 6.4 }
 
 func finite(v float64) float64 {
 	if math.IsNaN(v) || math.IsInf(v, 0) {

@@ -34,6 +34,14 @@ var configNames = map[configID]string{
 	cfgSteward:  "Steward, every rule",
 }
 
+// configShort labels configurations in the chart.
+var configShort = map[configID]string{
+	cfgNone:     "no admission",
+	cfgPolicy:   "CEL policy",
+	cfgAllowAll: "allow-all webhook",
+	cfgSteward:  "Steward",
+}
+
 // allowAllName names the allow-all webhook's configurations.
 const allowAllName = "bench-allow-all"
 

@@ -286,9 +286,9 @@ func chartPanels(res *results) []barPanel {
 		YLabel: "× (a)", Categories: cats, RefLine: 1,
 	}
 	for _, cfg := range allConfigs {
-		name := fmt.Sprintf("(%s) %s", cfg, configNames[cfg])
+		name := fmt.Sprintf("(%s) %s", cfg, configShort[cfg])
 		ls := series{Name: name, Color: configColors[cfg]}
-		ts := series{Name: fmt.Sprintf("(%s)", cfg), Color: configColors[cfg]}
+		ts := series{Name: name, Color: configColors[cfg]}
 		for _, w := range wls {
 			if p := res.find(w.Name, cfg, lowest, false); p != nil {
 				ls.Values = append(ls.Values, ms(p.P50))
