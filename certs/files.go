@@ -54,38 +54,65 @@ func readKeyPair(dir string) (keyPair, error) {
 	return keyPair{cert: cert, key: key}, nil
 }
 
-// writeKeyPair replaces tls.key and then tls.crt in dir, each by an atomic
-// rename, so a reader never sees a half-written file. Between the two
-// renames the files do not match; controller-runtime's certwatcher refuses
-// such a pair and keeps serving the previous certificate until the second
-// rename, which it notices through fsnotify (or its periodic re-read).
+// dataLink is the symlink in the certificate directory that points at the
+// directory holding the current pair, the layout the kubelet uses for Secret
+// volumes: tls.crt -> ..data/tls.crt, tls.key -> ..data/tls.key.
+const dataLink = "..data"
+
+// writeKeyPair makes dir serve p, switching certificate and key together: it
+// writes both into a new hidden directory, then atomically renames the
+// ..data symlink onto it and removes the previous directory. A reader sees
+// either the old pair or the new one, never a mix. controller-runtime's
+// certwatcher notices the switch when the previous files are removed (its
+// watch follows the symlinks to them), and re-reads both through the links.
 func writeKeyPair(dir string, p keyPair) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating certificate directory: %w", err)
 	}
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{keyFile, p.key}, {certFile, p.cert}} {
-		tmp, err := os.CreateTemp(dir, "."+f.name+"-*")
-		if err != nil {
-			return fmt.Errorf("writing %s: %w", f.name, err)
+	previous, _ := os.Readlink(filepath.Join(dir, dataLink))
+	data, err := os.MkdirTemp(dir, "..pair-")
+	if err != nil {
+		return fmt.Errorf("writing the certificate: %w", err)
+	}
+	for name, content := range map[string][]byte{certFile: p.cert, keyFile: p.key} {
+		if err := os.WriteFile(filepath.Join(data, name), content, 0o600); err != nil {
+			_ = os.RemoveAll(data)
+			return fmt.Errorf("writing %s: %w", name, err)
 		}
-		_, werr := tmp.Write(f.data)
-		cerr := tmp.Close()
-		if werr == nil {
-			werr = cerr
+	}
+	if err := replaceWithSymlink(dir, dataLink, filepath.Base(data)); err != nil {
+		_ = os.RemoveAll(data)
+		return err
+	}
+	for _, name := range []string{certFile, keyFile} {
+		target := filepath.Join(dataLink, name)
+		if current, err := os.Readlink(filepath.Join(dir, name)); err == nil && current == target {
+			continue
 		}
-		if werr == nil {
-			werr = os.Chmod(tmp.Name(), 0o600)
+		// First write into this directory (or one holding plain files):
+		// each name becomes a link into ..data.
+		if err := replaceWithSymlink(dir, name, target); err != nil {
+			return err
 		}
-		if werr == nil {
-			werr = os.Rename(tmp.Name(), filepath.Join(dir, f.name))
+	}
+	if previous != "" && previous != filepath.Base(data) && !filepath.IsAbs(previous) {
+		if err := os.RemoveAll(filepath.Join(dir, previous)); err != nil {
+			return fmt.Errorf("removing the previous certificate: %w", err)
 		}
-		if werr != nil {
-			_ = os.Remove(tmp.Name())
-			return fmt.Errorf("writing %s: %w", f.name, werr)
-		}
+	}
+	return nil
+}
+
+// replaceWithSymlink atomically makes dir/name a symlink to target.
+func replaceWithSymlink(dir, name, target string) error {
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	_ = os.Remove(tmp)
+	if err := os.Symlink(target, tmp); err != nil {
+		return fmt.Errorf("linking %s: %w", name, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("linking %s: %w", name, err)
 	}
 	return nil
 }

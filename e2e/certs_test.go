@@ -53,6 +53,7 @@ const anonymous = "system:anonymous"
 // and that a forced CA rotation (the Secret emptied) keeps the certificate
 // in CertDir trusted by the bundle at every moment.
 func TestSelfManagedCertsNeedOnlyTheirRBAC(t *testing.T) {
+	quietControllerRuntime()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	admin := env.Client
@@ -107,8 +108,6 @@ func TestSelfManagedCertsNeedOnlyTheirRBAC(t *testing.T) {
 		t.Errorf("reading another Secret: got %v, want Forbidden", err)
 	}
 
-	// cert-controller logs through controller-runtime's global logger.
-	ctrllog.SetLogger(logr.Discard())
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                 clientgoscheme.Scheme,
 		Logger:                 testr.NewWithOptions(t, testr.Options{Verbosity: 1}),
@@ -267,15 +266,16 @@ func unreachableWebhookConfigs(name string) []client.Object {
 	}
 }
 
-// Short lifetimes for the rotation test: a CA lives 20s and is replaced 8s
-// before it expires, so a rotation happens every 12s and the previous CA
-// stays valid (and in the bundle) for 8s after it, of which Steward waits 2s
-// before serving the new certificate.
+// Short lifetimes for the rotation test: a CA lives 45s and is replaced 20s
+// before it expires, so a rotation happens every 25s and the previous CA
+// stays valid (and in the bundle) for 20s after it, of which Steward waits 2s
+// before serving the new certificate. The margin absorbs the seconds that
+// three replicas generating RSA keys at once take on a busy machine.
 var selfManagedArgs = []string{
 	"--cert-mode=self-managed",
-	"--cert-ca-validity=20s",
-	"--cert-validity=20s",
-	"--cert-renew-before=8s",
+	"--cert-ca-validity=45s",
+	"--cert-validity=45s",
+	"--cert-renew-before=20s",
 	"--cert-check-interval=1s",
 	"--cert-propagation-delay=2s",
 }
@@ -289,6 +289,7 @@ var selfManagedArgs = []string{
 // Secret emptied), and not one admission call fails; at the end every
 // replica serves the Secret's certificate.
 func TestSelfManagedCertificates(t *testing.T) {
+	quietControllerRuntime()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	env.LogOnFailure(t)
@@ -432,6 +433,15 @@ func mustRead(path string) []byte {
 }
 
 var guardedCount atomic.Int64
+
+var quietOnce sync.Once
+
+// quietControllerRuntime gives controller-runtime's global logger (which
+// cert-controller and controller-runtime's clients log through in this
+// process) a sink, instead of its complaint that none was set.
+func quietControllerRuntime() {
+	quietOnce.Do(func() { ctrllog.SetLogger(logr.Discard()) })
+}
 
 // admissionCalls makes one call through each kind of webhook and says
 // whether Steward answered it.
