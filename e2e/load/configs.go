@@ -231,7 +231,7 @@ func (s *switcher) removeWebhooks(ctx context.Context, name string) error {
 // the policy's denial appears (present) or disappears (absent).
 func (s *switcher) waitPolicy(ctx context.Context, present bool) error {
 	human := s.c.as(humanUser, humanGroups...)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		patch := fmt.Appendf(nil, `{"data":{"probe":"%d"}}`, time.Now().UnixNano())
 		_, err := human.kube.CoreV1().ConfigMaps(fleetNamespace).Patch(ctx, policyProbeName, types.MergePatchType, patch,
@@ -244,7 +244,7 @@ func (s *switcher) waitPolicy(ctx context.Context, present bool) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the policy did not take effect (present=%v) within 30s", present)
+			return fmt.Errorf("the policy did not take effect (present=%v) within 60s", present)
 		}
 		select {
 		case <-ctx.Done():

@@ -130,7 +130,7 @@ func (c *cluster) webhookBarrier(ctx context.Context, p *probeServer) error {
 		_ = ar.MutatingWebhookConfigurations().Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
 	}()
 
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	for {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault, Labels: map[string]string{probeLabel: id}}}
@@ -140,7 +140,7 @@ func (c *cluster) webhookBarrier(ctx context.Context, p *probeServer) error {
 		}
 		select {
 		case <-ctx.Done():
-			return errors.New("the API server did not call the probe webhooks within 30s")
+			return errors.New("the API server did not call the probe webhooks within 60s")
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -7,8 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 )
 
 // seeded is what seed created, for the workloads to refer to.
@@ -109,13 +111,13 @@ func seed(ctx context.Context, c *cluster, xrs, mrs, flux int) (*seeded, error) 
 		if sendErr = send(func() error {
 			names := make([]string, n)
 			for j := range names {
-				names[j] = fmt.Sprintf("%s-%s", xrName, suffix(i*131+j))
+				names[j] = fmt.Sprintf("%s-%s%c", xrName, suffix(i*131 + j)[:4], suffixLetters[j%len(suffixLetters)])
 			}
 			xr := composite(xrName, claimName, names)
 			if dying {
 				xr.SetFinalizers([]string{"composite.apiextensions.crossplane.io"})
 			}
-			got, err := xrClient.Create(ctx, xr, metav1.CreateOptions{})
+			got, err := createRetry(ctx, xrClient, xr)
 			if err != nil {
 				return fmt.Errorf("seeding XR %s: %w", xrName, err)
 			}
@@ -128,7 +130,7 @@ func seed(ctx context.Context, c *cluster, xrs, mrs, flux int) (*seeded, error) 
 				if dying {
 					mr.SetFinalizers([]string{"finalizer.managedresource.crossplane.io"})
 				}
-				if _, err := mrClient.Create(ctx, mr, metav1.CreateOptions{}); err != nil {
+				if _, err := createRetry(ctx, mrClient, mr); err != nil {
 					return fmt.Errorf("seeding MR %s: %w", name, err)
 				}
 				created.Add(1)
@@ -164,7 +166,7 @@ func seed(ctx context.Context, c *cluster, xrs, mrs, flux int) (*seeded, error) 
 			obj, res = gitRepository(fmt.Sprintf("repo-%05d", i), suspended), gitRepoGVR
 		}
 		sendErr = send(func() error {
-			if _, err := c.dyn.Resource(res).Namespace(fluxNamespace).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			if _, err := createRetry(ctx, c.dyn.Resource(res).Namespace(fluxNamespace), obj); err != nil {
 				return fmt.Errorf("seeding %s %s: %w", obj.GetKind(), obj.GetName(), err)
 			}
 			created.Add(1)
@@ -187,10 +189,35 @@ func seed(ctx context.Context, c *cluster, xrs, mrs, flux int) (*seeded, error) 
 	return s, nil
 }
 
+// suffixLetters are the characters of generated name suffixes.
+const suffixLetters = "bcdfghjklmnpqrstvwxz2456789"
+
+// createRetry creates obj, retrying a few times: on a busy machine a
+// create can time out, and one lost object must not end a long seeding.
+// An object that exists already (a retried create that had succeeded) is
+// read back.
+func createRetry(ctx context.Context, c dynamic.ResourceInterface, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	var err error
+	for attempt := range 4 {
+		var got *unstructured.Unstructured
+		if got, err = c.Create(ctx, obj, metav1.CreateOptions{}); err == nil {
+			return got, nil
+		}
+		if apierrors.IsAlreadyExists(err) {
+			return c.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 500 * time.Millisecond)
+	}
+	return nil, err
+}
+
 // suffix is a deterministic five-letter suffix, like the random one
 // Crossplane appends to a claim's XR and an XR's MRs.
 func suffix(i int) string {
-	const letters = "bcdfghjklmnpqrstvwxz2456789"
+	const letters = suffixLetters
 	x := uint32(i)*2654435761 + 12345
 	b := make([]byte, 5)
 	for j := range b {

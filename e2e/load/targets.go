@@ -94,7 +94,7 @@ func evaluateTargets(r *results) []targetResult {
 			okPolicy = okPolicy && d >= b
 		}
 		if !any {
-			notMeasured(target, "workload not run")
+			notMeasured(target, fmt.Sprintf("no point at %d writers", n))
 			continue
 		}
 		v := verdict(okMin && okPolicy)
