@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -77,6 +78,7 @@ type Env struct {
 
 	testEnv  *envtest.Environment
 	dir      string
+	mark     string
 	opts     Options
 	watchdog *watchdog
 	probe    *probeServer
@@ -89,6 +91,8 @@ type Env struct {
 	// but not yet returned, so that a signal during start-up stops it too.
 	mu       sync.Mutex
 	starting *Steward
+	// started is set once StartWith has succeeded.
+	started atomic.Bool
 }
 
 // Start starts etcd and kube-apiserver, installs the sample CRDs and objects,
@@ -137,6 +141,13 @@ func StartWith(ctx context.Context, opts Options) (env *Env, err error) {
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the audit policy: %w", err)
 	}
+	// Every process the Env starts has e.mark in its command line: etcd's
+	// data directory, the API server's audit log and Steward's kubeconfig
+	// are inside the work directory. The watchdog finds them by it.
+	e.mark = dir + string(filepath.Separator)
+	if e.watchdog, err = startWatchdog(e.mark, dir, binDir); err != nil {
+		return nil, err
+	}
 	e.testEnv = &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
 		CRDDirectoryPaths:        []string{opts.CRDDir},
@@ -145,7 +156,16 @@ func StartWith(ctx context.Context, opts Options) (env *Env, err error) {
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
-	apiServer := e.testEnv.ControlPlane.GetAPIServer().Configure()
+	// etcd's data and the API server's certificates live in the work
+	// directory too, so that removing it (or the watchdog) leaves nothing.
+	e.testEnv.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(dir, "etcd")}
+	e.testEnv.ControlPlane.APIServer = &envtest.APIServer{CertDir: filepath.Join(dir, "apiserver")}
+	for _, d := range []string{e.testEnv.ControlPlane.Etcd.DataDir, e.testEnv.ControlPlane.APIServer.CertDir} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", d, err)
+		}
+	}
+	apiServer := e.testEnv.ControlPlane.APIServer.Configure()
 	apiServer.Set("audit-policy-file", policy)
 	apiServer.Set("audit-log-path", e.AuditLog)
 	apiServer.Set("audit-log-format", "json")
@@ -155,9 +175,6 @@ func StartWith(ctx context.Context, opts Options) (env *Env, err error) {
 	cfg, err := e.testEnv.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
-	}
-	if e.watchdog, err = startWatchdog(e.testEnv, e.dir, binDir); err != nil {
-		return nil, err
 	}
 
 	admin, err := e.testEnv.AddUser(envtest.User{Name: "steward-e2e-admin", Groups: []string{"system:masters"}}, &rest.Config{QPS: 1000, Burst: 2000})
@@ -185,6 +202,7 @@ func StartWith(ctx context.Context, opts Options) (env *Env, err error) {
 	if e.probe, err = startProbeServer(); err != nil {
 		return nil, err
 	}
+	e.started.Store(true)
 	return e, nil
 }
 
@@ -241,12 +259,14 @@ func (e *Env) Stop() {
 			e.probe.close()
 		}
 		if e.testEnv != nil {
-			// The watchdog goes first, or it would fire when its pipe closes.
-			e.watchdog.disarm()
+			// The watchdog stays armed while envtest stops its processes: if
+			// this process dies meanwhile (a second signal, SIGKILL), the
+			// watchdog still ends them.
 			if err := e.testEnv.Stop(); err != nil {
 				errs = append(errs, fmt.Errorf("stopping kube-apiserver and etcd: %w", err))
 				e.watchdog.killAll()
 			}
+			e.watchdog.disarm()
 		}
 		if err := os.RemoveAll(e.dir); err != nil {
 			errs = append(errs, err)

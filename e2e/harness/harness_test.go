@@ -1,6 +1,9 @@
 package harness
 
 import (
+	"os"
+	"os/exec"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -95,26 +98,24 @@ func TestForEndpointRewritesOnlyClientConfig(t *testing.T) {
 	}
 }
 
-func TestParseStat(t *testing.T) {
-	cases := map[string]struct {
-		reason   string
-		stat     string
-		wantPID  int
-		wantComm string
-		wantPPID int
-		wantOK   bool
-	}{
-		"Plain":        {reason: "a plain command name", stat: "123 (etcd) S 45 123 123 0", wantPID: 123, wantComm: "etcd", wantPPID: 45, wantOK: true},
-		"ParenInComm":  {reason: "comm may contain spaces and parentheses", stat: "7 (a (b) c) R 1 7 7", wantPID: 7, wantComm: "a (b) c", wantPPID: 1, wantOK: true},
-		"Truncated":    {reason: "a truncated line is rejected", stat: "7 (x)", wantOK: false},
-		"NotAStatLine": {reason: "garbage is rejected", stat: "hello", wantOK: false},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			pid, comm, ppid, ok := parseStat([]byte(tc.stat))
-			if ok != tc.wantOK || (ok && (pid != tc.wantPID || comm != tc.wantComm || ppid != tc.wantPPID)) {
-				t.Errorf("%s: got %d %q %d %v, want %d %q %d %v", tc.reason, pid, comm, ppid, ok, tc.wantPID, tc.wantComm, tc.wantPPID, tc.wantOK)
-			}
+func TestProcessesWithFindsOnlyMarkedProcesses(t *testing.T) {
+	mark := "/tmp/steward-e2e-test-" + strconv.Itoa(os.Getpid()) + "/"
+	marked := exec.Command("/bin/sh", "-c", "sleep 30", "sh", mark+"file")
+	unmarked := exec.Command("/bin/sh", "-c", "sleep 30")
+	for _, c := range []*exec.Cmd{marked, unmarked} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = c.Process.Kill()
+			_ = c.Wait()
 		})
+	}
+	pids, err := processesWith(mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{marked.Process.Pid}, pids); diff != "" {
+		t.Errorf("processes with the mark (-want +got):\n%s", diff)
 	}
 }

@@ -16,9 +16,11 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// fieldOwner is the server-side apply field manager of everything the
-// harness writes.
-const fieldOwner = client.FieldOwner("steward-e2e")
+// FieldManager is the server-side apply field manager of everything the
+// harness writes (sample objects, webhook registrations).
+const FieldManager = "steward-e2e"
+
+const fieldOwner = client.FieldOwner(FieldManager)
 
 // applyObjects applies every document in dir's YAML files that is not a
 // CustomResourceDefinition (envtest has installed and waited for those), in

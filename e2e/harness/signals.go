@@ -9,9 +9,11 @@ import (
 )
 
 // handleSignals stops the Env on SIGINT or SIGTERM, then exits with status 1
-// (or calls Options.OnSignal). A second signal while stopping exits at once;
-// the watchdog and Pdeathsig then end the children. The returned function
-// uninstalls the handler.
+// (or calls Options.OnSignal). A second signal while stopping (a repeated
+// Ctrl-C, or the parent-death SIGTERM that follows when the parent got the
+// first one too) kills every child at once instead of waiting for them, then
+// exits; it never leaves them running. The returned function uninstalls the
+// handler.
 func (e *Env) handleSignals() func() {
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
@@ -19,11 +21,25 @@ func (e *Env) handleSignals() func() {
 	go func() {
 		select {
 		case sig := <-ch:
+			if !e.started.Load() {
+				// envtest cannot be stopped while it starts: kill what has
+				// started; the watchdog, still armed, kills anything that
+				// starts later and removes the directories when this
+				// process exits.
+				fmt.Fprintf(os.Stderr, "harness: %v during start-up: killing kube-apiserver and etcd\n", sig)
+				e.killAll()
+				if e.opts.OnSignal != nil {
+					e.opts.OnSignal(sig)
+					return
+				}
+				os.Exit(1)
+			}
 			fmt.Fprintf(os.Stderr, "harness: %v: stopping steward, kube-apiserver and etcd\n", sig)
 			go func() {
 				select {
 				case <-ch:
-					fmt.Fprintln(os.Stderr, "harness: second signal: exiting without waiting")
+					fmt.Fprintln(os.Stderr, "harness: second signal: killing steward, kube-apiserver and etcd")
+					e.killAll()
 					os.Exit(1)
 				case <-done:
 				}
@@ -44,4 +60,19 @@ func (e *Env) handleSignals() func() {
 			close(done)
 		})
 	}
+}
+
+// killAll sends SIGKILL to Steward, etcd and kube-apiserver without waiting
+// for a graceful stop. The watchdog then removes the directories when this
+// process exits.
+func (e *Env) killAll() {
+	e.mu.Lock()
+	stewards := []*Steward{e.Steward, e.starting}
+	e.mu.Unlock()
+	for _, s := range stewards {
+		if s != nil {
+			_ = s.Signal(syscall.SIGKILL)
+		}
+	}
+	e.watchdog.killAll()
 }

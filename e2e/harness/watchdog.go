@@ -8,48 +8,45 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
-
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// watchdogScript waits until its stdin closes, which happens when the
-// harness process dies however it dies, then kills the process groups named
-// in $PGIDS and removes the directories given as arguments. A harness that
-// stops normally kills the watchdog first.
-const watchdogScript = `read -r _ ; for g in $PGIDS; do kill -KILL "-$g" "$g" 2>/dev/null; done; sleep 1; rm -rf -- "$@"`
+// watchdogScript collects directories, one a line, from its stdin until the
+// stdin closes, which happens when the harness process dies however it dies.
+// It then kills every process whose command line contains $MARK (the Env's
+// work directory, which etcd's data directory, the API server's audit log
+// and Steward's kubeconfig all live in) and removes the directories. A
+// harness that stops normally kills the watchdog first.
+const watchdogScript = `while IFS= read -r d; do set -- "$@" "$d"; done
+for f in $(grep -laF -- "$MARK" /proc/[0-9]*/cmdline 2>/dev/null); do
+	pid=${f#/proc/}
+	pid=${pid%/cmdline}
+	[ "$pid" = "$$" ] || kill -KILL "$pid" 2>/dev/null
+done
+sleep 1
+rm -rf -- "$@"`
 
-// watchdog ends etcd and kube-apiserver if the harness dies without
-// stopping them: envtest starts them in their own process groups with no
-// parent-death signal, so they would otherwise run on forever.
+// watchdog ends etcd, kube-apiserver and Steward if the harness dies
+// without stopping them: envtest starts them in their own process groups
+// with no parent-death signal, so they would otherwise run on forever.
 type watchdog struct {
+	mark  string
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
-	pgids []int
 }
 
-// startWatchdog finds the envtest processes (children of this process named
-// etcd or kube-apiserver) and arms a watchdog for them and for dirs.
-func startWatchdog(te *envtest.Environment, dirs ...string) (*watchdog, error) {
-	pgids, err := childrenNamed(os.Getpid(), "etcd", "kube-apiserver")
-	if err != nil {
-		// Without /proc there is nothing to watch; Stop and the signal
+// startWatchdog arms a watchdog for the processes whose command line
+// contains mark and for dirs. It is started before the processes it watches,
+// so that none can escape it.
+func startWatchdog(mark string, dirs ...string) (*watchdog, error) {
+	w := &watchdog{mark: mark}
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		// Without /proc there is nothing to find; Stop and the signal
 		// handler still end the processes.
-		return &watchdog{}, nil
+		return w, nil
 	}
-	if api := te.ControlPlane.APIServer; api != nil && api.CertDir != "" {
-		dirs = append(dirs, api.CertDir)
-	}
-	if etcd := te.ControlPlane.Etcd; etcd != nil && etcd.DataDir != "" {
-		dirs = append(dirs, etcd.DataDir)
-	}
-	ids := make([]string, len(pgids))
-	for i, p := range pgids {
-		ids[i] = strconv.Itoa(p)
-	}
-	cmd := exec.Command("/bin/sh", append([]string{"-c", watchdogScript, "steward-e2e-watchdog"}, dirs...)...)
-	cmd.Env = append(os.Environ(), "PGIDS="+strings.Join(ids, " "))
+	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "steward-e2e-watchdog")
+	cmd.Env = append(os.Environ(), "MARK="+mark)
 	// Its own process group: a terminal's Ctrl-C must not end the watchdog
 	// before the harness has stopped what it watches. No Pdeathsig: it
 	// must outlive the harness.
@@ -61,7 +58,19 @@ func startWatchdog(te *envtest.Environment, dirs ...string) (*watchdog, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the process watchdog: %w", err)
 	}
-	return &watchdog{cmd: cmd, stdin: stdin, pgids: pgids}, nil
+	w.cmd, w.stdin = cmd, stdin
+	for _, d := range dirs {
+		w.removeOnDeath(d)
+	}
+	return w, nil
+}
+
+// removeOnDeath adds a directory for the watchdog to remove.
+func (w *watchdog) removeOnDeath(dir string) {
+	if w == nil || w.stdin == nil || dir == "" {
+		return
+	}
+	_, _ = io.WriteString(w.stdin, dir+"\n")
 }
 
 // disarm ends the watchdog without letting it act.
@@ -75,62 +84,41 @@ func (w *watchdog) disarm() {
 	w.cmd = nil
 }
 
-// killAll kills the watched process groups now; Stop uses it when envtest
-// could not stop them.
+// killAll kills the watched processes now, as the watchdog would.
 func (w *watchdog) killAll() {
 	if w == nil {
 		return
 	}
-	for _, p := range w.pgids {
-		_ = syscall.Kill(-p, syscall.SIGKILL)
-		_ = syscall.Kill(p, syscall.SIGKILL)
+	pids, _ := processesWith(w.mark)
+	for _, pid := range pids {
+		if w.cmd != nil && pid == w.cmd.Process.Pid {
+			continue
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 
-// childrenNamed lists the children of parent whose command name is one of
-// names, reading /proc.
-func childrenNamed(parent int, names ...string) ([]int, error) {
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
-	if err != nil || len(stats) == 0 {
+// processesWith lists the processes other than this one whose command line
+// contains mark, reading /proc.
+func processesWith(mark string) ([]int, error) {
+	paths, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil || len(paths) == 0 {
 		return nil, fmt.Errorf("no /proc: %v", err)
 	}
+	self := os.Getpid()
 	var pids []int
-	for _, path := range stats {
+	for _, path := range paths {
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		if err != nil || pid == self {
+			continue
+		}
 		data, err := os.ReadFile(path)
 		if err != nil {
 			continue // the process has exited
 		}
-		pid, comm, ppid, ok := parseStat(data)
-		if !ok || ppid != parent {
-			continue
-		}
-		for _, n := range names {
-			if comm == n {
-				pids = append(pids, pid)
-			}
+		if bytes.Contains(data, []byte(mark)) {
+			pids = append(pids, pid)
 		}
 	}
 	return pids, nil
-}
-
-// parseStat reads pid, comm and ppid from /proc/<pid>/stat, whose comm field
-// is parenthesised and may itself contain spaces and parentheses.
-func parseStat(data []byte) (pid int, comm string, ppid int, ok bool) {
-	open, end := bytes.IndexByte(data, '('), bytes.LastIndexByte(data, ')')
-	if open < 0 || end < open {
-		return 0, "", 0, false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data[:open])))
-	if err != nil {
-		return 0, "", 0, false
-	}
-	fields := strings.Fields(string(data[end+1:]))
-	if len(fields) < 2 {
-		return 0, "", 0, false
-	}
-	ppid, err = strconv.Atoi(fields[1])
-	if err != nil {
-		return 0, "", 0, false
-	}
-	return pid, string(data[open+1 : end]), ppid, true
 }
