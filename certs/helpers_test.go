@@ -17,13 +17,12 @@ type testCA struct {
 
 func newTestCA(t *testing.T, notBefore, notAfter time.Time) testCA {
 	t.Helper()
-	o := DefaultSelfManagedOptions()
-	names := o.servingDNSNames()
+	dnsName, extra := DefaultSelfManagedOptions().rotatorDNSNames()
 	rot := &rotator.CertRotator{
 		CAName:         CACertificateName,
 		CAOrganization: "steward",
-		DNSName:        names[2],
-		ExtraDNSNames:  append(names[:2:2], names[3:]...),
+		DNSName:        dnsName,
+		ExtraDNSNames:  extra,
 		ExtKeyUsages:   &[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	ca, err := rot.CreateCACert(notBefore, notAfter)

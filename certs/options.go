@@ -181,7 +181,7 @@ func (o SelfManagedOptions) Validate() error {
 }
 
 // servingDNSNames are the serving certificate's names: the Service's names
-// first (the .svc form is the one the API server verifies), then the extras.
+// first, then the extras.
 func (o SelfManagedOptions) servingDNSNames() []string {
 	names := ServiceDNSNames(o.Namespace, o.ServiceName)
 	for _, n := range o.ExtraDNSNames {
@@ -190,4 +190,17 @@ func (o SelfManagedOptions) servingDNSNames() []string {
 		}
 	}
 	return names
+}
+
+// rotatorDNSNames splits servingDNSNames the way cert-controller takes them:
+// the name it verifies the certificate for (<svc>.<ns>.svc, the one the API
+// server uses for a service reference) and the others.
+func (o SelfManagedOptions) rotatorDNSNames() (verified string, extra []string) {
+	verified = o.ServiceName + "." + o.Namespace + ".svc"
+	for _, n := range o.servingDNSNames() {
+		if n != verified {
+			extra = append(extra, n)
+		}
+	}
+	return verified, extra
 }

@@ -137,4 +137,11 @@ func TestServingDNSNamesCoverTheServiceAndExtras(t *testing.T) {
 	if diff := cmp.Diff(want, o.servingDNSNames()); diff != "" {
 		t.Errorf("servingDNSNames (-want +got):\n%s", diff)
 	}
+	verified, extra := o.rotatorDNSNames()
+	if verified != "steward.steward-system.svc" {
+		t.Errorf("the rotator verifies %q, want the name the API server uses for the Service", verified)
+	}
+	if diff := cmp.Diff([]string{"steward", "steward.steward-system", "steward.steward-system.svc.cluster.local", "localhost"}, extra); diff != "" {
+		t.Errorf("extra names (-want +got):\n%s", diff)
+	}
 }

@@ -22,11 +22,10 @@ import (
 // ClusterRole (webhook configurations are cluster-scoped).
 func (o SelfManagedOptions) RBAC() (clusterRules, namespacedRules []rbacv1.PolicyRule) {
 	verbs := []string{"list", "watch", "update"}
-	webhookNames := []string{o.ValidatingWebhookConfiguration}
 	clusterRules = []rbacv1.PolicyRule{{
 		APIGroups:     []string{"admissionregistration.k8s.io"},
 		Resources:     []string{"validatingwebhookconfigurations"},
-		ResourceNames: webhookNames,
+		ResourceNames: []string{o.ValidatingWebhookConfiguration},
 		Verbs:         verbs,
 	}, {
 		APIGroups:     []string{"admissionregistration.k8s.io"},

@@ -65,14 +65,14 @@ func SetupSelfManaged(mgr manager.Manager, opts SelfManagedOptions) (ready <-cha
 		log.Info("wrote an untrusted bootstrap certificate; unready until the Secret's certificate replaces it", "dir", opts.CertDir)
 	}
 
-	names := opts.servingDNSNames()
+	dnsName, extraDNSNames := opts.rotatorDNSNames()
 	rot := &rotator.CertRotator{
 		SecretKey:      types.NamespacedName{Namespace: opts.Namespace, Name: opts.SecretName},
 		CertDir:        opts.CertDir,
 		CAName:         CACertificateName,
 		CAOrganization: "steward",
-		DNSName:        names[2],
-		ExtraDNSNames:  append(names[:2:2], names[3:]...),
+		DNSName:        dnsName,
+		ExtraDNSNames:  extraDNSNames,
 		IsReady:        make(chan struct{}),
 		// No Webhooks: cert-controller would inject only the current CA,
 		// and rewrite the bundle whenever it differs. The trust reconciler

@@ -200,7 +200,8 @@ func (r *trustReconciler) recheckAfter(bundle caSet, now time.Time) time.Duratio
 
 // dnsName is the name the rotator verifies the serving certificate for.
 func (r *trustReconciler) dnsName() string {
-	return r.opts.servingDNSNames()[2]
+	name, _ := r.opts.rotatorDNSNames()
+	return name
 }
 
 func allSame(bundles [][]byte, desired caSet) bool {
