@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -384,6 +385,54 @@ func TestStewardRestartsKeepWebhooksPointedAtIt(t *testing.T) {
 		}
 		for i, w := range got.Webhooks {
 			checkClientConfig(t, w.Name, rendered.Validating.Webhooks[i].ClientConfig, w.ClientConfig)
+		}
+	}
+}
+
+// TestSelfManagedStewardInjectsItsOwnCA proves the harness's self-managed
+// variant: no certificates from the harness, clientConfig URLs by the name
+// Steward's certificate is issued for, and a caBundle Steward wrote itself.
+func TestSelfManagedStewardInjectsItsOwnCA(t *testing.T) {
+	env.LogOnFailure(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if _, err := env.RestartSteward(ctx, harness.DefaultConfig); err != nil {
+			t.Errorf("restoring the default Steward: %v", err)
+		}
+		// The Secret the harness created for Steward to fill.
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: harness.StewardNamespace, Name: "steward-serving-cert"}}
+		if err := env.Client.Delete(ctx, secret); client.IgnoreNotFound(err) != nil {
+			t.Errorf("deleting the self-managed Secret: %v", err)
+		}
+	})
+	s, err := env.RestartSteward(ctx, harness.DefaultConfig, "--cert-mode=self-managed")
+	if err != nil {
+		t.Fatalf("RestartSteward self-managed: %v", err)
+	}
+	if s.CABundle() != nil {
+		t.Error("the harness provided a CA in self-managed mode")
+	}
+	rendered, err := harness.RenderedWebhooks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rendered.Validating == nil {
+		t.Fatal("the rendered file has no ValidatingWebhookConfiguration")
+	}
+	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: harness.WebhookConfigurationName}, got); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range got.Webhooks {
+		want := s.URL(*rendered.Validating.Webhooks[i].ClientConfig.Service.Path)
+		if w.ClientConfig.URL == nil || *w.ClientConfig.URL != want || !strings.HasPrefix(want, "https://localhost:") {
+			t.Errorf("%s: url %v, want %s", w.Name, w.ClientConfig.URL, want)
+		}
+		if len(w.ClientConfig.CABundle) == 0 {
+			t.Errorf("%s: Steward injected no caBundle", w.Name)
 		}
 	}
 }

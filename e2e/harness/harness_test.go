@@ -69,6 +69,30 @@ func TestOptionsFromArgs(t *testing.T) {
 	}
 }
 
+func TestFlagValue(t *testing.T) {
+	cases := map[string]struct {
+		reason    string
+		args      []string
+		wantValue string
+		wantOK    bool
+	}{
+		"DoubleDashEquals": {reason: "--name=value", args: []string{"--cert-secret=s1"}, wantValue: "s1", wantOK: true},
+		"SingleDashSpace":  {reason: "-name value", args: []string{"-cert-secret", "s2"}, wantValue: "s2", wantOK: true},
+		"LastWins":         {reason: "Go's flag package keeps the last value", args: []string{"--cert-secret=a", "--cert-secret", "b"}, wantValue: "b", wantOK: true},
+		"PrefixIsNotFlag":  {reason: "a longer flag sharing the prefix does not count", args: []string{"--cert-secret-name=x"}, wantOK: false},
+		"ValueNotFlag":     {reason: "a value that looks like the name is not the flag", args: []string{"--config", "cert-secret"}, wantOK: false},
+		"Absent":           {reason: "no such flag", args: []string{"--port=1"}, wantOK: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, ok := flagValue(tc.args, "cert-secret")
+			if got != tc.wantValue || ok != tc.wantOK {
+				t.Errorf("%s: got %q %v, want %q %v", tc.reason, got, ok, tc.wantValue, tc.wantOK)
+			}
+		})
+	}
+}
+
 func TestForEndpointRewritesOnlyClientConfig(t *testing.T) {
 	path := "/validate/fleetguard"
 	port := int32(443)

@@ -56,14 +56,26 @@ type StewardOptions struct {
 // optionsFromArgs derives StewardOptions from a configuration and flags:
 // certificates are provided unless the flags select --cert-mode=self-managed.
 func optionsFromArgs(config string, args []string) StewardOptions {
-	o := StewardOptions{Config: config, Args: args, ProvideCerts: true}
-	for i, a := range args {
-		if a == "--cert-mode=self-managed" || a == "-cert-mode=self-managed" ||
-			((a == "--cert-mode" || a == "-cert-mode") && i+1 < len(args) && args[i+1] == "self-managed") {
-			o.ProvideCerts = false
+	mode, _ := flagValue(args, "cert-mode")
+	return StewardOptions{Config: config, Args: args, ProvideCerts: mode != "self-managed"}
+}
+
+// flagValue returns the last value args give flag name, in any of the forms
+// Go's flag package accepts (-name=v, --name=v, -name v, --name v).
+func flagValue(args []string, name string) (value string, ok bool) {
+	for i := 0; i < len(args); i++ {
+		a := strings.TrimPrefix(strings.TrimPrefix(args[i], "-"), "-")
+		if a == args[i] {
+			continue // not a flag
+		}
+		if v, found := strings.CutPrefix(a, name+"="); found {
+			value, ok = v, true
+		} else if a == name && i+1 < len(args) {
+			value, ok = args[i+1], true
+			i++
 		}
 	}
-	return o
+	return value, ok
 }
 
 // Steward is a running `steward serve` process.
@@ -154,6 +166,11 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 	}
 	s.args = append(s.args, opts.Args...)
 
+	if !opts.ProvideCerts {
+		if err := e.ensureCertSecret(ctx, opts.Args); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.start(); err != nil {
 		return nil, err
 	}
