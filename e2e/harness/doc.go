@@ -1,9 +1,10 @@
 // Package harness runs Steward the way a cluster runs it, on one machine: a
-// real kube-apiserver and etcd (envtest, built by `make tools`), the sample
-// CRDs in e2e/crds, the real `steward` binary as a subprocess, and the
-// webhook configurations rendered into manifests/base/webhooks.yaml,
-// registered with their clientConfig pointed at that subprocess. What ships
-// is what is tested: nothing about the rules is configured here.
+// real kube-apiserver and etcd (envtest, with the binaries `make tools`
+// builds), the sample CRDs and objects in e2e/crds, the real `steward`
+// binary as a subprocess, and the webhook configurations rendered into
+// manifests/base/webhooks.yaml, registered with their clientConfig pointed
+// at that subprocess. What ships is what is tested: the harness configures
+// nothing about the rules.
 //
 // A test package starts one Env in TestMain and one Steward in it:
 //
@@ -12,9 +13,12 @@
 //	defer env.Stop()
 //	if _, err := env.StartSteward(ctx, harness.DefaultConfig); err != nil { ... }
 //
-// and then talks to the API server through env.Client (admin), env.As
-// ("jane", "devs") (impersonation), or env.Kubectl(ctx, stdin, "--as", "jane",
-// "apply", "-f", "-").
+// and then talks to the API server through env.Client (admin), env.As("jane",
+// "devs") (impersonation) or env.Kubectl(ctx, stdin, "--as", "jane", "apply",
+// "-f", "-"); reads Steward's metrics with env.Steward.Counter; finds audit
+// annotations with env.AuditEvents; swaps the configuration with
+// env.RestartSteward. With --cert-mode=self-managed among the flags, Steward
+// brings its own certificates and injects its CA.
 //
 // # Authorization
 //
@@ -26,19 +30,22 @@
 // # Webhook propagation
 //
 // The API server's admission plugins read webhook configurations through an
-// informer, so a change becomes effective a moment (about a second) after it
-// is written. StartSteward and RestartSteward hide this: after registering
-// the configurations they write a probe configuration and return only once
-// the API server has called the probe, which it can do only after it has seen
+// informer, so a change takes effect a moment (about a second) after it is
+// written. StartSteward and RestartSteward hide this: after registering the
+// configurations they write a probe configuration and return only once the
+// API server has called the probe, which it can do only after it has seen
 // every earlier write. Tests that change webhook configurations themselves
 // must tolerate the delay, e.g. with Eventually.
 //
 // # Processes
 //
 // etcd, kube-apiserver and steward never outlive the process that started
-// them: Stop ends them; SIGINT and SIGTERM stop everything before the process
-// exits; the steward child gets SIGKILL when its parent dies (Pdeathsig); and
-// a small watchdog kills etcd and kube-apiserver and removes their
-// directories if the parent dies without stopping them (a go test -timeout
-// panic, SIGKILL).
+// them. Stop ends them in order. SIGINT and SIGTERM stop everything before
+// the process exits (a second signal kills at once). Unless
+// Options.SurviveParent is set, the process itself gets SIGTERM when its
+// parent (go test) dies. The steward child gets SIGKILL when the harness
+// dies (Pdeathsig). And a watchdog shell, armed before anything starts,
+// kills every process whose command line names the Env's work directory and
+// removes the directories if the harness dies without stopping (a go test
+// -timeout panic, SIGKILL).
 package harness
