@@ -2,11 +2,13 @@ package webhooks
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -77,8 +79,18 @@ func ParseConfig(data []byte, source string) (Config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return Config{}, fmt.Errorf("configuration %s is empty: it needs at least apiVersion: %s and kind: %s", source, ConfigAPIVersion, ConfigKind)
 	}
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+	// Decode case-sensitively and strictly: "fluxversion" or a misspelt key
+	// is an error naming the full path, never a silent default.
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
 		return Config{}, fmt.Errorf("configuration %s: %w", source, err)
+	}
+	strict, err := sigsjson.UnmarshalStrict(js, &c)
+	if err != nil {
+		return Config{}, fmt.Errorf("configuration %s: %w", source, err)
+	}
+	if len(strict) > 0 {
+		return Config{}, fmt.Errorf("configuration %s: %w", source, errors.Join(strict...))
 	}
 	c.Default()
 	if errs := c.Validate(); len(errs) > 0 {

@@ -33,6 +33,21 @@ func TestParseConfigRefusesBadInputNamingTheField(t *testing.T) {
 			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: Config\n",
 			wantErr: "kind: Unsupported value: \"Config\"",
 		},
+		"UnknownNestedFieldNamesItsPath": {
+			reason:  "an unknown field inside a rule's section is reported with its full path",
+			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  fleetguard:\n    agentUser: [x]\n",
+			wantErr: `unknown field "rules.fleetguard.agentUser"`,
+		},
+		"KeysAreCaseSensitive": {
+			reason:  "a key in the wrong case is not silently accepted",
+			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nBreakGlassGroup: ops\n",
+			wantErr: `unknown field "BreakGlassGroup"`,
+		},
+		"DuplicateKey": {
+			reason:  "a key given twice is ambiguous",
+			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nbreakGlassGroup: a\nbreakGlassGroup: b\n",
+			wantErr: `breakGlassGroup`,
+		},
 		"InvalidRuleMode": {
 			reason:  "a rule's invalid setting is reported with its full path",
 			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  fleetguard:\n    mode: block\n",

@@ -49,7 +49,7 @@ func TestConfig(t *testing.T) {
 		"UnknownField": {
 			reason:  "a typo is an error, not a silent default",
 			file:    header + "rules:\n  apimigration:\n    fluxRelease: \"2.8\"\n",
-			wantErr: `unknown field "fluxRelease"`,
+			wantErr: `unknown field "rules.apimigration.fluxRelease"`,
 		},
 	}
 	for name, tc := range cases {
