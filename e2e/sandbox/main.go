@@ -64,7 +64,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, "building and starting steward, registering its webhooks")
 	steward, err := env.StartSteward(ctx, config)
 	if err != nil {
-		fmt.Fprintf(stderr, "sandbox: %v\n", err)
+		if *configPath != "" {
+			err = fmt.Errorf("with configuration %s (copied into the work directory): %w", *configPath, err)
+		}
+		fmt.Fprintf(stderr, "sandbox: starting steward %v\n", err)
 		return 1
 	}
 	// A copy: the harness's own kubeconfig lives in its work directory.
