@@ -64,10 +64,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, "building and starting steward, registering its webhooks")
 	steward, err := env.StartSteward(ctx, config)
 	if err != nil {
+		what := "starting steward"
 		if *configPath != "" {
-			err = fmt.Errorf("with configuration %s (copied into the work directory): %w", *configPath, err)
+			what += " with configuration " + *configPath + " (copied into the work directory)"
 		}
-		fmt.Fprintf(stderr, "sandbox: starting steward %v\n", err)
+		fmt.Fprintf(stderr, "sandbox: %s: %v\n", what, err)
 		return 1
 	}
 	// A copy: the harness's own kubeconfig lives in its work directory.
