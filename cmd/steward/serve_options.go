@@ -78,13 +78,12 @@ func (o serveOptions) validate() error {
 	if o.certMode != certModeFiles && o.certMode != certModeSelfManaged {
 		errs = append(errs, fmt.Errorf("--cert-mode: %q is not one of %s, %s", o.certMode, certModeFiles, certModeSelfManaged))
 	}
-	if o.certMode == certModeSelfManaged {
-		errs = append(errs, o.certs.Validate())
-	}
-	if o.certs.CertDir == "" {
+	switch {
+	case o.certMode == certModeSelfManaged:
+		errs = append(errs, o.certs.Validate()) // covers --cert-dir and --namespace
+	case o.certs.CertDir == "":
 		errs = append(errs, errors.New("--cert-dir: must not be empty"))
-	}
-	if o.certs.Namespace == "" {
+	case o.certs.Namespace == "":
 		errs = append(errs, errors.New("--namespace: must not be empty"))
 	}
 	if _, err := parseLogLevel(o.logLevel); err != nil {
