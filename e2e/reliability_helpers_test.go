@@ -518,3 +518,9 @@ func mustJSON(t testing.TB, v any) []byte {
 	}
 	return b
 }
+
+func (w *warningLog) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = nil
+}
