@@ -19,16 +19,32 @@ type requested struct {
 	compositeDeletePolicy string
 }
 
-// requestMeta is the part of every object claimguard reads.
+// requestMeta is the part of the metadata claimguard reads; managed
+// fields and everything else are skipped while decoding.
 type requestMeta struct {
-	Metadata metav1.ObjectMeta `json:"metadata"`
+	Name              string                  `json:"name"`
+	Namespace         string                  `json:"namespace"`
+	Labels            map[string]string       `json:"labels"`
+	Annotations       map[string]string       `json:"annotations"`
+	OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
+	Finalizers        []string                `json:"finalizers"`
+	DeletionTimestamp *metav1.Time            `json:"deletionTimestamp"`
 }
 
-// requestSpec holds the spec fields Crossplane reserves on claims and
-// composite resources. Each is kept raw and decoded on its own, so a field
-// of an unexpected shape is ignored instead of failing the request.
-type requestSpec struct {
-	Spec struct {
+// managedBody is a managed resource as claimguard reads it: metadata only,
+// because MR specs belong to many providers and claimguard needs nothing
+// from them.
+type managedBody struct {
+	Metadata requestMeta `json:"metadata"`
+}
+
+// compositeBody is a claim or composite resource: the metadata, and the spec
+// fields Crossplane reserves. Each spec field is kept raw and decoded on
+// its own, so a field of an unexpected shape is ignored instead of failing
+// the request.
+type compositeBody struct {
+	Metadata requestMeta `json:"metadata"`
+	Spec     struct {
 		ClaimRef              json.RawMessage `json:"claimRef"`
 		CompositeDeletePolicy json.RawMessage `json:"compositeDeletePolicy"`
 		ResourceRefs          json.RawMessage `json:"resourceRefs"`
@@ -43,39 +59,42 @@ type refJSON struct {
 	Namespace  string `json:"namespace"`
 }
 
-// decodeObject reads an object of the given role from raw JSON. Managed
-// resources are read for their metadata only: their specs belong to many
-// providers and claimguard needs nothing from them.
+// decodeObject reads an object of the given role from raw JSON, in one pass.
 func decodeObject(raw []byte, r role) (*requested, error) {
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("the request carries no object")
 	}
-	var m requestMeta
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("decoding the object's metadata: %w", err)
-	}
-	out := &requested{object: fromMeta(&m.Metadata, nil)}
-	out.controlled = controllerOwner(m.Metadata.OwnerReferences) != ""
 	if r == roleManaged {
-		return out, nil
+		var b managedBody
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return nil, fmt.Errorf("decoding the object: %w", err)
+		}
+		return fromRequestMeta(&b.Metadata), nil
 	}
-	var s requestSpec
-	if json.Unmarshal(raw, &s) != nil {
-		return out, nil
+	var b compositeBody
+	if err := json.Unmarshal(raw, &b); err != nil {
+		// A spec field of a shape Crossplane never writes: read the
+		// metadata alone, as for any other object.
+		var m managedBody
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("decoding the object: %w", err)
+		}
+		return fromRequestMeta(&m.Metadata), nil
 	}
-	_ = json.Unmarshal(s.Spec.CompositeDeletePolicy, &out.compositeDeletePolicy)
+	out := fromRequestMeta(&b.Metadata)
+	_ = json.Unmarshal(b.Spec.CompositeDeletePolicy, &out.compositeDeletePolicy)
 	if out.claim == "" {
 		var c struct{ Namespace, Name string }
-		if json.Unmarshal(s.Spec.ClaimRef, &c) == nil {
+		if json.Unmarshal(b.Spec.ClaimRef, &c) == nil {
 			out.claim = claimKey(c.Namespace, c.Name)
 		}
 	}
 	var refs []refJSON
-	_ = json.Unmarshal(s.Spec.ResourceRefs, &refs)
+	_ = json.Unmarshal(b.Spec.ResourceRefs, &refs)
 	var cp struct {
 		ResourceRefs []refJSON `json:"resourceRefs"`
 	}
-	if json.Unmarshal(s.Spec.Crossplane, &cp) == nil {
+	if json.Unmarshal(b.Spec.Crossplane, &cp) == nil {
 		refs = append(refs, cp.ResourceRefs...)
 	}
 	for _, rf := range refs {
@@ -90,6 +109,24 @@ func decodeObject(raw []byte, r role) (*requested, error) {
 		out.refs = append(out.refs, ref{group: gv.Group, kind: rf.Kind, namespace: ns, name: rf.Name})
 	}
 	return out, nil
+}
+
+// fromRequestMeta builds the cached form (what an informer would hold) of
+// a request's object.
+func fromRequestMeta(m *requestMeta) *requested {
+	owner := controllerOwner(m.OwnerReferences)
+	return &requested{
+		object: &object{
+			name:         m.Name,
+			namespace:    m.Namespace,
+			deletion:     m.DeletionTimestamp,
+			finalizers:   m.Finalizers,
+			externalName: m.Annotations[annotationExtName],
+			owner:        owner,
+			claim:        claimKey(m.Labels[labelClaimNamespace], m.Labels[labelClaimName]),
+		},
+		controlled: owner != "",
+	}
 }
 
 // propagationPolicy reads DeleteOptions.propagationPolicy from a DELETE

@@ -189,7 +189,7 @@ func TestClaimCreate(t *testing.T) {
 			reason: "A body that is not an object cannot be judged.",
 			rule:   standard().defaults(),
 			req:    admissiontest.Create(pgClaimGVR, "PostgreSQLInstance", []byte(`[1,2]`)).Namespace("default").Build(),
-			want:   admission.Errored(http.StatusBadRequest, errString("decoding the object's metadata: json: cannot unmarshal array into Go value of type claimguard.requestMeta")),
+			want:   admission.Errored(http.StatusBadRequest, errString("decoding the object: json: cannot unmarshal array into Go value of type claimguard.managedBody")),
 		},
 	}
 	for name, tc := range cases {
