@@ -85,7 +85,9 @@ func benchGK(k int) schema.GroupKind {
 // indexers.
 func benchCluster(b testing.TB) *cluster {
 	c := newCluster()
-	idx := func(indexers cache.Indexers) cache.Indexer { return cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers) }
+	idx := func(indexers cache.Indexers) cache.Indexer {
+		return cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
+	}
 	xrIdx := idx(compositeIndexers())
 	mrIdx := make([]cache.Indexer, len(benchKinds))
 	for k := range benchKinds {
