@@ -158,8 +158,16 @@ func StartWith(ctx context.Context, opts Options) (env *Env, err error) {
 	}
 	// etcd's data and the API server's certificates live in the work
 	// directory too, so that removing it (or the watchdog) leaves nothing.
-	e.testEnv.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(dir, "etcd")}
-	e.testEnv.ControlPlane.APIServer = &envtest.APIServer{CertDir: filepath.Join(dir, "apiserver")}
+	// The binaries' paths are explicit, so that envtest's own lookup (which
+	// prefers $KUBEBUILDER_ASSETS even when it is empty) cannot pick others.
+	e.testEnv.ControlPlane.Etcd = &envtest.Etcd{
+		Path:    filepath.Join(assets, "etcd"),
+		DataDir: filepath.Join(dir, "etcd"),
+	}
+	e.testEnv.ControlPlane.APIServer = &envtest.APIServer{
+		Path:    filepath.Join(assets, "kube-apiserver"),
+		CertDir: filepath.Join(dir, "apiserver"),
+	}
 	for _, d := range []string{e.testEnv.ControlPlane.Etcd.DataDir, e.testEnv.ControlPlane.APIServer.CertDir} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return nil, fmt.Errorf("creating %s: %w", d, err)
