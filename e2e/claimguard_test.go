@@ -534,7 +534,7 @@ func TestClaimguardOwnsOnlyItsRules(t *testing.T) {
 				continue
 			}
 			var fields map[string]any
-			if err := json.Unmarshal(m.FieldsV1.Raw, &fields); err != nil {
+			if err := json.Unmarshal(m.FieldsV1.GetRawBytes(), &fields); err != nil {
 				return err
 			}
 			want := map[string]any{"f:webhooks": map[string]any{

@@ -46,7 +46,7 @@ func realisticXR(i int) *unstructured.Unstructured {
 	u.SetCreationTimestamp(metav1.NewTime(now.Add(-time.Hour)))
 	u.SetGeneration(3)
 	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "crossplane", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "database.example.org/v1alpha1", FieldsType: "FieldsV1",
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:resourceRefs":{},"f:claimRef":{},"f:compositionRef":{}}}`)}}})
+		FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:resourceRefs":{},"f:claimRef":{},"f:compositionRef":{}}}`)}})
 	if i%deletingEvery == 0 {
 		deletingSince(3 * time.Minute)(u)
 		finalizers(foregroundFinalizer, xrFinalizer)(u)
@@ -68,7 +68,7 @@ func realisticMR(i, k int) *metav1.PartialObjectMetadata {
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "database.example.org/v1alpha1", Kind: "XPostgreSQLInstance", Name: xrName, UID: "6c1f0d5e-5b7a-4d0e-9c55-1f4b9c1e2a3b", Controller: &tr, BlockOwnerDeletion: &tr}},
 		Finalizers:      []string{mrFinalizer},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "crossplane", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "database.aws.example.org/v1beta1", FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{},"f:annotations":{},"f:ownerReferences":{}},"f:spec":{"f:forProvider":{}}}`)}}},
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{},"f:annotations":{},"f:ownerReferences":{}},"f:spec":{"f:forProvider":{}}}`)}},
 	}}
 	if i%deletingEvery == 0 {
 		t := metav1.NewTime(now.Add(-3 * time.Minute))
