@@ -191,7 +191,9 @@ func TestClaimguardClaimDuringForegroundDeletion(t *testing.T) {
 		return nil
 	})
 
-	// Crossplane creates the XR for claim default/db and composes an MR.
+	// The claim exists, with compositeDeletePolicy Foreground; Crossplane
+	// created its XR and composed an MR.
+	kubectlOK(t, ctx, pgClaimY, "--as", "jane", "create", "-f", "-")
 	xr := createUnstructured(t, ctx, `apiVersion: database.example.org/v1alpha1
 kind: XPostgreSQLInstance
 metadata:
@@ -210,9 +212,21 @@ spec:
 	kubectlOK(t, ctx, composedRDS("db-x7k2p-abcde", "database.example.org/v1alpha1", "XPostgreSQLInstance", "db-x7k2p", xr.GetUID(), "e2e-db", "", true),
 		"--as", crossplaneUser, "create", "-f", "-")
 
-	// The claim is deleted with compositeDeletePolicy Foreground: Crossplane
-	// deletes the XR with Foreground propagation, and kubectl says why it waits.
-	_, stderr := kubectlOK(t, ctx, "", "delete", "xpostgresqlinstance", "db-x7k2p", "--cascade=foreground", "--wait=false")
+	// Deleting the claim warns what kubectl will wait for (Crossplane's
+	// claim finalizer would hold it; none runs here, so it goes at once).
+	_, stderr := kubectlOK(t, ctx, "", "--as", "jane", "delete", "postgresqlinstance", "db", "-n", "default", "--wait=false")
+	for _, want := range []string{
+		"Warning: claimguard: PostgreSQLInstance default/db is deleted with compositeDeletePolicy Foreground: it stays until these are gone: XPostgreSQLInstance db-x7k2p, held by 1 composed resource: ",
+		`RDSInstance db-x7k2p-abcde (external name "e2e-db"; finalizers: finalizer.managedresource.crossplane.io). kubectl delete waits until then; ` +
+			"follow progress with kubectl get managed -l crossplane.io/claim-namespace=default,crossplane.io/claim-name=db.",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("kubectl delete of the claim does not warn %q:\n%s", want, stderr)
+		}
+	}
+	// Crossplane deletes the XR with Foreground propagation; kubectl says
+	// why it waits.
+	_, stderr = kubectlOK(t, ctx, "", "delete", "xpostgresqlinstance", "db-x7k2p", "--cascade=foreground", "--wait=false")
 	for _, want := range []string{
 		"Warning: claimguard: XPostgreSQLInstance db-x7k2p is deleted with Foreground propagation: it stays until its 1 composed resource is gone: ",
 		`RDSInstance db-x7k2p-abcde (external name "e2e-db"; finalizers: finalizer.managedresource.crossplane.io)`,
