@@ -106,17 +106,15 @@ func run(ctx context.Context, opts options, root string) (*results, error) {
 	k := 0
 	for _, w := range all {
 		if w.Phase == 1 && opts.runs(w.Name) {
-			if err := b.runWorkload(ctx, w, k); err != nil {
+			if err := b.runWorkload(ctx, w, &k); err != nil {
 				return nil, err
 			}
-			k++
 		}
 	}
 	if opts.runs("burst") {
-		if err := b.runBurst(ctx, all, k); err != nil {
+		if err := b.runBurst(ctx, all, &k); err != nil {
 			return nil, err
 		}
-		k++
 	}
 	if m, err := readMemory(b.c.steward().PID()); err == nil {
 		b.res.Memory.PeakSmall = m.Peak
@@ -150,10 +148,9 @@ func run(ctx context.Context, opts options, root string) (*results, error) {
 		}
 		for _, w := range all {
 			if w.Phase == 2 && opts.runs(w.Name) {
-				if err := b.runWorkload(ctx, w, k); err != nil {
+				if err := b.runWorkload(ctx, w, &k); err != nil {
 					return nil, err
 				}
-				k++
 			}
 		}
 		if m, err := readMemory(b.c.steward().PID()); err == nil {
@@ -187,25 +184,31 @@ func order(k int) []configID {
 	return out
 }
 
-// runWorkload measures one workload under every configuration at every
-// number of writers.
-func (b *bench) runWorkload(ctx context.Context, w *workload, k int) error {
-	for _, cfg := range order(k) {
-		if err := b.sw.switchTo(ctx, cfg); err != nil {
-			return err
-		}
-		for _, n := range b.opts.concurrency {
+// runWorkload measures one workload at every number of writers, each
+// under every configuration in turn (a b c d, then d c b a at the next
+// level, ...), so the points compared with each other are measured
+// seconds apart and drift in the machine's load affects them alike. *k
+// counts the sequences, so the direction alternates across workloads too.
+func (b *bench) runWorkload(ctx context.Context, w *workload, k *int) error {
+	profiled := !b.opts.profile || !slices.Contains(judgedWorkloads, w.Name)
+	for _, n := range b.opts.concurrency {
+		for _, cfg := range order(*k) {
+			if err := b.sw.switchTo(ctx, cfg); err != nil {
+				return err
+			}
 			if _, err := b.measure(ctx, w, cfg, n, b.opts.duration, false); err != nil {
 				return err
 			}
-		}
-		if cfg == cfgSteward && b.opts.profile && slices.Contains(judgedWorkloads, w.Name) {
-			b.cpuProfile(ctx, w)
-		}
-		if w.cleanup != nil {
-			if err := w.cleanup(ctx, b); err != nil {
-				return fmt.Errorf("cleaning up after %s: %w", w.Name, err)
+			if cfg == cfgSteward && !profiled && (n == 16 || n == slices.Max(b.opts.concurrency)) {
+				b.cpuProfile(ctx, w, n)
+				profiled = true
 			}
+		}
+		*k++
+	}
+	if w.cleanup != nil {
+		if err := w.cleanup(ctx, b); err != nil {
+			return fmt.Errorf("cleaning up after %s: %w", w.Name, err)
 		}
 	}
 	return nil
@@ -213,10 +216,11 @@ func (b *bench) runWorkload(ctx context.Context, w *workload, k int) error {
 
 // runBurst measures the burst: many writers at once, each editing its own
 // Fleet-managed ConfigMap as a person, so every write reaches Steward.
-func (b *bench) runBurst(ctx context.Context, all []*workload, k int) error {
+func (b *bench) runBurst(ctx context.Context, all []*workload, k *int) error {
 	i := slices.IndexFunc(all, func(w *workload) bool { return w.Name == "fleet-configmap-update-human" })
 	w := all[i]
-	for _, cfg := range order(k) {
+	defer func() { *k++ }()
+	for _, cfg := range order(*k) {
 		if err := b.sw.switchTo(ctx, cfg); err != nil {
 			return err
 		}
@@ -277,13 +281,9 @@ func (b *bench) stewardMemory() (rss, heap int64) {
 	return rss, heap
 }
 
-// cpuProfile takes an unmeasured extra run of w at 16 writers (or the
-// largest level below) while profiling Steward's CPU.
-func (b *bench) cpuProfile(ctx context.Context, w *workload) {
-	writers := 16
-	if !slices.Contains(b.opts.concurrency, 16) {
-		writers = slices.Max(b.opts.concurrency)
-	}
+// cpuProfile takes an unmeasured extra run of w with writers while
+// profiling Steward's CPU (configuration (d) is in effect).
+func (b *bench) cpuProfile(ctx context.Context, w *workload, writers int) {
 	ops, err := w.prepare(ctx, b, writers)
 	if err != nil {
 		b.warnf("profiling %s: %v", w.Name, err)

@@ -22,9 +22,9 @@ const (
 	cfgSteward  configID = "d"
 )
 
-// allConfigs is the order configurations are measured in for the first
-// workload; later workloads alternate the direction (a b c d, d c b a, ...)
-// so slow drift of the machine does not favour one configuration.
+// allConfigs is the order configurations are measured in first; later
+// sequences alternate the direction (a b c d, d c b a, ...) so slow drift
+// of the machine does not favour one configuration.
 var allConfigs = []configID{cfgNone, cfgPolicy, cfgAllowAll, cfgSteward}
 
 var configNames = map[configID]string{

@@ -61,12 +61,6 @@ func realMain(args []string) int {
 			fmt.Fprintf(os.Stderr, "load: %v\n", err)
 			return 1
 		}
-		if opts.jsonOut != "" {
-			if err := writeJSON(inRoot(root, opts.jsonOut), res); err != nil {
-				fmt.Fprintf(os.Stderr, "load: %v\n", err)
-				return 1
-			}
-		}
 	}
 	if opts.handlerBench != "" {
 		data, err := os.ReadFile(inRoot(root, opts.handlerBench))
@@ -75,6 +69,12 @@ func realMain(args []string) int {
 			return 1
 		}
 		res.HandlerBench = benchLines(string(data))
+	}
+	if opts.renderOnly == "" && opts.jsonOut != "" {
+		if err := writeJSON(inRoot(root, opts.jsonOut), res); err != nil {
+			fmt.Fprintf(os.Stderr, "load: %v\n", err)
+			return 1
+		}
 	}
 	if err := writeReport(root, opts, res); err != nil {
 		fmt.Fprintf(os.Stderr, "load: %v\n", err)

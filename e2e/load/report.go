@@ -100,8 +100,8 @@ func renderMarkdown(res *results, chart, notes string) string {
 
 	w("## How it is measured\n\n")
 	w("One invocation starts kube-apiserver and etcd (the e2e harness), the real `steward` binary with every rule at its defaults, ")
-	w("and an allow-all webhook process, then measures each workload under four configurations, alternated (a b c d, then d c b a for the next workload, ...) ")
-	w("so that drift in the machine's load does not favour one of them:\n\n")
+	w("and an allow-all webhook process, then measures each workload at each number of writers under four configurations in turn (a b c d, then d c b a at the next level, ...), ")
+	w("so that the points compared with each other are measured seconds apart and drift in the machine's load does not favour one of them:\n\n")
 	w("| | configuration |\n|---|---|\n")
 	w("| (a) | no admission webhooks: the API server's own floor |\n")
 	w("| (b) | a ValidatingAdmissionPolicy with fleetguard's core decision in CEL (people may not change labels, spec or data of objects labelled `objectset.rio.cattle.io/hash`; creates and deletes by people are refused), matched with fleetguard's own rules, selectors and match conditions, and a binding with `Deny` |\n")
@@ -145,7 +145,8 @@ func renderMarkdown(res *results, chart, notes string) string {
 	w("## Results per workload\n\n")
 	w("Columns: writes answered per second, and as a multiple of (a) at the same number of writers; client latency percentiles; p50 added to (a)'s; ")
 	w("writes refused by admission and errors; webhook calls per write (Steward's in (d), the allow-all's in (c)); CPU per write of the API server (ms); ")
-	w("CPU per webhook call of the webhook process (ms); Steward's handler p50/p99 (ms); cores kept busy by other processes on the machine.\n\n")
+	w("CPU per webhook call of the webhook process (ms); CPU per write of everything serving it (API server, etcd, and the configuration's webhook process; ms), and (a)'s divided by it, ")
+	w("which is the throughput multiple when the server side is CPU-bound and, unlike measured throughput, hardly moves with the machine's other load; Steward's handler p50/p99 (ms); cores kept busy by other processes on the machine.\n\n")
 	for _, wl := range res.measuredWorkloads() {
 		judged := "the API server never calls Steward for these writes"
 		if res.judged(wl.Name) {
@@ -218,8 +219,8 @@ func renderMarkdown(res *results, chart, notes string) string {
 }
 
 func writeTable(b *strings.Builder, res *results, wl string, burst bool, levels []int) {
-	fmt.Fprintf(b, "| | writers | writes/s | × (a) | p50 | p90 | p99 | +p50 | refused | errors | calls/write | API server CPU/write | webhook CPU/call | Steward handler p50/p99 | other load |\n")
-	fmt.Fprintf(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(b, "| | writers | writes/s | × (a) | p50 | p90 | p99 | +p50 | refused | errors | calls/write | API server CPU/write | webhook CPU/call | server CPU/write | × (a) by CPU | Steward handler p50/p99 | other load |\n")
+	fmt.Fprintf(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, n := range levels {
 		base := res.find(wl, cfgNone, n, burst)
 		for _, cfg := range allConfigs {
@@ -227,10 +228,13 @@ func writeTable(b *strings.Builder, res *results, wl string, burst bool, levels 
 			if p == nil {
 				continue
 			}
-			ratio, added := "", ""
+			ratio, added, cpuRatio := "", "", ""
 			if base != nil && base.Rate() > 0 {
 				ratio = fmt.Sprintf("%.2f", p.Rate()/base.Rate())
 				added = signedMs(p.P50 - base.P50)
+				if v := base.ServerCPUPerWrite() / p.ServerCPUPerWrite(); !math.IsNaN(v) && !math.IsInf(v, 0) {
+					cpuRatio = fmt.Sprintf("%.2f", v)
+				}
 			}
 			webhookCPU, handler := "", ""
 			switch cfg {
@@ -246,9 +250,9 @@ func writeTable(b *strings.Builder, res *results, wl string, burst bool, levels 
 			if cfg == cfgSteward || cfg == cfgAllowAll {
 				calls = fmt.Sprintf("%.2f", p.CallsPerWrite())
 			}
-			fmt.Fprintf(b, "| (%s) | %d | %.0f | %s | %.2f | %.2f | %.2f | %s | %d | %d | %s | %s | %s | %s | %.2f |\n",
+			fmt.Fprintf(b, "| (%s) | %d | %.0f | %s | %.2f | %.2f | %.2f | %s | %d | %d | %s | %s | %s | %s | %s | %s | %.2f |\n",
 				cfg, n, p.Rate(), ratio, ms(p.P50), ms(p.P90), ms(p.P99), added, p.Denied, p.Failed, calls,
-				fmtMs(p.CPUPerWrite(procAPIServer)), webhookCPU, handler, p.OtherCores())
+				fmtMs(p.CPUPerWrite(procAPIServer)), webhookCPU, fmtMs(p.ServerCPUPerWrite()), cpuRatio, handler, p.OtherCores())
 		}
 	}
 	fmt.Fprintf(b, "\n")

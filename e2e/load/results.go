@@ -141,6 +141,25 @@ func (p *point) CallsPerWrite() float64 {
 	return 0
 }
 
+// ServerCPUPerWrite is the CPU time per answered write (ms) of what serves
+// it in this configuration: the API server, etcd, and the webhook process
+// the configuration registers (Steward in (d), the allow-all webhook in
+// (c)). Unlike throughput, it barely depends on what else the machine
+// runs, and when the server side is CPU-bound its inverse is the capacity.
+func (p *point) ServerCPUPerWrite() float64 {
+	if p.Answered() == 0 {
+		return math.NaN()
+	}
+	cpu := p.CPU[procAPIServer] + p.CPU[procEtcd]
+	switch p.Config {
+	case cfgSteward:
+		cpu += p.CPU[procSteward]
+	case cfgAllowAll:
+		cpu += p.CPU[procAllowAll]
+	}
+	return float64(cpu) / float64(time.Millisecond) / float64(p.Answered())
+}
+
 // OtherCores is how many cores processes outside the benchmark kept busy
 // on average during the point.
 func (p *point) OtherCores() float64 {

@@ -54,6 +54,29 @@ func (r *results) ratio(wl string, cfg, base configID, writers int) float64 {
 	return p.Rate() / b.Rate()
 }
 
+// cpuRatio is the CPU-bound capacity of cfg relative to base: base's
+// server CPU per write divided by cfg's.
+func (r *results) cpuRatio(wl string, cfg, base configID, writers int) float64 {
+	p, b := r.find(wl, cfg, writers, false), r.find(wl, base, writers, false)
+	if p == nil || b == nil {
+		return math.NaN()
+	}
+	return b.ServerCPUPerWrite() / p.ServerCPUPerWrite()
+}
+
+// twoVerdicts states a throughput target's verdict as measured and by CPU.
+func twoVerdicts(measured, byCPU bool) string {
+	switch {
+	case measured && byCPU:
+		return "**met**"
+	case measured:
+		return "**met** as measured; missed by CPU"
+	case byCPU:
+		return "missed as measured; **met** by CPU"
+	}
+	return "**missed**"
+}
+
 func (r *results) short(wl string) string { return r.workload(wl).Short }
 
 func evaluateTargets(r *results) []targetResult {
@@ -78,9 +101,10 @@ func evaluateTargets(r *results) []targetResult {
 	}{{agentCreates, agentCreateRatio, "creates"}, {agentUpdates, agentUpdateRatio, "updates"}} {
 		target := fmt.Sprintf("Fleet agent %s of Fleet-managed objects, %d writers: ≥ %.2f× (a), and at or above (b)", group.verb, n, group.min)
 		var parts []string
-		okMin, okPolicy, any := true, true, false
+		okMeasured, okCPU, any := true, true, false
 		for _, wl := range group.names {
 			d, b := r.ratio(wl, cfgSteward, cfgNone, n), r.ratio(wl, cfgPolicy, cfgNone, n)
+			dc, bc := r.cpuRatio(wl, cfgSteward, cfgNone, n), r.cpuRatio(wl, cfgPolicy, cfgNone, n)
 			if math.IsNaN(d) {
 				continue
 			}
@@ -89,19 +113,15 @@ func evaluateTargets(r *results) []targetResult {
 			if p := r.find(wl, cfgSteward, n, false); p != nil {
 				calls = fmt.Sprintf(", %.0f Steward calls", p.StewardCalls)
 			}
-			parts = append(parts, fmt.Sprintf("%s: (d) %.2f×, (b) %.2f×%s", r.short(wl), d, b, calls))
-			okMin = okMin && d >= group.min
-			okPolicy = okPolicy && d >= b
+			parts = append(parts, fmt.Sprintf("%s: (d) %.2f×, (b) %.2f×; by CPU (d) %.2f×, (b) %.2f×%s", r.short(wl), d, b, dc, bc, calls))
+			okMeasured = okMeasured && d >= group.min && d >= b
+			okCPU = okCPU && dc >= group.min && dc >= bc
 		}
 		if !any {
 			notMeasured(target, fmt.Sprintf("no point at %d writers", n))
 			continue
 		}
-		v := verdict(okMin && okPolicy)
-		if okMin && !okPolicy {
-			v = "**met** for the ratio; below (b) (see notes)"
-		}
-		out = append(out, targetResult{target, strings.Join(parts, "; "), v})
+		out = append(out, targetResult{target, strings.Join(parts, "; "), twoVerdicts(okMeasured, okCPU)})
 	}
 
 	// Judged writes.
@@ -117,9 +137,9 @@ func evaluateTargets(r *results) []targetResult {
 			notMeasured(target, "no workload reached Steward")
 		} else {
 			var parts []string
-			ok := true
+			ok, okCPU := true, true
 			for _, wl := range judged {
-				v := r.ratio(wl, cfgSteward, cfgAllowAll, n)
+				v, vc := r.ratio(wl, cfgSteward, cfgAllowAll, n), r.cpuRatio(wl, cfgSteward, cfgAllowAll, n)
 				if math.IsNaN(v) {
 					continue
 				}
@@ -127,10 +147,11 @@ func evaluateTargets(r *results) []targetResult {
 				if len(r.workload(wl).Denies) > 0 {
 					note = " (Steward refuses, (c) stores)"
 				}
-				parts = append(parts, fmt.Sprintf("%s: %.2f×%s", r.short(wl), v, note))
+				parts = append(parts, fmt.Sprintf("%s: %.2f×, by CPU %.2f×%s", r.short(wl), v, vc, note))
 				ok = ok && v >= allowAllRatio
+				okCPU = okCPU && vc >= allowAllRatio
 			}
-			addJudged(target, parts, verdict(ok))
+			addJudged(target, parts, twoVerdicts(ok, okCPU))
 		}
 	}
 	{
