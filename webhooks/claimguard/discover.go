@@ -2,6 +2,7 @@ package claimguard
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -203,7 +204,7 @@ func (d *discoverer) ensureXRDInformer(ctx context.Context, resources map[schema
 	var want schema.GroupVersionResource
 	if a != nil {
 		for _, v := range xrdVersions {
-			if contains(a.versions, v) {
+			if slices.Contains(a.versions, v) {
 				want = xrdGroupResource.WithVersion(v)
 				break
 			}
@@ -231,15 +232,6 @@ func (d *discoverer) ensureXRDInformer(ctx context.Context, resources map[schema
 	wctx, done := context.WithTimeout(xctx, 30*time.Second)
 	defer done()
 	cache.WaitForCacheSync(wctx.Done(), func() bool { return inf.HasSynced() || d.xrdDenied.forbidden.Load() })
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // apply starts the watches the plan wants, stops the others (unless

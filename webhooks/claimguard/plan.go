@@ -3,6 +3,7 @@ package claimguard
 import (
 	"slices"
 	"sort"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,7 +45,7 @@ func resourcesFrom(groups []*metav1.APIGroup, lists []*metav1.APIResourceList) m
 			continue
 		}
 		for _, r := range l.APIResources {
-			if r.Name == "" || r.Kind == "" || containsSlash(r.Name) {
+			if r.Name == "" || r.Kind == "" || strings.Contains(r.Name, "/") {
 				continue
 			}
 			gr := schema.GroupResource{Group: gv.Group, Resource: r.Name}
@@ -64,15 +65,6 @@ func resourcesFrom(groups []*metav1.APIGroup, lists []*metav1.APIResourceList) m
 		}
 	}
 	return out
-}
-
-func containsSlash(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '/' {
-			return true
-		}
-	}
-	return false
 }
 
 // wanted is one kind claimguard should cache.

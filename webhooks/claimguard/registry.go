@@ -2,7 +2,6 @@ package claimguard
 
 import (
 	"context"
-	"sort"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -78,7 +77,8 @@ func newSnapshot() *snapshot {
 	}
 }
 
-// add registers a watch and keeps all sorted.
+// add registers a watch. all keeps the order of the adds: apply adds in
+// the plan's order, which is sorted, so messages are stable.
 func (s *snapshot) add(w *watch) {
 	if w.role == roleComposite {
 		s.composites[w.gk] = w
@@ -86,7 +86,6 @@ func (s *snapshot) add(w *watch) {
 		s.managed[w.gk] = w
 	}
 	s.all = append(s.all, w)
-	sort.Slice(s.all, func(i, j int) bool { return s.all[i].gk.String() < s.all[j].gk.String() })
 }
 
 // watchFor returns the watch of a kind, composite or managed.

@@ -2,6 +2,7 @@ package claimguard
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -63,7 +64,7 @@ func TestRulesSyncer(t *testing.T) {
 		for _, m := range got.ManagedFields {
 			managers = append(managers, m.Manager)
 		}
-		if !contains(managers, FieldManager) {
+		if !slices.Contains(managers, FieldManager) {
 			t.Errorf("field managers %v, want one named %s", managers, FieldManager)
 		}
 
