@@ -20,9 +20,11 @@ const suspendedNote = " (suspended: no further runs until resumed)"
 // (events.k8s.io/v1 note); a rewrite that would exceed it is not made.
 const maxMessage = 1024
 
-// nextRun matches ", next run in 10m0s" as Flux controllers write it: a Go
-// duration, or failing that any word.
-var nextRun = regexp.MustCompile(`(?:,\s*|\s+)?next run in (?:(?:[0-9]+(?:\.[0-9]+)?(?:ns|us|µs|ms|h|m|s))+|\S+)`)
+// nextRun matches ", next run in 10m0s" as Flux controllers write it (a Go
+// duration's String). Only a duration is replaced: the replacement starts
+// with " (", which no duration does, so rewriting is idempotent and a
+// rewrite never forms a new match with the text before it.
+var nextRun = regexp.MustCompile(`(?:,\s*|\s+)?next run in (?:[0-9]+(?:\.[0-9]+)?(?:ns|us|µs|ms|h|m|s))+`)
 
 // objectRef is the involved object of an event: involvedObject in
 // core/v1, regarding in events.k8s.io/v1.

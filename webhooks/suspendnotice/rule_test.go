@@ -367,7 +367,7 @@ func TestRewrite(t *testing.T) {
 		},
 		"FractionalAndCompoundDurations": {reason: "any Go duration", in: "stored artifact, next run in 1h30m0.5s.", want: "stored artifact (suspended: no further runs until resumed)."},
 		"MillisecondDuration":            {reason: "ms is not m then s", in: "done, next run in 500ms", want: "done (suspended: no further runs until resumed)"},
-		"NonDurationWord":                {reason: "a word that is no duration is replaced too", in: "done, next run in soon", want: "done (suspended: no further runs until resumed)"},
+		"NonDurationWord":                {reason: "only what Flux writes, a Go duration, is replaced", in: "done, next run in soon", want: "done, next run in soon"},
 		"NoNextRun":                      {reason: "nothing to change", in: "Health check passed", want: "Health check passed"},
 		"AlreadyRewritten":               {reason: "rewriting is idempotent", in: rewritten, want: rewritten},
 		"TooLongForTheAPIServer":         {reason: "a rewrite the API server would reject is not made", in: long, want: long},
