@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -35,13 +36,19 @@ const (
 	readyWithin = time.Minute
 )
 
+// discoveryAPI is the part of client-go's discovery client claimguard uses;
+// the real client answers from aggregated discovery in one request.
+type discoveryAPI interface {
+	ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error)
+}
+
 // discoverer keeps claimguard's snapshot in step with the cluster: it
 // watches CRDs (metadata only) and XRDs, asks discovery which kinds are
 // served, and starts and stops one informer per composite and managed kind.
 type discoverer struct {
 	rule  *Rule
 	log   logr.Logger
-	disco discovery.DiscoveryInterface
+	disco discoveryAPI
 	dyn   dynamic.Interface
 	meta  metadata.Interface
 
@@ -148,7 +155,7 @@ func (d *discoverer) pending() []string {
 // resync brings the snapshot up to date; it returns false when it should
 // be repeated soon (discovery failed or something is not served yet).
 func (d *discoverer) resync(ctx context.Context) bool {
-	groups, lists, err := discovery.ServerGroupsAndResources(d.disco)
+	groups, lists, err := d.disco.ServerGroupsAndResources()
 	partial := err != nil
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		d.log.Error(err, "discovery failed; keeping the previous view")
