@@ -76,7 +76,11 @@ func TestStewardRunsOnTheRenderedRBAC(t *testing.T) {
 	// RBAC changes reach the authorizer through informers.
 	probes := []authorizationv1.ResourceAttributes{{Verb: "list", Group: "database.aws.example.org", Resource: "rdsinstances"}}
 	for _, r := range rendered.Rules {
-		probes = append(probes, authorizationv1.ResourceAttributes{Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: r.Resources[0]})
+		attrs := authorizationv1.ResourceAttributes{Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: r.Resources[0]}
+		if len(r.ResourceNames) > 0 {
+			attrs.Name = r.ResourceNames[0]
+		}
+		probes = append(probes, attrs)
 	}
 	harness.Eventually(t, 30*time.Second, func() error {
 		for _, attrs := range probes {
