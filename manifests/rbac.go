@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/claimguard"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -20,7 +21,20 @@ func baseRBAC(rules []webhooks.Configured) []any {
 			policy = append(policy, p.PolicyRules()...)
 		}
 	}
-	return []any{clusterRole(Name, uniqueRules(policy)), clusterRoleBinding(Name)}
+	kinds := aggregatedClusterRole(Name+"-claimguard-kinds", claimguard.AggregationLabel)
+	return []any{clusterRole(Name, uniqueRules(policy)), clusterRoleBinding(Name), kinds, clusterRoleBinding(kinds.Name)}
+}
+
+// aggregatedClusterRole holds no rules of its own: Crossplane's composite and
+// managed kinds live in groups nobody knows in advance, and "every resource
+// in every group" would include Secrets. Installers grant list and watch per
+// group in ClusterRoles carrying the label; Kubernetes aggregates them here.
+func aggregatedClusterRole(name, label string) *rbacv1.ClusterRole {
+	role := clusterRole(name, nil)
+	role.AggregationRule = &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{
+		{MatchLabels: map[string]string{label: "true"}},
+	}}
+	return role
 }
 
 func clusterRole(name string, policy []rbacv1.PolicyRule) *rbacv1.ClusterRole {

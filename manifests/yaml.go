@@ -44,7 +44,10 @@ func clean(v any) {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, val := range t {
-			if k == "creationTimestamp" && val == nil {
+			// An aggregated ClusterRole's rules are filled in by the
+			// control plane; rendering "rules: null" would make every
+			// apply fight the aggregation controller.
+			if (k == "creationTimestamp" || k == "rules") && val == nil {
 				delete(t, k)
 				continue
 			}
