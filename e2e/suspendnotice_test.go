@@ -20,7 +20,7 @@ import (
 )
 
 const (
-	snNS          = "flux-apps"
+	snNS          = "flux-suspend"
 	snPath        = "/mutate/suspendnotice"
 	snEventsPath  = "/mutate/suspendnotice/events"
 	snHook        = "suspendnotice.steward.dev"
@@ -152,7 +152,7 @@ func TestSuspendNotice(t *testing.T) {
 		if err != nil {
 			t.Fatalf("suspending: %v", err)
 		}
-		want := "Warning: suspendnotice: Kustomization flux-apps/web is suspended and will not reconcile until resumed: flux resume kustomization web -n flux-apps"
+		want := "Warning: suspendnotice: Kustomization flux-suspend/web is suspended and will not reconcile until resumed: flux resume kustomization web -n flux-suspend"
 		if !strings.Contains(stderr, want) {
 			t.Errorf("kubectl's warnings:\n%s\nwant:\n%s", stderr, want)
 		}
@@ -273,7 +273,7 @@ func TestSuspendNotice(t *testing.T) {
 kind: HelmRelease
 metadata:
   name: podinfo
-  namespace: flux-apps
+  namespace: flux-suspend
 spec:
   interval: 10m
   suspend: true
@@ -288,7 +288,7 @@ spec:
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "Warning: suspendnotice: HelmRelease flux-apps/podinfo is suspended and will not reconcile until resumed: flux resume helmrelease podinfo -n flux-apps"
+		want := "Warning: suspendnotice: HelmRelease flux-suspend/podinfo is suspended and will not reconcile until resumed: flux resume helmrelease podinfo -n flux-suspend"
 		if !strings.Contains(stderr, want) {
 			t.Errorf("kubectl's warnings:\n%s\nwant:\n%s", stderr, want)
 		}
@@ -305,7 +305,7 @@ spec:
 kind: Kustomization
 metadata:
   name: from-git
-  namespace: flux-apps
+  namespace: flux-suspend
 spec:
   interval: 10m
   path: ./apps
