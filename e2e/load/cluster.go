@@ -34,6 +34,9 @@ type cluster struct {
 	etcdPID int
 	// pprofAddr is Steward's pprof endpoint (host:port).
 	pprofAddr string
+	// slow are admin clients without the usual request timeout, for
+	// cleanup.
+	slow *clients
 	// warnings counts the warning headers the API server returned.
 	warnings atomic.Int64
 
@@ -76,6 +79,11 @@ func startCluster(ctx context.Context, stewardConfig string) (*cluster, error) {
 	c.base.WarningHandler = countWarnings{&c.warnings}
 	admin := c.as("")
 	c.kube, c.dyn = admin.kube, admin.dyn
+	// Cleanup deletes thousands of objects in one request; it may take
+	// minutes on a busy machine.
+	long := rest.CopyConfig(c.base)
+	long.Timeout = 15 * time.Minute
+	c.slow = &clients{kube: kubernetes.NewForConfigOrDie(long), dyn: dynamic.NewForConfigOrDie(long)}
 
 	apis := childrenNamed(os.Getpid(), "kube-apiserver")
 	etcds := childrenNamed(os.Getpid(), "etcd")

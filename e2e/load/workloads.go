@@ -57,8 +57,7 @@ func workloads() []*workload {
 				}), nil
 			},
 			cleanup: func(ctx context.Context, b *bench) error {
-				// The agent deletes: nothing guards its own objects from it.
-				return b.c.as(agentUser).kube.CoreV1().ConfigMaps(fleetNamespace).DeleteCollection(ctx, metav1.DeleteOptions{},
+				return b.c.slow.kube.CoreV1().ConfigMaps(fleetNamespace).DeleteCollection(ctx, metav1.DeleteOptions{},
 					metav1.ListOptions{LabelSelector: benchLabel + "=configmap-create"})
 			},
 		},
@@ -107,7 +106,7 @@ func workloads() []*workload {
 				}), nil
 			},
 			cleanup: func(ctx context.Context, b *bench) error {
-				return b.c.dyn.Resource(claimGVR).Namespace(claimsNamespace).DeleteCollection(ctx, metav1.DeleteOptions{},
+				return b.c.slow.dyn.Resource(claimGVR).Namespace(claimsNamespace).DeleteCollection(ctx, metav1.DeleteOptions{},
 					metav1.ListOptions{LabelSelector: benchLabel + "=claim-create"})
 			},
 		},
@@ -126,7 +125,7 @@ func workloads() []*workload {
 				}), nil
 			},
 			cleanup: func(ctx context.Context, b *bench) error {
-				return b.c.dyn.Resource(managedGVR).DeleteCollection(ctx, metav1.DeleteOptions{},
+				return b.c.slow.dyn.Resource(managedGVR).DeleteCollection(ctx, metav1.DeleteOptions{},
 					metav1.ListOptions{LabelSelector: benchLabel + "=managed-create"})
 			},
 		},
@@ -149,7 +148,7 @@ func workloads() []*workload {
 				}), nil
 			},
 			cleanup: func(ctx context.Context, b *bench) error {
-				return b.c.kube.CoreV1().Events(fluxNamespace).DeleteCollection(ctx, metav1.DeleteOptions{},
+				return b.c.slow.kube.CoreV1().Events(fluxNamespace).DeleteCollection(ctx, metav1.DeleteOptions{},
 					metav1.ListOptions{LabelSelector: benchLabel + "=flux-event"})
 			},
 		},
