@@ -131,7 +131,8 @@ func registerRules(mgr manager.Manager, cfg webhooks.Config, log logr.Logger) er
 			Log:             log,
 		}
 		for _, wh := range spec.Webhooks {
-			server.Register(wh.Path, &admission.Webhook{Handler: rule.Wrap(c.Rule, wh, opts)})
+			hook := &admission.Webhook{Handler: rule.Wrap(c.Rule, wh, opts)}
+			server.Register(wh.Path, withBodyDeadline(hook, bodyReadTimeout))
 		}
 	}
 	return nil
@@ -216,4 +217,22 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 	}
 	return cfg, nil
+}
+
+// bodyReadTimeout bounds how long a client may take to send a request body.
+// The webhook server only bounds the headers (ReadHeaderTimeout), so a client
+// trickling a body a byte at a time would otherwise hold a connection and a
+// goroutine forever. The API server sends a review at once and gives up on a
+// webhook after at most 30 s, so 10 s never cuts off a real call.
+const bodyReadTimeout = 10 * time.Second
+
+// withBodyDeadline sets a read deadline on the connection before the
+// handler reads the body.
+func withBodyDeadline(next http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Not every ResponseWriter supports deadlines (httptest's does
+		// not); serving without one beats refusing the request.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+		next.ServeHTTP(w, r)
+	})
 }
