@@ -86,9 +86,16 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 	sigterm := time.Now()
 	drainBegins := sigterm.Add(shutdownDelay)
 
-	code, _, err := getStatus(s.HealthURL("/readyz"))
-	if err != nil || code == http.StatusOK {
-		t.Errorf("/readyz right after SIGTERM: %d %v, want unready", code, err)
+	// The signal is handled asynchronously; unready must follow within a
+	// moment, long before the delay ends and the listener closes.
+	if err := harness.Poll(ctx, time.Second, func() error {
+		code, _, err := getStatus(s.HealthURL("/readyz"))
+		if err != nil || code == http.StatusOK {
+			return fmt.Errorf("/readyz after SIGTERM: %d %v, want unready", code, err)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
 	}
 	if code, _, err := getStatus(s.HealthURL("/healthz")); err != nil || code != http.StatusOK {
 		t.Errorf("/healthz during the shutdown delay: %d %v, want 200: a failing liveness probe would restart a draining pod", code, err)
