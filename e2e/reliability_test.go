@@ -259,6 +259,9 @@ func TestStewardCannotBlockItsOwnRecovery(t *testing.T) {
 		if err := env.Client.Create(ctx, obj); err != nil {
 			t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
 		}
+		// Deleted below; this covers a test that stops half-way, so the
+		// names stay free for other tests.
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
 	}
 	configs := []client.Object{
 		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: harness.WebhookConfigurationName}},
