@@ -321,7 +321,7 @@ func checkRulesNotOwnedByHarness(t *testing.T, managed []metav1.ManagedFieldsEnt
 			continue
 		}
 		var fields map[string]map[string]map[string]any
-		if err := json.Unmarshal(m.FieldsV1.Raw, &fields); err != nil {
+		if err := json.Unmarshal(m.FieldsV1.GetRawBytes(), &fields); err != nil {
 			t.Fatalf("decoding managedFields: %v", err)
 		}
 		if _, ok := fields["f:webhooks"][key]["f:rules"]; ok {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // StewardNamespace is the namespace Steward runs in (--namespace). Start
@@ -104,6 +106,9 @@ func Start(ctx context.Context) (*Env, error) {
 
 // StartWith is Start with options.
 func StartWith(ctx context.Context, opts Options) (env *Env, err error) {
+	// envtest logs through controller-runtime's logger; Steward's own log
+	// is the one worth reading, so the harness's in-process log is dropped.
+	ctrllog.SetLogger(logr.Discard())
 	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err
