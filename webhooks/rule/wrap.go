@@ -54,7 +54,12 @@ func (w *wrapped) Handle(ctx context.Context, req admission.Request) (resp admis
 		}
 	}()
 	if err := checkRequest(req); err != nil {
-		return w.finish(req, admission.Errored(http.StatusBadRequest, err))
+		// No API server sends such a review, so whatever sent it gets a
+		// refusal even where the failure policy would allow: an "allowed"
+		// answer to a malformed review is never what a caller should see.
+		decisions.WithLabelValues(w.name, string(Errored)).Inc()
+		w.log(req, Errored, err.Error())
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("%s: %w", w.name, err))
 	}
 	return w.finish(req, w.rule.Handle(ctx, req))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -170,7 +171,16 @@ func TestWrapAppliesModesExemptionsAndFailurePolicy(t *testing.T) {
 			webhook:  rule.Webhook{FailurePolicy: admissionregistrationv1.Fail},
 			opts:     rule.Options{Mode: rule.Enforce},
 			req:      admission.Request{},
-			want:     result{Code: 400, Message: "guard could not check this request: AdmissionReview has no request (or the request has no uid)", Audit: map[string]string{"decision": "errored", "reason": "AdmissionReview has no request (or the request has no uid)"}},
+			want:     result{Code: 400, Message: "guard: AdmissionReview has no request (or the request has no uid)"},
+			decision: rule.Errored,
+		},
+		"EmptyRequestIsRefusedEvenWhenFailingOpen": {
+			reason:   "a malformed review is refused even by a mutating rule, which otherwise allows on errors",
+			rule:     fakeRule{typ: rule.Mutating, resp: admission.Allowed("")},
+			webhook:  rule.Webhook{FailurePolicy: admissionregistrationv1.Ignore},
+			opts:     rule.Options{Mode: rule.Enforce},
+			req:      admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{UID: "u1"}},
+			want:     result{Code: 400, Message: "guard: admission request u1 has no operation"},
 			decision: rule.Errored,
 		},
 		"PlainAllowIsNotAnnotated": {
