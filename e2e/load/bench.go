@@ -111,6 +111,9 @@ func run(ctx context.Context, opts options, root string) (*results, error) {
 			}
 		}
 	}
+	if m, err := readMemory(b.c.steward().PID()); err == nil {
+		b.res.Memory.PeakBeforeBurst = m.Peak
+	}
 	if opts.runs("burst") {
 		if err := b.runBurst(ctx, all, &k); err != nil {
 			return nil, err

@@ -172,6 +172,9 @@ func renderMarkdown(res *results, chart, notes string) string {
 	mem := res.Memory
 	w("| | resident (VmRSS / VmHWM) | live heap after GC |\n|---|---|---|\n")
 	w("| started, caches synced, before any load | %s | %s |\n", mib(mem.IdleRSS), mib(mem.IdleHeap))
+	if mem.PeakBeforeBurst > 0 {
+		w("| peak during the Fleet workloads, before the burst | %s | |\n", mib(mem.PeakBeforeBurst))
+	}
 	w("| peak during the Fleet workloads and the burst | %s | |\n", mib(mem.PeakSmall))
 	if res.Seeded != nil {
 		w("| restarted with the large caches, synced | %s | %s |\n", mib(mem.CachedRSS), mib(mem.CachedHeap))

@@ -180,8 +180,10 @@ type memReport struct {
 	// and before the large caches exist.
 	IdleRSS  int64 `json:"idleRSS"`
 	IdleHeap int64 `json:"idleHeap"`
-	// PeakSmall is VmHWM after the phase-1 workloads and the burst.
-	PeakSmall int64 `json:"peakSmall"`
+	// PeakBeforeBurst is VmHWM after the phase-1 workloads, before the
+	// burst; PeakSmall is VmHWM after the burst too.
+	PeakBeforeBurst int64 `json:"peakBeforeBurst"`
+	PeakSmall       int64 `json:"peakSmall"`
 	// CachedRSS and CachedHeap: restarted and synced with the large caches.
 	CachedRSS  int64 `json:"cachedRSS"`
 	CachedHeap int64 `json:"cachedHeap"`

@@ -251,7 +251,11 @@ func evaluateTargets(r *results) []targetResult {
 		if r.Memory.PeakSmall == 0 {
 			notMeasured(target, "phase 1 not run")
 		} else {
-			out = append(out, targetResult{target, fmt.Sprintf("peak %s (idle %s)", mib(r.Memory.PeakSmall), mib(r.Memory.IdleRSS)), verdict(r.Memory.PeakSmall <= rssSmall)})
+			measured := fmt.Sprintf("peak %s with the %d-writer burst (idle %s)", mib(r.Memory.PeakSmall), r.Options.BurstWriters, mib(r.Memory.IdleRSS))
+			if r.Memory.PeakBeforeBurst > 0 {
+				measured += fmt.Sprintf("; %s before the burst", mib(r.Memory.PeakBeforeBurst))
+			}
+			out = append(out, targetResult{target, measured, verdict(r.Memory.PeakSmall <= rssSmall)})
 		}
 	}
 	{
