@@ -92,7 +92,7 @@ func TestPolicyRules(t *testing.T) {
 			reason: "Read XRDs and CRD metadata; get and patch Steward's own webhook configuration, by name only.",
 			cfg:    Config{},
 			want: []rbacv1.PolicyRule{
-				{APIGroups: []string{"apiextensions.crossplane.io"}, Resources: []string{"compositeresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{"apiextensions.crossplane.io"}, Resources: []string{"compositeresourcedefinitions"}, Verbs: []string{"list", "watch"}},
 				{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"list", "watch"}},
 				{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{"steward"}, Verbs: []string{"get", "patch"}},
 			},
@@ -101,7 +101,7 @@ func TestPolicyRules(t *testing.T) {
 			reason: "Without rule management Steward never touches its webhook configuration.",
 			cfg:    Config{ManageWebhookRules: &off},
 			want: []rbacv1.PolicyRule{
-				{APIGroups: []string{"apiextensions.crossplane.io"}, Resources: []string{"compositeresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{"apiextensions.crossplane.io"}, Resources: []string{"compositeresourcedefinitions"}, Verbs: []string{"list", "watch"}},
 				{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"list", "watch"}},
 			},
 		},

@@ -46,7 +46,7 @@ func (r *Rule) PolicyRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{{
 		APIGroups: []string{"apps"},
 		Resources: []string{"deployments", "statefulsets", "replicasets"},
-		Verbs:     []string{"get", "list", "watch"},
+		Verbs:     []string{"list", "watch"},
 	}}
 }
 

@@ -148,7 +148,7 @@ func TestMatchConditions(t *testing.T) {
 
 func TestPolicyRules(t *testing.T) {
 	got := New(Config{}, "").PolicyRules()
-	if len(got) != 1 || !cmp.Equal(got[0].Verbs, []string{"get", "list", "watch"}) {
-		t.Errorf("PolicyRules() = %v, want read access to the scalable workloads", got)
+	if len(got) != 1 || !cmp.Equal(got[0].Verbs, []string{"list", "watch"}) {
+		t.Errorf("PolicyRules() = %v, want list and watch (the cache's verbs) on the scalable workloads, nothing more", got)
 	}
 }
