@@ -70,15 +70,17 @@ func realMain(args []string) int {
 		}
 		res.HandlerBench = benchLines(string(data))
 	}
-	if opts.renderOnly == "" && opts.jsonOut != "" {
-		if err := writeJSON(inRoot(root, opts.jsonOut), res); err != nil {
-			fmt.Fprintf(os.Stderr, "load: %v\n", err)
-			return 1
-		}
-	}
+	// The report first: a measurement that cannot be saved as JSON must
+	// still be reported.
 	if err := writeReport(root, opts, res); err != nil {
 		fmt.Fprintf(os.Stderr, "load: %v\n", err)
 		return 1
+	}
+	if opts.renderOnly == "" && opts.jsonOut != "" {
+		if err := writeJSON(inRoot(root, opts.jsonOut), res); err != nil {
+			fmt.Fprintf(os.Stderr, "load: writing the raw results: %v\n", err)
+			return 1
+		}
 	}
 	logf("wrote %s and %s", opts.out, opts.chart)
 	return 0

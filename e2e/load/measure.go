@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"strconv"
@@ -61,16 +62,26 @@ func (p *point) fill(before, after reading) {
 		p.CPU[name] = d - before.cpu[name]
 	}
 	p.MachineBusy = after.machineBusy - before.machineBusy
-	p.StewardCalls = after.steward.value(requestsMetric, nil) - before.steward.value(requestsMetric, nil)
-	p.AllowAllCalls = after.allowAll.value(requestsMetric, nil) - before.allowAll.value(requestsMetric, nil)
-	h := after.steward.histogram(latencyMetric, nil).sub(before.steward.histogram(latencyMetric, nil))
-	if h.count > 0 {
-		p.HandlerP50, p.HandlerP99 = h.quantile(0.5), h.quantile(0.99)
+	if before.steward != nil && after.steward != nil {
+		p.StewardCalls = after.steward.value(requestsMetric, nil) - before.steward.value(requestsMetric, nil)
+		h := after.steward.histogram(latencyMetric, nil).sub(before.steward.histogram(latencyMetric, nil))
+		if q50, q99 := h.quantile(0.5), h.quantile(0.99); h.count > 0 && finiteNum(q50) && finiteNum(q99) {
+			p.HandlerP50, p.HandlerP99 = q50, q99
+		}
+	} else {
+		p.MetricsMissing = true
+	}
+	if before.allowAll != nil && after.allowAll != nil {
+		p.AllowAllCalls = after.allowAll.value(requestsMetric, nil) - before.allowAll.value(requestsMetric, nil)
+	} else {
+		p.MetricsMissing = true
 	}
 	if n := p.Answered() + p.Failed; n > 0 {
 		p.WarningsPer = float64(after.warnings-before.warnings) / float64(n)
 	}
 }
+
+func finiteNum(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // heapAlloc reads Steward's live heap after a garbage collection, from the
 // runtime.MemStats that the pprof heap endpoint prints in its text form.

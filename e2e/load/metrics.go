@@ -19,7 +19,7 @@ import (
 // ten apart.
 type scrape map[string]*dto.MetricFamily
 
-var scrapeClient = &http.Client{Timeout: 5 * time.Second}
+var scrapeClient = &http.Client{Timeout: 20 * time.Second}
 
 // readMetrics scrapes url.
 func readMetrics(url string) (scrape, error) {
@@ -136,15 +136,22 @@ func (s scrape) histogram(name string, want map[string]string) histogram {
 
 // sub returns the observations made between an earlier reading and h.
 func (h histogram) sub(earlier histogram) histogram {
-	out := histogram{schema: h.schema, zero: h.zero - earlier.zero, count: h.count - earlier.count,
-		buckets: map[int32]uint64{}, classic: map[float64]uint64{}}
+	out := histogram{schema: h.schema, buckets: map[int32]uint64{}, classic: map[float64]uint64{}}
+	if h.count < earlier.count || h.zero < earlier.zero {
+		// A reset (the process restarted) or a failed reading: nothing
+		// can be said about the interval.
+		return out
+	}
+	out.zero, out.count = h.zero-earlier.zero, h.count-earlier.count
 	for i, c := range h.buckets {
-		if d := c - earlier.buckets[i]; d > 0 {
-			out.buckets[i] = d
+		if c > earlier.buckets[i] {
+			out.buckets[i] = c - earlier.buckets[i]
 		}
 	}
 	for b, c := range h.classic {
-		out.classic[b] = c - earlier.classic[b]
+		if c >= earlier.classic[b] {
+			out.classic[b] = c - earlier.classic[b]
+		}
 	}
 	return out
 }

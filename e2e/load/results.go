@@ -82,6 +82,9 @@ type point struct {
 	// the review, the rule, encoding the answer), in seconds.
 	HandlerP50 float64 `json:"handlerP50"`
 	HandlerP99 float64 `json:"handlerP99"`
+	// MetricsMissing is set when a webhook process's metrics could not be
+	// read around the point; its calls and handler latency are unknown.
+	MetricsMissing bool `json:"metricsMissing,omitempty"`
 	// StewardRSS is Steward's resident memory after the point.
 	StewardRSS int64 `json:"stewardRSS"`
 }
