@@ -84,14 +84,14 @@ func (p *probeServer) called(path string) bool {
 
 func (p *probeServer) close() { _ = p.srv.Close() }
 
-// waitWebhooksEffective returns once the API server's admission plugins use
+// WaitWebhooksEffective returns once the API server's admission plugins use
 // every webhook configuration written before it was called. It writes a
 // validating and a mutating probe configuration with a fresh selector and
 // path, then dry-runs a matching ConfigMap until both probes have been
 // called. The plugins read each kind of configuration through one watch, in
 // the order of writes, so a plugin that calls the probe has also seen the
 // writes before it. The probe configurations are deleted afterwards.
-func (e *Env) waitWebhooksEffective(ctx context.Context, timeout time.Duration) error {
+func (e *Env) WaitWebhooksEffective(ctx context.Context, timeout time.Duration) error {
 	nonce := make([]byte, 6)
 	if _, err := rand.Read(nonce); err != nil {
 		return err

@@ -199,7 +199,7 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 			return fail(err)
 		}
 	}
-	if err := e.waitWebhooksEffective(ctx, PropagationTimeout); err != nil {
+	if err := e.WaitWebhooksEffective(ctx, PropagationTimeout); err != nil {
 		return fail(err)
 	}
 	e.mu.Lock()

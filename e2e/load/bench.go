@@ -24,7 +24,6 @@ type bench struct {
 	workDir string
 	c       *cluster
 	aa      *allowAll
-	probe   *probeServer
 	sw      *switcher
 	nonce   string
 	seeded  *seeded
@@ -85,15 +84,11 @@ func run(ctx context.Context, opts options, root string) (*results, error) {
 	}
 	b.res.Webhooks = steward.names()
 	logf("steward's webhooks: %s", strings.Join(b.res.Webhooks, ", "))
-	if b.probe, err = startProbeServer(); err != nil {
-		return nil, err
-	}
-	defer b.probe.close()
 	if b.aa, err = startAllowAll(ctx, b.workDir, steward.paths()); err != nil {
 		return nil, err
 	}
 	defer b.aa.stop()
-	if b.sw, err = newSwitcher(b.c, b.probe, steward, b.aa); err != nil {
+	if b.sw, err = newSwitcher(b.c, steward, b.aa); err != nil {
 		return nil, err
 	}
 	if err := b.sw.switchTo(ctx, cfgNone); err != nil {

@@ -53,7 +53,6 @@ const policyName = "bench-fleetguard"
 // the policy) is registered with the API server.
 type switcher struct {
 	c        *cluster
-	probe    *probeServer
 	steward  stewardWebhooks
 	allowAll stewardWebhooks
 	policy   *admissionregistrationv1.ValidatingAdmissionPolicy
@@ -61,8 +60,8 @@ type switcher struct {
 	current  configID
 }
 
-func newSwitcher(c *cluster, probe *probeServer, steward stewardWebhooks, aa *allowAll) (*switcher, error) {
-	s := &switcher{c: c, probe: probe, steward: steward, current: cfgSteward}
+func newSwitcher(c *cluster, steward stewardWebhooks, aa *allowAll) (*switcher, error) {
+	s := &switcher{c: c, steward: steward, current: cfgSteward}
 	s.allowAll = allowAllWebhooks(steward, aa)
 	var err error
 	if s.policy, s.binding, err = fleetPolicy(steward); err != nil {
@@ -213,7 +212,7 @@ func (s *switcher) installWebhooks(ctx context.Context, w stewardWebhooks) error
 			return err
 		}
 	}
-	return s.c.webhookBarrier(ctx, s.probe)
+	return s.c.env.WaitWebhooksEffective(ctx, time.Minute)
 }
 
 func (s *switcher) removeWebhooks(ctx context.Context, name string) error {
@@ -224,7 +223,7 @@ func (s *switcher) removeWebhooks(ctx context.Context, name string) error {
 	if err := ar.MutatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	return s.c.webhookBarrier(ctx, s.probe)
+	return s.c.env.WaitWebhooksEffective(ctx, time.Minute)
 }
 
 // waitPolicy dry-runs a human change of a Fleet-managed ConfigMap until
