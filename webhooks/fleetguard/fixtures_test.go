@@ -12,7 +12,9 @@ import (
 )
 
 // A Deployment as the API server stores it after Fleet's agent deployed
-// bundle deployment web-app as Helm release default/web-app.
+// bundle deployment web-app as Helm release default/web-app and the
+// deployment controller rolled it out: managedFields of every writer (most
+// of the metadata's bytes) and the controller's status.
 const webDeployment = `{
   "apiVersion": "apps/v1",
   "kind": "Deployment",
@@ -36,7 +38,34 @@ const webDeployment = `{
     },
     "managedFields": [
       {"manager": "fleetagent", "operation": "Update", "apiVersion": "apps/v1", "time": "2026-01-12T09:30:00Z", "fieldsType": "FieldsV1",
-       "fieldsV1": {"f:metadata": {"f:labels": {"f:app.kubernetes.io/name": {}}}, "f:spec": {"f:replicas": {}}}}
+       "fieldsV1": {
+         "f:metadata": {
+           "f:annotations": {".": {}, "f:meta.helm.sh/release-name": {}, "f:meta.helm.sh/release-namespace": {}, "f:objectset.rio.cattle.io/id": {}},
+           "f:labels": {".": {}, "f:app.kubernetes.io/managed-by": {}, "f:app.kubernetes.io/name": {}, "f:objectset.rio.cattle.io/hash": {}}},
+         "f:spec": {
+           "f:progressDeadlineSeconds": {}, "f:replicas": {}, "f:revisionHistoryLimit": {},
+           "f:selector": {},
+           "f:strategy": {"f:rollingUpdate": {".": {}, "f:maxSurge": {}, "f:maxUnavailable": {}}, "f:type": {}},
+           "f:template": {
+             "f:metadata": {"f:labels": {".": {}, "f:app.kubernetes.io/name": {}}},
+             "f:spec": {
+               "f:containers": {
+                 "k:{\"name\":\"proxy\"}": {".": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {}, "f:resources": {}, "f:terminationMessagePath": {}, "f:terminationMessagePolicy": {}},
+                 "k:{\"name\":\"web\"}": {".": {}, "f:env": {".": {}, "k:{\"name\":\"LOG_LEVEL\"}": {".": {}, "f:name": {}, "f:value": {}}, "k:{\"name\":\"PORT\"}": {".": {}, "f:name": {}, "f:value": {}}},
+                   "f:image": {}, "f:imagePullPolicy": {}, "f:name": {},
+                   "f:ports": {".": {}, "k:{\"containerPort\":8080,\"protocol\":\"TCP\"}": {".": {}, "f:containerPort": {}, "f:name": {}, "f:protocol": {}}},
+                   "f:readinessProbe": {".": {}, "f:failureThreshold": {}, "f:httpGet": {".": {}, "f:path": {}, "f:port": {}, "f:scheme": {}}, "f:periodSeconds": {}, "f:successThreshold": {}, "f:timeoutSeconds": {}},
+                   "f:resources": {".": {}, "f:limits": {".": {}, "f:memory": {}}, "f:requests": {".": {}, "f:cpu": {}, "f:memory": {}}},
+                   "f:terminationMessagePath": {}, "f:terminationMessagePolicy": {}}},
+               "f:dnsPolicy": {}, "f:restartPolicy": {}, "f:schedulerName": {},
+               "f:securityContext": {".": {}, "f:runAsNonRoot": {}},
+               "f:terminationGracePeriodSeconds": {}}}}}},
+      {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "apps/v1", "time": "2026-01-12T09:30:01Z", "fieldsType": "FieldsV1",
+       "fieldsV1": {"f:metadata": {"f:annotations": {"f:deployment.kubernetes.io/revision": {}}}}},
+      {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "apps/v1", "time": "2026-01-12T09:31:00Z", "fieldsType": "FieldsV1", "subresource": "status",
+       "fieldsV1": {"f:status": {"f:availableReplicas": {}, "f:conditions": {".": {}, "k:{\"type\":\"Available\"}": {".": {}, "f:lastTransitionTime": {}, "f:lastUpdateTime": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}},
+         "k:{\"type\":\"Progressing\"}": {".": {}, "f:lastTransitionTime": {}, "f:lastUpdateTime": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}}},
+         "f:observedGeneration": {}, "f:readyReplicas": {}, "f:replicas": {}, "f:updatedReplicas": {}}}}
     ]
   },
   "spec": {
@@ -73,7 +102,8 @@ const webDeployment = `{
     "readyReplicas": 3,
     "availableReplicas": 3,
     "conditions": [
-      {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "lastUpdateTime": "2026-01-12T09:31:00Z", "lastTransitionTime": "2026-01-12T09:31:00Z"}
+      {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability.", "lastUpdateTime": "2026-01-12T09:31:00Z", "lastTransitionTime": "2026-01-12T09:31:00Z"},
+      {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "message": "ReplicaSet \"web-7c9f8d6b5d\" has successfully progressed.", "lastUpdateTime": "2026-01-12T09:31:00Z", "lastTransitionTime": "2026-01-12T09:30:00Z"}
     ]
   }
 }`
