@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/certs"
 	"github.com/stewardhq/steward/webhooks"
@@ -101,7 +100,7 @@ func serve(opts serveOptions, cfg webhooks.Config, log logr.Logger) error {
 			return err
 		}
 	}
-	if err := registerRules(mgr, cfg, log.WithName("decision")); err != nil {
+	if err := registerRules(mgr, cfg, log); err != nil {
 		return err
 	}
 
@@ -114,6 +113,7 @@ func serve(opts serveOptions, cfg webhooks.Config, log logr.Logger) error {
 
 // registerRules sets up every configured rule and serves each of its webhooks
 // at the path its Spec names: the same list renders the webhook configurations.
+// Decisions are logged as "decision", unreadable requests as "webhook".
 func registerRules(mgr manager.Manager, cfg webhooks.Config, log logr.Logger) error {
 	server := mgr.GetWebhookServer()
 	for _, c := range webhooks.Rules(cfg) {
@@ -128,10 +128,10 @@ func registerRules(mgr manager.Manager, cfg webhooks.Config, log logr.Logger) er
 			ExemptUsers:     cfg.ExemptUsers,
 			ExemptGroups:    cfg.ExemptGroups,
 			BreakGlassGroup: cfg.BreakGlassGroup,
-			Log:             log,
+			Log:             log.WithName("decision"),
 		}
 		for _, wh := range spec.Webhooks {
-			hook := &admission.Webhook{Handler: rule.Wrap(c.Rule, wh, opts)}
+			hook := rule.Serve(rule.Wrap(c.Rule, wh, opts), log.WithName("webhook"))
 			server.Register(wh.Path, withBodyDeadline(hook, bodyReadTimeout))
 		}
 	}

@@ -109,10 +109,11 @@ var validatingWebhook = rule.Webhook{Name: "bench.steward.dev", Path: "/validate
 // BenchmarkWrapAllowAll is the floor every rule's handler benchmark is
 // compared with: rule.Wrap around a rule that allows everything without
 // reading the request, on a realistic Deployment update. Handle is the
-// wrapper alone; ServeHTTP adds what controller-runtime does around it for
-// each call from the API server (decoding the AdmissionReview, encoding
-// the answer). DenyAll shows the cost of a denial: the audit annotations,
-// the JSON decision log line and the counter.
+// wrapper alone; ServeHTTP adds what is done around it for each call from
+// the API server (decoding the AdmissionReview, encoding the answer), by
+// controller-runtime's admission.Webhook and by rule.Serve. DenyAll shows
+// the cost of a denial: the audit annotations, the JSON decision log line
+// and the counter.
 func BenchmarkWrapAllowAll(b *testing.B) {
 	ctx := context.Background()
 	req := benchRequest()
@@ -138,21 +139,29 @@ func BenchmarkWrapAllowAll(b *testing.B) {
 			}
 		}
 	})
-	b.Run("ServeHTTP", func(b *testing.B) {
-		wh := &admission.Webhook{Handler: rule.Wrap(allow, validatingWebhook, opts)}
-		body := reviewBody(b, req)
-		b.SetBytes(int64(len(body)))
-		b.ReportAllocs()
-		for b.Loop() {
-			r := httptest.NewRequest(http.MethodPost, validatingWebhook.Path, bytes.NewReader(body))
-			r.Header.Set("Content-Type", "application/json")
-			w := httptest.NewRecorder()
-			wh.ServeHTTP(w, r)
-			if w.Code != http.StatusOK {
-				b.Fatalf("status %d: %s", w.Code, w.Body)
+	// The same call over HTTP: controller-runtime's admission.Webhook, as
+	// the allow-all peer serves it, then rule.Serve, as Steward does.
+	httpCases := map[string]func(admission.Handler) http.Handler{
+		"ServeHTTP/ControllerRuntime": func(h admission.Handler) http.Handler { return &admission.Webhook{Handler: h} },
+		"ServeHTTP/Serve":             func(h admission.Handler) http.Handler { return rule.Serve(h, logr.Discard()) },
+	}
+	for name, serveWith := range httpCases {
+		b.Run(name, func(b *testing.B) {
+			wh := serveWith(rule.Wrap(allow, validatingWebhook, opts))
+			body := reviewBody(b, req)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				r := httptest.NewRequest(http.MethodPost, validatingWebhook.Path, bytes.NewReader(body))
+				r.Header.Set("Content-Type", "application/json")
+				w := httptest.NewRecorder()
+				wh.ServeHTTP(w, r)
+				if w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), []byte(`"allowed":true`)) {
+					b.Fatalf("status %d: %s", w.Code, w.Body)
+				}
 			}
-		}
-	})
+		})
+	}
 }
 
 // reviewBody is the AdmissionReview the API server would send for req.
