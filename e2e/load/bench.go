@@ -48,7 +48,7 @@ func (b *bench) warnf(format string, args ...any) {
 func run(ctx context.Context, opts options, root string) (*results, error) {
 	b := &bench{opts: opts, root: root, workDir: inRoot(root, opts.workDir)}
 	b.res = &results{Started: time.Now(), Options: runParams{
-		Duration: opts.duration, Warmup: opts.warmup, Concurrency: opts.concurrency,
+		Duration: opts.duration, Rounds: opts.rounds, Warmup: opts.warmup, Concurrency: opts.concurrency,
 		BurstWriters: opts.burstWriters, BurstDuration: opts.burstDuration,
 		XRs: opts.xrs, MRs: opts.mrs, Flux: opts.flux,
 	}}
@@ -182,27 +182,36 @@ func order(k int) []configID {
 	return out
 }
 
-// runWorkload measures one workload at every number of writers, each
-// under every configuration in turn (a b c d, then d c b a at the next
-// level, ...), so the points compared with each other are measured
-// seconds apart and drift in the machine's load affects them alike. *k
-// counts the sequences, so the direction alternates across workloads too.
+// runWorkload measures one workload at every number of writers, in
+// rounds: each round measures every configuration in turn (a b c d, then
+// d c b a in the next round, ...), so the points compared with each other
+// are measured seconds apart and drift in the machine's load affects them
+// alike; a point sums its rounds. *k counts the rounds, so the direction
+// alternates across levels and workloads too.
 func (b *bench) runWorkload(ctx context.Context, w *workload, k *int) error {
 	profiled := !b.opts.profile || !slices.Contains(judgedWorkloads, w.Name)
 	for _, n := range b.opts.concurrency {
-		for _, cfg := range order(*k) {
-			if err := b.sw.switchTo(ctx, cfg); err != nil {
-				return err
+		rounds := map[configID][]*point{}
+		for range b.opts.rounds {
+			for _, cfg := range order(*k) {
+				if err := b.sw.switchTo(ctx, cfg); err != nil {
+					return err
+				}
+				p, err := b.measure(ctx, w, cfg, n, b.opts.duration, false)
+				if err != nil {
+					return err
+				}
+				rounds[cfg] = append(rounds[cfg], p)
+				if cfg == cfgSteward && !profiled && (n == 16 || n == slices.Max(b.opts.concurrency)) {
+					b.cpuProfile(ctx, w, n)
+					profiled = true
+				}
 			}
-			if _, err := b.measure(ctx, w, cfg, n, b.opts.duration, false); err != nil {
-				return err
-			}
-			if cfg == cfgSteward && !profiled && (n == 16 || n == slices.Max(b.opts.concurrency)) {
-				b.cpuProfile(ctx, w, n)
-				profiled = true
-			}
+			*k++
 		}
-		*k++
+		for _, cfg := range allConfigs {
+			b.record(w, merge(rounds[cfg]))
+		}
 	}
 	if w.cleanup != nil {
 		// Without admission, deleting thousands of objects does not go
@@ -230,14 +239,16 @@ func (b *bench) runBurst(ctx context.Context, all []*workload, k *int) error {
 		if err := b.sw.switchTo(ctx, cfg); err != nil {
 			return err
 		}
-		if _, err := b.measure(ctx, w, cfg, b.opts.burstWriters, b.opts.burstDuration, true); err != nil {
+		p, err := b.measure(ctx, w, cfg, b.opts.burstWriters, b.opts.burstDuration, true)
+		if err != nil {
 			return err
 		}
+		b.record(w, p)
 	}
 	return nil
 }
 
-// measure runs one point and records it.
+// measure runs one point (or one round of it).
 func (b *bench) measure(ctx context.Context, w *workload, cfg configID, writers int, duration time.Duration, burst bool) (*point, error) {
 	ops, err := w.prepare(ctx, b, writers)
 	if err != nil {
@@ -252,25 +263,31 @@ func (b *bench) measure(ctx context.Context, w *workload, cfg configID, writers 
 	p := &point{
 		Workload: w.Name, Config: cfg, Writers: writers, Burst: burst,
 		Elapsed: l.Elapsed, Succeeded: l.Succeeded, Denied: l.Denied, Failed: l.Failed, Errors: l.FirstErrors,
-		P50: l.Percentile(0.50), P90: l.Percentile(0.90), P99: l.Percentile(0.99), Max: l.Percentile(1),
+		latencies: l.latencies,
 	}
 	p.fill(before, after)
+	p.setLatencies()
 	if m, err := readMemory(b.c.steward().PID()); err == nil {
 		p.StewardRSS = m.RSS
 	}
-	b.res.Points = append(b.res.Points, p)
 	logf("%-30s (%s) %3d writers: %7.0f writes/s  p50 %6.2fms  p99 %7.2fms  denied %d  errors %d  steward calls %.0f  other load %.2f cores",
 		w.Name, cfg, writers, p.Rate(), ms(p.P50), ms(p.P99), p.Denied, p.Failed, p.StewardCalls, p.OtherCores())
 	for _, e := range p.Errors {
 		logf("  error: %s", e)
 	}
-	switch wantDenied := w.Denies[cfg]; {
-	case wantDenied && p.Succeeded > 0:
-		b.warnf("%s (%s) %d writers: %d writes were allowed that the configuration should deny", w.Name, cfg, writers, p.Succeeded)
-	case !wantDenied && p.Denied > 0:
-		b.warnf("%s (%s) %d writers: %d writes were denied that the configuration should allow", w.Name, cfg, writers, p.Denied)
-	}
 	return p, nil
+}
+
+// record keeps a measured point and warns when the configuration did not
+// answer as it should.
+func (b *bench) record(w *workload, p *point) {
+	b.res.Points = append(b.res.Points, p)
+	switch wantDenied := w.Denies[p.Config]; {
+	case wantDenied && p.Succeeded > 0:
+		b.warnf("%s (%s) %d writers: %d writes were allowed that the configuration should deny", w.Name, p.Config, p.Writers, p.Succeeded)
+	case !wantDenied && p.Denied > 0:
+		b.warnf("%s (%s) %d writers: %d writes were denied that the configuration should allow", w.Name, p.Config, p.Writers, p.Denied)
+	}
 }
 
 // stewardMemory reads Steward's resident memory and live heap.

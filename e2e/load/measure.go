@@ -64,10 +64,7 @@ func (p *point) fill(before, after reading) {
 	p.MachineBusy = after.machineBusy - before.machineBusy
 	if before.steward != nil && after.steward != nil {
 		p.StewardCalls = after.steward.value(requestsMetric, nil) - before.steward.value(requestsMetric, nil)
-		h := after.steward.histogram(latencyMetric, nil).sub(before.steward.histogram(latencyMetric, nil))
-		if q50, q99 := h.quantile(0.5), h.quantile(0.99); h.count > 0 && finiteNum(q50) && finiteNum(q99) {
-			p.HandlerP50, p.HandlerP99 = q50, q99
-		}
+		p.handler = after.steward.histogram(latencyMetric, nil).sub(before.steward.histogram(latencyMetric, nil))
 	} else {
 		p.MetricsMissing = true
 	}

@@ -156,6 +156,23 @@ func (h histogram) sub(earlier histogram) histogram {
 	return out
 }
 
+// add sums the observations of two intervals (of the same schema).
+func (h histogram) add(other histogram) histogram {
+	out := histogram{schema: h.schema, zero: h.zero + other.zero, count: h.count + other.count, buckets: map[int32]uint64{}, classic: map[float64]uint64{}}
+	if h.count == 0 {
+		out.schema = other.schema
+	}
+	for _, src := range []histogram{h, other} {
+		for i, c := range src.buckets {
+			out.buckets[i] += c
+		}
+		for b, c := range src.classic {
+			out.classic[b] += c
+		}
+	}
+	return out
+}
+
 // quantile returns the upper bound of the bucket holding the q-quantile,
 // so it never understates; NaN without observations.
 func (h histogram) quantile(q float64) float64 {

@@ -17,6 +17,7 @@ import (
 // memory to the full scale from the bytes each cached object costs.
 type options struct {
 	duration      time.Duration
+	rounds        int
 	warmup        time.Duration
 	concurrency   []int
 	burstWriters  int
@@ -39,6 +40,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.DurationVar(&o.duration, "duration", 3*time.Second, "measured time per point (workload, configuration, writers)")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds of each point, each measuring every configuration in turn; a point's figures sum its rounds")
 	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "unmeasured time before each point")
 	conc := fs.String("concurrency", "1,16,64", "comma-separated numbers of closed-loop writers")
 	fs.IntVar(&o.burstWriters, "burst-writers", 500, "writers in the burst")
@@ -84,6 +86,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	switch {
 	case o.duration <= 0:
 		return o, fmt.Errorf("-duration must be positive")
+	case o.rounds < 1:
+		return o, fmt.Errorf("-rounds must be at least 1")
 	case o.warmup < 0:
 		return o, fmt.Errorf("-warmup must not be negative")
 	case o.burstWriters < 1 || o.burstDuration <= 0:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -31,6 +32,7 @@ type results struct {
 // runParams are the options that shape the numbers.
 type runParams struct {
 	Duration      time.Duration `json:"duration"`
+	Rounds        int           `json:"rounds"`
 	Warmup        time.Duration `json:"warmup"`
 	Concurrency   []int         `json:"concurrency"`
 	BurstWriters  int           `json:"burstWriters"`
@@ -87,6 +89,12 @@ type point struct {
 	MetricsMissing bool `json:"metricsMissing,omitempty"`
 	// StewardRSS is Steward's resident memory after the point.
 	StewardRSS int64 `json:"stewardRSS"`
+	// RoundRates are the writes per second of each round the point sums.
+	RoundRates []float64 `json:"roundRates,omitempty"`
+
+	// latencies (sorted) and handler are kept to merge rounds.
+	latencies []time.Duration
+	handler   histogram
 }
 
 // Process names in point.CPU.
@@ -97,6 +105,53 @@ const (
 	procAllowAll  = "allow-all"
 	procLoad      = "load"
 )
+
+// merge sums the rounds of one point, measured at different moments of
+// the run: counts, times and CPU add up, latencies are pooled, so each
+// figure of the result is that of one long point whose parts were
+// measured in alternation with the other configurations.
+func merge(rounds []*point) *point {
+	p := *rounds[0]
+	p.CPU = map[string]time.Duration{}
+	p.Elapsed, p.Succeeded, p.Denied, p.Failed, p.MachineBusy = 0, 0, 0, 0, 0
+	p.StewardCalls, p.AllowAllCalls, p.WarningsPer, p.Errors, p.latencies = 0, 0, 0, nil, nil
+	p.handler = histogram{}
+	var warnings float64
+	for _, r := range rounds {
+		p.Elapsed += r.Elapsed
+		p.Succeeded += r.Succeeded
+		p.Denied += r.Denied
+		p.Failed += r.Failed
+		p.MachineBusy += r.MachineBusy
+		p.StewardCalls += r.StewardCalls
+		p.AllowAllCalls += r.AllowAllCalls
+		p.MetricsMissing = p.MetricsMissing || r.MetricsMissing
+		p.StewardRSS = max(p.StewardRSS, r.StewardRSS)
+		warnings += r.WarningsPer * float64(r.Answered()+r.Failed)
+		for name, d := range r.CPU {
+			p.CPU[name] += d
+		}
+		p.Errors = append(p.Errors, r.Errors...)
+		p.latencies = append(p.latencies, r.latencies...)
+		p.handler = p.handler.add(r.handler)
+		p.RoundRates = append(p.RoundRates, r.Rate())
+	}
+	if n := p.Answered() + p.Failed; n > 0 {
+		p.WarningsPer = warnings / float64(n)
+	}
+	slices.Sort(p.latencies)
+	p.setLatencies()
+	return &p
+}
+
+// setLatencies derives the client and handler percentiles.
+func (p *point) setLatencies() {
+	p.P50, p.P90, p.P99, p.Max = percentile(p.latencies, 0.50), percentile(p.latencies, 0.90), percentile(p.latencies, 0.99), percentile(p.latencies, 1)
+	p.HandlerP50, p.HandlerP99 = 0, 0
+	if q50, q99 := p.handler.quantile(0.5), p.handler.quantile(0.99); p.handler.count > 0 && finiteNum(q50) && finiteNum(q99) {
+		p.HandlerP50, p.HandlerP99 = q50, q99
+	}
+}
 
 // Answered is the number of writes answered as the configuration intends.
 func (p *point) Answered() int { return p.Succeeded + p.Denied }
