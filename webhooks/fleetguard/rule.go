@@ -113,15 +113,11 @@ func (r *Rule) create(req admission.Request) admission.Response {
 }
 
 func (r *Rule) update(req admission.Request) admission.Response {
-	oldObj, err := decodeObject(req.OldObject.Raw)
+	objs, err := readObjects(req.OldObject.Raw, req.Object.Raw)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("update, old object: %w", err))
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("update, %w", err))
 	}
-	newObj, err := decodeObject(req.Object.Raw)
-	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("update, new object: %w", err))
-	}
-	old, cur := metaFromMap(oldObj), metaFromMap(newObj)
+	old, cur := objs.meta()
 	guardedOld := old.managed() && !old.appliedWithOwner()
 	guardedNew := cur.managed() && !cur.appliedWithOwner()
 	switch {
@@ -137,7 +133,7 @@ func (r *Rule) update(req admission.Request) admission.Response {
 		return admission.Denied(r.msg.stripping(subj, old, keys))
 	}
 	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
-	if c := diff(oldObj, newObj, r.skipFor(gk), listedPaths); c.total > 0 {
+	if c := objs.diff(r.skipFor(gk), listedPaths); c.total > 0 {
 		return admission.Denied(r.msg.changed(subj, old, c))
 	}
 	return admission.Allowed("no change to fields Fleet deploys (status, metadata bookkeeping and ignored fields are not guarded)")

@@ -1,0 +1,199 @@
+package fleetguard
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// rawSeeds are committed seeds for the raw JSON reader: odd but valid
+// JSON (escaped and repeated keys, text that is not UTF-8, formatting that
+// differs), invalid JSON, and nesting around the bounds.
+var rawSeeds = []string{
+	`{"a":1}`, `{ "a" : 1 }`, `{"a":1.0}`, `{"a":1e0}`, `{"a":-0}`,
+	`{"\u0061":1}`, `{"a":"\u0041"}`, `{"a":"A"}`, `{"a":"\ud800"}`, "{\"a\":\"\xff\"}", "{\"\xff\":1}",
+	`{"a":1,"a":2}`, `{"a":{"b":1},"a":{"c":1}}`, `{"a":null}`, `{"a":{}}`, `{"a":[]}`, `{"a":[{}]}`,
+	`{"metadata":{"labels":{"objectset.rio.cattle.io/hash":"x","objectset.rio.cattle.io/hash":1}}}`,
+	`{"metadata":{"labels":{"objectset.rio.cattle.io/hash":1,"objectset.rio.cattle.io/hash":"x"}}}`,
+	`{"metadata":{"name":"a","name":2},"metadata":{"name":"b"}}`,
+	`{"metadata":{"annotations":{"objectset.rio.cattle.io\/id":"default-x"},"labels":{"objectset.rio.cattle.io~hash":""}}}`,
+	`{"metadata":"x"}`, `{"metadata":{"labels":[]}}`,
+	`{"s":"a\\"b"}`, `{"s":"a\\\\"}`, `{"s":"\"}"}`, `{"l":[1,[2,[3]],{"x":"]"}]}`,
+	`{"a":1}x`, `{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":tru}`, `{"a":"\x01"}`, `{"a":"\u12"}`, `{"a":1,}`, `[1,]`, `{"a" 1}`, `{"a":1]`, `[1}`,
+	` {} `, "\t[]\n", `"s"`, `0`, `null`, ``, ` `,
+	nested(maxLazyDepth-1, `{"x":1,"y":[1,2]}`), nested(maxLazyDepth+1, `{"x":1,"y":[1,2]}`),
+	nested(maxDiffDepth+1, `1`), nested(maxScanDepth, `1`), nested(maxScanDepth+1, `1`),
+	strings.Repeat(`[`, maxScanDepth) + strings.Repeat(`]`, maxScanDepth),
+}
+
+// rawPairs are pairs of objects that differ the ways updates do.
+func rawPairs() [][2]string {
+	enc := func(o map[string]any) string {
+		b, err := json.Marshal(o)
+		if err != nil {
+			panic(err)
+		}
+		return string(b)
+	}
+	base := enc(obj(webDeployment))
+	return [][2]string{
+		{webDeployment, base},
+		{base, enc(obj(webDeployment, container(0, "image", "x")))},
+		{base, enc(obj(webDeployment, set(2, "status", "readyReplicas"), set("1", "metadata", "resourceVersion")))},
+		{base, enc(obj(webDeployment, del("metadata", "labels", LabelHash), set("v1, Kind=Namespace", "metadata", "annotations", AnnotationOwnerGVK)))},
+		{base, enc(obj(webDeployment, set(map[string]any{"a": []any{1, map[string]any{}}}, "spec", "template", "spec", "affinity")))},
+		{base, enc(obj(webDeployment, set(nil, "spec", "template"), set([]any{}, "spec", "selector")))},
+		{base, strings.Replace(base, `"spec":{`, `"spec":{"x":1,"x":2,`, 1)},
+		{`{"a":[1,2,3]}`, `{"a":[3,2,1,0]}`},
+		{`{"a":{"b":1}}`, `{"a":[1]}`},
+		{`{"a":null}`, `{"a":[]}`},
+		{`{"a":[]}`, `{"a":{}}`},
+		{nested(maxLazyDepth+3, `{"x":1}`), nested(maxLazyDepth+3, `{"x":2,"y":{"z":[1]}}`)},
+		{nested(maxDiffDepth+3, `1`), nested(maxDiffDepth+3, `2`)},
+	}
+}
+
+// fuzzSkip are the paths the differential targets skip.
+var fuzzSkip = append(mustPointers("/spec/replicas", "/metadata/annotations/a~1b", "/0", "/a/1", "/a/b", "/x"), serverManaged...)
+
+// decodeAny decodes one JSON value the way decodeObject does, whatever
+// its type.
+func decodeAny(t *testing.T, s string) any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("validJSON accepted %q, which does not decode: %v", s, err)
+	}
+	return v
+}
+
+// FuzzDiffRaw is the differential check of the raw JSON reader: on any
+// pair of valid JSON values, diffRaw reports exactly what diff reports of
+// the decoded values, and metaFromRaw reads the same ownership as
+// metaFromMap. It must never panic.
+func FuzzDiffRaw(f *testing.F) {
+	for _, p := range rawPairs() {
+		f.Add(p[0], p[1])
+		f.Add(p[1], p[0])
+	}
+	for _, s := range append(rawSeeds, fuzzSeeds...) {
+		f.Add(s, webDeployment)
+		f.Add(s, `{"a":2,"metadata":{"name":"b","labels":{"objectset.rio.cattle.io/hash":"y"}}}`)
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if !validJSON([]byte(a)) || !validJSON([]byte(b)) {
+			return
+		}
+		x, y := decodeAny(t, a), decodeAny(t, b)
+		for _, limit := range []int{listedPaths, 1 << 20} {
+			want := diff(x, y, fuzzSkip, limit)
+			got := diffRaw([]byte(a), []byte(b), fuzzSkip, limit)
+			if d := cmp.Diff(want, got, cmp.AllowUnexported(changes{}), cmpopts.EquateEmpty()); d != "" {
+				t.Fatalf("diffRaw(%q, %q) disagrees with diff: -diff, +diffRaw:\n%s", a, b, d)
+			}
+		}
+		for _, s := range []string{a, b} {
+			if !isObject([]byte(s)) {
+				continue
+			}
+			m, ok := decodeAny(t, s).(map[string]any)
+			if !ok {
+				t.Fatalf("isObject(%q) but it decodes to %T", s, decodeAny(t, s))
+			}
+			if d := cmp.Diff(ownership(metaFromMap(m)), ownership(metaFromRaw([]byte(s)))); d != "" {
+				t.Fatalf("metaFromRaw(%q) disagrees with metaFromMap: -metaFromMap, +metaFromRaw:\n%s", s, d)
+			}
+		}
+	})
+}
+
+// ownership is everything the rule reads of an objectMeta.
+func ownership(m objectMeta) []any {
+	return []any{m.Name, m.GenerateName, m.Namespace, m.managed(), m.appliedWithOwner(), m.ownershipKeys(), m.owner()}
+}
+
+// FuzzValidJSON checks the validator against encoding/json: it accepts
+// what json.Valid accepts, up to maxScanDepth, and nothing else.
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range append(rawSeeds, fuzzSeeds...) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, want := validJSON([]byte(s)), json.Valid([]byte(s))
+		if got && !want {
+			t.Fatalf("validJSON(%q) = true, json.Valid = false", s)
+		}
+		if !got && want && nesting(s) <= maxScanDepth {
+			t.Fatalf("validJSON(%q) = false, json.Valid = true (nesting %d)", s, nesting(s))
+		}
+		if got {
+			// The splitter cuts every container into members that are
+			// valid JSON themselves and cover it.
+			checkSplit(t, bytes.TrimSpace([]byte(s)))
+		}
+	})
+}
+
+// checkSplit checks that splitting a valid value yields the members
+// encoding/json finds, each valid JSON.
+func checkSplit(t *testing.T, v []byte) {
+	t.Helper()
+	switch rawKind(v) {
+	case rawObject:
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal(v, &want); err != nil {
+			t.Fatal(err)
+		}
+		ms := splitObject(v, nil)
+		ms = ms[:sortMembers(ms)]
+		if len(ms) != len(want) {
+			t.Fatalf("splitObject(%q): %d distinct keys, encoding/json finds %d", v, len(ms), len(want))
+		}
+		for _, m := range ms {
+			w, ok := want[string(m.key)]
+			if !ok || !bytes.Equal(w, m.val) {
+				t.Fatalf("splitObject(%q): member %q = %q, encoding/json: %q", v, m.key, m.val, w)
+			}
+		}
+	case rawList:
+		var want []json.RawMessage
+		if err := json.Unmarshal(v, &want); err != nil {
+			t.Fatal(err)
+		}
+		ms := splitList(v, nil)
+		if len(ms) != len(want) {
+			t.Fatalf("splitList(%q): %d elements, encoding/json finds %d", v, len(ms), len(want))
+		}
+		for i, m := range ms {
+			if !bytes.Equal(want[i], m.val) {
+				t.Fatalf("splitList(%q): element %d = %q, encoding/json: %q", v, i, m.val, want[i])
+			}
+		}
+	}
+}
+
+// nesting is the deepest container nesting in s, outside strings.
+func nesting(s string) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
