@@ -197,3 +197,31 @@ func nesting(s string) int {
 	}
 	return deepest
 }
+
+// FuzzStrictMeta is the differential check of the create and delete
+// path: whatever strictMetaFromRaw reads, encoding/json decodes without
+// error to the same ownership.
+func FuzzStrictMeta(f *testing.F) {
+	for _, s := range append(append(rawSeeds, fuzzSeeds...),
+		`{"metadata":{"name":null,"labels":{"objectset.rio.cattle.io/hash":null}}}`,
+		`{"Metadata":{"name":"a"}}`, `{"metadata":{"Name":"a"}}`, `{"metadata":{"namespaſe":"a"}}`,
+		`{"metadata":{"labels":{"a":"1"},"labels":{"b":"2"}}}`, `{"metadata":{"labels":{"a":1}}}`,
+		`{"metadata":{"annotations":{"objectset.rio.cattle.io/id":"default-x","objectset.rio.cattle.io/id":"default-y"}}}`,
+		`{"metadata":null}`, `{"metadata":1}`, `{"kind":"x","metadata":{"uid":"u","name":"n"}}`,
+	) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := strictMetaFromRaw([]byte(s))
+		if !ok {
+			return
+		}
+		want, err := decodeMetaJSON([]byte(s))
+		if err != nil {
+			t.Fatalf("strictMetaFromRaw(%q) read it, decodeMetaJSON fails: %v", s, err)
+		}
+		if d := cmp.Diff(ownership(want), ownership(got)); d != "" {
+			t.Fatalf("strictMetaFromRaw(%q) disagrees with decodeMetaJSON: -decodeMetaJSON, +strictMetaFromRaw:\n%s", s, d)
+		}
+	})
+}

@@ -42,8 +42,18 @@ type objectMeta struct {
 	Annotations  map[string]string `json:"annotations,omitempty"`
 }
 
-// decodeMeta reads only the metadata of a raw object.
+// decodeMeta reads only the metadata of a raw object. Plain objects (all
+// of the API server's) are read without decoding them; the rest are
+// decoded, which words the errors.
 func decodeMeta(raw []byte) (objectMeta, error) {
+	if m, ok := strictMetaFromRaw(raw); ok {
+		return m, nil
+	}
+	return decodeMetaJSON(raw)
+}
+
+// decodeMetaJSON decodes the object's metadata with encoding/json.
+func decodeMetaJSON(raw []byte) (objectMeta, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return objectMeta{}, fmt.Errorf("object is empty")
 	}

@@ -1,5 +1,11 @@
 package fleetguard
 
+import (
+	"bytes"
+	"slices"
+	"unicode/utf8"
+)
+
 // ownershipLabels and ownershipAnnotations are the only keys objectMeta's
 // methods read; metaFromRaw keeps no others, so judging an update does
 // not copy every label and annotation (kubectl's last-applied
@@ -82,4 +88,127 @@ func pickStrings(v []byte, keys []string) map[string]string {
 		}
 	}
 	return out
+}
+
+// metaFields are the members of metadata objectMeta decodes.
+var metaFields = []string{"name", "generateName", "namespace", "labels", "annotations"}
+
+// strictMetaFromRaw is decodeMeta for the plain case, without decoding the
+// object: it reads the same fields when decodeMeta would succeed and the
+// keys are spelled exactly, once each. Otherwise it reports false and the
+// caller decodes (encoding/json matches struct fields case-insensitively,
+// merges repeated maps and words the errors; none of that is copied
+// here). Labels and annotations hold only the ownership keys.
+func strictMetaFromRaw(raw []byte) (objectMeta, bool) {
+	var m objectMeta
+	if !isObject(raw) {
+		return m, false
+	}
+	var scratch [32]member
+	var md []byte
+	for _, f := range splitObject(trimValue(raw), scratch[:0]) {
+		switch {
+		case string(f.key) == "metadata":
+			if md != nil {
+				return m, false
+			}
+			md = f.val
+		case !unrelatedKey(f.key, "metadata"):
+			return m, false
+		}
+	}
+	switch rawKind(md) {
+	case rawNull:
+		return m, true
+	case rawObject:
+	default:
+		return m, false
+	}
+	var seen [5]bool
+	for _, f := range splitObject(md, scratch[:0]) {
+		i := slices.Index(metaFields, string(f.key))
+		if i < 0 {
+			if !unrelatedKey(f.key, metaFields...) {
+				return m, false
+			}
+			continue
+		}
+		if seen[i] {
+			return m, false
+		}
+		seen[i] = true
+		var ok bool
+		switch i {
+		case 0:
+			m.Name, ok = strictString(f.val)
+		case 1:
+			m.GenerateName, ok = strictString(f.val)
+		case 2:
+			m.Namespace, ok = strictString(f.val)
+		case 3:
+			m.Labels, ok = strictStrings(f.val, ownershipLabels)
+		case 4:
+			m.Annotations, ok = strictStrings(f.val, ownershipAnnotations)
+		}
+		if !ok {
+			return m, false
+		}
+	}
+	return m, true
+}
+
+// unrelatedKey reports whether encoding/json certainly matches key to
+// none of the struct fields named: it is ASCII and equals none of them
+// ignoring case.
+func unrelatedKey(key []byte, fields ...string) bool {
+	for _, c := range key {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	for _, f := range fields {
+		if bytes.EqualFold(key, []byte(f)) {
+			return false
+		}
+	}
+	return true
+}
+
+// strictString decodes a string field: null leaves it empty, other types
+// are errors.
+func strictString(v []byte) (string, bool) {
+	switch v[0] {
+	case '"':
+		return string(unquote(v)), true
+	case 'n':
+		return "", true
+	}
+	return "", false
+}
+
+// strictStrings decodes a map[string]string field, keeping the keys
+// named: null is no map, a value of null is "", other types are errors.
+func strictStrings(v []byte, keys []string) (map[string]string, bool) {
+	switch rawKind(v) {
+	case rawNull:
+		return nil, true
+	case rawObject:
+	default:
+		return nil, false
+	}
+	var out map[string]string
+	var scratch [32]member
+	for _, f := range splitObject(v, scratch[:0]) {
+		s, ok := strictString(f.val)
+		if !ok {
+			return nil, false
+		}
+		if slices.Contains(keys, string(f.key)) {
+			if out == nil {
+				out = make(map[string]string, len(keys))
+			}
+			out[string(f.key)] = s
+		}
+	}
+	return out, true
 }
