@@ -78,8 +78,8 @@ func (f Finding) To() string {
 // version used, the release that removes it, the version to use and the
 // upstream migration command.
 func (f Finding) Warning() string {
-	return fmt.Sprintf("%s: %s is deprecated and removed in Flux %s; use %s (flux migrate)",
-		Name, f.From(), f.RemovedIn, f.API.Current)
+	return Name + ": " + f.From() + " is deprecated and removed in Flux " + f.RemovedIn.String() +
+		"; use " + f.API.Current + " (flux migrate)"
 }
 
 // Refusal is the denial message for a write through a removed version.
@@ -90,9 +90,9 @@ func (f Finding) Refusal(object, source string) string {
 	if source != "" {
 		where = "in the manifest " + source + " applies"
 	}
-	return fmt.Sprintf("%s: %s is written through %s, which Flux %s removed (this cluster targets Flux %s); "+
-		"change apiVersion to %s %s (`flux migrate -f <dir>` rewrites a checkout, `flux migrate` the stored objects)",
-		Name, object, f.From(), f.RemovedIn, f.Target, f.To(), where)
+	return Name + ": " + object + " is written through " + f.From() + ", which Flux " + f.RemovedIn.String() +
+		" removed (this cluster targets Flux " + f.Target.String() + "); change apiVersion to " + f.To() + " " + where +
+		" (`flux migrate -f <dir>` rewrites a checkout, `flux migrate` the stored objects)"
 }
 
 // Advice is what `steward check` prints for a finding: what is wrong and

@@ -1,12 +1,14 @@
 package apimigration
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 
 	jsonpatchapply "github.com/evanphx/json-patch/v5"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 )
@@ -20,8 +22,9 @@ func mustJSON(v any) []byte {
 }
 
 // FuzzHandle feeds arbitrary objects through the decoder and the marking
-// logic. Whatever the input, the rule must not panic; a patch may touch
-// only metadata.annotations; and applying the patch and asking again must
+// logic. Whatever the input, the rule must not panic; where the fast path
+// answers, it answers as the decoding path does; a patch may touch only
+// metadata.annotations; and applying the patch and asking again must
 // ask for nothing more (the reinvocation fixed point).
 func FuzzHandle(f *testing.F) {
 	stored := marked(HelmGroup+"/v2beta1", earlier)
@@ -45,6 +48,12 @@ func FuzzHandle(f *testing.F) {
 	for _, s := range seeds {
 		f.Add(s.obj, s.old, s.version, s.update)
 	}
+	for i, s := range fastSeeds {
+		f.Add(s, fastSeeds[(i+1)%len(fastSeeds)], "v2beta1", i%2 == 0)
+	}
+	realistic := mustJSON(realisticHelmRelease("v2beta1", "6.5.0", stored))
+	f.Add(mustJSON(realisticHelmRelease("v2beta1", "6.6.0", stored)), realistic, "v2beta1", true)
+	f.Add(mustJSON(realisticHelmRelease("v2beta1", "6.5.0", nil)), realistic, "v2beta1", true)
 	r := newRule(f, "2.7")
 	f.Fuzz(func(t *testing.T, raw, oldRaw []byte, version string, update bool) {
 		res := gvr(helmRelease, version)
@@ -54,7 +63,16 @@ func FuzzHandle(f *testing.F) {
 			}
 			return admissiontest.Create(res, "HelmRelease", o)
 		}
-		resp := handle(r, build(raw).Build())
+		req := build(raw).Build()
+		// Where the fast path answers, it answers as the decoding path.
+		if f := Classify(HelmGroup, "HelmRelease", version, r.target); f.Status == DeprecatedVersion {
+			if fast, ok := r.markFast(req, f); ok {
+				if diff := cmp.Diff(outcome(r.markDecoded(req, f)), outcome(fast)); diff != "" {
+					t.Fatalf("markFast differs from markDecoded (-decoded +fast):\n%s", diff)
+				}
+			}
+		}
+		resp := handle(r, req)
 		if !resp.Allowed || len(resp.Patches) == 0 {
 			return
 		}
@@ -131,6 +149,155 @@ func FuzzParseRelease(f *testing.F) {
 		again, err := ParseRelease(r.String())
 		if err != nil || again != r {
 			t.Fatalf("%q parsed to %v, which parses back to %v, %v", s, r, again, err)
+		}
+	})
+}
+
+// fastSeeds are objects in and out of the form the fast decoder reads:
+// the API server's form, and each departure from it that must be left to
+// encoding/json (wrong types, duplicate, differently-cased and escaped
+// names, null annotations, deep nesting, invalid JSON).
+var fastSeeds = [][]byte{
+	mustJSON(obj(helmRelease, "v2beta1", marked(HelmGroup+"/v2beta1", earlier, "team", "web"), spec1)),
+	mustJSON(realisticHelmRelease("v2beta1", "6.5.0", marked(HelmGroup+"/v2beta1", earlier))),
+	[]byte(`{"metadata":{"name":"a","annotations":{"steward.dev\/migrated-from":"x","steward.dev/migrated-from":"y"}},"spec":{}}`),
+	[]byte(`{"metadata":{"name":"a\u00e9\ud800","labels":{"helm.toolkit.fluxcd.io/name":"h\n"},"annotations":{}}}`),
+	[]byte(`{"metadata":{"annotations":null}}`),
+	[]byte(`{"metadata":{"annotations":{"a":null}}}`),
+	[]byte(`{"metadata":{"annotations":{"a":1}}}`),
+	[]byte(`{"metadata":{"Name":"a","name":"b"}}`),
+	[]byte(`{"Metadata":{},"metadata":{}}`),
+	[]byte(`{"metadata":{},"metadata":{"name":"b"}}`),
+	[]byte(`{"metadata":{"name":"a"},"spec":1,"spec":2}`),
+	[]byte(`{"metadata":{"deletionTimestamp":null,"name":null}}`),
+	[]byte(`{"metadata":{"deletionTimestamp":"2026-05-04T09:00:00Z"}}`),
+	[]byte(`{"metad\u0061ta":{}}`),
+	[]byte(` {"metadata" : { "name" : "a" } , "spec" : [ 1 , -0.5e+3 , true , null ] } `),
+	[]byte(`{"metadata":{}} x`),
+	[]byte(`{"metadata":{},}`),
+	[]byte(`{"metadata":{"a":[1,]}}`),
+	[]byte(`{"metadata":{"a":01}}`),
+	[]byte(`{"metadata":{"a":"\x01"}}`),
+	[]byte(`{"metadata":{"a":"\q"}}`),
+	[]byte(`{"metadata":{"a":"\xff"}}`),
+	[]byte(`{"metadata":{"annotations":{"\xff":"\xfe"}}}`),
+	[]byte("{\"metadata\":{\"name\u017f\":1}}"),
+	[]byte(`{"metadata":{}, "spec":` + strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1) + `}`),
+	[]byte(`[]`),
+	[]byte(``),
+}
+
+// FuzzDecodeFast proves the fast decoder agrees with encoding/json: what
+// it accepts is valid JSON that decodeObject reads the same way, on every
+// key the rule looks at.
+func FuzzDecodeFast(f *testing.F) {
+	for _, s := range fastSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		fast, ok := decodeFast(raw)
+		if !ok {
+			return
+		}
+		if !json.Valid(raw) {
+			t.Fatalf("decodeFast accepted invalid JSON %q", raw)
+		}
+		slow, err := decodeObject(raw)
+		if err != nil {
+			t.Fatalf("decodeFast accepted %q, decodeObject fails: %v", raw, err)
+		}
+		keep := func(m map[string]string, keys []string) map[string]string {
+			out := map[string]string{}
+			for _, k := range keys {
+				if v, ok := m[k]; ok {
+					out[k] = v
+				}
+			}
+			return out
+		}
+		type view struct {
+			Name, GenerateName, Namespace string
+			Terminating, HasAnnotations   bool
+			Labels, Annotations           map[string]string
+			Spec                          string
+		}
+		var top map[string]json.RawMessage
+		_ = json.Unmarshal(raw, &top)
+		var meta map[string]json.RawMessage
+		_ = json.Unmarshal(top["metadata"], &meta)
+		a, hasAnnotations := meta["annotations"]
+		hasAnnotations = hasAnnotations && string(a) != "null"
+		got := view{fast.Metadata.Name, fast.Metadata.GenerateName, fast.Metadata.Namespace, fast.terminating(), fast.hasAnnotations,
+			keep(fast.Metadata.Labels, ownerLabels), keep(fast.Metadata.Annotations, annotationKeys), string(fast.Spec)}
+		want := view{slow.Metadata.Name, slow.Metadata.GenerateName, slow.Metadata.Namespace, slow.terminating(), hasAnnotations,
+			keep(slow.Metadata.Labels, ownerLabels), keep(slow.Metadata.Annotations, annotationKeys), string(slow.Spec)}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("decodeFast(%q) differs from decodeObject (-want +got):\n%s", raw, diff)
+		}
+	})
+}
+
+// FuzzScanner proves the scanner accepts exactly the JSON encoding/json
+// accepts, up to its nesting limit.
+func FuzzScanner(f *testing.F) {
+	for _, s := range fastSeeds {
+		f.Add(s)
+	}
+	for _, s := range []string{`"\u12"`, `"\uD834\uDD1E"`, `-`, `-0`, `1.`, `1e`, `1E+2`, `.5`, `tru`, `nul`, `[1 2]`, `{"a" 1}`, `{"a":1 "b":2}`, "\t[\n]\r ", `{,}`, `[,]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		s := scanner{data: raw}
+		s.ws()
+		got := s.value() && s.end()
+		if want := json.Valid(raw); got != want {
+			if !got && (bytes.Count(raw, []byte("["))+bytes.Count(raw, []byte("{"))) > maxDepth {
+				return // Deeper than the scanner goes: left to encoding/json.
+			}
+			t.Fatalf("scanner accepts %q: %v; encoding/json: %v", raw, got, want)
+		}
+	})
+}
+
+// FuzzCompareSpecs proves the walk over two specs answers as decoding
+// both and comparing with reflect.DeepEqual does, whenever it answers.
+func FuzzCompareSpecs(f *testing.F) {
+	for _, p := range [][2]string{
+		{`{"a":1,"b":[1,2]}`, `{"b":[1,2],"a":1}`},
+		{`{"a":1,"b":{"c":"x"}}`, `{"a":1,"b":{"c":"y"}}`},
+		{`{"a":1}`, `{"a":1,"b":2}`},
+		{`{"a":1,"a":2}`, `{"a":2}`},
+		{`{"a":"\u0041"}`, `{"a":"A"}`},
+		{`{"a":"\u003c"}`, `{"a":"<"}`},
+		{`{"a":"\ud800"}`, `{"a":"\ufffd"}`},
+		{"{\"a\":\"\xff\"}", `{"a":"\ufffd"}`},
+		{`{"a":1.0}`, `{"a":1}`},
+		{`{"a":[1,2,3]}`, `{"a":[1,2]}`},
+		{`{"a":null}`, `{"a":false}`},
+		{`{"a":true}`, `{"a":false}`},
+		{``, `null`},
+		{``, `{}`},
+		{`[{"b":1,"a":2}]`, `[{"a":2,"b":1}]`},
+		{`{"\u0061":1}`, `{"a":1}`},
+		{`{"a!":1,"a":2}`, `{"a":2,"a!":1}`},
+	} {
+		f.Add([]byte(p[0]), []byte(p[1]))
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		if (len(a) > 0 && !json.Valid(a)) || (len(b) > 0 && !json.Valid(b)) {
+			return // Specs come from decoded objects: always valid.
+		}
+		v := compareSpecs(a, b)
+		if v == unsure {
+			return
+		}
+		va, errA := decodeAny(a)
+		vb, errB := decodeAny(b)
+		if errA != nil || errB != nil {
+			t.Fatalf("decodeAny: %v, %v", errA, errB)
+		}
+		if want := reflect.DeepEqual(va, vb); (v == same) != want {
+			t.Fatalf("compareSpecs(%q, %q) = %v, want same = %v", a, b, v, want)
 		}
 	})
 }

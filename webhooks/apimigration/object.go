@@ -14,6 +14,9 @@ type object struct {
 	Metadata metadata
 	// Spec is kept raw: it is only compared, never interpreted.
 	Spec json.RawMessage
+	// hasAnnotations is set by decodeFast when metadata.annotations is
+	// an object, which decides the shape of the patch.
+	hasAnnotations bool
 }
 
 // metadata is the part of metadata the rule reads.
@@ -58,6 +61,12 @@ func (o *object) terminating() bool {
 func sameSpec(a, b *object) bool {
 	if bytes.Equal(a.Spec, b.Spec) {
 		return true
+	}
+	switch compareSpecs(a.Spec, b.Spec) {
+	case same:
+		return true
+	case different:
+		return false
 	}
 	va, errA := decodeAny(a.Spec)
 	vb, errB := decodeAny(b.Spec)

@@ -44,7 +44,7 @@ func MustParseRelease(s string) Release {
 
 // String prints the release as MAJOR.MINOR, the way Flux names its releases.
 func (r Release) String() string {
-	return fmt.Sprintf("%d.%d", r.Major, r.Minor)
+	return strconv.Itoa(r.Major) + "." + strconv.Itoa(r.Minor)
 }
 
 // AtLeast reports whether r is the same release as o or a later one.

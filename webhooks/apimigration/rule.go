@@ -60,6 +60,50 @@ func (r *Rule) Handle(_ context.Context, req admission.Request) admission.Respon
 // mark allows a write through a deprecated version, with the warning and
 // whatever annotations plan asks for.
 func (r *Rule) mark(req admission.Request, f Finding) admission.Response {
+	if resp, ok := r.markFast(req, f); ok {
+		return resp
+	}
+	return r.markDecoded(req, f)
+}
+
+// markFast is mark for objects in the form the API server sends: it reads
+// them with decodeFast and writes the patch operations directly. ok is
+// false when decodeFast leaves an object to encoding/json; markDecoded
+// then answers.
+func (r *Rule) markFast(req admission.Request, f Finding) (resp admission.Response, ok bool) {
+	obj, ok := decodeFast(req.Object.Raw)
+	if !ok {
+		return resp, false
+	}
+	var old *object
+	if req.Operation == admissionv1.Update {
+		o, ok := decodeFast(req.OldObject.Raw)
+		if !ok {
+			return resp, false
+		}
+		old = &o
+	}
+	var set map[string]string
+	if !obj.terminating() {
+		set = plan(f.From(), &obj, old, r.now().UTC().Format(time.RFC3339Nano))
+	}
+	warning := f.Warning()
+	resp = admission.Allowed(warning)
+	if len(set) > 0 {
+		if resp.Patches, ok = annotationPatch(&obj, set); !ok {
+			return resp, false
+		}
+		pt := admissionv1.PatchTypeJSONPatch
+		resp.PatchType = &pt
+	}
+	return resp.WithWarnings(warning), true
+}
+
+// markDecoded is mark for any object: it decodes the object with
+// encoding/json and diffs the metadata before and after the annotations
+// are set. Its answers, errors included, are the rule's; markFast gives
+// the same answers at a fraction of the cost where it applies.
+func (r *Rule) markDecoded(req admission.Request, f Finding) admission.Response {
 	warning := f.Warning()
 	obj, err := decodeObject(req.Object.Raw)
 	if err != nil {
@@ -102,7 +146,13 @@ func (r *Rule) mark(req admission.Request, f Finding) admission.Response {
 // decode is still refused, by the request's own name.
 func describe(req admission.Request, kind string) (object, source string) {
 	ns, name := req.Namespace, req.Name
-	if obj, err := decodeObject(req.Object.Raw); err == nil {
+	obj, ok := decodeFast(req.Object.Raw)
+	if !ok {
+		if o, err := decodeObject(req.Object.Raw); err == nil {
+			obj, ok = *o, true
+		}
+	}
+	if ok {
 		if name == "" {
 			name = obj.Metadata.Name
 		}
@@ -114,7 +164,7 @@ func describe(req admission.Request, kind string) (object, source string) {
 		}
 		source = appliedBy(obj.Metadata.Labels)
 	}
-	return fmt.Sprintf("%s %s/%s", kind, ns, name), source
+	return kind + " " + ns + "/" + name, source
 }
 
 // appliedBy names the Flux object that applied an object, from the
@@ -126,7 +176,7 @@ func appliedBy(labels map[string]string) string {
 	} {
 		name, ns := labels[owner.group+"/name"], labels[owner.group+"/namespace"]
 		if name != "" {
-			return fmt.Sprintf("%s %s/%s", owner.kind, ns, name)
+			return owner.kind + " " + ns + "/" + name
 		}
 	}
 	return ""

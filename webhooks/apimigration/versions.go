@@ -64,27 +64,32 @@ var APIs = []API{
 	{ImageGroup, "ImageUpdateAutomation", "imageupdateautomations", "v1", betasTo29},
 }
 
-// byKind and byResource index APIs by "group/Kind" and "group/resource".
+// groupName is a group and a kind or resource name, the key of the
+// indexes below (a struct, so a lookup builds no string).
+type groupName struct{ group, name string }
+
+// byKind and byResource index APIs by group and Kind, and by group and
+// resource.
 var byKind, byResource = index()
 
-func index() (map[string]*API, map[string]*API) {
-	kinds, resources := map[string]*API{}, map[string]*API{}
+func index() (map[groupName]*API, map[groupName]*API) {
+	kinds, resources := map[groupName]*API{}, map[groupName]*API{}
 	for i := range APIs {
 		a := &APIs[i]
-		kinds[a.Group+"/"+a.Kind] = a
-		resources[a.Group+"/"+a.Resource] = a
+		kinds[groupName{a.Group, a.Kind}] = a
+		resources[groupName{a.Group, a.Resource}] = a
 	}
 	return kinds, resources
 }
 
 // LookupKind returns the Flux API of a group and kind, or nil.
 func LookupKind(group, kind string) *API {
-	return byKind[group+"/"+kind]
+	return byKind[groupName{group, kind}]
 }
 
 // LookupResource returns the Flux API of a group and resource, or nil.
 func LookupResource(group, resource string) *API {
-	return byResource[group+"/"+resource]
+	return byResource[groupName{group, resource}]
 }
 
 // deprecated returns the deprecation entry of version, or nil when the
