@@ -15,7 +15,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-	kjson "sigs.k8s.io/json"
 )
 
 // MaxReviewBytes is the largest AdmissionReview body Serve reads: two
@@ -30,8 +29,9 @@ const MaxReviewBytes = 7 * 1024 * 1024
 // It takes the place of controller-runtime's admission.Webhook on the
 // request path because every call pays for that one's generality: the
 // review is decoded twice (a pass to find its kind, then the typed decode)
-// and a request logger is built twice, where Steward needs one decode and
-// no logger at all unless the request is malformed. Like admission.Webhook,
+// and a request logger is built twice, where Steward decodes once, leaves
+// the objects to the rules (decodeReview) and builds no logger unless the
+// request is malformed. Like admission.Webhook,
 // it always answers HTTP 200 with an AdmissionReview, so even a malformed
 // request gets a verdict that says what was wrong with it.
 func Serve(h admission.Handler, log logr.Logger) http.Handler {
@@ -99,9 +99,8 @@ func readReview(r *http.Request, buf *bytes.Buffer) (admissionv1.AdmissionReview
 	case buf.Len() > MaxReviewBytes:
 		return review, http.StatusRequestEntityTooLarge, fmt.Errorf("request entity is too large; limit is %d bytes", MaxReviewBytes)
 	}
-	// Raw objects are copied out of buf (RawExtension keeps its own
-	// bytes), so buf can carry the answer afterwards.
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(buf.Bytes(), &review); err != nil {
+	// The objects are copied out of buf, so buf can carry the answer.
+	if err := decodeReview(buf.Bytes(), &review); err != nil {
 		return admissionv1.AdmissionReview{TypeMeta: reviewV1}, http.StatusBadRequest, fmt.Errorf("decoding the AdmissionReview: %w", err)
 	}
 	if review.Kind != "AdmissionReview" || (review.APIVersion != "admission.k8s.io/v1" && review.APIVersion != "admission.k8s.io/v1beta1") {
