@@ -158,6 +158,9 @@ func run(ctx context.Context, opts options, root string) (*results, error) {
 			b.heapProfile()
 		}
 	}
+	if b.res.MatchCosts, err = b.c.readMatchCosts(ctx); err != nil {
+		b.warnf("reading the API server's match-condition metrics: %v", err)
+	}
 	b.res.Finished = time.Now()
 	b.res.Machine.LoadAvgEnd = loadAvg()
 	for _, p := range b.res.Points {

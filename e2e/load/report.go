@@ -177,6 +177,16 @@ func renderMarkdown(res *results, chart, notes string) string {
 		w("\n")
 	}
 
+	if len(res.MatchCosts) > 0 {
+		w("## What the API server spends deciding not to call\n\n")
+		w("The API server's own histogram `%s` times each request that a webhook's matchConditions kept from it (preparing the CEL activation and evaluating the conditions), over the whole run: the agent workloads in (c) and (d), and everything else the conditions exclude.\n\n", matchConditionMetric)
+		w("| webhook | requests excluded | mean per request |\n|---|---:|---:|\n")
+		for _, m := range res.MatchCosts {
+			w("| %s | %.0f | %.1f µs |\n", m.Webhook, m.Exclusion, m.MeanMicros())
+		}
+		w("\n")
+	}
+
 	w("## Steward's memory\n\n")
 	mem := res.Memory
 	w("| | resident (VmRSS / VmHWM) | live heap after GC |\n|---|---|---|\n")

@@ -25,6 +25,9 @@ type results struct {
 	OtherCPU     time.Duration `json:"otherCPU"`
 	MeasuredTime time.Duration `json:"measuredTime"`
 	Warnings     []string      `json:"warnings,omitempty"`
+	// MatchCosts are the API server's match-condition exclusions over the
+	// run, per webhook.
+	MatchCosts []matchCost `json:"matchCosts,omitempty"`
 	// HandlerBench is the handler benchmarks' output (go test -bench).
 	HandlerBench string `json:"handlerBench,omitempty"`
 }
