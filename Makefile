@@ -77,7 +77,7 @@ fuzz:
 
 # Handler benchmarks for every rule, with an allow-all baseline, then the
 # load generator (e2e/load) against the real API server: four admission
-# configurations, every workload, about 15 minutes with its defaults. It
+# configurations, every workload, about 25 minutes with its defaults. It
 # writes docs/benchmarks.md and docs/benchmark-latency.svg; pass flags with
 # BENCH_FLAGS, e.g. make bench BENCH_FLAGS="-duration 10s -xrs 2000".
 BENCH_FLAGS ?=

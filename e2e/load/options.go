@@ -10,7 +10,7 @@ import (
 )
 
 // options are the load tool's flags. The defaults keep a full run,
-// seeding included, to about a quarter of an hour on a two-core machine:
+// seeding included, to about twenty minutes on a two-core machine:
 // creating the 10k XRs, 50k MRs and 5k Flux objects through the API
 // server alone takes several minutes there (over ten on a busy machine), so
 // the default caches are a fifth of that, and the report extrapolates
@@ -39,7 +39,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	o := options{}
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.DurationVar(&o.duration, "duration", 3*time.Second, "measured time per point (workload, configuration, writers)")
+	fs.DurationVar(&o.duration, "duration", 2*time.Second, "measured time per point (workload, configuration, writers)")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds of each point, each measuring every configuration in turn; a point's figures sum its rounds")
 	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "unmeasured time before each point")
 	conc := fs.String("concurrency", "1,16,64", "comma-separated numbers of closed-loop writers")
