@@ -50,10 +50,10 @@ func (r *Rule) mainWebhook() rule.Webhook {
 		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: LabelHash, Operator: metav1.LabelSelectorOpExists},
 		}},
-		MatchConditions: append(r.identityConditions(),
-			admissionregistrationv1.MatchCondition{Name: "exclude-leases-events-and-reviews", Expression: excludedResources},
-			admissionregistrationv1.MatchCondition{Name: "exclude-objects-applied-with-owner", Expression: excludeAppliedWithOwner},
-		),
+		MatchConditions: []admissionregistrationv1.MatchCondition{{
+			Name:       "not-agent-controller-lease-event-or-owned",
+			Expression: allOf(append(r.identityClauses(), excludedResources, excludeAppliedWithOwner)),
+		}},
 	}
 }
 
@@ -70,32 +70,37 @@ func (r *Rule) scaleWebhook() rule.Webhook {
 			"the HorizontalPodAutoscaler's included. Failing closed would let a Steward outage freeze autoscaling of every workload, Fleet-managed or not; " +
 			"failing open only lets replica counts change while Steward is down.",
 		TimeoutSeconds:  2,
-		MatchConditions: r.identityConditions(),
+		MatchConditions: []admissionregistrationv1.MatchCondition{{
+			Name:       "not-fleet-agent-or-kubernetes-controller",
+			Expression: allOf(r.identityClauses()),
+		}},
 	}
 }
 
-// identityConditions keep the Fleet agent's and Kubernetes' own writes
-// from ever calling Steward: they cost no webhook round trip, and a Steward
-// outage cannot block them.
-func (r *Rule) identityConditions() []admissionregistrationv1.MatchCondition {
-	var conds []admissionregistrationv1.MatchCondition
+// identityClauses keep the Fleet agent's and Kubernetes' own writes from
+// ever calling Steward: they cost no webhook round trip, and a Steward
+// outage cannot block them. The agent's user name comes first: its writes
+// are most of what the main webhook matches.
+func (r *Rule) identityClauses() []string {
+	var clauses []string
 	if len(r.agentUsers) > 0 {
-		conds = append(conds, admissionregistrationv1.MatchCondition{
-			Name:       "exclude-fleet-agent-users",
-			Expression: fmt.Sprintf("!(request.userInfo.username in %s)", celList(r.agentUsers)),
-		})
+		clauses = append(clauses, fmt.Sprintf("!(request.userInfo.username in %s)", celList(r.agentUsers)))
 	}
 	if len(r.agentGroups) > 0 {
-		conds = append(conds, admissionregistrationv1.MatchCondition{
-			Name:       "exclude-fleet-agent-groups",
-			Expression: fmt.Sprintf("!has(request.userInfo.groups) || !request.userInfo.groups.exists(g, g in %s)", celList(r.agentGroups)),
-		})
+		clauses = append(clauses, fmt.Sprintf("(!has(request.userInfo.groups) || !request.userInfo.groups.exists(g, g in %s))", celList(r.agentGroups)))
 	}
-	return append(conds, admissionregistrationv1.MatchCondition{
-		Name: "exclude-kubernetes-controllers",
-		Expression: fmt.Sprintf("!(request.userInfo.username in %s) && (!has(request.userInfo.groups) || !(%s in request.userInfo.groups))",
-			celList(kubernetesControllers), strconv.Quote(nodesGroup)),
-	})
+	return append(clauses, fmt.Sprintf("!(request.userInfo.username in %s) && (!has(request.userInfo.groups) || !(%s in request.userInfo.groups))",
+		celList(kubernetesControllers), strconv.Quote(nodesGroup)))
+}
+
+// allOf joins clauses into the expression of one matchCondition. The API
+// server evaluates every condition of a webhook for each request the
+// webhook's rules and selectors match; as one expression, evaluation stops
+// at the first clause that excludes the request (for the Fleet agent's
+// writes, the first), which costs the API server a fraction of evaluating
+// separate conditions (see docs/benchmarks.md).
+func allOf(clauses []string) string {
+	return strings.Join(clauses, " &&\n")
 }
 
 // excludedResources honours Steward's rule never to intercept Leases,

@@ -1,6 +1,7 @@
 package fleetguard
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/cel-go/cel"
@@ -42,7 +43,7 @@ func TestSpecRegistration(t *testing.T) {
 		}},
 		FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
 		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "objectset.rio.cattle.io/hash", Operator: metav1.LabelSelectorOpExists}}},
-		Conditions:     []string{"exclude-fleet-agent-users", "exclude-fleet-agent-groups", "exclude-kubernetes-controllers", "exclude-leases-events-and-reviews", "exclude-objects-applied-with-owner"},
+		Conditions:     []string{"not-agent-controller-lease-event-or-owned"},
 	}, {
 		Name: "fleetguard-scale.steward.dev", Path: "/validate/fleetguard/scale",
 		Rules: []admissionregistrationv1.RuleWithOperations{{
@@ -50,7 +51,7 @@ func TestSpecRegistration(t *testing.T) {
 			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"*"}, Resources: []string{"deployments/scale", "statefulsets/scale", "replicasets/scale"}, Scope: &namespaced},
 		}},
 		FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 2,
-		Conditions: []string{"exclude-fleet-agent-users", "exclude-fleet-agent-groups", "exclude-kubernetes-controllers"},
+		Conditions: []string{"not-fleet-agent-or-kubernetes-controller"},
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Spec().Webhooks: -want, +got:\n%s", diff)
@@ -62,9 +63,11 @@ func TestSpecRegistration(t *testing.T) {
 
 func TestSpecWithoutAgentListsHasNoEmptyConditions(t *testing.T) {
 	spec := New(Config{AgentUsers: []string{}, AgentGroups: []string{}}, "").Spec()
-	for _, c := range spec.Webhooks[0].MatchConditions {
-		if c.Name == "exclude-fleet-agent-users" || c.Name == "exclude-fleet-agent-groups" {
-			t.Errorf("an empty identity list renders no condition, got %s: %s", c.Name, c.Expression)
+	for _, wh := range spec.Webhooks {
+		for _, c := range wh.MatchConditions {
+			if strings.Contains(c.Expression, "[]") || strings.Contains(c.Expression, "cattle-fleet") {
+				t.Errorf("%s: empty identity lists must render no clause, got %s", wh.Name, c.Expression)
+			}
 		}
 	}
 }
