@@ -69,7 +69,7 @@ func (r *Rule) scaleWebhook() rule.Webhook {
 		FailurePolicyReason: "A Scale object carries no labels, so no objectSelector can narrow this webhook: it sees every scale request in the cluster, " +
 			"the HorizontalPodAutoscaler's included. Failing closed would let a Steward outage freeze autoscaling of every workload, Fleet-managed or not; " +
 			"failing open only lets replica counts change while Steward is down.",
-		TimeoutSeconds:  2,
+		TimeoutSeconds: 2,
 		MatchConditions: []admissionregistrationv1.MatchCondition{{
 			Name:       "not-fleet-agent-or-kubernetes-controller",
 			Expression: allOf(r.identityClauses()),
