@@ -317,10 +317,3 @@ func evaluateTargets(r *results) []targetResult {
 	}
 	return out
 }
-
-func finiteOr(v, or float64) float64 {
-	if math.IsNaN(v) {
-		return or
-	}
-	return v
-}
