@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	jsonpatchapply "github.com/evanphx/json-patch/v5"
 	jsonpatch "gomodules.xyz/jsonpatch/v2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -136,4 +137,23 @@ func addAll(m map[string]string) jsonpatch.JsonPatchOperation {
 		v[k] = s
 	}
 	return add("", v)
+}
+
+// applyPatch applies the rule's patch operations to raw as the API server
+// would, failing the test if they do not encode, decode or apply.
+func applyPatch(t testing.TB, ops []jsonpatch.JsonPatchOperation, raw []byte) []byte {
+	t.Helper()
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, err := jsonpatchapply.DecodePatch(patch)
+	if err != nil {
+		t.Fatalf("decoding our own patch %s: %v", patch, err)
+	}
+	patched, err := decoded.Apply(raw)
+	if err != nil {
+		t.Fatalf("applying %s to %s: %v", patch, raw, err)
+	}
+	return patched
 }
