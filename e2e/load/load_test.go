@@ -96,3 +96,22 @@ apiserver_admission_match_condition_evaluation_seconds_count{kind="webhook",name
 		t.Errorf("parsed %+v, want fleetguard with 200 exclusions at 30 µs and other with none", got)
 	}
 }
+
+func TestMergeSumsRoundsAndPoolsLatencies(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	a := &point{Workload: "w", Config: cfgSteward, Writers: 16, Elapsed: 2 * time.Second, Succeeded: 10, Denied: 10, StewardCalls: 20,
+		CPU: map[string]time.Duration{procSteward: ms(10)}, latencies: []time.Duration{ms(1), ms(2)}, StewardRSS: 5}
+	b := &point{Workload: "w", Config: cfgSteward, Writers: 16, Elapsed: 2 * time.Second, Denied: 60, Failed: 1, StewardCalls: 60,
+		CPU: map[string]time.Duration{procSteward: ms(30)}, latencies: []time.Duration{ms(3), ms(4)}, StewardRSS: 7}
+	got := merge([]*point{a, b})
+	switch {
+	case got.Workload != "w" || got.Config != cfgSteward || got.Writers != 16:
+		t.Errorf("identity not kept: %+v", got)
+	case got.Elapsed != 4*time.Second || got.Answered() != 80 || got.Failed != 1 || got.StewardCalls != 80:
+		t.Errorf("counts not summed: elapsed %s, answered %d, failed %d, calls %.0f", got.Elapsed, got.Answered(), got.Failed, got.StewardCalls)
+	case got.CPUPerCall(procSteward) != 0.5 || got.StewardRSS != 7:
+		t.Errorf("CPU per call %.3f ms (want 0.5), RSS %d (want the larger, 7)", got.CPUPerCall(procSteward), got.StewardRSS)
+	case got.P50 != ms(2) || got.Max != ms(4) || len(got.RoundRates) != 2 || got.RoundRates[1] != 30:
+		t.Errorf("latencies not pooled or round rates wrong: p50 %s max %s rounds %v", got.P50, got.Max, got.RoundRates)
+	}
+}

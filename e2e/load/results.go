@@ -114,11 +114,8 @@ const (
 // figure of the result is that of one long point whose parts were
 // measured in alternation with the other configurations.
 func merge(rounds []*point) *point {
-	p := *rounds[0]
-	p.CPU = map[string]time.Duration{}
-	p.Elapsed, p.Succeeded, p.Denied, p.Failed, p.MachineBusy = 0, 0, 0, 0, 0
-	p.StewardCalls, p.AllowAllCalls, p.WarningsPer, p.Errors, p.latencies = 0, 0, 0, nil, nil
-	p.handler = histogram{}
+	first := rounds[0]
+	p := point{Workload: first.Workload, Config: first.Config, Writers: first.Writers, Burst: first.Burst, CPU: map[string]time.Duration{}}
 	var warnings float64
 	for _, r := range rounds {
 		p.Elapsed += r.Elapsed

@@ -31,9 +31,9 @@ const MaxReviewBytes = 7 * 1024 * 1024
 // review is decoded twice (a pass to find its kind, then the typed decode)
 // and a request logger is built twice, where Steward decodes once, leaves
 // the objects to the rules (decodeReview) and builds no logger unless the
-// request is malformed. Like admission.Webhook,
-// it always answers HTTP 200 with an AdmissionReview, so even a malformed
-// request gets a verdict that says what was wrong with it.
+// request is malformed. Like admission.Webhook, it always answers HTTP 200
+// with an AdmissionReview, so even a malformed request gets a verdict that
+// says what was wrong with it.
 func Serve(h admission.Handler, log logr.Logger) http.Handler {
 	return &server{handler: h, log: log}
 }
