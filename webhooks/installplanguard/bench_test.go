@@ -1,12 +1,12 @@
 package installplanguard
 
 import (
-	"context"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 )
 
 // BenchmarkHandle measures the rule's handler on the requests it sees most;
@@ -26,22 +26,5 @@ func BenchmarkHandle(b *testing.B) {
 		"SubscriptionWarned":      admissiontest.Update(subGVR, "Subscription", sub("Manual", true), sub("Automatic", true)).Build(),
 		"DeleteByOLMAllowedEarly": admissiontest.Delete(planGVR, "InstallPlan", plan(installing)).User(olmUser).Build(),
 	}
-	ctx := context.Background()
-	b.Run("AllowAll", func(b *testing.B) {
-		req := reqs["DeleteInstallingDenied"]
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = allowAll(ctx, req)
-		}
-	})
-	for name, req := range reqs {
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				_ = r.Handle(ctx, req)
-			}
-		})
-	}
+	ruletest.BenchmarkHandle(b, r, "DeleteInstallingDenied", reqs)
 }
-
-func allowAll(context.Context, admission.Request) admission.Response { return admission.Allowed("") }

@@ -1,12 +1,12 @@
 package suspendnotice
 
 import (
-	"context"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 )
 
 // BenchmarkHandle measures the handler on the requests it sees; AllowAll is
@@ -22,22 +22,7 @@ func BenchmarkHandle(b *testing.B) {
 		"EventsV1Rewritten":      admissiontest.Create(evV1GVR, "Event", eventsV1("kustomize-controller", finished, webRef)).Build(),
 		"SuspendWithLargeValues": admissiontest.Update(ksGVR, "Kustomization", large(false), large(true)).User(jane).Build(),
 	}
-	ctx := context.Background()
-	b.Run("AllowAll", func(b *testing.B) {
-		req := reqs["EventRewritten"]
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = allowAll(ctx, req)
-		}
-	})
-	for name, req := range reqs {
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				_ = r.Handle(ctx, req)
-			}
-		})
-	}
+	ruletest.BenchmarkHandle(b, r, "EventRewritten", reqs)
 }
 
 // large is a Kustomization with a big spec, as HelmReleases with inline
@@ -51,5 +36,3 @@ func large(suspend bool) map[string]any {
 	o["spec"].(map[string]any)["patches"] = patches
 	return o
 }
-
-func allowAll(context.Context, admission.Request) admission.Response { return admission.Allowed("") }

@@ -1,0 +1,41 @@
+package ruletest
+
+import (
+	"context"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// AllowAll is the floor a rule's handler is measured against: it allows
+// every request without reading it.
+type AllowAll struct{}
+
+// Handle allows req.
+func (AllowAll) Handle(context.Context, admission.Request) admission.Response {
+	return admission.Allowed("")
+}
+
+// BenchmarkHandle measures h on each of reqs, one sub-benchmark each, and
+// AllowAll on reqs[floor] as the sub-benchmark "AllowAll", so the handler's
+// own cost can be read off against the admission plumbing's.
+func BenchmarkHandle(b *testing.B, h admission.Handler, floor string, reqs map[string]admission.Request) {
+	b.Helper()
+	req, ok := reqs[floor]
+	if !ok {
+		b.Fatalf("no request %q to measure AllowAll on", floor)
+	}
+	run := func(name string, h admission.Handler, req admission.Request) {
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = h.Handle(ctx, req)
+			}
+		})
+	}
+	run("AllowAll", AllowAll{}, req)
+	for name, req := range reqs {
+		run(name, h, req)
+	}
+}
