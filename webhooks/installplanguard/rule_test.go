@@ -2,6 +2,7 @@ package installplanguard
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -319,11 +320,5 @@ func assertSentWhenActing(t *testing.T, r *Rule, req admission.Request, got verd
 	if req.Kind.Kind == "Subscription" {
 		wh = r.Spec().Webhooks[1]
 	}
-	sent, err := celtest.Sent(wh.MatchConditions, req)
-	if err != nil {
-		t.Fatalf("matchConditions of %s: %v", wh.Name, err)
-	}
-	if !sent {
-		t.Errorf("the rule acts on this request (%+v) but %s's matchConditions keep it from Steward", got, wh.Name)
-	}
+	celtest.RequireSent(t, wh, req, fmt.Sprintf("%+v", got))
 }

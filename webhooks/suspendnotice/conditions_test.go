@@ -3,9 +3,6 @@ package suspendnotice
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/celtest"
 )
@@ -13,11 +10,7 @@ import (
 func TestMatchConditionsCompile(t *testing.T) {
 	cfg := Config{Controllers: []string{`we"ird\controller`}}
 	cfg.Default()
-	for _, wh := range New(cfg).Spec().Webhooks {
-		if err := celtest.Compile(wh.MatchConditions); err != nil {
-			t.Errorf("%s: %v", wh.Name, err)
-		}
-	}
+	celtest.CheckCompile(t, New(cfg).Spec().Webhooks)
 }
 
 // TestMatchConditions proves which requests never leave the API server, and
@@ -26,96 +19,80 @@ func TestMatchConditions(t *testing.T) {
 	bare := map[string]any{"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "metadata": map[string]any{"name": "web", "namespace": "apps"}}
 	bareEvent := map[string]any{"apiVersion": "v1", "kind": "Event", "metadata": map[string]any{"name": "e", "namespace": "apps"}}
 	bareV1Event := map[string]any{"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": map[string]any{"name": "e", "namespace": "apps"}}
-	cases := map[string]struct {
-		reason   string
-		webhook  int
-		req      admission.Request
-		wantSent bool
-	}{
+	cases := map[string]celtest.Case{
 		"SuspendIsSent": {
-			reason: "spec.suspend turns true",
-			req:    admissiontest.Update(ksGVR, "Kustomization", ks(false, nil), ks(true, nil)).Build(), wantSent: true,
+			Reason:  "spec.suspend turns true",
+			Request: admissiontest.Update(ksGVR, "Kustomization", ks(false, nil), ks(true, nil)).Build(), Sent: true,
 		},
 		"ResumeIsSent": {
-			reason: "spec.suspend turns false",
-			req:    admissiontest.Update(ksGVR, "Kustomization", ks(true, recorded(nil)), ks(nil, recorded(nil))).Build(), wantSent: true,
+			Reason:  "spec.suspend turns false",
+			Request: admissiontest.Update(ksGVR, "Kustomization", ks(true, recorded(nil)), ks(nil, recorded(nil))).Build(), Sent: true,
 		},
 		"CreateSuspendedIsSent": {
-			reason: "spec.suspend is true on create",
-			req:    admissiontest.Create(ksGVR, "Kustomization", ks(true, nil)).Build(), wantSent: true,
+			Reason:  "spec.suspend is true on create",
+			Request: admissiontest.Create(ksGVR, "Kustomization", ks(true, nil)).Build(), Sent: true,
 		},
 		"CreateWithCopiedRecordIsSent": {
-			reason: "a record on a new object that is not suspended must be removed",
-			req:    admissiontest.Create(ksGVR, "Kustomization", ks(false, recorded(nil))).Build(), wantSent: true,
+			Reason:  "a record on a new object that is not suspended must be removed",
+			Request: admissiontest.Create(ksGVR, "Kustomization", ks(false, recorded(nil))).Build(), Sent: true,
 		},
 		"RecordEditIsSent": {
-			reason: "the record is kept in step with spec.suspend",
-			req:    admissiontest.Update(ksGVR, "Kustomization", ks(true, recorded(nil)), ks(true, nil)).Build(), wantSent: true,
+			Reason:  "the record is kept in step with spec.suspend",
+			Request: admissiontest.Update(ksGVR, "Kustomization", ks(true, recorded(nil)), ks(true, nil)).Build(), Sent: true,
 		},
 		"CreateNotSuspendedStaysInTheAPIServer": {
-			reason: "most creates have nothing to record",
-			req:    admissiontest.Create(ksGVR, "Kustomization", ks(nil, nil)).Build(),
+			Reason:  "most creates have nothing to record",
+			Request: admissiontest.Create(ksGVR, "Kustomization", ks(nil, nil)).Build(),
 		},
 		"UnrelatedUpdateStaysInTheAPIServer": {
-			reason: "Flux's own writes (finalizers, annotations) never reach Steward",
-			req:    admissiontest.Update(ksGVR, "Kustomization", ks(true, recorded(nil)), ks(true, recorded(map[string]any{"reconcile.fluxcd.io/requestedAt": "now"}))).Build(),
+			Reason:  "Flux's own writes (finalizers, annotations) never reach Steward",
+			Request: admissiontest.Update(ksGVR, "Kustomization", ks(true, recorded(nil)), ks(true, recorded(map[string]any{"reconcile.fluxcd.io/requestedAt": "now"}))).Build(),
 		},
 		"BareObjectsStayInTheAPIServerWithoutError": {
-			reason: "no spec, no annotations",
-			req:    admissiontest.Update(ksGVR, "Kustomization", bare, bare).Build(),
+			Reason:  "no spec, no annotations",
+			Request: admissiontest.Update(ksGVR, "Kustomization", bare, bare).Build(),
 		},
 		"BareCreateStaysInTheAPIServerWithoutError": {
-			reason: "no spec, no annotations",
-			req:    admissiontest.Create(ksGVR, "Kustomization", bare).Build(),
+			Reason:  "no spec, no annotations",
+			Request: admissiontest.Create(ksGVR, "Kustomization", bare).Build(),
 		},
 		"FluxNextRunEventIsSent": {
-			reason:  "the rule must look it up",
-			webhook: 1,
-			req:     admissiontest.Create(coreEvGVR, "Event", coreEv("kustomize-controller", "", finished, otherRef)).Build(), wantSent: true,
+			Reason:  "the rule must look it up",
+			Webhook: 1,
+			Request: admissiontest.Create(coreEvGVR, "Event", coreEv("kustomize-controller", "", finished, otherRef)).Build(), Sent: true,
 		},
 		"FluxNextRunEventsV1IsSent": {
-			reason:  "events.k8s.io/v1 fields are read in their own shape",
-			webhook: 1,
-			req:     admissiontest.Create(evV1GVR, "Event", eventsV1("source-controller", finished, otherRef)).Build(), wantSent: true,
+			Reason:  "events.k8s.io/v1 fields are read in their own shape",
+			Webhook: 1,
+			Request: admissiontest.Create(evV1GVR, "Event", eventsV1("source-controller", finished, otherRef)).Build(), Sent: true,
 		},
 		"OtherComponentStaysInTheAPIServer": {
-			reason:  "events of other controllers never reach Steward",
-			webhook: 1,
-			req:     admissiontest.Create(coreEvGVR, "Event", coreEv("kubelet", "", finished, webRef)).Build(),
+			Reason:  "events of other controllers never reach Steward",
+			Webhook: 1,
+			Request: admissiontest.Create(coreEvGVR, "Event", coreEv("kubelet", "", finished, webRef)).Build(),
 		},
 		"OtherComponentEventsV1StaysInTheAPIServer": {
-			reason:  "events of other controllers never reach Steward",
-			webhook: 1,
-			req:     admissiontest.Create(evV1GVR, "Event", eventsV1("scheduler", finished, webRef)).Build(),
+			Reason:  "events of other controllers never reach Steward",
+			Webhook: 1,
+			Request: admissiontest.Create(evV1GVR, "Event", eventsV1("scheduler", finished, webRef)).Build(),
 		},
 		"FluxEventWithoutNextRunStaysInTheAPIServer": {
-			reason:  "nothing to rewrite",
-			webhook: 1,
-			req:     admissiontest.Create(coreEvGVR, "Event", coreEv("kustomize-controller", "", "Health check passed", webRef)).Build(),
+			Reason:  "nothing to rewrite",
+			Webhook: 1,
+			Request: admissiontest.Create(coreEvGVR, "Event", coreEv("kustomize-controller", "", "Health check passed", webRef)).Build(),
 		},
 		"BareEventStaysInTheAPIServerWithoutError": {
-			reason:  "no source, message or reportingComponent",
-			webhook: 1,
-			req:     admissiontest.Create(coreEvGVR, "Event", bareEvent).Build(),
+			Reason:  "no source, message or reportingComponent",
+			Webhook: 1,
+			Request: admissiontest.Create(coreEvGVR, "Event", bareEvent).Build(),
 		},
 		"BareEventsV1StaysInTheAPIServerWithoutError": {
-			reason:  "no reportingController or note",
-			webhook: 1,
-			req:     admissiontest.Create(evV1GVR, "Event", bareV1Event).Build(),
+			Reason:  "no reportingController or note",
+			Webhook: 1,
+			Request: admissiontest.Create(evV1GVR, "Event", bareV1Event).Build(),
 		},
 	}
 	cfg := Config{}
 	cfg.Default()
-	specs := New(cfg).Spec().Webhooks
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, err := celtest.Sent(specs[tc.webhook].MatchConditions, tc.req)
-			if err != nil {
-				t.Fatalf("%s\nmatchConditions failed: %v", tc.reason, err)
-			}
-			if diff := cmp.Diff(tc.wantSent, got); diff != "" {
-				t.Errorf("%s\nsent: -want +got:\n%s", tc.reason, diff)
-			}
-		})
-	}
+	celtest.CheckCases(t, New(cfg).Spec().Webhooks, cases)
 }
