@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -37,6 +39,7 @@ func Wrap(r Rule, wh Webhook, opts Options) admission.Handler {
 		name:     spec.Name,
 		failOpen: spec.Type == Mutating || wh.FailurePolicy == admissionregistrationv1.Ignore,
 		opts:     opts,
+		seconds:  decisionSeconds.WithLabelValues(spec.Name),
 	}
 }
 
@@ -45,13 +48,17 @@ type wrapped struct {
 	name     string
 	failOpen bool
 	opts     Options
+	// seconds is the rule's decision duration histogram, looked up once.
+	seconds prometheus.Observer
 }
 
 func (w *wrapped) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
+	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
 			resp = w.finish(req, admission.Errored(http.StatusInternalServerError, fmt.Errorf("panic: %v", p)))
 		}
+		w.seconds.Observe(time.Since(start).Seconds())
 	}()
 	if err := checkRequest(req); err != nil {
 		// No API server sends such a review, so whatever sent it gets a

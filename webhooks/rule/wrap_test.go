@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
@@ -17,15 +18,18 @@ import (
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
-// fakeRule answers every request with a fixed response, or panics.
+// fakeRule answers every request with a fixed response, after a delay,
+// or panics.
 type fakeRule struct {
 	name  string
 	typ   rule.Type
 	resp  admission.Response
 	panic bool
+	delay time.Duration
 }
 
 func (f fakeRule) Handle(context.Context, admission.Request) admission.Response {
+	time.Sleep(f.delay)
 	if f.panic {
 		panic("boom")
 	}
@@ -203,6 +207,44 @@ func TestWrapAppliesModesExemptionsAndFailurePolicy(t *testing.T) {
 			}
 			if after := rule.DecisionCount("guard", tc.decision); after != before+1 {
 				t.Errorf("%s: counter %s went from %v to %v, want +1", tc.reason, tc.decision, before, after)
+			}
+		})
+	}
+}
+
+func TestWrapTimesEveryDecision(t *testing.T) {
+	request := admissiontest.Update(deployments, "Deployment", map[string]any{"metadata": map[string]any{"name": "web"}}, map[string]any{"metadata": map[string]any{"name": "web"}}).Build()
+	tests := map[string]struct {
+		reason string
+		rule   fakeRule
+		req    admission.Request
+	}{
+		"SlowAllow": {
+			reason: "the rule's own time is what the histogram records",
+			rule:   fakeRule{name: "timed-allow", typ: rule.Validating, resp: admission.Allowed(""), delay: 20 * time.Millisecond},
+			req:    request,
+		},
+		"SlowPanic": {
+			reason: "a panicking rule is timed too, so a slow failure shows as slow",
+			rule:   fakeRule{name: "timed-panic", typ: rule.Validating, panic: true, delay: 20 * time.Millisecond},
+			req:    request,
+		},
+		"MalformedRequest": {
+			reason: "a refused malformed request counts as a decision",
+			rule:   fakeRule{name: "timed-malformed", typ: rule.Validating, resp: admission.Allowed("")},
+			req:    admission.Request{},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			countBefore, sumBefore := rule.DecisionTimes(tc.rule.name)
+			rule.Wrap(tc.rule, rule.Webhook{}, rule.Options{Log: logr.Discard()}).Handle(context.Background(), tc.req)
+			count, sum := rule.DecisionTimes(tc.rule.name)
+			if count != countBefore+1 {
+				t.Errorf("%s: %d decisions timed, want %d", tc.reason, count, countBefore+1)
+			}
+			if got, min := sum-sumBefore, tc.rule.delay.Seconds(); got < min || got <= 0 {
+				t.Errorf("%s: recorded %.6fs, want at least %.6fs and more than zero", tc.reason, got, min)
 			}
 		})
 	}
