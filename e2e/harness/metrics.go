@@ -53,13 +53,15 @@ func sumSamples(text, name string, labels map[string]string) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("parsing steward's metrics: %w", err)
 	}
-	family, ok := families[name]
-	if !ok {
-		return 0, nil
-	}
+	return SumFamilies(families, name, labels), nil
+}
+
+// SumFamilies is Counter over metric families already read, in any of the
+// Prometheus formats.
+func SumFamilies(families map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
 	var sum float64
-	for _, m := range family.GetMetric() {
-		if !hasLabels(m, labels) {
+	for _, m := range families[name].GetMetric() {
+		if !HasLabels(m, labels) {
 			continue
 		}
 		switch {
@@ -75,10 +77,11 @@ func sumSamples(text, name string, labels map[string]string) (float64, error) {
 			sum += float64(m.Summary.GetSampleCount())
 		}
 	}
-	return sum, nil
+	return sum
 }
 
-func hasLabels(m *dto.Metric, want map[string]string) bool {
+// HasLabels says whether a sample carries every label in want.
+func HasLabels(m *dto.Metric, want map[string]string) bool {
 	have := make(map[string]string, len(m.GetLabel()))
 	for _, l := range m.GetLabel() {
 		have[l.GetName()] = l.GetValue()

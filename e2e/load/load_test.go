@@ -100,9 +100,11 @@ apiserver_admission_match_condition_evaluation_seconds_count{kind="webhook",name
 func TestMergeSumsRoundsAndPoolsLatencies(t *testing.T) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	a := &point{Workload: "w", Config: cfgSteward, Writers: 16, Elapsed: 2 * time.Second, Succeeded: 10, Denied: 10, StewardCalls: 20,
-		CPU: map[string]time.Duration{procSteward: ms(10)}, latencies: []time.Duration{ms(1), ms(2)}, StewardRSS: 5}
+		CPU: map[string]time.Duration{procSteward: ms(10)}, latencies: []time.Duration{ms(1), ms(2)}, StewardRSS: 5,
+		decision: histogram{buckets: map[int32]uint64{-10: 98}, count: 98}}
 	b := &point{Workload: "w", Config: cfgSteward, Writers: 16, Elapsed: 2 * time.Second, Denied: 60, Failed: 1, StewardCalls: 60,
-		CPU: map[string]time.Duration{procSteward: ms(30)}, latencies: []time.Duration{ms(3), ms(4)}, StewardRSS: 7}
+		CPU: map[string]time.Duration{procSteward: ms(30)}, latencies: []time.Duration{ms(3), ms(4)}, StewardRSS: 7,
+		decision: histogram{buckets: map[int32]uint64{-8: 2}, count: 2}}
 	got := merge([]*point{a, b})
 	switch {
 	case got.Workload != "w" || got.Config != cfgSteward || got.Writers != 16:
@@ -113,5 +115,9 @@ func TestMergeSumsRoundsAndPoolsLatencies(t *testing.T) {
 		t.Errorf("CPU per call %.3f ms (want 0.5), RSS %d (want the larger, 7)", got.CPUPerCall(procSteward), got.StewardRSS)
 	case got.P50 != ms(2) || got.Max != ms(4) || len(got.RoundRates) != 2 || got.RoundRates[1] != 30:
 		t.Errorf("latencies not pooled or round rates wrong: p50 %s max %s rounds %v", got.P50, got.Max, got.RoundRates)
+	case got.DecisionP50 != math.Pow(2, -10) || got.DecisionP99 != math.Pow(2, -8):
+		// 98 decisions in the bucket up to 2^-10 s, 2 in the one up to
+		// 2^-8 s: the 99th of 100 lies in the second round's bucket.
+		t.Errorf("decision histograms not summed: p50 %g, p99 %g", got.DecisionP50, got.DecisionP99)
 	}
 }

@@ -53,6 +53,7 @@ func (b *bench) read() reading {
 const (
 	requestsMetric = "controller_runtime_webhook_requests_total"
 	latencyMetric  = "controller_runtime_webhook_latency_seconds"
+	decisionMetric = "steward_decision_duration_seconds"
 )
 
 // fill sets a point's process figures from the readings around it.
@@ -64,12 +65,18 @@ func (p *point) fill(before, after reading) {
 	p.MachineBusy = after.machineBusy - before.machineBusy
 	if before.steward != nil && after.steward != nil {
 		p.StewardCalls = after.steward.value(requestsMetric, nil) - before.steward.value(requestsMetric, nil)
-		p.handler = after.steward.histogram(latencyMetric, nil).sub(before.steward.histogram(latencyMetric, nil))
+		if p.Config == cfgSteward {
+			p.handler = after.steward.histogram(latencyMetric, nil).sub(before.steward.histogram(latencyMetric, nil))
+			p.decision = after.steward.histogram(decisionMetric, nil).sub(before.steward.histogram(decisionMetric, nil))
+		}
 	} else {
 		p.MetricsMissing = true
 	}
 	if before.allowAll != nil && after.allowAll != nil {
 		p.AllowAllCalls = after.allowAll.value(requestsMetric, nil) - before.allowAll.value(requestsMetric, nil)
+		if p.Config == cfgAllowAll {
+			p.handler = after.allowAll.histogram(latencyMetric, nil).sub(before.allowAll.histogram(latencyMetric, nil))
+		}
 	} else {
 		p.MetricsMissing = true
 	}

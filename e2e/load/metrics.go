@@ -10,6 +10,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/stewardhq/steward/e2e/harness"
 )
 
 // scrape is one reading of a process's Prometheus endpoint, in the
@@ -50,40 +52,9 @@ func readMetrics(url string) (scrape, error) {
 	}
 }
 
-// matches says whether m carries every label in want.
-func matches(m *dto.Metric, want map[string]string) bool {
-	for k, v := range want {
-		found := false
-		for _, l := range m.GetLabel() {
-			if l.GetName() == k && l.GetValue() == v {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
 // value sums the samples of a counter or gauge whose labels include want.
 func (s scrape) value(name string, want map[string]string) float64 {
-	var sum float64
-	for _, m := range s[name].GetMetric() {
-		if !matches(m, want) {
-			continue
-		}
-		switch {
-		case m.Counter != nil:
-			sum += m.Counter.GetValue()
-		case m.Gauge != nil:
-			sum += m.Gauge.GetValue()
-		case m.Untyped != nil:
-			sum += m.Untyped.GetValue()
-		}
-	}
-	return sum
+	return harness.SumFamilies(s, name, want)
 }
 
 // histogram is a native histogram's positive buckets as absolute indexes
@@ -102,7 +73,7 @@ type histogram struct {
 func (s scrape) histogram(name string, want map[string]string) histogram {
 	h := histogram{buckets: map[int32]uint64{}, classic: map[float64]uint64{}}
 	for _, m := range s[name].GetMetric() {
-		if !matches(m, want) || m.Histogram == nil {
+		if !harness.HasLabels(m, want) || m.Histogram == nil {
 			continue
 		}
 		mh := m.Histogram
@@ -171,6 +142,15 @@ func (h histogram) add(other histogram) histogram {
 		}
 	}
 	return out
+}
+
+// p50p99 returns the median and the 99th percentile, both zero without
+// observations.
+func (h histogram) p50p99() (float64, float64) {
+	if q50, q99 := h.quantile(0.5), h.quantile(0.99); h.count > 0 && finiteNum(q50) && finiteNum(q99) {
+		return q50, q99
+	}
+	return 0, 0
 }
 
 // quantile returns the upper bound of the bucket holding the q-quantile,

@@ -114,7 +114,8 @@ func renderMarkdown(res *results, chart, notes string) string {
 	w("A write counts when the API server answers it as the configuration intends (stored, or refused by admission: the person's edits in (b) and (d)); anything else is an error. ")
 	w("Latency is the client's, per write. CPU time is read from `/proc/<pid>/stat` (utime + stime) of each process before and after the measurement; ")
 	w("\"webhook CPU per call\" divides the webhook process's CPU time by the calls it served (controller-runtime's request counter), so in (d) it includes Steward's informers' share. ")
-	w("Steward's handler latency comes from controller-runtime's `controller_runtime_webhook_latency_seconds` native histogram (buckets about 9%% wide; the upper bound is reported): it covers decoding the review, the rule and encoding the answer. ")
+	w("The webhook handler's latency, Steward's in (d) and the allow-all webhook's in (c), comes from controller-runtime's `controller_runtime_webhook_latency_seconds` native histogram (buckets about 9%% wide; the upper bound is reported): it covers the HTTP exchange from the request's headers on, reading the body, decoding the review, the rule and writing the answer. ")
+	w("Steward's decision latency comes from its own `steward_decision_duration_seconds` native histogram (buckets about 10%% wide, upper bound reported): the rule alone, from the decoded request to its answer. Both are wall-clock times, so they include any wait for a core. ")
 	w("The API server writes a Metadata-level audit log of every write (the harness's audit policy) in every configuration.\n\n")
 	if s := res.Seeded; s != nil {
 		w("The Crossplane and Flux workloads run after seeding %d XRs (one in %d terminating, with Crossplane's finalizer, as during a slow Foreground deletion), %d MRs (owned by their XR, each with an external name) and %d Flux objects (Kustomizations, HelmReleases, GitRepositories; a quarter of them suspended) in %s; Steward is restarted then, so its caches hold them.\n\n",
@@ -155,7 +156,7 @@ func renderMarkdown(res *results, chart, notes string) string {
 	w("Columns: writes answered per second, and as a multiple of (a) at the same number of writers; client latency percentiles; p50 added to (a)'s; ")
 	w("writes refused by admission and errors; webhook calls per write (Steward's in (d), the allow-all's in (c)); CPU per write of the API server (ms); ")
 	w("CPU per webhook call of the webhook process (ms); CPU per write of everything serving it (API server, etcd, and the configuration's webhook process; ms), and (a)'s divided by it, ")
-	w("which is the throughput multiple when the server side is CPU-bound and, unlike measured throughput, hardly moves with the machine's other load; Steward's handler p50/p99 (ms); cores kept busy by other processes on the machine.\n\n")
+	w("which is the throughput multiple when the server side is CPU-bound and, unlike measured throughput, hardly moves with the machine's other load; the webhook handler's p50/p99 (ms; Steward's in (d), the allow-all's in (c)); Steward's decision p50/p99 (ms); cores kept busy by other processes on the machine.\n\n")
 	for _, wl := range res.measuredWorkloads() {
 		judged := "the API server never calls Steward for these writes"
 		if res.judged(wl.Name) {
@@ -241,8 +242,8 @@ func renderMarkdown(res *results, chart, notes string) string {
 }
 
 func writeTable(b *strings.Builder, res *results, wl string, burst bool, levels []int) {
-	fmt.Fprintf(b, "| | writers | writes/s | × (a) | p50 | p90 | p99 | +p50 | refused | errors | calls/write | API server CPU/write | webhook CPU/call | server CPU/write | × (a) by CPU | Steward handler p50/p99 | other load |\n")
-	fmt.Fprintf(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(b, "| | writers | writes/s | × (a) | p50 | p90 | p99 | +p50 | refused | errors | calls/write | API server CPU/write | webhook CPU/call | server CPU/write | × (a) by CPU | handler p50/p99 | decision p50/p99 | other load |\n")
+	fmt.Fprintf(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, n := range levels {
 		base := res.find(wl, cfgNone, n, burst)
 		for _, cfg := range allConfigs {
@@ -258,23 +259,27 @@ func writeTable(b *strings.Builder, res *results, wl string, burst bool, levels 
 					cpuRatio = fmt.Sprintf("%.2f", v)
 				}
 			}
-			webhookCPU, handler := "", ""
+			webhookCPU, handler, decision := "", "", ""
 			switch cfg {
 			case cfgSteward:
 				webhookCPU = fmtMs(p.CPUPerCall(procSteward))
 				if p.StewardCalls >= 1 {
-					handler = fmt.Sprintf("%s / %s", fmtMs(p.HandlerP50*1000), fmtMs(p.HandlerP99*1000))
+					handler = fmtP50P99(p.HandlerP50, p.HandlerP99)
+					decision = fmtP50P99(p.DecisionP50, p.DecisionP99)
 				}
 			case cfgAllowAll:
 				webhookCPU = fmtMs(p.CPUPerCall(procAllowAll))
+				if p.AllowAllCalls >= 1 {
+					handler = fmtP50P99(p.HandlerP50, p.HandlerP99)
+				}
 			}
 			calls := ""
 			if cfg == cfgSteward || cfg == cfgAllowAll {
 				calls = fmt.Sprintf("%.2f", p.CallsPerWrite())
 			}
-			fmt.Fprintf(b, "| (%s) | %d | %.0f | %s | %.2f | %.2f | %.2f | %s | %d | %d | %s | %s | %s | %s | %s | %s | %.2f |\n",
+			fmt.Fprintf(b, "| (%s) | %d | %.0f | %s | %.2f | %.2f | %.2f | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %.2f |\n",
 				cfg, n, p.Rate(), ratio, ms(p.P50), ms(p.P90), ms(p.P99), added, p.Denied, p.Failed, calls,
-				fmtMs(p.CPUPerWrite(procAPIServer)), webhookCPU, fmtMs(p.ServerCPUPerWrite()), cpuRatio, handler, p.OtherCores())
+				fmtMs(p.CPUPerWrite(procAPIServer)), webhookCPU, fmtMs(p.ServerCPUPerWrite()), cpuRatio, handler, decision, p.OtherCores())
 		}
 	}
 	fmt.Fprintf(b, "\n")
@@ -438,4 +443,13 @@ func trimTop(s string) string {
 		out = append(out, line)
 	}
 	return strings.Join(out, "\n")
+}
+
+// fmtP50P99 prints a pair of latencies given in seconds as "p50 / p99" ms;
+// empty when unknown (a reading from before the histogram existed).
+func fmtP50P99(p50, p99 float64) string {
+	if p50 == 0 && p99 == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s / %s", fmtMs(p50*1000), fmtMs(p99*1000))
 }

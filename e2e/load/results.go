@@ -83,10 +83,15 @@ type point struct {
 	// served during the measurement.
 	StewardCalls  float64 `json:"stewardCalls"`
 	AllowAllCalls float64 `json:"allowAllCalls"`
-	// Steward's handler latency (controller-runtime's histogram: decoding
-	// the review, the rule, encoding the answer), in seconds.
+	// The webhook handler's latency (controller-runtime's histogram: the
+	// HTTP exchange, from the request's headers to the answer), Steward's
+	// in (d) and the allow-all webhook's in (c), in seconds.
 	HandlerP50 float64 `json:"handlerP50"`
 	HandlerP99 float64 `json:"handlerP99"`
+	// Steward's decision latency (steward_decision_duration_seconds: the
+	// rule alone, from the decoded request to its answer), in seconds.
+	DecisionP50 float64 `json:"decisionP50,omitempty"`
+	DecisionP99 float64 `json:"decisionP99,omitempty"`
 	// MetricsMissing is set when a webhook process's metrics could not be
 	// read around the point; its calls and handler latency are unknown.
 	MetricsMissing bool `json:"metricsMissing,omitempty"`
@@ -95,9 +100,10 @@ type point struct {
 	// RoundRates are the writes per second of each round the point sums.
 	RoundRates []float64 `json:"roundRates,omitempty"`
 
-	// latencies (sorted) and handler are kept to merge rounds.
+	// latencies (sorted), handler and decision are kept to merge rounds.
 	latencies []time.Duration
 	handler   histogram
+	decision  histogram
 }
 
 // Process names in point.CPU.
@@ -134,6 +140,7 @@ func merge(rounds []*point) *point {
 		p.Errors = append(p.Errors, r.Errors...)
 		p.latencies = append(p.latencies, r.latencies...)
 		p.handler = p.handler.add(r.handler)
+		p.decision = p.decision.add(r.decision)
 		p.RoundRates = append(p.RoundRates, r.Rate())
 	}
 	if n := p.Answered() + p.Failed; n > 0 {
@@ -144,13 +151,11 @@ func merge(rounds []*point) *point {
 	return &p
 }
 
-// setLatencies derives the client and handler percentiles.
+// setLatencies derives the client, handler and decision percentiles.
 func (p *point) setLatencies() {
 	p.P50, p.P90, p.P99, p.Max = percentile(p.latencies, 0.50), percentile(p.latencies, 0.90), percentile(p.latencies, 0.99), percentile(p.latencies, 1)
-	p.HandlerP50, p.HandlerP99 = 0, 0
-	if q50, q99 := p.handler.quantile(0.5), p.handler.quantile(0.99); p.handler.count > 0 && finiteNum(q50) && finiteNum(q99) {
-		p.HandlerP50, p.HandlerP99 = q50, q99
-	}
+	p.HandlerP50, p.HandlerP99 = p.handler.p50p99()
+	p.DecisionP50, p.DecisionP99 = p.decision.p50p99()
 }
 
 // Answered is the number of writes answered as the configuration intends.

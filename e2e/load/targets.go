@@ -278,21 +278,33 @@ func evaluateTargets(r *results) []targetResult {
 		}
 	}
 	{
-		target := fmt.Sprintf("Claim and MR decisions with those caches: handler p99 < %.0f ms (judged at the fewest writers)", handlerP99)
+		target := fmt.Sprintf("Claim and MR decisions with those caches: handler p99 < %.0f ms (the rule's decision, judged at the fewest writers)", handlerP99)
 		var parts []string
 		ok, any := true, false
-		// The verdict is read at one writer: with more, the API server
-		// and the writers keep both cores busy and the histogram mostly
-		// measures the handler waiting for a core. Every level is shown.
+		// The verdict reads Steward's decision histogram, which times the
+		// rule as the handler benchmarks do, at the fewest writers: with
+		// more, the API server and the writers keep both cores busy and
+		// every latency mostly measures a wait for a core. The whole HTTP
+		// exchange, Steward's and the allow-all webhook's at the same
+		// level, is shown beside it, at every level.
 		for _, wl := range []string{"claim-create", "managed-create"} {
 			var levels []string
 			quiet := math.NaN()
 			for _, p := range r.Points {
-				if p.Workload == wl && p.Config == cfgSteward && p.StewardCalls >= 1 && !p.Burst {
-					levels = append(levels, fmt.Sprintf("%.3f ms at %d", p.HandlerP99*1000, p.Writers))
-					if math.IsNaN(quiet) {
-						quiet = p.HandlerP99 * 1000
-					}
+				if p.Workload != wl || p.Config != cfgSteward || p.StewardCalls < 1 || p.Burst {
+					continue
+				}
+				judged, level := p.DecisionP99, fmt.Sprintf("decision %.3f ms, handler %.3f ms", p.DecisionP99*1000, p.HandlerP99*1000)
+				if judged == 0 {
+					// Results from before Steward timed its decisions.
+					judged, level = p.HandlerP99, fmt.Sprintf("handler %.3f ms", p.HandlerP99*1000)
+				}
+				if aa := r.find(wl, cfgAllowAll, p.Writers, false); aa != nil && aa.HandlerP99 > 0 {
+					level += fmt.Sprintf(" (allow-all's handler %.3f ms)", aa.HandlerP99*1000)
+				}
+				levels = append(levels, fmt.Sprintf("%s at %d", level, p.Writers))
+				if math.IsNaN(quiet) {
+					quiet = judged * 1000
 				}
 			}
 			if len(levels) == 0 {
@@ -302,7 +314,7 @@ func evaluateTargets(r *results) []targetResult {
 				continue
 			}
 			any = true
-			parts = append(parts, fmt.Sprintf("%s: %s writers", r.short(wl), strings.Join(levels, ", ")))
+			parts = append(parts, fmt.Sprintf("%s p99: %s writers", r.short(wl), strings.Join(levels, "; ")))
 			ok = ok && quiet < handlerP99
 		}
 		if !any {
