@@ -46,7 +46,6 @@ func TestBurstOfGuardedWritesGetsStewardsAnswerEveryTime(t *testing.T) {
 	ca := newTestCA(t, "burst-ca")
 	c, k, leaf := ca.issue(t, "steward", x509.ExtKeyUsageServerAuth)
 	rewriteClientConfigs(t, ctx, func(cc *admissionregistrationv1.WebhookClientConfig) { cc.CABundle = concat(s.CABundle(), ca.pem) })
-	waitAdmissionSeesWebhookChanges(t, ctx)
 	writeServingPair(t, s.CertDir(), c, k)
 	waitServed(t, ctx, s.Port(), leaf)
 	deniedBefore, err := s.Counter("steward_decisions_total", map[string]string{"rule": "fleetguard", "decision": "denied"})

@@ -322,9 +322,9 @@ func TestSelfManagedCertificates(t *testing.T) {
 		}
 	}
 
-	second := startReplica(t, ctx, "b")
-	third := startReplica(t, ctx, "c")
-	proxy := startRoundRobin(t, []int{first.Port(), second.port, third.port})
+	second := startStewardProc(t, ctx, procOptions{sharedCerts: true})
+	third := startStewardProc(t, ctx, procOptions{sharedCerts: true})
+	proxy := startTCPProxy(t, first.Port(), second.port, third.port)
 	repointWebhooks(t, ctx, first.Port(), proxy.port())
 
 	calls := newAdmissionCalls(t, ctx)

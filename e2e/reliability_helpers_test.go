@@ -372,29 +372,34 @@ type procOptions struct {
 	// noWait returns as soon as the process started, without waiting for
 	// /readyz.
 	noWait bool
+	// sharedCerts leaves the serving certificate to the shared Steward's
+	// flags (self-managed mode: from the Secret all replicas share) instead
+	// of issuing one from the process's own CA; ca is nil then.
+	sharedCerts bool
 }
 
 // startStewardProc runs the harness's steward binary with the shared
-// Steward's flags, its own ports and a serving certificate from its own
-// CA, and stops it when the test ends.
+// Steward's flags, its own ports and (unless o.sharedCerts) a serving
+// certificate from its own CA, and stops it when the test ends. With the
+// shared Steward's flags it is another replica of the same Deployment.
 func startStewardProc(t *testing.T, ctx context.Context, o procOptions) *stewardProc {
 	t.Helper()
 	dir := t.TempDir()
 	p := &stewardProc{certDir: filepath.Join(dir, "certs"), logPath: filepath.Join(dir, "steward.log"), done: make(chan struct{})}
 	for _, port := range []*int{&p.port, &p.healthPort, &p.metricsPort} {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
+		var err error
+		if *port, err = harness.FreePort(); err != nil {
 			t.Fatal(err)
 		}
-		*port = l.Addr().(*net.TCPAddr).Port
-		l.Close()
 	}
 	if err := os.MkdirAll(p.certDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	p.ca = newTestCA(t, "steward-extra-ca")
-	c, k, _ := p.ca.issue(t, "steward-extra", x509.ExtKeyUsageServerAuth)
-	writeServingPair(t, p.certDir, c, k)
+	if !o.sharedCerts {
+		p.ca = newTestCA(t, "steward-extra-ca")
+		c, k, _ := p.ca.issue(t, "steward-extra", x509.ExtKeyUsageServerAuth)
+		writeServingPair(t, p.certDir, c, k)
+	}
 
 	args := append(env.Steward.Args(),
 		"--port", strconv.Itoa(p.port),
@@ -420,7 +425,7 @@ func startStewardProc(t *testing.T, ctx context.Context, o procOptions) *steward
 	t.Cleanup(func() {
 		p.stop()
 		if t.Failed() {
-			t.Logf("extra steward log (last lines):\n%s", tail(p.log(), 40))
+			t.Logf("extra steward on port %d, log (last lines):\n%s", p.port, tail(p.log(), 40))
 		}
 	})
 	if !o.noWait {
@@ -475,6 +480,12 @@ func (p *stewardProc) waitReady(ctx context.Context, timeout time.Duration) erro
 func (p *stewardProc) log() string {
 	b, _ := os.ReadFile(p.logPath)
 	return string(b)
+}
+
+// servedCert returns the serving certificate in the process's --cert-dir.
+func (p *stewardProc) servedCert() []byte {
+	b, _ := os.ReadFile(filepath.Join(p.certDir, "tls.crt"))
+	return b
 }
 
 func (p *stewardProc) url(path string) string {

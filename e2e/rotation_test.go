@@ -3,14 +3,8 @@ package e2e
 import (
 	"context"
 	"crypto/x509"
-	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -20,12 +14,8 @@ import (
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/e2e/harness"
@@ -61,7 +51,7 @@ func TestServingCertificateRotatesWithoutRestartOrFailedCalls(t *testing.T) {
 	caA := newTestCA(t, "rotation-ca-a")
 	caB := newTestCA(t, "rotation-ca-b")
 	bundle := concat(s.CABundle(), caA.pem)
-	pointAt := func(p *countingProxy) {
+	pointAt := func(p *tcpProxy) {
 		t.Helper()
 		rewriteClientConfigs(t, ctx, func(cc *admissionregistrationv1.WebhookClientConfig) {
 			u, err := url.Parse(*cc.URL)
@@ -73,9 +63,8 @@ func TestServingCertificateRotatesWithoutRestartOrFailedCalls(t *testing.T) {
 			cc.URL = &us
 			cc.CABundle = bundle
 		})
-		waitAdmissionSeesWebhookChanges(t, ctx)
 	}
-	pointAt(startCountingProxy(t, s.Port()))
+	pointAt(startTCPProxy(t, s.Port()))
 
 	load := startGuardedLoad(t, ctx, ns, 4, writes)
 	steps := []struct {
@@ -100,7 +89,7 @@ func TestServingCertificateRotatesWithoutRestartOrFailedCalls(t *testing.T) {
 			waitServed(t, ctx, s.Port(), leaf)
 			last = leaf
 		}
-		p := startCountingProxy(t, s.Port())
+		p := startTCPProxy(t, s.Port())
 		pointAt(p)
 		writesBefore := load.total()
 		harness.Eventually(t, time.Minute, func() error {
@@ -149,93 +138,6 @@ func concat(parts ...[]byte) []byte {
 	return out
 }
 
-// rewriteClientConfigs changes the clientConfig of every webhook of both
-// of Steward's configurations, e.g. to write a caBundle as cert-manager's
-// CA injector does.
-func rewriteClientConfigs(t *testing.T, ctx context.Context, change func(*admissionregistrationv1.WebhookClientConfig)) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: harness.WebhookConfigurationName}, vwc); err != nil {
-			return err
-		}
-		for i := range vwc.Webhooks {
-			change(&vwc.Webhooks[i].ClientConfig)
-		}
-		return env.Client.Update(ctx, vwc)
-	})
-	if err != nil {
-		t.Fatalf("changing the validating webhooks' clientConfig: %v", err)
-	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: harness.WebhookConfigurationName}, mwc); err != nil {
-			return err
-		}
-		for i := range mwc.Webhooks {
-			change(&mwc.Webhooks[i].ClientConfig)
-		}
-		return env.Client.Update(ctx, mwc)
-	})
-	if err != nil {
-		t.Fatalf("changing the mutating webhooks' clientConfig: %v", err)
-	}
-}
-
-// countingProxy passes TCP connections through to a port and counts them,
-// so a test can tell fresh TLS handshakes from reused connections.
-type countingProxy struct {
-	ln    net.Listener
-	conns atomic.Int64
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	open  []net.Conn
-}
-
-func startCountingProxy(t *testing.T, backend int) *countingProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &countingProxy{ln: ln}
-	t.Cleanup(p.close)
-	go func() {
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.conns.Add(1)
-			out, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(backend))
-			if err != nil {
-				in.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.open = append(p.open, in, out)
-			p.mu.Unlock()
-			p.wg.Add(2)
-			go func() { defer p.wg.Done(); _, _ = io.Copy(out, in); _ = out.(*net.TCPConn).CloseWrite() }()
-			go func() { defer p.wg.Done(); _, _ = io.Copy(in, out); _ = in.(*net.TCPConn).CloseWrite() }()
-		}
-	}()
-	return p
-}
-
-func (p *countingProxy) port() int       { return p.ln.Addr().(*net.TCPAddr).Port }
-func (p *countingProxy) accepted() int64 { return p.conns.Load() }
-
-func (p *countingProxy) close() {
-	p.ln.Close()
-	p.mu.Lock()
-	for _, c := range p.open {
-		c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
 // waitServed waits until Steward's webhook server presents leaf.
 func waitServed(t *testing.T, ctx context.Context, port int, leaf *x509.Certificate) {
 	t.Helper()
@@ -250,72 +152,6 @@ func waitServed(t *testing.T, ctx context.Context, port int, leaf *x509.Certific
 		return nil
 	}); err != nil {
 		t.Fatalf("steward did not pick up the new certificate: %v", err)
-	}
-}
-
-// waitAdmissionSeesWebhookChanges returns once the API server's admission
-// plugins use every webhook configuration written before the call: it
-// writes a validating and a mutating probe webhook pointing at a server in
-// this process and dry-runs a matching write until both are called. Each
-// plugin reads its kind of configuration through one watch, in order, so
-// once it calls a probe it has seen every earlier write.
-func waitAdmissionSeesWebhookChanges(t *testing.T, ctx context.Context) {
-	t.Helper()
-	var called sync.Map
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var review admissionv1.AdmissionReview
-		if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
-			http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
-			return
-		}
-		called.Store(r.URL.Path, true)
-		review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
-		review.Request = nil
-		_ = json.NewEncoder(w).Encode(review)
-	}))
-	srv.StartTLS()
-	defer srv.Close()
-	caPEM := pemOf(srv.Certificate())
-	id := uniqueName("probe")
-	url := func(path string) *string { u := srv.URL + path; return &u }
-	rules := []admissionregistrationv1.RuleWithOperations{{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
-	}}
-	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.steward.dev/rotation-probe": id}}
-	ignore, none, timeout := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone, int32(5)
-	name := "steward-e2e-" + id
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name: "probe.e2e.steward.dev", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: url("/validate"), CABundle: caPEM},
-			Rules: rules, ObjectSelector: selector, FailurePolicy: &ignore, SideEffects: &none, TimeoutSeconds: &timeout, AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
-	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name: "probe.e2e.steward.dev", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: url("/mutate"), CABundle: caPEM},
-			Rules: rules, ObjectSelector: selector, FailurePolicy: &ignore, SideEffects: &none, TimeoutSeconds: &timeout, AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
-	for _, obj := range []client.Object{vwc, mwc} {
-		if err := env.Client.Create(ctx, obj); err != nil {
-			t.Fatalf("writing the probe webhook: %v", err)
-		}
-		defer func() { _ = env.Client.Delete(context.WithoutCancel(ctx), obj) }()
-	}
-	if err := harness.Poll(ctx, harness.PropagationTimeout, func() error {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: id, Labels: selector.MatchLabels}}
-		_ = env.Client.Create(ctx, cm, client.DryRunAll)
-		_, v := called.Load("/validate")
-		_, m := called.Load("/mutate")
-		if !v || !m {
-			return errors.New("the API server has not called the probe webhooks yet")
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -410,8 +246,4 @@ func (l *guardedLoad) failures(n int) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.samples[:min(n, len(l.samples))]
-}
-
-func pemOf(c *x509.Certificate) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 }

@@ -128,7 +128,7 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 		return nil, fmt.Errorf("creating %s: %w", s.certDir, err)
 	}
 	for _, p := range []*int{&s.port, &s.metricsPort, &s.healthPort} {
-		if *p, err = freePort(); err != nil {
+		if *p, err = FreePort(); err != nil {
 			return nil, err
 		}
 	}
