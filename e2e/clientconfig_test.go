@@ -21,31 +21,38 @@ import (
 // self-managed mode) writes the same objects and may win a race.
 func rewriteClientConfigs(t *testing.T, ctx context.Context, change func(*admissionregistrationv1.WebhookClientConfig)) {
 	t.Helper()
-	err := harness.Poll(ctx, 10*time.Second, func() error {
-		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: harness.WebhookConfigurationName}, vwc); err != nil {
-			return err
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	for _, c := range []struct {
+		kind          string
+		obj           client.Object
+		clientConfigs func() []*admissionregistrationv1.WebhookClientConfig
+	}{
+		{"validating", vwc, func() (out []*admissionregistrationv1.WebhookClientConfig) {
+			for i := range vwc.Webhooks {
+				out = append(out, &vwc.Webhooks[i].ClientConfig)
+			}
+			return out
+		}},
+		{"mutating", mwc, func() (out []*admissionregistrationv1.WebhookClientConfig) {
+			for i := range mwc.Webhooks {
+				out = append(out, &mwc.Webhooks[i].ClientConfig)
+			}
+			return out
+		}},
+	} {
+		err := harness.Poll(ctx, 10*time.Second, func() error {
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: harness.WebhookConfigurationName}, c.obj); err != nil {
+				return err
+			}
+			for _, cc := range c.clientConfigs() {
+				change(cc)
+			}
+			return env.Client.Update(ctx, c.obj)
+		})
+		if err != nil {
+			t.Fatalf("changing the %s webhooks' clientConfig: %v", c.kind, err)
 		}
-		for i := range vwc.Webhooks {
-			change(&vwc.Webhooks[i].ClientConfig)
-		}
-		return env.Client.Update(ctx, vwc)
-	})
-	if err != nil {
-		t.Fatalf("changing the validating webhooks' clientConfig: %v", err)
-	}
-	err = harness.Poll(ctx, 10*time.Second, func() error {
-		mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: harness.WebhookConfigurationName}, mwc); err != nil {
-			return err
-		}
-		for i := range mwc.Webhooks {
-			change(&mwc.Webhooks[i].ClientConfig)
-		}
-		return env.Client.Update(ctx, mwc)
-	})
-	if err != nil {
-		t.Fatalf("changing the mutating webhooks' clientConfig: %v", err)
 	}
 	if err := env.WaitWebhooksEffective(ctx, harness.PropagationTimeout); err != nil {
 		t.Fatal(err)
