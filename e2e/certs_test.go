@@ -449,7 +449,7 @@ type admissionCalls struct {
 	ctx      context.Context
 	jane     client.Client
 	flux     client.Client
-	warnings *warningRecorder
+	warnings *warningLog
 	guarded  *corev1.ConfigMap
 }
 
@@ -476,7 +476,7 @@ func newAdmissionCalls(t *testing.T, ctx context.Context) *admissionCalls {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &warningRecorder{}
+	rec := &warningLog{}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WarningHandler = rec
 	flux, err := client.New(cfg, client.Options{Scheme: harness.Scheme})
@@ -522,39 +522,6 @@ func (a *admissionCalls) mutating(i int) error {
 		return fmt.Errorf("mutating: allowed without Steward's warning (warnings: %q)", a.warnings.all())
 	}
 	return nil
-}
-
-// warningRecorder keeps the warnings of the last request.
-type warningRecorder struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warningRecorder) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = append(w.msgs, text)
-}
-
-func (w *warningRecorder) reset() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = nil
-}
-
-func (w *warningRecorder) all() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.msgs...)
-}
-
-func (w *warningRecorder) contains(s string) bool {
-	for _, m := range w.all() {
-		if strings.Contains(m, s) {
-			return true
-		}
-	}
-	return false
 }
 
 // bundleCAs returns the CAs in the first validating webhook's caBundle.

@@ -54,13 +54,15 @@ func fleetMeta(name string) metav1.ObjectMeta {
 	}
 }
 
-func webDeployment(name string, meta metav1.ObjectMeta) *appsv1.Deployment {
+// webDeployment is a Deployment named name with meta's namespace, labels
+// and annotations, running replicas pods of one container.
+func webDeployment(name string, meta metav1.ObjectMeta, replicas int32) *appsv1.Deployment {
 	meta.Name = name
 	labels := map[string]string{"app.kubernetes.io/name": name}
 	return &appsv1.Deployment{
 		ObjectMeta: meta,
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](3),
+			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
@@ -136,7 +138,7 @@ func TestFleetguard(t *testing.T) {
 
 	t.Run("AgentCreatesAndUpdatesWithoutCallingSteward", func(t *testing.T) {
 		unchangedCalls(t, fleetguardPath, func() {
-			d := webDeployment("web", fleetMeta("web"))
+			d := webDeployment("web", fleetMeta("web"), 3)
 			if err := agent.Create(ctx, d); err != nil {
 				t.Fatalf("the agent creates a labelled Deployment: %v", err)
 			}
@@ -272,7 +274,7 @@ func TestFleetguard(t *testing.T) {
 
 	t.Run("UnlabelledObjectsNeverReachSteward", func(t *testing.T) {
 		unchangedCalls(t, fleetguardPath, func() {
-			d := webDeployment("plain", metav1.ObjectMeta{Namespace: fleetNS})
+			d := webDeployment("plain", metav1.ObjectMeta{Namespace: fleetNS}, 3)
 			if err := jane.Create(ctx, d); err != nil {
 				t.Fatal(err)
 			}
@@ -337,7 +339,7 @@ func TestFleetguard(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		d := webDeployment("web", fleetMeta("web"))
+		d := webDeployment("web", fleetMeta("web"), 3)
 		d.Namespace = doomed
 		if err := agent.Create(ctx, d); err != nil {
 			t.Fatal(err)

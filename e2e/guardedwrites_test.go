@@ -9,7 +9,6 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,17 +93,7 @@ func setupGuardedWrites(t *testing.T, ctx context.Context, ns string) map[string
 	if err := agent.Create(ctx, managed); err != nil {
 		t.Fatalf("the Fleet agent creating a Fleet-managed ConfigMap: %v", err)
 	}
-	web := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptrTo(int32(1)),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
-			},
-		},
-	}
+	web := webDeployment("web", metav1.ObjectMeta{Namespace: ns}, 1)
 	if err := admin.Create(ctx, web); err != nil {
 		t.Fatalf("creating Deployment web: %v", err)
 	}

@@ -13,12 +13,9 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/stewardhq/steward/e2e/harness"
@@ -117,18 +114,10 @@ func TestStewardRunsOnTheRenderedRBAC(t *testing.T) {
 					"metadata": map[string]any{"name": "web", "namespace": ns, "labels": map[string]string{fleetHashLabel: "x"}},
 					"spec":     map[string]any{"replicas": 1},
 				})
-				body := reviewJSON(t, admissionv1.AdmissionRequest{
-					UID:         types.UID(uniqueName("rbac")),
-					Kind:        metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
-					Resource:    metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
-					Namespace:   ns,
-					Name:        "web",
-					SubResource: subresource,
-					Operation:   op,
-					UserInfo:    authenticationv1.UserInfo{Username: "jane"},
-					Object:      runtime.RawExtension{Raw: obj},
-					OldObject:   runtime.RawExtension{Raw: obj},
-				})
+				req := janeRequest(op, metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
+					metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, ns, "web", obj, obj)
+				req.SubResource = subresource
+				body := reviewJSON(t, req)
 				if _, err := postReview(ctx, c, p.url(wh.Path), "application/json", bytes.NewReader(body)); err != nil {
 					t.Fatalf("%s %s: %v", wh.Path, op, err)
 				}

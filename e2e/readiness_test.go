@@ -10,12 +10,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stewardhq/steward/e2e/harness"
 )
@@ -34,17 +29,7 @@ func TestNotReadyAndNoCacheAnswersUntilCachesSync(t *testing.T) {
 	defer cancel()
 	ns := testNamespace(t, ctx, "readiness")
 	agent := userClient(t, fleetAgent, nil, nil)
-	web := &appsv1.Deployment{
-		ObjectMeta: fleetManaged(ns, "web"),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptrTo(int32(1)),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
-			},
-		},
-	}
+	web := webDeployment("web", fleetManaged(ns, "web"), 1)
 	if err := agent.Create(ctx, web); err != nil {
 		t.Fatalf("the Fleet agent creating a Deployment: %v", err)
 	}
@@ -70,18 +55,10 @@ func TestNotReadyAndNoCacheAnswersUntilCachesSync(t *testing.T) {
 				"spec":     map[string]any{"replicas": n},
 			})
 		}
-		body := reviewJSON(t, admissionv1.AdmissionRequest{
-			UID:         types.UID(uniqueName("scale")),
-			Kind:        metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
-			Resource:    metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
-			SubResource: "scale",
-			Namespace:   ns,
-			Name:        "web",
-			Operation:   admissionv1.Update,
-			UserInfo:    authenticationv1.UserInfo{Username: "jane", Groups: []string{"devs"}},
-			Object:      runtime.RawExtension{Raw: scaleOf(3)},
-			OldObject:   runtime.RawExtension{Raw: scaleOf(1)},
-		})
+		req := janeRequest(admissionv1.Update, metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
+			metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, ns, "web", scaleOf(3), scaleOf(1))
+		req.SubResource = "scale"
+		body := reviewJSON(t, req)
 		res, err := postReview(ctx, webhookClient(pool(p.ca.pem)), p.url("/validate/fleetguard/scale"), "application/json", bytes.NewReader(body))
 		if err != nil {
 			return nil, err

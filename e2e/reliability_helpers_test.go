@@ -28,8 +28,11 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -105,6 +108,23 @@ func (w *warningLog) all() []string {
 	return append([]string(nil), w.msgs...)
 }
 
+// contains says whether any warning so far contains s.
+func (w *warningLog) contains(s string) bool {
+	for _, m := range w.all() {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// reset forgets the warnings so far, so the next request's stand alone.
+func (w *warningLog) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = nil
+}
+
 // testNamespace creates a namespace that is removed when the test ends.
 func testNamespace(t testing.TB, ctx context.Context, name string) string {
 	t.Helper()
@@ -157,6 +177,23 @@ func assertNoPanic(t testing.TB, log string) {
 	}
 }
 
+// failOnPanic fails t when it ends if s logged a panic in the meantime.
+func failOnPanic(t testing.TB, s *harness.Steward) {
+	t.Helper()
+	logStart := len(s.Log())
+	t.Cleanup(func() { assertNoPanic(t, logSince(s, logStart)) })
+}
+
+// directToSteward returns the shared Steward and a client that calls its
+// webhook server directly, as the API server does, for a test that sends
+// what the API server never would; the test fails if Steward panics.
+func directToSteward(t testing.TB) (*harness.Steward, *http.Client) {
+	t.Helper()
+	s := env.Steward
+	failOnPanic(t, s)
+	return s, webhookClient(pool(s.CABundle()))
+}
+
 // percentile returns the p-th percentile (0-100) of durations.
 func percentile(ds []time.Duration, p float64) time.Duration {
 	if len(ds) == 0 {
@@ -189,27 +226,12 @@ func nextSerial() *big.Int {
 
 func newTestCA(t testing.TB, name string) *testCA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          nextSerial(),
+	key, der, cert := newCert(t, &x509.Certificate{
 		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, nil)
 	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
 }
 
@@ -217,35 +239,47 @@ func newTestCA(t testing.TB, name string) *testCA {
 // localhost, the names the API server and the tests dial Steward by.
 func (ca *testCA) issue(t testing.TB, name string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte, leaf *x509.Certificate) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tmpl := &x509.Certificate{
-		SerialNumber: nextSerial(),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		Subject:     pkix.Name{CommonName: name},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{usage},
 	}
 	if usage == x509.ExtKeyUsageServerAuth {
 		tmpl.DNSNames = []string{"localhost"}
 		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err = x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, der, leaf := newCert(t, tmpl, ca)
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), leaf
+}
+
+// newCert makes a new key and a certificate for it from tmpl, valid from
+// an hour ago for a day, signed by issuer (self-signed when issuer is nil).
+func newCert(t testing.TB, tmpl *x509.Certificate, issuer *testCA) (*ecdsa.PrivateKey, []byte, *x509.Certificate) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl.SerialNumber = nextSerial()
+	tmpl.NotBefore = time.Now().Add(-time.Hour)
+	tmpl.NotAfter = time.Now().Add(24 * time.Hour)
+	parent, parentKey := tmpl, key
+	if issuer != nil {
+		parent, parentKey = issuer.cert, issuer.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, der, cert
 }
 
 func (ca *testCA) clientCert(t testing.TB, name string) tls.Certificate {
@@ -508,6 +542,29 @@ func tail(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
+// The ConfigMap kind and resource, for direct requests.
+var (
+	configMapKind = metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	configMaps    = metav1.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+)
+
+// janeRequest is the request the API server sends Steward when jane, a
+// person in group devs, writes the object namespace/name: obj is the new
+// object and old the stored one, nil where the operation has none.
+func janeRequest(op admissionv1.Operation, kind metav1.GroupVersionKind, resource metav1.GroupVersionResource, namespace, name string, obj, old []byte) admissionv1.AdmissionRequest {
+	return admissionv1.AdmissionRequest{
+		UID:       types.UID(uniqueName(name)),
+		Kind:      kind,
+		Resource:  resource,
+		Namespace: namespace,
+		Name:      name,
+		Operation: op,
+		UserInfo:  authenticationv1.UserInfo{Username: "jane", Groups: []string{"devs", "system:authenticated"}},
+		Object:    runtime.RawExtension{Raw: obj},
+		OldObject: runtime.RawExtension{Raw: old},
+	}
+}
+
 // reviewJSON builds a v1 AdmissionReview for a direct request.
 func reviewJSON(t testing.TB, req admissionv1.AdmissionRequest) []byte {
 	t.Helper()
@@ -528,10 +585,4 @@ func mustJSON(t testing.TB, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-func (w *warningLog) reset() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = nil
 }

@@ -16,10 +16,6 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 func dialTLS(port int, cfg *tls.Config) (*tls.Conn, error) {
@@ -107,16 +103,8 @@ func TestClientCertificatesAreRequiredWithClientCAFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startStewardProc(t, ctx, procOptions{args: []string{"--client-ca-file", caFile}})
-	body := reviewJSON(t, admissionv1.AdmissionRequest{
-		UID:       types.UID(uniqueName("mtls")),
-		Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"},
-		Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "configmaps"},
-		Namespace: "default",
-		Name:      "web",
-		Operation: admissionv1.Create,
-		UserInfo:  authenticationv1.UserInfo{Username: "jane"},
-		Object:    runtime.RawExtension{Raw: mustJSON(t, map[string]any{"metadata": map[string]any{"name": "web", "labels": map[string]string{fleetHashLabel: "x"}}})},
-	})
+	obj := mustJSON(t, map[string]any{"metadata": map[string]any{"name": "web", "labels": map[string]string{fleetHashLabel: "x"}}})
+	body := reviewJSON(t, janeRequest(admissionv1.Create, configMapKind, configMaps, "default", "web", obj, nil))
 	post := func(certs ...tls.Certificate) (reviewResult, error) {
 		return postReview(ctx, webhookClient(pool(p.ca.pem), certs...), p.url("/validate/fleetguard"), "application/json", bytes.NewReader(body))
 	}
