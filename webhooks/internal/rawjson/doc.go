@@ -1,0 +1,22 @@
+// Package rawjson reads JSON text in place, without building values, so a
+// rule can find the few members it needs in an object of any size, or cut
+// an object into the raw text of its members, at the cost of one pass over
+// the bytes and no allocation.
+//
+// It reads in one of two ways, and every function says which:
+//
+//   - Strict reading (Valid, and a Scanner made by NewStrict) accepts only
+//     what encoding/json accepts, nested at most a given depth. Callers
+//     use it on text nothing has validated yet: whatever it accepts
+//     decodes, and whatever it refuses (including text that is valid but
+//     nested deeper) they hand to encoding/json, which then decides. So
+//     the fast path never changes an answer, only its cost.
+//   - Lazy reading (SplitObject, SplitArray, and a Scanner made by
+//     NewLazy) checks only the structure it walks: the braces, colons and
+//     commas of the objects and arrays it enters, and that each value and
+//     string it passes ends. It does not look inside the values it skips.
+//     Callers use it on text that was validated before (by Valid), or
+//     whose every other part a JSON decoder will validate later.
+//
+// Neither way panics, on any input.
+package rawjson

@@ -1,0 +1,193 @@
+package rawjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// fuzzSeeds are valid JSON in odd forms (escaped and repeated keys, bytes
+// that are not UTF-8, white space everywhere), invalid JSON of every kind
+// the scanners refuse, and nesting around the limit.
+var fuzzSeeds = []string{
+	`{"a":1}`, ` { "a" : [ 1 , -0.5e+3 , true , null ] } `, `{"a":1,"a":{"b":2}}`, `{"\u0061":"\ud800"}`,
+	"{\"\xff\":\"\xfe\"}", `{"s":"a\\\"b\\"}`, `{"l":[1,[2,[3]],{"x":"]"}]}`, `[]`, `{}`, `"s"`, `0`, `null`,
+	`{"a":1}x`, `{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":tru}`, "{\"a\":\"\x01\"}", `{"a":"\u12"}`, `{"a":"\q"}`,
+	`{"a":1,}`, `[1,]`, `{,}`, `[,1]`, `{"a" 1}`, `{"a":1]`, `[1}`, `{"a":1 "b":2}`, `{"a":}`, `{"a":"x}`, ``, ` `,
+	nest(MaxDepth, "1"), nest(MaxDepth+1, "1"), nest(MaxDepth, "{}"),
+}
+
+// FuzzRawJSON holds both readings to encoding/json. On any input nothing
+// panics; Valid and a strict Scanner accept exactly what json.Valid
+// accepts, up to MaxDepth; and on valid input the lazy reading finds the
+// same extent, and both readings find the members and elements
+// encoding/json finds, the last of repeated keys winning.
+func FuzzRawJSON(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		valid := json.Valid(data)
+		got := Valid(data, MaxDepth)
+		if got && !valid {
+			t.Fatalf("Valid(%q) = true, json.Valid = false", data)
+		}
+		if !got && valid && nesting(data) <= MaxDepth {
+			t.Fatalf("Valid(%q) = false, json.Valid = true (nesting %d)", data, nesting(data))
+		}
+		strict := NewStrict(data, MaxDepth)
+		if ok := strict.Value() && strict.End(); ok != got {
+			t.Fatalf("a strict Scanner reads %q: %v; Valid: %v", data, ok, got)
+		}
+		// Whatever the input, walking it must not panic.
+		walkAll(NewStrict(data, 8))
+		walkAll(NewLazy(data))
+		SplitObject(data, nil)
+		SplitArray(data, nil)
+		if !got {
+			return
+		}
+		lazy := NewLazy(data)
+		if !lazy.Value() || !lazy.End() {
+			t.Fatalf("the lazy reading of valid %q does not end where the value does", data)
+		}
+		checkMembers(t, bytes.TrimSpace(data))
+	})
+}
+
+// walkAll reads every member and element it can reach, decoding every
+// key and string on the way.
+func walkAll(s Scanner) {
+	switch s.Peek() {
+	case '{':
+		s.OpenObject()
+		for first := true; ; first = false {
+			key, end, ok := s.Member(first)
+			if !ok || end {
+				return
+			}
+			_, _ = key.Bytes(), key.Text()
+			if !walkValue(&s) {
+				return
+			}
+		}
+	case '[':
+		s.OpenArray()
+		for first := true; ; first = false {
+			end, ok := s.Element(first)
+			if !ok || end {
+				return
+			}
+			if !walkValue(&s) {
+				return
+			}
+		}
+	}
+}
+
+func walkValue(s *Scanner) bool {
+	if s.Peek() == '"' {
+		str, ok := s.StringValue()
+		if ok {
+			_, _ = str.Bytes(), Unquote(str.Raw)
+		}
+		return ok
+	}
+	start := s.Pos()
+	if !s.Value() {
+		return false
+	}
+	walkAll(NewLazy(s.data[start:s.Pos()]))
+	return true
+}
+
+// checkMembers checks the members or elements of the valid value v, as
+// both readings find them, against encoding/json.
+func checkMembers(t *testing.T, v []byte) {
+	t.Helper()
+	switch v[0] {
+	case '{':
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal(v, &want); err != nil {
+			t.Fatal(err)
+		}
+		split := lastWins(SplitObject(v, nil))
+		walked := map[string][]byte{}
+		s := NewStrict(v, MaxDepth)
+		s.OpenObject()
+		for first := true; ; first = false {
+			key, end, ok := s.Member(first)
+			if !ok {
+				t.Fatalf("a strict Scanner fails on a member of valid %q", v)
+			}
+			if end {
+				break
+			}
+			start := s.Pos()
+			s.Value()
+			walked[key.Text()] = v[start:s.Pos()]
+		}
+		for name, got := range map[string]map[string][]byte{"SplitObject": split, "a strict Scanner": walked} {
+			if len(got) != len(want) {
+				t.Fatalf("%s finds %d distinct keys in %q, encoding/json %d", name, len(got), v, len(want))
+			}
+			for k, w := range want {
+				if g, ok := got[k]; !ok || !bytes.Equal(g, w) {
+					t.Fatalf("%s finds member %q of %q = %q, encoding/json %q", name, k, v, g, w)
+				}
+			}
+		}
+	case '[':
+		var want []json.RawMessage
+		if err := json.Unmarshal(v, &want); err != nil {
+			t.Fatal(err)
+		}
+		got := SplitArray(v, nil)
+		if len(got) != len(want) {
+			t.Fatalf("SplitArray(%q): %d elements, encoding/json %d", v, len(got), len(want))
+		}
+		for i, m := range got {
+			if !bytes.Equal(m.Value, want[i]) {
+				t.Fatalf("SplitArray(%q): element %d = %q, encoding/json %q", v, i, m.Value, want[i])
+			}
+		}
+	case '"':
+		var want string
+		if err := json.Unmarshal(v, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got := Unquote(v); string(got) != want {
+			t.Fatalf("Unquote(%q) = %q, encoding/json %q", v, got, want)
+		}
+	}
+}
+
+// lastWins maps each key to the value of its last member, as decoding
+// into a map does.
+func lastWins(ms []Member) map[string][]byte {
+	out := make(map[string][]byte, len(ms))
+	for _, m := range ms {
+		out[string(m.Key)] = m.Value
+	}
+	return out
+}
+
+// nesting is the deepest container nesting in data, outside strings.
+func nesting(data []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}

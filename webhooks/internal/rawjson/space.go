@@ -1,0 +1,27 @@
+package rawjson
+
+// isSpace reports whether c is JSON white space.
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r'
+}
+
+// SkipSpace returns the index of the first byte at or after i that is not
+// white space, or len(data).
+func SkipSpace(data []byte, i int) int {
+	for i < len(data) && isSpace(data[i]) {
+		i++
+	}
+	return i
+}
+
+// TrimSpace returns data without the white space around it.
+func TrimSpace(data []byte) []byte {
+	i, j := 0, len(data)
+	for i < j && isSpace(data[i]) {
+		i++
+	}
+	for j > i && isSpace(data[j-1]) {
+		j--
+	}
+	return data[i:j]
+}
