@@ -5,6 +5,8 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	kjson "sigs.k8s.io/json"
+
+	"github.com/stewardhq/steward/webhooks/internal/rawjson"
 )
 
 // decodeReview decodes an AdmissionReview. The two objects are most of
@@ -43,32 +45,58 @@ func rawValue(b []byte) []byte {
 // a review and returns the body with each replaced by null. ok is false
 // when the body is not a JSON object with a request object whose members
 // can be walked.
+//
+// The walk is lazy (rawjson.NewLazy): it checks the members it walks and
+// finds where values end, which is all cutObjects needs, and leaves the
+// rest to the decoder, which validates what it decodes.
 func cutObjects(body []byte) (rest, object, oldObject []byte, ok bool) {
-	s := scanner{b: body}
-	var cuts [][2]int // value ranges to replace, in order
+	s := rawjson.NewLazy(body)
+	var buf [2][2]int
+	cuts := buf[:0] // value ranges to replace, in order
 	found := false
-	okWalk := s.members(func(key []byte, start int) bool {
-		if string(key) != "request" || s.peek() != '{' {
-			return s.skipValue()
+	if !s.OpenObject() {
+		return nil, nil, nil, false
+	}
+	for first := true; ; first = false {
+		key, end, ok := member(&s, first)
+		if !ok {
+			return nil, nil, nil, false
+		}
+		if end {
+			break
+		}
+		if !key.Is("request") || s.Peek() != '{' {
+			if !s.Value() {
+				return nil, nil, nil, false
+			}
+			continue
 		}
 		found = true
-		return s.members(func(key []byte, start int) bool {
-			if !s.skipValue() {
-				return false
+		s.OpenObject()
+		for first := true; ; first = false {
+			key, end, ok := member(&s, first)
+			if !ok {
+				return nil, nil, nil, false
 			}
-			switch string(key) {
-			case "object":
-				object = body[start:s.i]
-			case "oldObject":
-				oldObject = body[start:s.i]
+			if end {
+				break
+			}
+			start := s.Pos()
+			if !s.Value() {
+				return nil, nil, nil, false
+			}
+			switch {
+			case key.Is("object"):
+				object = body[start:s.Pos()]
+			case key.Is("oldObject"):
+				oldObject = body[start:s.Pos()]
 			default:
-				return true
+				continue
 			}
-			cuts = append(cuts, [2]int{start, s.i})
-			return true
-		})
-	})
-	if !okWalk || !found || s.ws() != len(body) {
+			cuts = append(cuts, [2]int{start, s.Pos()})
+		}
+	}
+	if !found || !s.End() {
 		return nil, nil, nil, false
 	}
 	if len(cuts) == 0 {
@@ -84,133 +112,10 @@ func cutObjects(body []byte) (rest, object, oldObject []byte, ok bool) {
 	return append(out, body[at:]...), object, oldObject, true
 }
 
-// scanner walks JSON without validating it: it finds where values end,
-// which is all cutObjects needs; the decoder validates what it decodes.
-type scanner struct {
-	b []byte
-	i int
-}
-
-// ws skips white space and returns the position reached.
-func (s *scanner) ws() int {
-	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\n' || s.b[s.i] == '\r' || s.b[s.i] == '\t') {
-		s.i++
-	}
-	return s.i
-}
-
-// peek returns the next byte after white space, or 0 at the end.
-func (s *scanner) peek() byte {
-	if s.ws() < len(s.b) {
-		return s.b[s.i]
-	}
-	return 0
-}
-
-// members walks the object at the current position, calling each with a
-// member's key (as written, unescaped keys only) and the position of its
-// value, which each must skip.
-func (s *scanner) members(each func(key []byte, start int) bool) bool {
-	if s.peek() != '{' {
-		return false
-	}
-	s.i++
-	if s.peek() == '}' {
-		s.i++
-		return true
-	}
-	for {
-		if s.peek() != '"' {
-			return false
-		}
-		from := s.i + 1
-		if !s.skipString() {
-			return false
-		}
-		key := s.b[from : s.i-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			// An escaped key might spell a member that matters; only
-			// the decoder can say.
-			return false
-		}
-		if s.peek() != ':' {
-			return false
-		}
-		s.i++
-		if !each(key, s.ws()) {
-			return false
-		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// skipString moves past the string starting at the current quote.
-func (s *scanner) skipString() bool {
-	i := s.i + 1
-	for {
-		j := bytes.IndexByte(s.b[i:], '"')
-		if j < 0 {
-			return false
-		}
-		i += j
-		backslashes := 0
-		for k := i - 1; k > s.i && s.b[k] == '\\'; k-- {
-			backslashes++
-		}
-		i++
-		if backslashes%2 == 0 {
-			s.i = i
-			return true
-		}
-	}
-}
-
-// skipValue moves past the value at the current position.
-func (s *scanner) skipValue() bool {
-	switch s.peek() {
-	case 0:
-		return false
-	case '"':
-		return s.skipString()
-	case '{', '[':
-		depth := 0
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case '"':
-				if !s.skipString() {
-					return false
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					s.i++
-					return true
-				}
-			}
-			s.i++
-		}
-		return false
-	default:
-		// A number, true, false or null: up to the next delimiter.
-		start := s.i
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case ',', '}', ']', ' ', '\n', '\r', '\t':
-				return s.i > start
-			}
-			s.i++
-		}
-		return s.i > start
-	}
+// member moves to the next member of the object s is in, as s.Member
+// does, and refuses an escaped key: it might spell a member that matters,
+// and only the decoder can say.
+func member(s *rawjson.Scanner, first bool) (key rawjson.String, end, ok bool) {
+	key, end, ok = s.Member(first)
+	return key, end, ok && !key.Escaped()
 }
