@@ -72,15 +72,19 @@ func (s *Scanner) StringValue() (String, bool) {
 	if s.Peek() != '"' {
 		return String{}, false
 	}
-	if !s.strict {
-		str, end, ok := lazyString(s.data, s.pos)
-		s.pos = end
-		return str, ok
-	}
 	start := s.pos
-	end, escaped, nonASCII, ok := scanString(s.data, start)
+	var end int
+	var ok bool
+	if s.strict {
+		end, ok = scanString(s.data, start)
+	} else {
+		end, ok = skipString(s.data, start)
+	}
 	s.pos = end
-	return String{Raw: s.data[start:end], escaped: escaped, nonASCII: nonASCII}, ok
+	if !ok {
+		return String{}, false
+	}
+	return newString(s.data[start:end]), true
 }
 
 // OpenObject moves past the opening brace of the next value, which must

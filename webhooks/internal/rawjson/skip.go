@@ -22,22 +22,19 @@ func skipValue(data []byte, i int) (int, bool) {
 	case '"':
 		return skipString(data, i)
 	case '{', '[':
-		depth := 0
-		for ; i < len(data); i++ {
-			for i < len(data) && !structural[data[i]] {
-				i++
+		for depth := 0; i < len(data); i++ {
+			c := data[i]
+			if !structural[c] {
+				continue
 			}
-			if i == len(data) {
-				break
-			}
-			switch data[i] {
+			switch c {
 			case '"':
 				// A string that does not end takes the container with it.
 				end, _ := skipString(data, i)
 				i = end - 1
 			case '{', '[':
 				depth++
-			case '}', ']':
+			default:
 				depth--
 				if depth == 0 {
 					return i + 1, true

@@ -74,10 +74,10 @@ func decode(raw []byte) string {
 	return s
 }
 
-// plainByte marks the bytes a JSON string holds as they are that need no
-// further look: printable ASCII other than the quote and the backslash.
+// plainByte marks the bytes a JSON string holds as they are: not a quote,
+// not a backslash, not a control character.
 var plainByte = func() (t [256]bool) {
-	for c := 0x20; c < 0x80; c++ {
+	for c := 0x20; c < 256; c++ {
 		t[c] = c != '"' && c != '\\'
 	}
 	return t
@@ -86,38 +86,34 @@ var plainByte = func() (t [256]bool) {
 // scanString validates the string whose opening quote is data[i] and
 // returns the index after its closing quote. Like encoding/json, it takes
 // any byte >= 0x80 (the decoder replaces what is not UTF-8).
-func scanString(data []byte, i int) (end int, escaped, nonASCII, ok bool) {
+func scanString(data []byte, i int) (int, bool) {
 	for i++; ; {
 		for i < len(data) && plainByte[data[i]] {
 			i++
 		}
 		if i >= len(data) {
-			return i, escaped, nonASCII, false
+			return i, false
 		}
 		switch c := data[i]; {
 		case c == '"':
-			return i + 1, escaped, nonASCII, true
+			return i + 1, true
 		case c == '\\':
-			escaped = true
 			if i+1 >= len(data) {
-				return i, escaped, nonASCII, false
+				return i, false
 			}
 			switch data[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if i+6 > len(data) || !isHex(data[i+2]) || !isHex(data[i+3]) || !isHex(data[i+4]) || !isHex(data[i+5]) {
-					return i, escaped, nonASCII, false
+					return i, false
 				}
 				i += 6
 			default:
-				return i, escaped, nonASCII, false
+				return i, false
 			}
-		case c < 0x20:
-			return i, escaped, nonASCII, false
-		default: // >= 0x80
-			nonASCII = true
-			i++
+		default: // a control character
+			return i, false
 		}
 	}
 }
@@ -149,20 +145,17 @@ func skipString(data []byte, i int) (end int, ok bool) {
 	}
 }
 
-// lazyString is skipString that also learns what String records.
-func lazyString(data []byte, i int) (String, int, bool) {
-	end, ok := skipString(data, i)
-	if !ok {
-		return String{}, end, false
-	}
-	s := String{Raw: data[i:end]}
-	inner := s.Inner()
-	s.escaped = bytes.IndexByte(inner, '\\') >= 0
-	for _, c := range inner {
-		if c >= utf8.RuneSelf {
+// newString returns the string raw (quotes included, already scanned)
+// with what String records of it.
+func newString(raw []byte) String {
+	s := String{Raw: raw}
+	for _, c := range s.Inner() {
+		switch {
+		case c == '\\':
+			s.escaped = true
+		case c >= utf8.RuneSelf:
 			s.nonASCII = true
-			break
 		}
 	}
-	return s, end, true
+	return s
 }
