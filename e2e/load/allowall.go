@@ -53,15 +53,17 @@ func runAllowAllServer(args []string) error {
 	allow := admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
 		return admission.Allowed("")
 	})
+	rec := newRecorder()
 	for _, p := range strings.Split(*paths, ",") {
 		if p != "" {
-			srv.Register(p, &webhook.Admission{Handler: allow})
+			srv.Register(p, rec.wrap(p, &webhook.Admission{Handler: allow}))
 		}
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer cancel()
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
+	rec.serve(mux)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := srv.StartedChecker()(r); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)

@@ -29,6 +29,9 @@ type bench struct {
 	seeded  *seeded
 	seq     int
 	res     *results
+	// reviews are the AdmissionReviews recorded in (c), by workload and
+	// webhook path (alone.go).
+	reviews map[string]map[string][]byte
 }
 
 // judgedWorkloads are profiled (when -profile is on): the API server calls
@@ -46,7 +49,7 @@ func (b *bench) warnf(format string, args ...any) {
 
 // run measures everything and returns the results.
 func run(ctx context.Context, opts options, root string) (*results, error) {
-	b := &bench{opts: opts, root: root, workDir: inRoot(root, opts.workDir)}
+	b := &bench{opts: opts, root: root, workDir: inRoot(root, opts.workDir), reviews: map[string]map[string][]byte{}}
 	b.res = &results{Started: time.Now(), Options: runParams{
 		Duration: opts.duration, Rounds: opts.rounds, Warmup: opts.warmup, Concurrency: opts.concurrency,
 		BurstWriters: opts.burstWriters, BurstDuration: opts.burstDuration,
@@ -158,6 +161,9 @@ func run(ctx context.Context, opts options, root string) (*results, error) {
 			b.heapProfile()
 		}
 	}
+	if err := b.runAlone(ctx, all); err != nil {
+		return nil, err
+	}
 	if b.res.MatchCosts, err = b.c.readMatchCosts(ctx); err != nil {
 		b.warnf("reading the API server's match-condition metrics: %v", err)
 	}
@@ -200,10 +206,12 @@ func (b *bench) runWorkload(ctx context.Context, w *workload, k *int) error {
 				if err := b.sw.switchTo(ctx, cfg); err != nil {
 					return err
 				}
+				b.recordReviews(w, cfg, false)
 				p, err := b.measure(ctx, w, cfg, n, b.opts.duration, false)
 				if err != nil {
 					return err
 				}
+				b.recordReviews(w, cfg, true)
 				rounds[cfg] = append(rounds[cfg], p)
 				if cfg == cfgSteward && !profiled && (n == 16 || n == slices.Max(b.opts.concurrency)) {
 					b.cpuProfile(ctx, w, n)

@@ -188,6 +188,10 @@ func renderMarkdown(res *results, chart, notes string) string {
 		w("\n")
 	}
 
+	if len(res.Alone) > 0 {
+		writeAlone(&b, res)
+	}
+
 	w("## Steward's memory\n\n")
 	mem := res.Memory
 	w("| | resident (VmRSS / VmHWM) | live heap after GC |\n|---|---|---|\n")
@@ -452,4 +456,31 @@ func fmtP50P99(p50, p99 float64) string {
 		return ""
 	}
 	return fmt.Sprintf("%s / %s", fmtMs(p50*1000), fmtMs(p99*1000))
+}
+
+// writeAlone reports the webhook processes driven directly (alone.go).
+func writeAlone(b *strings.Builder, res *results) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	w("## The webhook processes alone\n\n")
+	w("The first review the API server sent the allow-all webhook for each judged workload in (c), on each webhook path, recorded as sent, is posted straight to Steward and to the allow-all webhook ")
+	w("(TLS verified against each one's CA, HTTP/1.1, a kept-alive connection per writer, closed loops as above), with (a) in effect, so the API server is out of the loop and nothing is written: ")
+	w("CPU per call is each process's request path alone, without informer events and without waiting on the API server. The two processes are measured in turn, in alternating order, at each number of writers, in the same rounds as above. ")
+	w("Steward answers each review as it would in the cluster (its caches are those of the workloads above); the client checks every answer is a verdict, and anything else is an error.\n\n")
+	w("| workload | writers | Steward calls/s | allow-all calls/s | Steward p50 / p99 | allow-all p50 / p99 | Steward CPU/call | allow-all CPU/call | Steward ÷ allow-all CPU | errors |\n")
+	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, wl := range res.measuredWorkloads() {
+		for _, n := range res.Options.Concurrency {
+			s, a := res.findAlone(wl.Name, targetSteward, n), res.findAlone(wl.Name, targetAllowAll, n)
+			if s == nil || a == nil {
+				continue
+			}
+			ratio := ""
+			if a.CPUPerCall() > 0 {
+				ratio = fmt.Sprintf("%.2f", s.CPUPerCall()/a.CPUPerCall())
+			}
+			w("| %s | %d | %.0f | %.0f | %.2f / %.2f | %.2f / %.2f | %.3f | %.3f | %s | %d |\n",
+				wl.Short, n, s.Rate(), a.Rate(), ms(s.P50), ms(s.P99), ms(a.P50), ms(a.P99), s.CPUPerCall(), a.CPUPerCall(), ratio, s.Failed+a.Failed)
+		}
+	}
+	w("\n")
 }

@@ -28,6 +28,8 @@ type results struct {
 	// MatchCosts are the API server's match-condition exclusions over the
 	// run, per webhook.
 	MatchCosts []matchCost `json:"matchCosts,omitempty"`
+	// Alone are the webhook processes driven directly (alone.go).
+	Alone []*alonePoint `json:"alone,omitempty"`
 	// HandlerBench is the handler benchmarks' output (go test -bench).
 	HandlerBench string `json:"handlerBench,omitempty"`
 }

@@ -211,8 +211,12 @@ func evaluateTargets(r *results) []targetResult {
 		if len(judged) == 0 {
 			notMeasured(target, "no workload reached Steward")
 		} else {
+			// Judged through the API server; the same reviews sent
+			// straight to each process (alone.go) are shown beside it, as
+			// they separate the request path from informer events and
+			// from the cost of waking an idle process for every call.
 			var parts []string
-			ok := true
+			ok, okAlone, anyAlone := true, true, false
 			for _, wl := range judged {
 				p := r.find(wl, cfgSteward, n, false)
 				if p == nil {
@@ -222,13 +226,27 @@ func evaluateTargets(r *results) []targetResult {
 				if math.IsNaN(v) {
 					continue
 				}
-				parts = append(parts, fmt.Sprintf("%s: %.3f ms", r.short(wl), v))
+				part := fmt.Sprintf("%s: %.3f ms", r.short(wl), v)
+				if c := r.find(wl, cfgAllowAll, n, false); c != nil && !math.IsNaN(c.CPUPerCall(procAllowAll)) {
+					part += fmt.Sprintf(" (allow-all %.3f)", c.CPUPerCall(procAllowAll))
+				}
+				s, a := r.findAlone(wl, targetSteward, n), r.findAlone(wl, targetAllowAll, n)
+				if s != nil && a != nil && s.Calls > 0 && a.Calls > 0 {
+					part += fmt.Sprintf(", alone %.3f (allow-all %.3f)", s.CPUPerCall(), a.CPUPerCall())
+					okAlone = okAlone && s.CPUPerCall() <= webhookCPUPerCall
+					anyAlone = true
+				}
+				parts = append(parts, part)
 				ok = ok && v <= webhookCPUPerCall
 			}
 			if len(parts) > 0 {
 				parts[len(parts)-1] += fmt.Sprintf(" (%d writers)", n)
 			}
-			addJudged(target, parts, verdict(ok))
+			v := verdict(ok)
+			if !ok && anyAlone && okAlone {
+				v += " (met alone)"
+			}
+			addJudged(target, parts, v)
 		}
 	}
 	{
