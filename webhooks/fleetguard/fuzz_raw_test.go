@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/stewardhq/steward/webhooks/internal/rawjson"
 )
 
 // rawSeeds are committed seeds for the raw JSON reader: odd but valid
@@ -68,7 +70,7 @@ func decodeAny(t *testing.T, s string) any {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("validJSON accepted %q, which does not decode: %v", s, err)
+		t.Fatalf("rawjson.Valid accepted %q, which does not decode: %v", s, err)
 	}
 	return v
 }
@@ -87,7 +89,7 @@ func FuzzDiffRaw(f *testing.F) {
 		f.Add(s, `{"a":2,"metadata":{"name":"b","labels":{"objectset.rio.cattle.io/hash":"y"}}}`)
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {
-		if !validJSON([]byte(a)) || !validJSON([]byte(b)) {
+		if !rawjson.Valid([]byte(a), maxScanDepth) || !rawjson.Valid([]byte(b), maxScanDepth) {
 			return
 		}
 		x, y := decodeAny(t, a), decodeAny(t, b)
@@ -118,30 +120,31 @@ func ownership(m objectMeta) []any {
 	return []any{m.Name, m.GenerateName, m.Namespace, m.managed(), m.appliedWithOwner(), m.ownershipKeys(), m.owner()}
 }
 
-// FuzzValidJSON checks the validator against encoding/json: it accepts
-// what json.Valid accepts, up to maxScanDepth, and nothing else.
+// FuzzValidJSON checks what the raw reading relies on against
+// encoding/json, at fleetguard's nesting bound: rawjson.Valid accepts what
+// json.Valid accepts, up to maxScanDepth, and nothing else; and the
+// members rawjson splits a valid object into, once sortMembers has kept
+// the last of each key, are those encoding/json decodes.
 func FuzzValidJSON(f *testing.F) {
 	for _, s := range append(rawSeeds, fuzzSeeds...) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, want := validJSON([]byte(s)), json.Valid([]byte(s))
+		got, want := rawjson.Valid([]byte(s), maxScanDepth), json.Valid([]byte(s))
 		if got && !want {
-			t.Fatalf("validJSON(%q) = true, json.Valid = false", s)
+			t.Fatalf("rawjson.Valid(%q) = true, json.Valid = false", s)
 		}
 		if !got && want && nesting(s) <= maxScanDepth {
-			t.Fatalf("validJSON(%q) = false, json.Valid = true (nesting %d)", s, nesting(s))
+			t.Fatalf("rawjson.Valid(%q) = false, json.Valid = true (nesting %d)", s, nesting(s))
 		}
 		if got {
-			// The splitter cuts every container into members that are
-			// valid JSON themselves and cover it.
 			checkSplit(t, bytes.TrimSpace([]byte(s)))
 		}
 	})
 }
 
 // checkSplit checks that splitting a valid value yields the members
-// encoding/json finds, each valid JSON.
+// encoding/json finds.
 func checkSplit(t *testing.T, v []byte) {
 	t.Helper()
 	switch rawKind(v) {
@@ -150,15 +153,15 @@ func checkSplit(t *testing.T, v []byte) {
 		if err := json.Unmarshal(v, &want); err != nil {
 			t.Fatal(err)
 		}
-		ms := splitObject(v, nil)
+		ms := rawjson.SplitObject(v, nil)
 		ms = ms[:sortMembers(ms)]
 		if len(ms) != len(want) {
-			t.Fatalf("splitObject(%q): %d distinct keys, encoding/json finds %d", v, len(ms), len(want))
+			t.Fatalf("SplitObject(%q): %d distinct keys, encoding/json finds %d", v, len(ms), len(want))
 		}
 		for _, m := range ms {
-			w, ok := want[string(m.key)]
-			if !ok || !bytes.Equal(w, m.val) {
-				t.Fatalf("splitObject(%q): member %q = %q, encoding/json: %q", v, m.key, m.val, w)
+			w, ok := want[string(m.Key)]
+			if !ok || !bytes.Equal(w, m.Value) {
+				t.Fatalf("SplitObject(%q): member %q = %q, encoding/json: %q", v, m.Key, m.Value, w)
 			}
 		}
 	case rawList:
@@ -166,13 +169,13 @@ func checkSplit(t *testing.T, v []byte) {
 		if err := json.Unmarshal(v, &want); err != nil {
 			t.Fatal(err)
 		}
-		ms := splitList(v, nil)
+		ms := rawjson.SplitArray(v, nil)
 		if len(ms) != len(want) {
-			t.Fatalf("splitList(%q): %d elements, encoding/json finds %d", v, len(ms), len(want))
+			t.Fatalf("SplitArray(%q): %d elements, encoding/json finds %d", v, len(ms), len(want))
 		}
 		for i, m := range ms {
-			if !bytes.Equal(want[i], m.val) {
-				t.Fatalf("splitList(%q): element %d = %q, encoding/json: %q", v, i, m.val, want[i])
+			if !bytes.Equal(want[i], m.Value) {
+				t.Fatalf("SplitArray(%q): element %d = %q, encoding/json: %q", v, i, m.Value, want[i])
 			}
 		}
 	}

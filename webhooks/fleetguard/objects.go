@@ -1,6 +1,10 @@
 package fleetguard
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/stewardhq/steward/webhooks/internal/rawjson"
+)
 
 // objects are the old and new object of an update, read the cheap way
 // when both are valid JSON objects (always, from the API server), and
@@ -52,7 +56,7 @@ func (o *objects) diff(skip []pointer, limit int) changes {
 	return diffDocs(&o.old, &o.new, skip, limit, o.spare)
 }
 
-// A rawDoc is an object validJSON accepted, with its top level and its
+// A rawDoc is an object isObject accepted, with its top level and its
 // metadata split into members, in document order, so that the ownership
 // checks and the diff both read them without splitting them again.
 type rawDoc struct {
@@ -66,13 +70,13 @@ type rawDoc struct {
 // splitDoc splits raw, appending the members to buf, and returns what is
 // left of buf for further members.
 func splitDoc(raw []byte, buf []member) (rawDoc, []member) {
-	d := rawDoc{raw: trimValue(raw)}
+	d := rawDoc{raw: rawjson.TrimSpace(raw)}
 	start := len(buf)
-	buf = splitObject(d.raw, buf)
+	buf = rawjson.SplitObject(d.raw, buf)
 	mid := len(buf)
 	if md := lastMember(buf[start:mid], "metadata"); rawKind(md) == rawObject {
 		d.meta = md
-		buf = splitObject(md, buf)
+		buf = rawjson.SplitObject(md, buf)
 	}
 	end := len(buf)
 	d.top, d.metaMembers = buf[start:mid:mid], buf[mid:end:end]

@@ -5,7 +5,30 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+
+	"github.com/stewardhq/steward/webhooks/internal/rawjson"
 )
+
+// Updates are judged on raw members (rawjson reads them in place) so that
+// only the parts that differ are ever decoded; managedFields and status,
+// most of an object's bytes, never are.
+
+// maxScanDepth bounds the nesting isObject accepts. Deeper documents take
+// the decoding path, which reports them as encoding/json does (its own
+// limit is 10000).
+const maxScanDepth = 512
+
+// A member is one member of a JSON object or one element of a list, as
+// rawjson splits them.
+type member = rawjson.Member
+
+// isObject reports whether raw is a valid JSON object that diffRaw and
+// metaFromRaw may read. Anything else takes the decoding path, which words
+// the error.
+func isObject(raw []byte) bool {
+	i := rawjson.SkipSpace(raw, 0)
+	return i < len(raw) && raw[i] == '{' && rawjson.Valid(raw, maxScanDepth)
+}
 
 // maxLazyDepth is how deep diffRaw follows objects and lists member by
 // member before it decodes the differing subtrees whole. Splitting reads a
@@ -13,16 +36,8 @@ import (
 // Kubernetes objects rarely nest deeper.
 const maxLazyDepth = 16
 
-// isObject reports whether raw is a valid JSON object that diffRaw and
-// metaFromRaw may read. Anything else takes the decoding path, which words
-// the error.
-func isObject(raw []byte) bool {
-	i := skipSpace(raw, 0)
-	return i < len(raw) && raw[i] == '{' && validJSON(raw)
-}
-
 // diffRaw is diff over raw JSON: the same paths, in the same order, with
-// the same total, for two values validJSON accepted. Members whose text is
+// the same total, for two values rawjson.Valid accepted. Members whose text is
 // identical are skipped unread (identical text decodes to identical
 // values, so the structural diff finds nothing in them either); skipped
 // paths are never read; only differing subtrees are decoded, down to
@@ -30,7 +45,7 @@ func isObject(raw []byte) bool {
 // comparison decides, so the outcome never depends on formatting.
 func diffRaw(a, b []byte, skip []pointer, limit int) changes {
 	d := differ{skip: skip, limit: limit, path: make(pointer, 0, 16)}
-	d.walkRaw(trimValue(a), trimValue(b), 0)
+	d.walkRaw(rawjson.TrimSpace(a), rawjson.TrimSpace(b), 0)
 	return d.out
 }
 
@@ -109,13 +124,13 @@ func (d *differ) walkRawObjects(a, b []byte, aObj, bObj bool, depth int) {
 		var key, x, y []byte
 		switch c := compareKeys(as, bs, i, j); {
 		case c < 0:
-			key, x = as[i].key, as[i].val
+			key, x = as[i].Key, as[i].Value
 			i++
 		case c > 0:
-			key, y = bs[j].key, bs[j].val
+			key, y = bs[j].Key, bs[j].Value
 			j++
 		default:
-			key, x, y = as[i].key, as[i].val, bs[j].val
+			key, x, y = as[i].Key, as[i].Value, bs[j].Value
 			i++
 			j++
 		}
@@ -138,7 +153,7 @@ func compareKeys(as, bs []member, i, j int) int {
 	case i == len(as):
 		return 1
 	}
-	return bytes.Compare(as[i].key, bs[j].key)
+	return bytes.Compare(as[i].Key, bs[j].Key)
 }
 
 // members returns the members of the object v: a split made before the
@@ -151,7 +166,7 @@ func (d *differ) members(v []byte) []member {
 		}
 	}
 	start := len(d.buf)
-	d.buf = splitObject(v, d.buf)
+	d.buf = rawjson.SplitObject(v, d.buf)
 	return d.buf[start:]
 }
 
@@ -159,20 +174,20 @@ func (d *differ) members(v []byte) []member {
 func (d *differ) walkRawLists(a, b []byte, aList, bList bool, depth int) {
 	start := len(d.buf)
 	if aList {
-		d.buf = splitList(a, d.buf)
+		d.buf = rawjson.SplitArray(a, d.buf)
 	}
 	mid := len(d.buf)
 	if bList {
-		d.buf = splitList(b, d.buf)
+		d.buf = rawjson.SplitArray(b, d.buf)
 	}
 	as, bs := d.buf[start:mid], d.buf[mid:]
 	for k := 0; k < max(len(as), len(bs)); k++ {
 		var x, y []byte
 		if k < len(as) {
-			x = as[k].val
+			x = as[k].Value
 		}
 		if k < len(bs) {
-			y = bs[k].val
+			y = bs[k].Value
 		}
 		if bytes.Equal(x, y) {
 			continue
@@ -191,13 +206,13 @@ func sortMembers(ms []member) int {
 	if len(ms) < 2 {
 		return len(ms)
 	}
-	byKey := func(x, y member) int { return bytes.Compare(x.key, y.key) }
+	byKey := func(x, y member) int { return bytes.Compare(x.Key, y.Key) }
 	if !slices.IsSortedFunc(ms, byKey) {
 		slices.SortStableFunc(ms, byKey)
 	}
 	n := 0
 	for k := range ms {
-		if k+1 < len(ms) && bytes.Equal(ms[k].key, ms[k+1].key) {
+		if k+1 < len(ms) && bytes.Equal(ms[k].Key, ms[k+1].Key) {
 			continue // a later member has the same key
 		}
 		ms[n] = ms[k]
@@ -255,7 +270,7 @@ func decodeRaw(v []byte) any {
 	case 'f':
 		return false
 	case '"':
-		return string(unquote(v))
+		return string(rawjson.Unquote(v))
 	case '{', '[':
 		dec := json.NewDecoder(bytes.NewReader(v))
 		dec.UseNumber()

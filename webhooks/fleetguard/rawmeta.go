@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/stewardhq/steward/webhooks/internal/rawjson"
 )
 
 // ownershipLabels and ownershipAnnotations are the only keys objectMeta's
@@ -15,7 +17,7 @@ var (
 	ownershipAnnotations = []string{AnnotationID, AnnotationOwnerGVK, AnnotationReleaseName, AnnotationReleaseNamespace}
 )
 
-// metaFromRaw reads what metaFromMap reads, from an object validJSON
+// metaFromRaw reads what metaFromMap reads, from an object isObject
 // accepted, without decoding the rest: fields of an unexpected type count
 // as absent and, as in a decoded map, the last of repeated keys wins.
 // Labels and annotations hold only the ownership keys.
@@ -28,17 +30,17 @@ func metaFromRaw(raw []byte) objectMeta {
 func metaFromDoc(d *rawDoc) objectMeta {
 	var m objectMeta
 	for _, f := range d.metaMembers {
-		switch string(f.key) {
+		switch string(f.Key) {
 		case "name":
-			m.Name = rawString(f.val)
+			m.Name = rawString(f.Value)
 		case "generateName":
-			m.GenerateName = rawString(f.val)
+			m.GenerateName = rawString(f.Value)
 		case "namespace":
-			m.Namespace = rawString(f.val)
+			m.Namespace = rawString(f.Value)
 		case "labels":
-			m.Labels = pickStrings(f.val, ownershipLabels)
+			m.Labels = pickStrings(f.Value, ownershipLabels)
 		case "annotations":
-			m.Annotations = pickStrings(f.val, ownershipAnnotations)
+			m.Annotations = pickStrings(f.Value, ownershipAnnotations)
 		}
 	}
 	return m
@@ -48,8 +50,8 @@ func metaFromDoc(d *rawDoc) objectMeta {
 func lastMember(ms []member, key string) []byte {
 	var v []byte
 	for _, m := range ms {
-		if string(m.key) == key {
-			v = m.val
+		if string(m.Key) == key {
+			v = m.Value
 		}
 	}
 	return v
@@ -60,7 +62,7 @@ func rawString(v []byte) string {
 	if len(v) == 0 || v[0] != '"' {
 		return ""
 	}
-	return string(unquote(v))
+	return string(rawjson.Unquote(v))
 }
 
 // pickStrings returns the string members named in keys of the raw object
@@ -71,19 +73,19 @@ func pickStrings(v []byte, keys []string) map[string]string {
 	}
 	var out map[string]string
 	var scratch [32]member
-	for _, f := range splitObject(v, scratch[:0]) {
+	for _, f := range rawjson.SplitObject(v, scratch[:0]) {
 		for _, k := range keys {
-			if string(f.key) != k {
+			if string(f.Key) != k {
 				continue
 			}
-			if f.val[0] != '"' {
+			if f.Value[0] != '"' {
 				delete(out, k)
 				break
 			}
 			if out == nil {
 				out = make(map[string]string, len(keys))
 			}
-			out[k] = string(unquote(f.val))
+			out[k] = string(rawjson.Unquote(f.Value))
 			break
 		}
 	}
@@ -106,14 +108,14 @@ func strictMetaFromRaw(raw []byte) (objectMeta, bool) {
 	}
 	var scratch [32]member
 	var md []byte
-	for _, f := range splitObject(trimValue(raw), scratch[:0]) {
+	for _, f := range rawjson.SplitObject(rawjson.TrimSpace(raw), scratch[:0]) {
 		switch {
-		case string(f.key) == "metadata":
+		case string(f.Key) == "metadata":
 			if md != nil {
 				return m, false
 			}
-			md = f.val
-		case !unrelatedKey(f.key, "metadata"):
+			md = f.Value
+		case !unrelatedKey(f.Key, "metadata"):
 			return m, false
 		}
 	}
@@ -125,10 +127,10 @@ func strictMetaFromRaw(raw []byte) (objectMeta, bool) {
 		return m, false
 	}
 	var seen [5]bool
-	for _, f := range splitObject(md, scratch[:0]) {
-		i := slices.Index(metaFields, string(f.key))
+	for _, f := range rawjson.SplitObject(md, scratch[:0]) {
+		i := slices.Index(metaFields, string(f.Key))
 		if i < 0 {
-			if !unrelatedKey(f.key, metaFields...) {
+			if !unrelatedKey(f.Key, metaFields...) {
 				return m, false
 			}
 			continue
@@ -140,15 +142,15 @@ func strictMetaFromRaw(raw []byte) (objectMeta, bool) {
 		var ok bool
 		switch i {
 		case 0:
-			m.Name, ok = strictString(f.val)
+			m.Name, ok = strictString(f.Value)
 		case 1:
-			m.GenerateName, ok = strictString(f.val)
+			m.GenerateName, ok = strictString(f.Value)
 		case 2:
-			m.Namespace, ok = strictString(f.val)
+			m.Namespace, ok = strictString(f.Value)
 		case 3:
-			m.Labels, ok = strictStrings(f.val, ownershipLabels)
+			m.Labels, ok = strictStrings(f.Value, ownershipLabels)
 		case 4:
-			m.Annotations, ok = strictStrings(f.val, ownershipAnnotations)
+			m.Annotations, ok = strictStrings(f.Value, ownershipAnnotations)
 		}
 		if !ok {
 			return m, false
@@ -179,7 +181,7 @@ func unrelatedKey(key []byte, fields ...string) bool {
 func strictString(v []byte) (string, bool) {
 	switch v[0] {
 	case '"':
-		return string(unquote(v)), true
+		return string(rawjson.Unquote(v)), true
 	case 'n':
 		return "", true
 	}
@@ -198,16 +200,16 @@ func strictStrings(v []byte, keys []string) (map[string]string, bool) {
 	}
 	var out map[string]string
 	var scratch [32]member
-	for _, f := range splitObject(v, scratch[:0]) {
-		s, ok := strictString(f.val)
+	for _, f := range rawjson.SplitObject(v, scratch[:0]) {
+		s, ok := strictString(f.Value)
 		if !ok {
 			return nil, false
 		}
-		if slices.Contains(keys, string(f.key)) {
+		if slices.Contains(keys, string(f.Key)) {
 			if out == nil {
 				out = make(map[string]string, len(keys))
 			}
-			out[string(f.key)] = s
+			out[string(f.Key)] = s
 		}
 	}
 	return out, true
