@@ -35,13 +35,7 @@ func NewLazy(data []byte) Scanner {
 func (s *Scanner) Pos() int { return s.pos }
 
 // SkipSpace moves past white space.
-func (s *Scanner) SkipSpace() {
-	// The API server sends compact JSON: usually there is nothing to skip.
-	if s.pos < len(s.data) && s.data[s.pos] > ' ' {
-		return
-	}
-	s.pos = SkipSpace(s.data, s.pos)
-}
+func (s *Scanner) SkipSpace() { s.pos = SkipSpace(s.data, s.pos) }
 
 // Peek moves past white space and returns the next byte, or 0 at the end.
 func (s *Scanner) Peek() byte {
@@ -66,6 +60,17 @@ func (s *Scanner) Value() bool {
 	return ok
 }
 
+// RawValue moves past the next value, as Value does, and returns its
+// text.
+func (s *Scanner) RawValue() ([]byte, bool) {
+	s.SkipSpace()
+	start := s.pos
+	if !s.Value() {
+		return nil, false
+	}
+	return s.data[start:s.pos], true
+}
+
 // StringValue moves past the next value, which must be a string, and
 // returns it.
 func (s *Scanner) StringValue() (String, bool) {
@@ -73,18 +78,17 @@ func (s *Scanner) StringValue() (String, bool) {
 		return String{}, false
 	}
 	start := s.pos
-	var end int
-	var ok bool
-	if s.strict {
-		end, ok = scanString(s.data, start)
-	} else {
-		end, ok = skipString(s.data, start)
+	if !s.strict {
+		end, ok := skipString(s.data, start)
+		s.pos = end
+		if !ok {
+			return String{}, false
+		}
+		return lazyString(s.data[start:end]), true
 	}
+	end, escaped, nonASCII, ok := scanString(s.data, start)
 	s.pos = end
-	if !ok {
-		return String{}, false
-	}
-	return newString(s.data[start:end]), true
+	return String{Raw: s.data[start:end], escaped: escaped, nonASCII: nonASCII}, ok
 }
 
 // OpenObject moves past the opening brace of the next value, which must

@@ -8,7 +8,9 @@ func isSpace(c byte) bool {
 // SkipSpace returns the index of the first byte at or after i that is not
 // white space, or len(data).
 func SkipSpace(data []byte, i int) int {
-	for i < len(data) && isSpace(data[i]) {
+	// Every white space byte is <= ' ': the API server sends compact
+	// JSON, and this one comparison is usually all there is to do.
+	for i < len(data) && data[i] <= ' ' && isSpace(data[i]) {
 		i++
 	}
 	return i

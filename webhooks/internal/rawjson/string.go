@@ -74,46 +74,51 @@ func decode(raw []byte) string {
 	return s
 }
 
-// plainByte marks the bytes a JSON string holds as they are: not a quote,
-// not a backslash, not a control character.
+// plainByte marks the bytes a JSON string holds as they are that need no
+// further look: printable ASCII other than the quote and the backslash.
 var plainByte = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
+	for c := 0x20; c < 0x80; c++ {
 		t[c] = c != '"' && c != '\\'
 	}
 	return t
 }()
 
 // scanString validates the string whose opening quote is data[i] and
-// returns the index after its closing quote. Like encoding/json, it takes
-// any byte >= 0x80 (the decoder replaces what is not UTF-8).
-func scanString(data []byte, i int) (int, bool) {
+// returns the index after its closing quote, and what String records of
+// it. Like encoding/json, it takes any byte >= 0x80 (the decoder replaces
+// what is not UTF-8).
+func scanString(data []byte, i int) (end int, escaped, nonASCII, ok bool) {
 	for i++; ; {
 		for i < len(data) && plainByte[data[i]] {
 			i++
 		}
 		if i >= len(data) {
-			return i, false
+			return i, escaped, nonASCII, false
 		}
 		switch c := data[i]; {
 		case c == '"':
-			return i + 1, true
+			return i + 1, escaped, nonASCII, true
 		case c == '\\':
+			escaped = true
 			if i+1 >= len(data) {
-				return i, false
+				return i, escaped, nonASCII, false
 			}
 			switch data[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if i+6 > len(data) || !isHex(data[i+2]) || !isHex(data[i+3]) || !isHex(data[i+4]) || !isHex(data[i+5]) {
-					return i, false
+					return i, escaped, nonASCII, false
 				}
 				i += 6
 			default:
-				return i, false
+				return i, escaped, nonASCII, false
 			}
-		default: // a control character
-			return i, false
+		case c < 0x20:
+			return i, escaped, nonASCII, false
+		default: // >= 0x80
+			nonASCII = true
+			i++
 		}
 	}
 }
@@ -145,9 +150,9 @@ func skipString(data []byte, i int) (end int, ok bool) {
 	}
 }
 
-// newString returns the string raw (quotes included, already scanned)
-// with what String records of it.
-func newString(raw []byte) String {
+// lazyString returns the string raw (quotes included), which skipString
+// found, with what String records of it.
+func lazyString(raw []byte) String {
 	s := String{Raw: raw}
 	for _, c := range s.Inner() {
 		switch {

@@ -63,7 +63,7 @@ func validValue(data []byte, i, maxDepth int) (int, bool) {
 			continue // the first member or element starts at i
 		case '"':
 			var ok bool
-			if i, ok = scanString(data, i); !ok {
+			if i, _, _, ok = scanString(data, i); !ok {
 				return i, false
 			}
 		case 't':
@@ -130,7 +130,7 @@ func scanKey(data []byte, i int) (int, bool) {
 	if i >= len(data) || data[i] != '"' {
 		return i, false
 	}
-	i, ok := scanString(data, i)
+	i, _, _, ok := scanString(data, i)
 	if !ok {
 		return i, false
 	}
