@@ -3,7 +3,13 @@ package apimigration
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/stewardhq/steward/webhooks/internal/rawjson"
 )
+
+// maxDepth bounds the nesting the fast path reads. encoding/json allows
+// 10000 levels; anything deeper than this goes to encoding/json instead.
+const maxDepth = 1000
 
 // annotationKeys are the annotations the rule reads and writes; the fast
 // decoder keeps no others.
@@ -18,7 +24,8 @@ var ownerLabels = []string{KustomizeGroup + "/name", KustomizeGroup + "/namespac
 var metadataFields = []string{"name", "generateName", "namespace", "deletionTimestamp", "labels", "annotations"}
 
 // decodeFast reads what decodeObject reads, in one pass over the bytes and
-// without building anything the rule does not look at. Its maps hold only
+// without building anything the rule does not look at. It reads strictly
+// (rawjson.NewStrict): what it accepts is valid JSON. Its maps hold only
 // the keys the rule reads (annotationKeys and ownerLabels): every other
 // key is checked to be a string, as decodeObject checks it, and dropped.
 // It also records whether metadata.annotations is present, which decides
@@ -30,14 +37,13 @@ var metadataFields = []string{"name", "generateName", "namespace", "deletionTime
 // decodeObject, whose answer, error message included, is the rule's. When
 // ok is true the result equals decodeObject's on the keys the rule reads.
 func decodeFast(raw []byte) (o object, ok bool) {
-	s := scanner{data: raw}
-	s.ws()
-	if !s.open('{') {
+	s := rawjson.NewStrict(raw, maxDepth)
+	if !s.OpenObject() {
 		return o, false
 	}
 	var seenMeta, seenSpec bool
 	for first := true; ; first = false {
-		key, end, ok := s.member(first)
+		key, end, ok := s.Member(first)
 		if !ok {
 			return o, false
 		}
@@ -45,101 +51,98 @@ func decodeFast(raw []byte) (o object, ok bool) {
 			break
 		}
 		switch {
-		case !key.plain():
+		case !key.Plain():
 			// An escaped or non-ASCII name could still mean metadata
 			// or spec to encoding/json.
 			return o, false
-		case key.is("metadata"):
-			if seenMeta || !s.metadata(&o) {
+		case key.Is("metadata"):
+			if seenMeta || !readMetadata(&s, &o) {
 				return o, false
 			}
 			seenMeta = true
-		case key.is("spec"):
-			start := s.pos
-			if seenSpec || !s.value() {
+		case key.Is("spec"):
+			spec, ok := s.RawValue()
+			if seenSpec || !ok {
 				return o, false
 			}
-			o.Spec, seenSpec = raw[start:s.pos], true
-		case bytes.EqualFold(key.inner(), []byte("metadata")), bytes.EqualFold(key.inner(), []byte("spec")):
+			o.Spec, seenSpec = spec, true
+		case bytes.EqualFold(key.Inner(), []byte("metadata")), bytes.EqualFold(key.Inner(), []byte("spec")):
 			return o, false
 		default:
-			if !s.value() {
+			if !s.Value() {
 				return o, false
 			}
 		}
 	}
-	if !s.end() || !seenMeta {
+	if !s.End() || !seenMeta {
 		return o, false
 	}
 	return o, true
 }
 
-// metadata reads the metadata object into o.
-func (s *scanner) metadata(o *object) bool {
-	if !s.open('{') {
+// readMetadata reads the metadata object into o.
+func readMetadata(s *rawjson.Scanner, o *object) bool {
+	if !s.OpenObject() {
 		return false
 	}
 	var seen [6]bool
 	m := &o.Metadata
 	for first := true; ; first = false {
-		key, end, ok := s.member(first)
+		key, end, ok := s.Member(first)
 		if !ok {
 			return false
 		}
 		if end {
 			return true
 		}
-		if !key.plain() {
+		if !key.Plain() {
 			return false
 		}
 		field := -1
 		for i, f := range metadataFields {
-			if bytes.EqualFold(key.inner(), []byte(f)) {
+			if bytes.EqualFold(key.Inner(), []byte(f)) {
 				field = i
 			}
 		}
 		if field < 0 {
-			if !s.value() {
+			if !s.Value() {
 				return false
 			}
 			continue
 		}
-		if seen[field] || !key.is(metadataFields[field]) {
+		if seen[field] || !key.Is(metadataFields[field]) {
 			return false
 		}
 		seen[field] = true
 		switch field {
 		case 0, 1, 2:
-			if s.peek() != '"' {
-				return false
-			}
-			v, ok := s.str()
+			v, ok := s.StringValue()
 			if !ok {
 				return false
 			}
 			switch field {
 			case 0:
-				m.Name = v.decode()
+				m.Name = v.Text()
 			case 1:
-				m.GenerateName = v.decode()
+				m.GenerateName = v.Text()
 			default:
-				m.Namespace = v.decode()
+				m.Namespace = v.Text()
 			}
 		case 3:
-			start := s.pos
-			if !s.value() {
+			v, ok := s.RawValue()
+			if !ok {
 				return false
 			}
-			if v := s.data[start:s.pos]; string(v) != "null" {
+			if string(v) != "null" {
 				ts := json.RawMessage(v)
 				m.DeletionTimestamp = &ts
 			}
 		case 4:
-			if m.Labels, ok = s.stringMap(ownerLabels); !ok {
+			if m.Labels, ok = stringMap(s, ownerLabels); !ok {
 				return false
 			}
 		case 5:
-			if m.Annotations, ok = s.stringMap(annotationKeys); !ok {
+			if m.Annotations, ok = stringMap(s, annotationKeys); !ok {
 				return false
 			}
 			o.hasAnnotations = true
@@ -149,23 +152,20 @@ func (s *scanner) metadata(o *object) bool {
 
 // stringMap reads an object whose values must all be strings, keeping the
 // given keys. Duplicate keys resolve as in encoding/json: the last wins.
-func (s *scanner) stringMap(keep []string) (map[string]string, bool) {
-	if !s.open('{') {
+func stringMap(s *rawjson.Scanner, keep []string) (map[string]string, bool) {
+	if !s.OpenObject() {
 		return nil, false
 	}
 	var out map[string]string
 	for first := true; ; first = false {
-		key, end, ok := s.member(first)
+		key, end, ok := s.Member(first)
 		if !ok {
 			return nil, false
 		}
 		if end {
 			return out, true
 		}
-		if s.peek() != '"' {
-			return nil, false
-		}
-		v, ok := s.str()
+		v, ok := s.StringValue()
 		if !ok {
 			return nil, false
 		}
@@ -173,19 +173,19 @@ func (s *scanner) stringMap(keep []string) (map[string]string, bool) {
 			if out == nil {
 				out = make(map[string]string, len(keep))
 			}
-			out[k] = v.decode()
+			out[k] = v.Text()
 		}
 	}
 }
 
 // oneOf returns the entry of keys that the JSON string key decodes to.
-func oneOf(key token, keys []string) (string, bool) {
+func oneOf(key rawjson.String, keys []string) (string, bool) {
 	var name []byte
 	switch {
-	case key.plain():
-		name = key.inner()
-	case key.escaped:
-		name = []byte(key.decode())
+	case key.Plain():
+		name = key.Inner()
+	case key.Escaped():
+		name = key.Bytes()
 	default: // Unescaped non-ASCII never equals an ASCII key.
 		return "", false
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/rawjson"
 )
 
 func mustJSON(v any) []byte {
@@ -225,8 +226,9 @@ func FuzzDecodeFast(f *testing.F) {
 	})
 }
 
-// FuzzScanner proves the scanner accepts exactly the JSON encoding/json
-// accepts, up to its nesting limit.
+// FuzzScanner proves the scanner the fast path reads with (a strict
+// rawjson.Scanner at maxDepth) accepts exactly the JSON encoding/json
+// accepts, up to that nesting limit.
 func FuzzScanner(f *testing.F) {
 	for _, s := range fastSeeds {
 		f.Add(s)
@@ -235,9 +237,8 @@ func FuzzScanner(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		s := scanner{data: raw}
-		s.ws()
-		got := s.value() && s.end()
+		s := rawjson.NewStrict(raw, maxDepth)
+		got := s.Value() && s.End()
 		if want := json.Valid(raw); got != want {
 			if !got && (bytes.Count(raw, []byte("["))+bytes.Count(raw, []byte("{"))) > maxDepth {
 				return // Deeper than the scanner goes: left to encoding/json.

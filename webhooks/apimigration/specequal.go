@@ -1,6 +1,10 @@
 package apimigration
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/stewardhq/steward/webhooks/internal/rawjson"
+)
 
 // verdict is what a walk over two JSON values concludes.
 type verdict int
@@ -32,9 +36,9 @@ func compareSpecs(a, b []byte) verdict {
 	if len(b) == 0 {
 		b = []byte("null")
 	}
-	sa, sb := scanner{data: a}, scanner{data: b}
-	sa.ws()
-	sb.ws()
+	// Specs come from objects decodeFast read, so they are valid JSON
+	// already; strict scanners check them again on the way.
+	sa, sb := rawjson.NewStrict(a, maxDepth), rawjson.NewStrict(b, maxDepth)
 	return compareValues(&sa, &sb)
 }
 
@@ -52,10 +56,10 @@ func jsonType(c byte) byte {
 
 // compareValues compares the values at both positions and moves past them.
 // It stops early, with the positions undefined, only when unsure.
-func compareValues(a, b *scanner) verdict {
-	ta, tb := jsonType(a.peek()), jsonType(b.peek())
+func compareValues(a, b *rawjson.Scanner) verdict {
+	ta, tb := jsonType(a.Peek()), jsonType(b.Peek())
 	if ta != tb {
-		if !a.value() || !b.value() {
+		if !a.Value() || !b.Value() {
 			return unsure
 		}
 		return different
@@ -66,40 +70,41 @@ func compareValues(a, b *scanner) verdict {
 	case '[':
 		return compareArrays(a, b)
 	case '"':
-		x, okA := a.str()
-		y, okB := b.str()
+		x, okA := a.StringValue()
+		y, okB := b.StringValue()
 		switch {
 		case !okA || !okB:
 			return unsure
-		case bytes.Equal(x.raw, y.raw):
+		case bytes.Equal(x.Raw, y.Raw):
 			return same
-		case x.plain() && y.plain():
+		case x.Plain() && y.Plain():
 			return different
-		case x.decode() == y.decode():
+		case x.Text() == y.Text():
 			return same
 		}
 		return different
 	}
 	// Numbers are compared as their text (json.Number), literals too.
-	startA, startB := a.pos, b.pos
-	if !a.value() || !b.value() {
+	x, okA := a.RawValue()
+	y, okB := b.RawValue()
+	if !okA || !okB {
 		return unsure
 	}
-	if bytes.Equal(a.data[startA:a.pos], b.data[startB:b.pos]) {
+	if bytes.Equal(x, y) {
 		return same
 	}
 	return different
 }
 
 // compareArrays compares two arrays element by element.
-func compareArrays(a, b *scanner) verdict {
-	if !a.open('[') || !b.open('[') {
+func compareArrays(a, b *rawjson.Scanner) verdict {
+	if !a.OpenArray() || !b.OpenArray() {
 		return unsure
 	}
 	v := same
 	for first := true; ; first = false {
-		endA, okA := a.element(first)
-		endB, okB := b.element(first)
+		endA, okA := a.Element(first)
+		endB, okB := b.Element(first)
 		if !okA || !okB {
 			return unsure
 		}
@@ -124,15 +129,15 @@ func compareArrays(a, b *scanner) verdict {
 
 // rest scans the remaining values of an array once its next value is due,
 // unless it has already ended.
-func rest(s *scanner, ended bool) bool {
+func rest(s *rawjson.Scanner, ended bool) bool {
 	if ended {
 		return true
 	}
 	for {
-		if !s.value() {
+		if !s.Value() {
 			return false
 		}
-		end, ok := s.element(false)
+		end, ok := s.Element(false)
 		if !ok {
 			return false
 		}
@@ -144,23 +149,23 @@ func rest(s *scanner, ended bool) bool {
 
 // compareObjects compares two objects whose keys are sorted, merging their
 // members by key.
-func compareObjects(a, b *scanner) verdict {
-	if !a.open('{') || !b.open('{') {
+func compareObjects(a, b *rawjson.Scanner) verdict {
+	if !a.OpenObject() || !b.OpenObject() {
 		return unsure
 	}
 	v := same
 	var prevA, prevB []byte
 	// next reads the next key of one side, checking the order.
-	next := func(s *scanner, first bool, prev *[]byte) (key []byte, end, ok bool) {
-		k, end, ok := s.member(first)
+	next := func(s *rawjson.Scanner, first bool, prev *[]byte) (key []byte, end, ok bool) {
+		k, end, ok := s.Member(first)
 		if !ok || end {
 			return nil, end, ok
 		}
-		if !k.plain() || (*prev != nil && bytes.Compare(k.inner(), *prev) <= 0) {
+		if !k.Plain() || (*prev != nil && bytes.Compare(k.Inner(), *prev) <= 0) {
 			return nil, false, false
 		}
-		*prev = k.inner()
-		return k.inner(), false, true
+		*prev = k.Inner()
+		return k.Inner(), false, true
 	}
 	ka, endA, okA := next(a, true, &prevA)
 	kb, endB, okB := next(b, true, &prevB)
@@ -192,13 +197,13 @@ func compareObjects(a, b *scanner) verdict {
 		case c < 0:
 			// The key is in a only.
 			v = different
-			if !a.value() {
+			if !a.Value() {
 				return unsure
 			}
 			ka, endA, okA = next(a, false, &prevA)
 		default:
 			v = different
-			if !b.value() {
+			if !b.Value() {
 				return unsure
 			}
 			kb, endB, okB = next(b, false, &prevB)
