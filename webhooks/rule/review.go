@@ -54,49 +54,28 @@ func cutObjects(body []byte) (rest, object, oldObject []byte, ok bool) {
 	var buf [2][2]int
 	cuts := buf[:0] // value ranges to replace, in order
 	found := false
-	if !s.OpenObject() {
-		return nil, nil, nil, false
-	}
-	for first := true; ; first = false {
-		key, end, ok := member(&s, first)
-		if !ok {
-			return nil, nil, nil, false
-		}
-		if end {
-			break
-		}
+	ok = members(&s, func(key rawjson.String) bool {
 		if !key.Is("request") || s.Peek() != '{' {
-			if !s.Value() {
-				return nil, nil, nil, false
-			}
-			continue
+			return s.Value()
 		}
 		found = true
-		s.OpenObject()
-		for first := true; ; first = false {
-			key, end, ok := member(&s, first)
-			if !ok {
-				return nil, nil, nil, false
-			}
-			if end {
-				break
-			}
-			start := s.Pos()
-			if !s.Value() {
-				return nil, nil, nil, false
-			}
+		return members(&s, func(key rawjson.String) bool {
+			v, ok := s.RawValue()
 			switch {
+			case !ok:
+				return false
 			case key.Is("object"):
-				object = body[start:s.Pos()]
+				object = v
 			case key.Is("oldObject"):
-				oldObject = body[start:s.Pos()]
+				oldObject = v
 			default:
-				continue
+				return true
 			}
-			cuts = append(cuts, [2]int{start, s.Pos()})
-		}
-	}
-	if !found || !s.End() {
+			cuts = append(cuts, [2]int{s.Pos() - len(v), s.Pos()})
+			return true
+		})
+	})
+	if !ok || !found || !s.End() {
 		return nil, nil, nil, false
 	}
 	if len(cuts) == 0 {
@@ -112,10 +91,23 @@ func cutObjects(body []byte) (rest, object, oldObject []byte, ok bool) {
 	return append(out, body[at:]...), object, oldObject, true
 }
 
-// member moves to the next member of the object s is in, as s.Member
-// does, and refuses an escaped key: it might spell a member that matters,
-// and only the decoder can say.
-func member(s *rawjson.Scanner, first bool) (key rawjson.String, end, ok bool) {
-	key, end, ok = s.Member(first)
-	return key, end, ok && !key.Escaped()
+// members walks the object at s's position, calling each with a member's
+// key when s is at its value, which each must pass. An escaped key stops
+// the walk: it might spell a member that matters, and only the decoder
+// can say.
+func members(s *rawjson.Scanner, each func(key rawjson.String) bool) bool {
+	if !s.OpenObject() {
+		return false
+	}
+	for first := true; ; first = false {
+		key, end, ok := s.Member(first)
+		switch {
+		case !ok || key.Escaped():
+			return false
+		case end:
+			return true
+		case !each(key):
+			return false
+		}
+	}
 }
