@@ -72,11 +72,11 @@ func walk(s Scanner) ([][2]string, bool) {
 		if end {
 			return out, s.End()
 		}
-		start := s.Pos()
-		if !s.Value() {
+		v, ok := s.RawValue()
+		if !ok {
 			return out, false
 		}
-		out = append(out, [2]string{key.Text(), string(s.data[start:s.Pos()])})
+		out = append(out, [2]string{key.Text(), string(v)})
 	}
 }
 

@@ -46,7 +46,8 @@ func (s *Scanner) Peek() byte {
 	return 0
 }
 
-// Value moves past the next value.
+// Value moves past the next value: a strict Scanner validates it and
+// bounds its nesting, a lazy one only finds where it ends.
 func (s *Scanner) Value() bool {
 	s.SkipSpace()
 	var end int
