@@ -47,11 +47,15 @@ func TestCPUTimeOfThisProcessGrows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
-	}
-	after, err := cpuTime(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
+	// Spin until the clock-tick-grained CPU time moves; on a busy machine
+	// a fixed spin may get no tick at all, so only a long one is a failure.
+	after := before
+	for end := time.Now().Add(5 * time.Second); after <= before && time.Now().Before(end); {
+		for spin := time.Now().Add(20 * time.Millisecond); time.Now().Before(spin); {
+		}
+		if after, err = cpuTime(os.Getpid()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if after <= before {
 		t.Errorf("CPU time did not grow while spinning: %s then %s", before, after)
