@@ -21,6 +21,8 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/e2e/harness"
 )
 
 // allowAllCommand is the hidden subcommand that serves the allow-all
@@ -100,10 +102,10 @@ func startAllowAll(ctx context.Context, dir string, paths []string) (*allowAll, 
 		return nil, err
 	}
 	a := &allowAll{ca: sc.CA, exited: make(chan struct{})}
-	if a.port, err = freePort(); err != nil {
+	if a.port, err = harness.FreePort(); err != nil {
 		return nil, err
 	}
-	if a.metricsPort, err = freePort(); err != nil {
+	if a.metricsPort, err = harness.FreePort(); err != nil {
 		return nil, err
 	}
 	log, err := os.Create(filepath.Join(dir, "allow-all.log"))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -92,7 +91,7 @@ func startCluster(ctx context.Context, stewardConfig string) (*cluster, error) {
 	}
 	c.apiPID, c.etcdPID = apis[0], etcds[0]
 
-	port, err := freePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return fail(err)
 	}
@@ -210,16 +209,6 @@ func cleanMeta(obj interface {
 	obj.SetCreationTimestamp(metav1.Time{})
 	obj.SetGeneration(0)
 	return obj
-}
-
-// freePort returns a TCP port on 127.0.0.1 that nothing listens on now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // logf prints a progress line to stderr.

@@ -1,12 +1,13 @@
 package apimigration
 
 import (
-	"context"
+	"fmt"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 )
 
 // Benchmarks of the handler on a realistic HelmRelease (metadata with
@@ -110,21 +111,12 @@ func realisticHelmRelease(version, chart string, annotations map[string]string) 
 
 func benchmark(b *testing.B, h admission.Handler, req admission.Request, allowed, patched bool) {
 	b.Helper()
-	ctx := context.Background()
-	if got := h.Handle(ctx, req); got.Allowed != allowed || (len(got.Patches) > 0) != patched {
-		b.Fatalf("Handle(...) = allowed %v, %d patches; want %v, patched %v: %v", got.Allowed, len(got.Patches), allowed, patched, got.Result)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		h.Handle(ctx, req)
-	}
-}
-
-type allowAll struct{}
-
-func (allowAll) Handle(context.Context, admission.Request) admission.Response {
-	return admission.Allowed("")
+	ruletest.BenchmarkVerdict(b, h, req, func(got admission.Response) error {
+		if got.Allowed != allowed || (len(got.Patches) > 0) != patched {
+			return fmt.Errorf("Handle(...) = allowed %v, %d patches; want %v, patched %v: %v", got.Allowed, len(got.Patches), allowed, patched, got.Result)
+		}
+		return nil
+	})
 }
 
 func update(version string, oldAnn, newAnn map[string]string, oldChart, newChart string) admission.Request {
@@ -137,7 +129,7 @@ var storedMark = marked(HelmGroup+"/v2beta1", earlier)
 // BenchmarkApimigrationAllowAllBaseline is the cost of the admission
 // plumbing alone, for comparison.
 func BenchmarkApimigrationAllowAllBaseline(b *testing.B) {
-	benchmark(b, allowAll{}, update("v2beta1", storedMark, storedMark, "6.5.0", "6.5.0"), true, false)
+	benchmark(b, ruletest.AllowAll{}, update("v2beta1", storedMark, storedMark, "6.5.0", "6.5.0"), true, false)
 }
 
 // BenchmarkApimigrationCurrentVersion: a write through v2 (never sent by

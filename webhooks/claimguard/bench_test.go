@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 )
 
 // The benchmark cluster: 10k claimed XRs, each composing five MRs of five
@@ -116,13 +117,6 @@ func benchCluster(b testing.TB) *cluster {
 	return c
 }
 
-// allowAll is the baseline: a handler that answers without looking.
-type allowAll struct{}
-
-func (allowAll) Handle(context.Context, admission.Request) admission.Response {
-	return admission.Allowed("")
-}
-
 // cpuTime is the process's user and system CPU time so far.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -179,7 +173,7 @@ func BenchmarkClaimguard(b *testing.B) {
 		req     admission.Request
 		allowed bool
 	}{
-		{"AllowAllBaseline", allowAll{}, claim(1), true},
+		{"AllowAllBaseline", ruletest.AllowAll{}, claim(1), true},
 		{"ClaimCreateAllowed", r, claim(deletingEvery*3 + 1), true},
 		{"ClaimCreateDenied", r, claim(deletingEvery * 3), false},
 		{"CompositeCreateAllowed", r, admissiontest.Create(pgXRGVR, "XPostgreSQLInstance", realisticXR(deletingEvery*3+1).Object).Build(), true},

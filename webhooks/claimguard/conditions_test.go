@@ -13,11 +13,7 @@ import (
 )
 
 func TestMatchConditionsCompile(t *testing.T) {
-	for _, wh := range New(Config{}).Spec().Webhooks {
-		if err := celtest.Compile(wh.MatchConditions); err != nil {
-			t.Errorf("%s: %v", wh.Name, err)
-		}
-	}
+	celtest.CheckCompile(t, New(Config{}).Spec().Webhooks)
 }
 
 // TestManagedMatchConditions proves which composed resources never leave

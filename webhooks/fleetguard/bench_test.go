@@ -1,12 +1,13 @@
 package fleetguard
 
 import (
-	"context"
+	"fmt"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 )
 
 // Benchmarks of the handler on a realistic Deployment, against an
@@ -15,21 +16,12 @@ import (
 
 func benchmark(b *testing.B, h admission.Handler, req admission.Request, allowed bool) {
 	b.Helper()
-	ctx := context.Background()
-	if got := h.Handle(ctx, req); got.Allowed != allowed {
-		b.Fatalf("Handle(...).Allowed = %v, want %v: %v", got.Allowed, allowed, got.Result)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		h.Handle(ctx, req)
-	}
-}
-
-type allowAll struct{}
-
-func (allowAll) Handle(context.Context, admission.Request) admission.Response {
-	return admission.Allowed("")
+	ruletest.BenchmarkVerdict(b, h, req, func(got admission.Response) error {
+		if got.Allowed != allowed {
+			return fmt.Errorf("Handle(...).Allowed = %v, want %v: %v", got.Allowed, allowed, got.Result)
+		}
+		return nil
+	})
 }
 
 // The new objects below are what the API server sends a validating
@@ -74,7 +66,7 @@ const lastApplied = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"an
 `
 
 func BenchmarkFleetguardAllowAllBaseline(b *testing.B) {
-	benchmark(b, allowAll{}, imageChange().Build(), true)
+	benchmark(b, ruletest.AllowAll{}, imageChange().Build(), true)
 }
 
 func BenchmarkFleetguardAgentUpdate(b *testing.B) {
