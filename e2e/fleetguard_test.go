@@ -384,3 +384,72 @@ func TestFleetguard(t *testing.T) {
 		t.Errorf("cleaning up namespace %s: %v", fleetNS, err)
 	}
 }
+
+// TestFleetguardWatchesOnlyFleetManagedWorkloads proves, with the API
+// server's own count of watch events sent, that fleetguard's workload cache
+// is selected by Fleet's hash label: writes to a ReplicaSet without it
+// send Steward nothing, the same writes to a labelled one do.
+func TestFleetguardWatchesOnlyFleetManagedWorkloads(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const ns = "fleet-cache"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
+	sent := func() float64 {
+		return kubeAPICounter(ctx, t, "apiserver_watch_events_total", map[string]string{"group": "apps", "resource": "replicasets"})
+	}
+	// The Fleet agent writes both, as only it may write labelled objects.
+	agent, err := env.As(fleetAgentUser, "system:serviceaccounts", "system:authenticated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(rs *appsv1.ReplicaSet) {
+		t.Helper()
+		if err := agent.Create(ctx, rs); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			rs.Annotations = map[string]string{"example.com/revision": fmt.Sprint(i)}
+			if err := agent.Update(ctx, rs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	before := sent()
+	write(webReplicaSet(ns, "plain", nil))
+	time.Sleep(2 * time.Second) // what a watch would have been sent by now
+	if got := sent() - before; got != 0 {
+		t.Errorf("6 writes to a ReplicaSet without %s sent %v watch events; want none", "objectset.rio.cattle.io/hash", got)
+	}
+
+	before = sent()
+	write(webReplicaSet(ns, "managed", map[string]string{"objectset.rio.cattle.io/hash": "3e4c9a2f"}))
+	deadline := time.Now().Add(20 * time.Second)
+	for sent()-before < 6 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := sent() - before; got < 6 {
+		t.Errorf("6 writes to a Fleet-managed ReplicaSet sent %v watch events; want at least 6, one per write to Steward's cache", got)
+	}
+}
+
+// webReplicaSet is a ReplicaSet of one container with the given labels.
+func webReplicaSet(ns, name string, labels map[string]string) *appsv1.ReplicaSet {
+	pod := map[string]string{"app.kubernetes.io/name": name}
+	return &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To(int32(0)),
+			Selector: &metav1.LabelSelector{MatchLabels: pod},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: pod},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "ghcr.io/example/web:1.4.2"}}},
+			},
+		},
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/signal"
@@ -20,6 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -69,8 +72,10 @@ func serve(opts serveOptions, cfg webhooks.Config, log logr.Logger) error {
 		return err
 	}
 	timeout := opts.shutdownTimeout
+	rules := webhooks.Rules(cfg)
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                  clientgoscheme.Scheme,
+		Cache:                   cache.Options{ByObject: cacheScopes(rules)},
 		Logger:                  log,
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:  opts.probeAddr,
@@ -100,7 +105,7 @@ func serve(opts serveOptions, cfg webhooks.Config, log logr.Logger) error {
 			return err
 		}
 	}
-	if err := registerRules(mgr, cfg, log); err != nil {
+	if err := registerRules(mgr, cfg, rules, log); err != nil {
 		return err
 	}
 
@@ -111,12 +116,23 @@ func serve(opts serveOptions, cfg webhooks.Config, log logr.Logger) error {
 	return mgr.Start(ctx)
 }
 
+// cacheScopes gathers the rules' narrowing of the manager's shared cache.
+func cacheScopes(rules []webhooks.Configured) map[client.Object]cache.ByObject {
+	out := map[client.Object]cache.ByObject{}
+	for _, c := range rules {
+		if s, ok := c.Rule.(rule.CacheScope); ok {
+			maps.Copy(out, s.CacheByObject())
+		}
+	}
+	return out
+}
+
 // registerRules sets up every configured rule and serves each of its webhooks
 // at the path its Spec names: the same list renders the webhook configurations.
 // Decisions are logged as "decision", unreadable requests as "webhook".
-func registerRules(mgr manager.Manager, cfg webhooks.Config, log logr.Logger) error {
+func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Configured, log logr.Logger) error {
 	server := mgr.GetWebhookServer()
-	for _, c := range webhooks.Rules(cfg) {
+	for _, c := range rules {
 		spec := c.Rule.Spec()
 		if s, ok := c.Rule.(rule.ManagerSetup); ok {
 			if err := s.SetupWithManager(mgr); err != nil {

@@ -381,10 +381,10 @@ func TestHandle(t *testing.T) {
 			args:   args{New(Config{}, "steward:break-glass"), scaleRequest(deploymentsGVR, "web", 3, 5).Build()},
 			want:   admission.Errored(http.StatusServiceUnavailable, errors.New("the workload metadata cache is not set up, so the owner of Deployment default/web cannot be checked")),
 		},
-		"ScaleOfWorkloadMissingFromCacheIsAnError": {
-			reason: "A workload not in the cache yet (just created) is an error, decided by the failure policy.",
+		"ScaleOfWorkloadMissingFromCacheIsNotManaged": {
+			reason: "The cache holds only workloads with Fleet's hash label (CacheByObject), so one missing from it is not Fleet-managed.",
 			args:   args{defaultRule(), scaleRequest(deploymentsGVR, "new", 1, 2).Build()},
-			want:   admission.Errored(http.StatusServiceUnavailable, errors.New("Deployment default/new is not in the workload metadata cache yet; retry in a moment")),
+			want:   admission.Allowed(""),
 		},
 		"ScaleWithUnstartedCacheIsAnError": {
 			reason: "A cache that has not started is reported, not treated as 'not managed'.",

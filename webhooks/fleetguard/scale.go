@@ -11,7 +11,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -40,6 +43,29 @@ func (r *Rule) SetupWithManager(mgr manager.Manager) error {
 	r.parents = mgr.GetCache()
 	return nil
 }
+
+// CacheByObject narrows the workload metadata informers to objects with
+// Fleet's hash label: only those can make a scale request fleetguard's
+// business, and without the selector every Deployment, StatefulSet and
+// ReplicaSet written in the cluster (the deployment controller writes
+// ReplicaSets on every rollout) would reach Steward as a watch event and
+// stay in its memory.
+func (r *Rule) CacheByObject() map[client.Object]cache.ByObject {
+	out := map[client.Object]cache.ByObject{}
+	for _, gvk := range scaledKinds {
+		out[partialObject(gvk)] = cache.ByObject{Label: fleetManaged}
+	}
+	return out
+}
+
+// fleetManaged selects objects that carry Fleet's hash label.
+var fleetManaged = func() labels.Selector {
+	managed, err := labels.NewRequirement(LabelHash, selection.Exists, nil)
+	if err != nil {
+		panic(err) // LabelHash is a constant, valid label key
+	}
+	return labels.NewSelector().Add(*managed)
+}()
 
 // PolicyRules are the permissions the metadata informers need.
 func (r *Rule) PolicyRules() []rbacv1.PolicyRule {
@@ -129,9 +155,10 @@ func sameReplicas(a, b *int64) bool {
 	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
-// lookupParent reads a workload's metadata from the cache. A missing cache,
-// one not synced yet, or a workload not in it yet is an error: the
-// webhook's failure policy decides what happens then.
+// lookupParent reads a workload's metadata from the cache. A missing cache
+// or one not synced yet is an error: the webhook's failure policy decides
+// what happens then. The cache holds only workloads with Fleet's hash label
+// (CacheByObject), so one not in it is not Fleet-managed.
 func (r *Rule) lookupParent(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (objectMeta, error) {
 	if r.parents == nil {
 		return objectMeta{}, fmt.Errorf("the workload metadata cache is not set up, so the owner of %s %s/%s cannot be checked", gvk.Kind, namespace, name)
@@ -141,7 +168,7 @@ func (r *Rule) lookupParent(ctx context.Context, gvk schema.GroupVersionKind, na
 	obj := partialObject(gvk)
 	if err := r.parents.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return objectMeta{}, fmt.Errorf("%s %s/%s is not in the workload metadata cache yet; retry in a moment", gvk.Kind, namespace, name)
+			return objectMeta{Name: name, Namespace: namespace}, nil
 		}
 		return objectMeta{}, fmt.Errorf("reading %s %s/%s from the workload metadata cache: %w", gvk.Kind, namespace, name, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -153,5 +154,23 @@ func TestPolicyRules(t *testing.T) {
 	got := New(Config{}, "").PolicyRules()
 	if len(got) != 1 || !cmp.Equal(got[0].Verbs, []string{"list", "watch"}) {
 		t.Errorf("PolicyRules() = %v, want list and watch (the cache's verbs) on the scalable workloads, nothing more", got)
+	}
+}
+
+func TestCacheHoldsOnlyFleetManagedWorkloads(t *testing.T) {
+	scopes := New(Config{}, "steward:break-glass").CacheByObject()
+	if len(scopes) != len(scaledKinds) {
+		t.Fatalf("%d cache scopes, want one per scaled kind (%d)", len(scopes), len(scaledKinds))
+	}
+	managed := labels.Set{LabelHash: "3e4c9a2f", "app": "web"}
+	unmanaged := labels.Set{"app": "web"}
+	for obj, scope := range scopes {
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		if _, ok := obj.(*metav1.PartialObjectMetadata); !ok || gvk.Kind == "" {
+			t.Errorf("scope for %T %v: want a metadata-only object with its kind set", obj, gvk)
+		}
+		if scope.Label == nil || !scope.Label.Matches(managed) || scope.Label.Matches(unmanaged) {
+			t.Errorf("%s: selector %v must match only objects labelled %s", gvk.Kind, scope.Label, LabelHash)
+		}
 	}
 }

@@ -30,6 +30,7 @@ func TestModesThroughWrap(t *testing.T) {
 	r := defaultRule()
 	cases := map[string]struct {
 		reason  string
+		rule    *Rule // r when nil
 		mode    rule.Mode
 		webhook rule.Webhook
 		req     admission.Request
@@ -76,17 +77,22 @@ func TestModesThroughWrap(t *testing.T) {
 			}(),
 		},
 		"ScaleWebhookErrorsFailOpen": {
-			reason:  "The scale webhook's failure policy is Ignore: a cache miss allows with a warning.",
+			reason:  "The scale webhook's failure policy is Ignore: a rule that cannot read its cache allows with a warning.",
+			rule:    New(Config{}, "steward:break-glass"),
 			mode:    rule.Enforce,
 			webhook: r.scaleWebhook(),
 			req:     scaleRequest(deploymentsGVR, "new", 1, 2).Build(),
-			want: annotated(admission.Allowed("").WithWarnings("fleetguard could not check this request and allowed it: Deployment default/new is not in the workload metadata cache yet; retry in a moment"),
-				"decision", "errored", "reason", "Deployment default/new is not in the workload metadata cache yet; retry in a moment"),
+			want: annotated(admission.Allowed("").WithWarnings("fleetguard could not check this request and allowed it: the workload metadata cache is not set up, so the owner of Deployment default/new cannot be checked"),
+				"decision", "errored", "reason", "the workload metadata cache is not set up, so the owner of Deployment default/new cannot be checked"),
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			h := rule.Wrap(r, tc.webhook, rule.Options{Mode: tc.mode, BreakGlassGroup: "steward:break-glass", Log: logr.Discard()})
+			under := r
+			if tc.rule != nil {
+				under = tc.rule
+			}
+			h := rule.Wrap(under, tc.webhook, rule.Options{Mode: tc.mode, BreakGlassGroup: "steward:break-glass", Log: logr.Discard()})
 			got := h.Handle(context.Background(), tc.req)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nWrap(...).Handle(...): -want, +got:\n%s", tc.reason, diff)

@@ -2,6 +2,8 @@ package rule
 
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -22,6 +24,14 @@ type Rule interface {
 // reports ready. Rules rendered for manifests are never set up.
 type ManagerSetup interface {
 	SetupWithManager(mgr manager.Manager) error
+}
+
+// CacheScope is implemented by rules whose objects in the manager's shared
+// cache are needed only in part, e.g. those carrying a label. The server
+// passes the options to the cache when it creates the manager, so the API
+// server never sends Steward the rest: no watch event, no memory.
+type CacheScope interface {
+	CacheByObject() map[client.Object]cache.ByObject
 }
 
 // Permissions is implemented by rules that read the cluster (informer
