@@ -12,11 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/stewardhq/steward/e2e/harness"
 )
@@ -83,34 +79,11 @@ func pathCalls(t *testing.T, path string) float64 {
 // samples whose labels include labels.
 func kubeAPICounter(ctx context.Context, t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(env.Config)
+	families, err := env.APIServerMetrics(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		t.Fatalf("reading the API server's metrics: %v", err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(string(raw)))
-	if err != nil {
-		t.Fatalf("parsing the API server's metrics: %v", err)
-	}
-	var sum float64
-	for _, m := range families[name].GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		match := true
-		for k, v := range labels {
-			match = match && have[k] == v
-		}
-		if match {
-			sum += m.GetCounter().GetValue()
-		}
-	}
-	return sum
+	return harness.SumFamilies(families, name, labels)
 }
 
 // celErrors is how often the API server failed to evaluate a

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/client-go/kubernetes"
 )
 
 // MetricsText returns Steward's Prometheus metrics in the text format.
@@ -48,12 +50,34 @@ func (s *Steward) Counter(name string, labels map[string]string) (float64, error
 
 // sumSamples implements Counter over a metrics text.
 func sumSamples(text, name string, labels map[string]string) (float64, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	families, err := ParseMetrics(text)
 	if err != nil {
 		return 0, fmt.Errorf("parsing steward's metrics: %w", err)
 	}
 	return SumFamilies(families, name, labels), nil
+}
+
+// ParseMetrics reads metric families in the Prometheus text format.
+func ParseMetrics(text string) (map[string]*dto.MetricFamily, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(strings.NewReader(text))
+}
+
+// APIServerMetrics reads the API server's own /metrics.
+func (e *Env) APIServerMetrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	cs, err := kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	families, err := ParseMetrics(string(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parsing the API server's metrics: %w", err)
+	}
+	return families, nil
 }
 
 // SumFamilies is Counter over metric families already read, in any of the

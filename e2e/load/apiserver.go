@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"strconv"
-	"strings"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // matchCost is how long the API server spent evaluating one webhook's
@@ -31,62 +29,35 @@ const matchConditionMetric = "apiserver_admission_match_condition_evaluation_sec
 // conditions kept from the webhook (what the agent workloads are about),
 // timing the preparation of the CEL activation and every expression.
 func (c *cluster) readMatchCosts(ctx context.Context) ([]matchCost, error) {
-	body, err := c.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	families, err := c.env.APIServerMetrics(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return parseMatchCosts(body), nil
+	return matchCosts(families), nil
 }
 
-// parseMatchCosts sums the histogram's _sum and _count per webhook name
-// (over operations and kinds) from the Prometheus text format.
-func parseMatchCosts(body []byte) []matchCost {
-	byName := map[string]*matchCost{}
-	var order []string
-	s := bufio.NewScanner(bytes.NewReader(body))
-	s.Buffer(make([]byte, 0, 1<<20), 16<<20)
-	for s.Scan() {
-		line := s.Text()
-		isSum := strings.HasPrefix(line, matchConditionMetric+"_sum{")
-		isCount := strings.HasPrefix(line, matchConditionMetric+"_count{")
-		if !isSum && !isCount {
+// matchCosts sums the histogram's sums and counts per webhook name (over
+// operations and kinds), in the order the webhooks first appear.
+func matchCosts(families map[string]*dto.MetricFamily) []matchCost {
+	var out []matchCost
+	at := map[string]int{}
+	for _, m := range families[matchConditionMetric].GetMetric() {
+		name := ""
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "name" {
+				name = l.GetValue()
+			}
+		}
+		if name == "" || m.GetHistogram() == nil {
 			continue
 		}
-		name := label(line, "name")
-		sp := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[sp+1:], 64)
-		if name == "" || sp < 0 || err != nil {
-			continue
+		i, ok := at[name]
+		if !ok {
+			i, at[name] = len(out), len(out)
+			out = append(out, matchCost{Webhook: name})
 		}
-		m := byName[name]
-		if m == nil {
-			m = &matchCost{Webhook: name}
-			byName[name] = m
-			order = append(order, name)
-		}
-		if isSum {
-			m.Seconds += v
-		} else {
-			m.Exclusion += v
-		}
-	}
-	out := make([]matchCost, 0, len(order))
-	for _, n := range order {
-		out = append(out, *byName[n])
+		out[i].Seconds += m.GetHistogram().GetSampleSum()
+		out[i].Exclusion += float64(m.GetHistogram().GetSampleCount())
 	}
 	return out
-}
-
-// label returns a label's value in a Prometheus text-format line.
-func label(line, name string) string {
-	i := strings.Index(line, name+`="`)
-	if i < 0 {
-		return ""
-	}
-	rest := line[i+len(name)+2:]
-	j := strings.IndexByte(rest, '"')
-	if j < 0 {
-		return ""
-	}
-	return rest[:j]
 }

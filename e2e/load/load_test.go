@@ -9,6 +9,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/stewardhq/steward/e2e/harness"
 )
 
 func TestNativeHistogramQuantileReadsAbsoluteBucketIndexes(t *testing.T) {
@@ -87,15 +89,20 @@ func TestNiceStepRoundsUpToOneTwoOrFive(t *testing.T) {
 }
 
 func TestParseMatchCosts(t *testing.T) {
-	body := []byte(`# HELP apiserver_admission_match_condition_evaluation_seconds x
+	body := `# HELP apiserver_admission_match_condition_evaluation_seconds x
+# TYPE apiserver_admission_match_condition_evaluation_seconds histogram
 apiserver_admission_match_condition_evaluation_seconds_bucket{kind="webhook",name="fleetguard.steward.dev",operation="UPDATE",type="validating",le="0.001"} 3
 apiserver_admission_match_condition_evaluation_seconds_sum{kind="webhook",name="fleetguard.steward.dev",operation="UPDATE",type="validating"} 0.004
 apiserver_admission_match_condition_evaluation_seconds_count{kind="webhook",name="fleetguard.steward.dev",operation="UPDATE",type="validating"} 100
 apiserver_admission_match_condition_evaluation_seconds_sum{kind="webhook",name="fleetguard.steward.dev",operation="CREATE",type="validating"} 0.002
 apiserver_admission_match_condition_evaluation_seconds_count{kind="webhook",name="fleetguard.steward.dev",operation="CREATE",type="validating"} 100
 apiserver_admission_match_condition_evaluation_seconds_count{kind="webhook",name="other.example.com",operation="CREATE",type="validating"} 0
-`)
-	got := parseMatchCosts(body)
+`
+	families, err := harness.ParseMetrics(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := matchCosts(families)
 	if len(got) != 2 || got[0].Webhook != "fleetguard.steward.dev" || got[0].Exclusion != 200 || math.Abs(got[0].MeanMicros()-30) > 1e-9 || got[1].MeanMicros() != 0 {
 		t.Errorf("parsed %+v, want fleetguard with 200 exclusions at 30 µs and other with none", got)
 	}
