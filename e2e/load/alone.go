@@ -71,26 +71,24 @@ func (r *results) findAlone(wl, target string, writers int) *alonePoint {
 	return nil
 }
 
-// recordReviews arms the allow-all webhook's recorder before w's first
-// point in (c) and keeps what it recorded after it.
-func (b *bench) recordReviews(w *workload, cfg configID, after bool) {
+// recording runs measure, and keeps the reviews the allow-all webhook
+// receives during w's first point in (c).
+func (b *bench) recording(w *workload, cfg configID, measure func() (*point, error)) (*point, error) {
 	if cfg != cfgAllowAll || b.reviews[w.Name] != nil {
-		return
+		return measure()
 	}
-	if !after {
-		if err := b.aa.record(); err != nil {
-			b.warnf("recording %s's reviews: %v", w.Name, err)
-		}
-		return
-	}
-	got, err := b.aa.recorded()
-	if err != nil {
+	if err := b.aa.record(); err != nil {
 		b.warnf("recording %s's reviews: %v", w.Name, err)
-		return
 	}
-	if len(got) > 0 {
+	p, err := measure()
+	got, rerr := b.aa.recorded()
+	switch {
+	case rerr != nil:
+		b.warnf("recording %s's reviews: %v", w.Name, rerr)
+	case len(got) > 0:
 		b.reviews[w.Name] = got
 	}
+	return p, err
 }
 
 // runAlone drives Steward and the allow-all webhook with each workload's

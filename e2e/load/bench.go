@@ -206,12 +206,12 @@ func (b *bench) runWorkload(ctx context.Context, w *workload, k *int) error {
 				if err := b.sw.switchTo(ctx, cfg); err != nil {
 					return err
 				}
-				b.recordReviews(w, cfg, false)
-				p, err := b.measure(ctx, w, cfg, n, b.opts.duration, false)
+				p, err := b.recording(w, cfg, func() (*point, error) {
+					return b.measure(ctx, w, cfg, n, b.opts.duration, false)
+				})
 				if err != nil {
 					return err
 				}
-				b.recordReviews(w, cfg, true)
 				rounds[cfg] = append(rounds[cfg], p)
 				if cfg == cfgSteward && !profiled && (n == 16 || n == slices.Max(b.opts.concurrency)) {
 					b.cpuProfile(ctx, w, n)
