@@ -52,7 +52,7 @@ func readMetrics(url string) (scrape, error) {
 	}
 }
 
-// value sums the samples of a counter or gauge whose labels include want.
+// value sums the samples of name whose labels include want, as harness.SumFamilies does.
 func (s scrape) value(name string, want map[string]string) float64 {
 	return harness.SumFamilies(s, name, want)
 }
