@@ -220,18 +220,23 @@ func tlsOptions(opts serveOptions) []func(*tls.Config) {
 	return tlsOpts
 }
 
+// restConfig finds the API server. Steward asks it not to gzip responses:
+// informers receive watch events one at a time, and the API server starts a
+// new gzip stream for each event, so every event of every watch would cost
+// the API server a compression (about 10 µs) and Steward a decompression
+// (about 20 µs, a third of the CPU its informers spend on an event), to
+// save a few hundred bytes on the cluster network.
 func restConfig(kubeconfig string) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
 	if kubeconfig == "" {
-		cfg, err := ctrl.GetConfig()
-		if err != nil {
+		if cfg, err = ctrl.GetConfig(); err != nil {
 			return nil, fmt.Errorf("finding the API server (in-cluster or $KUBECONFIG): %w", err)
 		}
-		return cfg, nil
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
+	} else if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 	}
+	cfg.DisableCompression = true
 	return cfg, nil
 }
 
