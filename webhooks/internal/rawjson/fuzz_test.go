@@ -18,10 +18,11 @@ var fuzzSeeds = []string{
 }
 
 // FuzzRawJSON holds both readings to encoding/json. On any input nothing
-// panics; Valid and a strict Scanner accept exactly what json.Valid
-// accepts, up to MaxDepth; and on valid input the lazy reading finds the
-// same extent, and both readings find the members and elements
-// encoding/json finds, the last of repeated keys winning.
+// panics; Valid, a strict Scanner and an Index accept exactly what
+// json.Valid accepts, up to MaxDepth; and on valid input the lazy reading
+// finds the same extent, and both readings find the members and elements
+// encoding/json finds, the last of repeated keys winning, as do the
+// splits through an Index at every level.
 func FuzzRawJSON(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
@@ -39,6 +40,13 @@ func FuzzRawJSON(f *testing.F) {
 		if ok := strict.Value() && strict.End(); ok != got {
 			t.Fatalf("a strict Scanner reads %q: %v; Valid: %v", data, ok, got)
 		}
+		var x Index
+		if ok := x.Valid(data, 3); ok != Valid(data, 3) {
+			t.Fatalf("an Index at depth 3 reads %q: %v; Valid: %v", data, ok, !ok)
+		}
+		if ok := x.Valid(data, MaxDepth); ok != got {
+			t.Fatalf("an Index reads %q: %v; Valid: %v", data, ok, got)
+		}
 		// Whatever the input, walking it must not panic.
 		walkAll(NewStrict(data, 8))
 		walkAll(NewLazy(data))
@@ -52,7 +60,35 @@ func FuzzRawJSON(f *testing.F) {
 			t.Fatalf("the lazy reading of valid %q does not end where the value does", data)
 		}
 		checkMembers(t, bytes.TrimSpace(data))
+		checkIndex(t, &x, TrimSpace(data))
 	})
+}
+
+// checkIndex checks that x splits the value v, and every container in
+// it, through the index, into the members the lazy splits find.
+func checkIndex(t *testing.T, x *Index, v []byte) {
+	t.Helper()
+	var lazy, indexed []Member
+	switch v[0] {
+	case '{':
+		lazy, indexed = SplitObject(v, nil), x.SplitObject(v, nil)
+	case '[':
+		lazy, indexed = SplitArray(v, nil), x.SplitArray(v, nil)
+	default:
+		return
+	}
+	if len(lazy) > 0 && x.nested(v).spans == nil {
+		t.Fatalf("the Index of %q does not hold its container %q", x.data, v)
+	}
+	if len(lazy) != len(indexed) {
+		t.Fatalf("split through an Index, %q has %d members, %d when split lazily", v, len(indexed), len(lazy))
+	}
+	for i, m := range indexed {
+		if !bytes.Equal(m.Key, lazy[i].Key) || !bytes.Equal(m.Value, lazy[i].Value) {
+			t.Fatalf("split through an Index, member %d of %q is %q: %q, split lazily %q: %q", i, v, m.Key, m.Value, lazy[i].Key, lazy[i].Value)
+		}
+		checkIndex(t, x, m.Value)
+	}
 }
 
 // walkAll reads every member and element it can reach, decoding every

@@ -1,6 +1,7 @@
 package rawjson
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -332,4 +333,63 @@ func TestTrimSpace(t *testing.T) {
 			t.Errorf("TrimSpace(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+func TestIndex(t *testing.T) {
+	text := []byte(` {"a":{"b":[1,{"c":"}"}],"d":{}}, "e" : [ [], [2] ] } `)
+	var x Index
+	if !x.Valid(text, MaxDepth) {
+		t.Fatalf("Index.Valid(%q) = false", text)
+	}
+	top := TrimSpace(text)
+	a := x.SplitObject(top, nil)[0].Value
+	cases := map[string]struct {
+		reason  string
+		v       []byte
+		split   func(*Index, []byte, []Member) []Member
+		indexed bool
+		want    []Member
+	}{
+		"Top": {
+			reason: "The text less white space is split through the index.",
+			v:      top, split: (*Index).SplitObject, indexed: true,
+			want: []Member{{Key: []byte("a"), Value: []byte(`{"b":[1,{"c":"}"}],"d":{}}`)}, {Key: []byte("e"), Value: []byte(`[ [], [2] ]`)}},
+		},
+		"Member": {
+			reason: "A member's value is split through the index.",
+			v:      a, split: (*Index).SplitObject, indexed: true,
+			want: []Member{{Key: []byte("b"), Value: []byte(`[1,{"c":"}"}]`)}, {Key: []byte("d"), Value: []byte(`{}`)}},
+		},
+		"Array": {
+			reason: "So is an array, empty elements read lazily.",
+			v:      x.SplitObject(top, nil)[1].Value, split: (*Index).SplitArray, indexed: true,
+			want: []Member{{Value: []byte(`[]`)}, {Value: []byte(`[2]`)}},
+		},
+		"Copy": {
+			reason: "A copy of a container is not in the index: it is split lazily, to the same members.",
+			v:      bytes.Clone(a), split: (*Index).SplitObject,
+			want: []Member{{Key: []byte("b"), Value: []byte(`[1,{"c":"}"}]`)}, {Key: []byte("d"), Value: []byte(`{}`)}},
+		},
+		"Part": {
+			reason: "Part of a container is not a container of the index.",
+			v:      a[:len(a)-1], split: (*Index).SplitObject,
+			want: []Member{{Key: []byte("b"), Value: []byte(`[1,{"c":"}"}]`)}, {Key: []byte("d"), Value: []byte(`{}`)}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := x.nested(tc.v).spans != nil; got != tc.indexed {
+				t.Errorf("%s\nthe index holds %q: %v, want %v", tc.reason, tc.v, got, tc.indexed)
+			}
+			got := tc.split(&x, tc.v, nil)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nsplitting %q (-want +got):\n%s", tc.reason, tc.v, diff)
+			}
+		})
+	}
+	t.Run("Invalid", func(t *testing.T) {
+		if x.Valid([]byte(`{"a":{"b":1}`), MaxDepth) || x.nested(top).spans != nil || len(x.spans) != 0 {
+			t.Errorf("an Index of invalid text must refuse it and hold nothing, holds %v", x.spans)
+		}
+	})
 }

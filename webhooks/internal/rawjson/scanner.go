@@ -53,7 +53,7 @@ func (s *Scanner) Value() bool {
 	var end int
 	var ok bool
 	if s.strict {
-		end, ok = validValue(s.data, s.pos, s.maxDepth-s.depth)
+		end, ok = validValue(s.data, s.pos, s.maxDepth-s.depth, nil)
 	} else {
 		end, ok = skipValue(s.data, s.pos)
 	}

@@ -12,6 +12,17 @@ type Member struct {
 // an object Valid accepted, and of anything else it returns the members
 // that come before the first fault.
 func SplitObject(data []byte, buf []Member) []Member {
+	return splitObject(data, nested{}, buf)
+}
+
+// SplitArray appends the elements of the array data to buf, in order,
+// and returns the extended buf; it reads as SplitObject does.
+func SplitArray(data []byte, buf []Member) []Member {
+	return splitArray(data, nested{}, buf)
+}
+
+// splitObject is SplitObject, passing the containers n holds in one step.
+func splitObject(data []byte, n nested, buf []Member) []Member {
 	s := NewLazy(data)
 	if !s.OpenObject() {
 		return buf
@@ -22,16 +33,15 @@ func SplitObject(data []byte, buf []Member) []Member {
 			return buf
 		}
 		start := s.pos
-		if !s.Value() {
+		if !n.value(&s) {
 			return buf
 		}
 		buf = append(buf, Member{Key: key.Bytes(), Value: data[start:s.pos]})
 	}
 }
 
-// SplitArray appends the elements of the array data to buf, in order,
-// and returns the extended buf; it reads as SplitObject does.
-func SplitArray(data []byte, buf []Member) []Member {
+// splitArray is SplitArray, passing the containers n holds in one step.
+func splitArray(data []byte, n nested, buf []Member) []Member {
 	s := NewLazy(data)
 	if !s.OpenArray() {
 		return buf
@@ -42,7 +52,7 @@ func SplitArray(data []byte, buf []Member) []Member {
 			return buf
 		}
 		start := s.pos
-		if !s.Value() {
+		if !n.value(&s) {
 			return buf
 		}
 		buf = append(buf, Member{Value: data[start:s.pos]})
