@@ -132,3 +132,40 @@ func TestMergeSumsRoundsAndPoolsLatencies(t *testing.T) {
 		t.Errorf("decision histograms not summed: p50 %g, p99 %g", got.DecisionP50, got.DecisionP99)
 	}
 }
+
+// TestAgentTargetJudgesPairedRounds proves the throughput targets compare
+// configurations round by round: the machine ran at half speed during the
+// second round, which drags (d)'s summed rate below (a)'s more than (d)'s
+// own cost does, while every round's pair says (d) keeps 0.95× of (a).
+func TestAgentTargetJudgesPairedRounds(t *testing.T) {
+	pt := func(cfg configID, rates ...float64) *point {
+		p := &point{Workload: "fleet-configmap-create-agent", Config: cfg, Writers: 16, RoundRates: rates, Elapsed: 6 * time.Second,
+			CPU: map[string]time.Duration{procAPIServer: time.Second}}
+		for _, r := range rates {
+			p.Succeeded += int(r * 2)
+		}
+		return p
+	}
+	r := &results{Points: []*point{
+		pt(cfgNone, 1000, 500, 1000),
+		pt(cfgPolicy, 800, 400, 800),
+		// (d)'s rounds: its second round fell in the slow period too,
+		// but ran longer into it than (a)'s.
+		pt(cfgSteward, 950, 200, 950),
+	}}
+	if m, text := r.pairedRatio("fleet-configmap-create-agent", cfgSteward, cfgNone, 16); m != 0.95 || !strings.Contains(text, "0.95× (0.40–0.95)") {
+		t.Fatalf("paired ratio %v %q, want the median 0.95 and the range 0.40–0.95", m, text)
+	}
+	if summed := r.ratio("fleet-configmap-create-agent", cfgSteward, cfgNone, 16); summed >= agentCreateRatio {
+		t.Fatalf("summed ratio %.2f; the test needs one below the target", summed)
+	}
+	for _, tr := range evaluateTargets(r) {
+		if strings.HasPrefix(tr.Target, "Fleet agent creates") {
+			if !strings.HasPrefix(tr.Verdict, "**met**") {
+				t.Errorf("verdict %q on %q, want met on the paired rounds", tr.Verdict, tr.Measured)
+			}
+			return
+		}
+	}
+	t.Error("no agent-creates target evaluated")
+}
