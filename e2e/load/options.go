@@ -10,8 +10,10 @@ import (
 )
 
 // options are the load tool's flags. The defaults keep a full run,
-// seeding included, to about twenty minutes on a two-core machine:
-// creating the 10k XRs, 50k MRs and 5k Flux objects through the API
+// seeding included, to about forty minutes on a two-core machine. Seven
+// rounds per point keep the paired-round median, on which the throughput
+// targets are judged, where the undisturbed rounds put it even when three
+// rounds are disturbed. Creating the 10k XRs, 50k MRs and 5k Flux objects through the API
 // server alone takes several minutes there (over ten on a busy machine), so
 // the default caches are a fifth of that, and the report extrapolates
 // memory to the full scale from the bytes each cached object costs.
@@ -40,7 +42,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.DurationVar(&o.duration, "duration", 2*time.Second, "measured time per point (workload, configuration, writers)")
-	fs.IntVar(&o.rounds, "rounds", 3, "rounds of each point, each measuring every configuration in turn; a point's figures sum its rounds")
+	fs.IntVar(&o.rounds, "rounds", 7, "rounds of each point, each measuring every configuration in turn; a point's figures sum its rounds")
 	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "unmeasured time before each point")
 	conc := fs.String("concurrency", "1,16,64", "comma-separated numbers of closed-loop writers")
 	fs.IntVar(&o.burstWriters, "burst-writers", 500, "writers in the burst")
