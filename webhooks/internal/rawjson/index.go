@@ -14,8 +14,9 @@ import (
 // in one step, so validating and then splitting any part of the text
 // reads each byte about once.
 //
-// The zero Index holds no text; its splits are the lazy ones. An Index
-// must not be copied once Valid has filled it, nor its text changed.
+// The zero Index holds no text; its splits are the lazy ones. Its text
+// must not change while it is in use, and Valid reuses its memory, which
+// copies of it share.
 type Index struct {
 	data []byte
 	// spans are the non-empty containers in the order they open, which
@@ -41,6 +42,11 @@ func (x *Index) Valid(data []byte, maxDepth int) bool {
 	*x = Index{spans: x.spans[:0], open: -1}
 	if len(data) > math.MaxInt32 {
 		return Valid(data, maxDepth)
+	}
+	if cap(x.spans) == 0 {
+		// Kubernetes objects hold a non-empty container every 70 bytes
+		// or so: room for one every 64 spares growing step by step.
+		x.spans = make([]span, 0, len(data)/64+8)
 	}
 	i := SkipSpace(data, 0)
 	end, ok := validValue(data, i, min(maxDepth, MaxDepth), x)
