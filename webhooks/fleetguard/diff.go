@@ -102,12 +102,11 @@ type differ struct {
 	limit int
 	out   changes
 	path  pointer
-	// buf holds the members of the raw objects and lists diffRaw is
-	// comparing, as a stack: each level appends its own and drops them
-	// when done.
-	buf []member
-	// known are splits made before the diff started, for diffDocs.
-	known [4]split
+	// docs are the old and new object diffDocs compares, and buf holds
+	// the members of the objects and lists in them it is comparing, as a
+	// stack: each level appends its own and drops them when done.
+	docs [2]*rawDoc
+	buf  []member
 }
 
 // diff returns the paths that differ between a and b, ignoring every path

@@ -75,9 +75,24 @@ func decodeAny(t *testing.T, s string) any {
 	return v
 }
 
+// diffRaw indexes two valid JSON values of any type as rawDoc.read does
+// objects, and diffs them.
+func diffRaw(t *testing.T, a, b string, skip []pointer, limit int) changes {
+	t.Helper()
+	var docs [2]rawDoc
+	for i, s := range []string{a, b} {
+		raw := []byte(s)
+		if !docs[i].ix.Valid(raw, maxScanDepth) {
+			t.Fatalf("rawjson.Valid accepted %q, an Index refuses it", s)
+		}
+		docs[i].raw = rawjson.TrimSpace(raw)
+	}
+	return diffDocs(&docs[0], &docs[1], skip, limit)
+}
+
 // FuzzDiffRaw is the differential check of the raw JSON reader: on any
-// pair of valid JSON values, diffRaw reports exactly what diff reports of
-// the decoded values, and metaFromRaw reads the same ownership as
+// pair of valid JSON values, diffDocs reports exactly what diff reports of
+// the decoded values, and metaFromDoc reads the same ownership as
 // metaFromMap. It must never panic.
 func FuzzDiffRaw(f *testing.F) {
 	for _, p := range rawPairs() {
@@ -95,21 +110,22 @@ func FuzzDiffRaw(f *testing.F) {
 		x, y := decodeAny(t, a), decodeAny(t, b)
 		for _, limit := range []int{listedPaths, 1 << 20} {
 			want := diff(x, y, fuzzSkip, limit)
-			got := diffRaw([]byte(a), []byte(b), fuzzSkip, limit)
+			got := diffRaw(t, a, b, fuzzSkip, limit)
 			if d := cmp.Diff(want, got, cmp.AllowUnexported(changes{}), cmpopts.EquateEmpty()); d != "" {
-				t.Fatalf("diffRaw(%q, %q) disagrees with diff: -diff, +diffRaw:\n%s", a, b, d)
+				t.Fatalf("diffDocs(%q, %q) disagrees with diff: -diff, +diffDocs:\n%s", a, b, d)
 			}
 		}
 		for _, s := range []string{a, b} {
-			if !isObject([]byte(s)) {
+			var doc rawDoc
+			if !doc.read([]byte(s)) {
 				continue
 			}
 			m, ok := decodeAny(t, s).(map[string]any)
 			if !ok {
-				t.Fatalf("isObject(%q) but it decodes to %T", s, decodeAny(t, s))
+				t.Fatalf("a rawDoc reads %q as an object, but it decodes to %T", s, decodeAny(t, s))
 			}
-			if d := cmp.Diff(ownership(metaFromMap(m)), ownership(metaFromRaw([]byte(s)))); d != "" {
-				t.Fatalf("metaFromRaw(%q) disagrees with metaFromMap: -metaFromMap, +metaFromRaw:\n%s", s, d)
+			if d := cmp.Diff(ownership(metaFromMap(m)), ownership(metaFromDoc(&doc))); d != "" {
+				t.Fatalf("metaFromDoc(%q) disagrees with metaFromMap: -metaFromMap, +metaFromDoc:\n%s", s, d)
 			}
 		}
 	})

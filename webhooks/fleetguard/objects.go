@@ -12,21 +12,13 @@ import (
 // worded, exactly as before.
 type objects struct {
 	old, new rawDoc
-	// spare is room for the members the diff splits further.
-	spare []member
 	// oldObj and newObj are set only when the objects were decoded.
 	oldObj, newObj map[string]any
 }
 
 func readObjects(oldRaw, newRaw []byte) (objects, error) {
-	if isObject(oldRaw) && isObject(newRaw) {
-		// One buffer holds the members of both objects' top levels and
-		// metadata (about 20 for a Deployment) and what the diff splits
-		// below them.
-		buf := make([]member, 0, 64)
-		var o objects
-		o.old, buf = splitDoc(oldRaw, buf)
-		o.new, o.spare = splitDoc(newRaw, buf)
+	var o objects
+	if o.old.read(oldRaw) && o.new.read(newRaw) {
 		return o, nil
 	}
 	oldObj, err := decodeObject(oldRaw)
@@ -53,32 +45,33 @@ func (o *objects) diff(skip []pointer, limit int) changes {
 	if o.oldObj != nil {
 		return diff(o.oldObj, o.newObj, skip, limit)
 	}
-	return diffDocs(&o.old, &o.new, skip, limit, o.spare)
+	return diffDocs(&o.old, &o.new, skip, limit)
 }
 
-// A rawDoc is an object isObject accepted, with its top level and its
-// metadata split into members, in document order, so that the ownership
-// checks and the diff both read them without splitting them again.
+// maxScanDepth bounds the nesting a rawDoc accepts. Deeper documents take
+// the decoding path, which reports them as encoding/json does (its own
+// limit is 10000).
+const maxScanDepth = 512
+
+// A rawDoc is a JSON object validated and indexed in one pass
+// (rawjson.Index), so that the ownership checks and the diff split any
+// object or list in it reading only that object's or list's own members:
+// the bytes of an update's objects are read once, and then only at the
+// levels the diff descends to.
 type rawDoc struct {
-	// raw is the object without surrounding whitespace, meta the value of
-	// its metadata member when that is an object.
-	raw, meta []byte
-	// top and metaMembers are their members.
-	top, metaMembers []member
+	// raw is the object without surrounding white space.
+	raw []byte
+	ix  rawjson.Index
 }
 
-// splitDoc splits raw, appending the members to buf, and returns what is
-// left of buf for further members.
-func splitDoc(raw []byte, buf []member) (rawDoc, []member) {
-	d := rawDoc{raw: rawjson.TrimSpace(raw)}
-	start := len(buf)
-	buf = rawjson.SplitObject(d.raw, buf)
-	mid := len(buf)
-	if md := lastMember(buf[start:mid], "metadata"); rawKind(md) == rawObject {
-		d.meta = md
-		buf = rawjson.SplitObject(md, buf)
+// read reports whether raw is a valid JSON object, which metaFromDoc and
+// diffDocs may read, and makes d of it. Anything else takes the decoding
+// path, which words the error.
+func (d *rawDoc) read(raw []byte) bool {
+	i := rawjson.SkipSpace(raw, 0)
+	if i == len(raw) || raw[i] != '{' || !d.ix.Valid(raw, maxScanDepth) {
+		return false
 	}
-	end := len(buf)
-	d.top, d.metaMembers = buf[start:mid:mid], buf[mid:end:end]
-	return d, buf[end:end]
+	d.raw = rawjson.TrimSpace(raw)
+	return true
 }

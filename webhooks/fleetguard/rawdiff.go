@@ -13,56 +13,29 @@ import (
 // only the parts that differ are ever decoded; managedFields and status,
 // most of an object's bytes, never are.
 
-// maxScanDepth bounds the nesting isObject accepts. Deeper documents take
-// the decoding path, which reports them as encoding/json does (its own
-// limit is 10000).
-const maxScanDepth = 512
-
 // A member is one member of a JSON object or one element of a list, as
 // rawjson splits them.
 type member = rawjson.Member
 
-// isObject reports whether raw is a valid JSON object that diffRaw and
-// metaFromRaw may read. Anything else takes the decoding path, which words
-// the error.
-func isObject(raw []byte) bool {
-	i := rawjson.SkipSpace(raw, 0)
-	return i < len(raw) && raw[i] == '{' && rawjson.Valid(raw, maxScanDepth)
-}
-
-// maxLazyDepth is how deep diffRaw follows objects and lists member by
-// member before it decodes the differing subtrees whole. Splitting reads a
-// subtree once per level, so the bound keeps the work linear in practice;
-// Kubernetes objects rarely nest deeper.
+// maxLazyDepth is how deep diffDocs follows objects and lists member by
+// member before it decodes the differing subtrees whole. It bounds the
+// recursion; Kubernetes objects rarely nest deeper.
 const maxLazyDepth = 16
 
-// diffRaw is diff over raw JSON: the same paths, in the same order, with
-// the same total, for two values rawjson.Valid accepted. Members whose text is
+// diffDocs is diff over raw JSON: the same paths, in the same order, with
+// the same total, for two values read into rawDocs. Members whose text is
 // identical are skipped unread (identical text decodes to identical
 // values, so the structural diff finds nothing in them either); skipped
 // paths are never read; only differing subtrees are decoded, down to
 // their differing members. When the text differs the structural
 // comparison decides, so the outcome never depends on formatting.
-func diffRaw(a, b []byte, skip []pointer, limit int) changes {
-	d := differ{skip: skip, limit: limit, path: make(pointer, 0, 16)}
-	d.walkRaw(rawjson.TrimSpace(a), rawjson.TrimSpace(b), 0)
-	return d.out
-}
-
-// diffDocs is diffRaw of two split objects; it reuses their splits (and
-// reorders them), and splits further members into buf.
-func diffDocs(a, b *rawDoc, skip []pointer, limit int, buf []member) changes {
-	d := differ{skip: skip, limit: limit, path: make(pointer, 0, 16), buf: buf, known: [4]split{
-		{a.raw, a.top}, {b.raw, b.top}, {a.meta, a.metaMembers}, {b.meta, b.metaMembers},
-	}}
+func diffDocs(a, b *rawDoc, skip []pointer, limit int) changes {
+	// The members of the levels the diff descends to, about 60 for an
+	// image change of a Deployment.
+	buf := make([]member, 0, 64)
+	d := differ{skip: skip, limit: limit, path: make(pointer, 0, 16), docs: [2]*rawDoc{a, b}, buf: buf}
 	d.walkRaw(a.raw, b.raw, 0)
 	return d.out
-}
-
-// A split is an object's text and its members, made once and reused.
-type split struct {
-	raw     []byte
-	members []member
 }
 
 // Kinds of raw values; a missing value (nil) counts as null, as in walk.
@@ -112,13 +85,14 @@ func (d *differ) walkRaw(a, b []byte, depth int) {
 // the slices below stay valid even when d.buf moves.
 func (d *differ) walkRawObjects(a, b []byte, aObj, bObj bool, depth int) {
 	start := len(d.buf)
-	var as, bs []member
 	if aObj {
-		as = d.members(a)
+		d.buf = d.docs[0].ix.SplitObject(a, d.buf)
 	}
+	mid := len(d.buf)
 	if bObj {
-		bs = d.members(b)
+		d.buf = d.docs[1].ix.SplitObject(b, d.buf)
 	}
+	as, bs := d.buf[start:mid], d.buf[mid:]
 	as, bs = as[:sortMembers(as)], bs[:sortMembers(bs)]
 	for i, j := 0, 0; i < len(as) || j < len(bs); {
 		var key, x, y []byte
@@ -156,29 +130,15 @@ func compareKeys(as, bs []member, i, j int) int {
 	return bytes.Compare(as[i].Key, bs[j].Key)
 }
 
-// members returns the members of the object v: a split made before the
-// diff started (diffDocs owns those and may reorder them), or a new one
-// appended to d.buf.
-func (d *differ) members(v []byte) []member {
-	for _, k := range d.known {
-		if len(k.raw) == len(v) && len(v) > 0 && &k.raw[0] == &v[0] {
-			return k.members
-		}
-	}
-	start := len(d.buf)
-	d.buf = rawjson.SplitObject(v, d.buf)
-	return d.buf[start:]
-}
-
 // walkRawLists mirrors walkLists.
 func (d *differ) walkRawLists(a, b []byte, aList, bList bool, depth int) {
 	start := len(d.buf)
 	if aList {
-		d.buf = rawjson.SplitArray(a, d.buf)
+		d.buf = d.docs[0].ix.SplitArray(a, d.buf)
 	}
 	mid := len(d.buf)
 	if bList {
-		d.buf = rawjson.SplitArray(b, d.buf)
+		d.buf = d.docs[1].ix.SplitArray(b, d.buf)
 	}
 	as, bs := d.buf[start:mid], d.buf[mid:]
 	for k := 0; k < max(len(as), len(bs)); k++ {

@@ -9,7 +9,7 @@ import (
 )
 
 // ownershipLabels and ownershipAnnotations are the only keys objectMeta's
-// methods read; metaFromRaw keeps no others, so judging an update does
+// methods read; metaFromDoc keeps no others, so judging an update does
 // not copy every label and annotation (kubectl's last-applied
 // configuration is often the largest of them).
 var (
@@ -17,19 +17,18 @@ var (
 	ownershipAnnotations = []string{AnnotationID, AnnotationOwnerGVK, AnnotationReleaseName, AnnotationReleaseNamespace}
 )
 
-// metaFromRaw reads what metaFromMap reads, from an object isObject
-// accepted, without decoding the rest: fields of an unexpected type count
+// metaFromDoc reads what metaFromMap reads, from an object read into a
+// rawDoc, without decoding the rest: fields of an unexpected type count
 // as absent and, as in a decoded map, the last of repeated keys wins.
 // Labels and annotations hold only the ownership keys.
-func metaFromRaw(raw []byte) objectMeta {
-	d, _ := splitDoc(raw, nil)
-	return metaFromDoc(&d)
-}
-
-// metaFromDoc is metaFromRaw of an object already split.
 func metaFromDoc(d *rawDoc) objectMeta {
 	var m objectMeta
-	for _, f := range d.metaMembers {
+	var scratch [32]member
+	md := lastMember(d.ix.SplitObject(d.raw, scratch[:0]), "metadata")
+	if rawKind(md) != rawObject {
+		return m
+	}
+	for _, f := range d.ix.SplitObject(md, scratch[:0]) {
 		switch string(f.Key) {
 		case "name":
 			m.Name = rawString(f.Value)
@@ -38,9 +37,9 @@ func metaFromDoc(d *rawDoc) objectMeta {
 		case "namespace":
 			m.Namespace = rawString(f.Value)
 		case "labels":
-			m.Labels = pickStrings(f.Value, ownershipLabels)
+			m.Labels = pickStrings(&d.ix, f.Value, ownershipLabels)
 		case "annotations":
-			m.Annotations = pickStrings(f.Value, ownershipAnnotations)
+			m.Annotations = pickStrings(&d.ix, f.Value, ownershipAnnotations)
 		}
 	}
 	return m
@@ -66,14 +65,14 @@ func rawString(v []byte) string {
 }
 
 // pickStrings returns the string members named in keys of the raw object
-// v, as stringMap would of the decoded object.
-func pickStrings(v []byte, keys []string) map[string]string {
+// v, in ix's text, as stringMap would of the decoded object.
+func pickStrings(ix *rawjson.Index, v []byte, keys []string) map[string]string {
 	if rawKind(v) != rawObject {
 		return nil
 	}
 	var out map[string]string
 	var scratch [32]member
-	for _, f := range rawjson.SplitObject(v, scratch[:0]) {
+	for _, f := range ix.SplitObject(v, scratch[:0]) {
 		for _, k := range keys {
 			if string(f.Key) != k {
 				continue
@@ -103,12 +102,13 @@ var metaFields = []string{"name", "generateName", "namespace", "labels", "annota
 // here). Labels and annotations hold only the ownership keys.
 func strictMetaFromRaw(raw []byte) (objectMeta, bool) {
 	var m objectMeta
-	if !isObject(raw) {
+	var d rawDoc
+	if !d.read(raw) {
 		return m, false
 	}
 	var scratch [32]member
 	var md []byte
-	for _, f := range rawjson.SplitObject(rawjson.TrimSpace(raw), scratch[:0]) {
+	for _, f := range d.ix.SplitObject(d.raw, scratch[:0]) {
 		switch {
 		case string(f.Key) == "metadata":
 			if md != nil {
@@ -127,7 +127,7 @@ func strictMetaFromRaw(raw []byte) (objectMeta, bool) {
 		return m, false
 	}
 	var seen [5]bool
-	for _, f := range rawjson.SplitObject(md, scratch[:0]) {
+	for _, f := range d.ix.SplitObject(md, scratch[:0]) {
 		i := slices.Index(metaFields, string(f.Key))
 		if i < 0 {
 			if !unrelatedKey(f.Key, metaFields...) {
@@ -148,9 +148,9 @@ func strictMetaFromRaw(raw []byte) (objectMeta, bool) {
 		case 2:
 			m.Namespace, ok = strictString(f.Value)
 		case 3:
-			m.Labels, ok = strictStrings(f.Value, ownershipLabels)
+			m.Labels, ok = strictStrings(&d.ix, f.Value, ownershipLabels)
 		case 4:
-			m.Annotations, ok = strictStrings(f.Value, ownershipAnnotations)
+			m.Annotations, ok = strictStrings(&d.ix, f.Value, ownershipAnnotations)
 		}
 		if !ok {
 			return m, false
@@ -190,7 +190,8 @@ func strictString(v []byte) (string, bool) {
 
 // strictStrings decodes a map[string]string field, keeping the keys
 // named: null is no map, a value of null is "", other types are errors.
-func strictStrings(v []byte, keys []string) (map[string]string, bool) {
+// v is in ix's text.
+func strictStrings(ix *rawjson.Index, v []byte, keys []string) (map[string]string, bool) {
 	switch rawKind(v) {
 	case rawNull:
 		return nil, true
@@ -200,7 +201,7 @@ func strictStrings(v []byte, keys []string) (map[string]string, bool) {
 	}
 	var out map[string]string
 	var scratch [32]member
-	for _, f := range rawjson.SplitObject(v, scratch[:0]) {
+	for _, f := range ix.SplitObject(v, scratch[:0]) {
 		s, ok := strictString(f.Value)
 		if !ok {
 			return nil, false
