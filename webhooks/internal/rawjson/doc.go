@@ -1,7 +1,8 @@
 // Package rawjson reads JSON text in place, without building values, so a
 // rule can find the few members it needs in an object of any size, or cut
 // an object into the raw text of its members, at the cost of one pass over
-// the bytes and no allocation.
+// the bytes and no allocation (but for an Index's record of where its
+// containers end).
 //
 // It reads in one of two ways, and every function says which:
 //
