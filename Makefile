@@ -87,9 +87,9 @@ fuzz:
 
 # Handler benchmarks for every rule, with an allow-all baseline, then the
 # load generator (e2e/load) against the real API server: four admission
-# configurations, every workload, about 25 minutes with its defaults. It
-# writes docs/benchmarks.md and docs/benchmark-latency.svg; pass flags with
-# BENCH_FLAGS, e.g. make bench BENCH_FLAGS="-duration 10s -xrs 2000".
+# configurations, every workload, about an hour with its defaults on two
+# cores. It writes docs/benchmarks.md and docs/benchmark-latency.svg; pass
+# flags with BENCH_FLAGS, e.g. make bench BENCH_FLAGS="-rounds 3 -xrs 2000 -mrs 10000".
 BENCH_FLAGS ?=
 bench: tools
 	@mkdir -p bin
