@@ -160,9 +160,16 @@ func container(image string) corev1.Container {
 			"--metrics-bind-address=:8080",
 			"--health-probe-bind-address=:8081",
 		},
-		Env: []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
-			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"},
-		}}},
+		Env: []corev1.EnvVar{
+			{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"},
+			}},
+			// Steward sets Go's soft memory limit from the container's, so
+			// raising the limit for a larger cluster raises both.
+			{Name: "MEMORY_LIMIT", ValueFrom: &corev1.EnvVarSource{
+				ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("1")},
+			}},
+		},
 		Ports: []corev1.ContainerPort{
 			{Name: "webhook", ContainerPort: webhookPort},
 			{Name: "metrics", ContainerPort: metricsPort},

@@ -56,6 +56,8 @@ func runServe(args []string, stderr io.Writer) int {
 		return 1
 	}
 	ctrl.SetLogger(log)
+	memoryLimit, _ := parseMemoryLimit(opts.memoryLimit) // validated with the flags
+	applyMemoryLimit(memoryLimit, os.Getenv("GOMEMLIMIT"), log)
 	if err := serve(opts, cfg, log); err != nil {
 		log.Error(err, "steward stopped")
 		return 1

@@ -35,6 +35,7 @@ type serveOptions struct {
 	metricsAddr     string
 	probeAddr       string
 	pprofAddr       string
+	memoryLimit     string // the container's memory limit; see memlimit.go
 	logLevel        string
 	enableHTTP2     bool
 	shutdownDelay   time.Duration
@@ -56,6 +57,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address of the pprof endpoint; off when empty")
+	fs.StringVar(&o.memoryLimit, "memory-limit", os.Getenv("MEMORY_LIMIT"), "the container's memory limit (a quantity such as 256Mi, or bytes; $MEMORY_LIMIT by default); Steward sets Go's soft memory limit to 90% of it unless GOMEMLIMIT is set")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, error, or a verbosity number (1 logs every allowed request)")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "serve HTTP/2; off by default because of HTTP/2 rapid reset (CVE-2023-44487)")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving (reporting unready) this long so endpoints stop routing here")
@@ -96,6 +98,9 @@ func (o serveOptions) validate() error {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", flagName, err))
 		}
+	}
+	if _, err := parseMemoryLimit(o.memoryLimit); err != nil {
+		errs = append(errs, fmt.Errorf("--memory-limit: %w", err))
 	}
 	if o.shutdownDelay < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-delay: %s is negative", o.shutdownDelay))

@@ -82,6 +82,7 @@ func flagValue(args []string, name string) (value string, ok bool) {
 type Steward struct {
 	opts        StewardOptions
 	args        []string
+	env         []string // added to the test process's environment, as the Deployment's env
 	dir         string
 	certDir     string
 	logPath     string
@@ -120,6 +121,10 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 	if err != nil {
 		return nil, err
 	}
+	memoryLimit, err := RenderedMemoryLimit()
+	if err != nil {
+		return nil, err
+	}
 	e.stewards++
 	s := &Steward{opts: opts, dir: filepath.Join(e.dir, "steward-"+strconv.Itoa(e.stewards))}
 	s.certDir = filepath.Join(s.dir, "certs")
@@ -142,6 +147,7 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 		}
 		s.caBundle = sc.CA
 	}
+	s.env = []string{"MEMORY_LIMIT=" + strconv.FormatInt(memoryLimit, 10)}
 	s.args = []string{bin, "serve",
 		"--kubeconfig", e.Kubeconfig,
 		"--namespace", StewardNamespace,
@@ -231,8 +237,9 @@ func (s *Steward) start() error {
 		return fmt.Errorf("opening the steward log: %w", err)
 	}
 	defer log.Close() // the child holds its own descriptor
-	fmt.Fprintf(log, "=== %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(s.args, " "))
+	fmt.Fprintf(log, "=== %s %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(s.env, " "), strings.Join(s.args, " "))
 	cmd := exec.Command(s.args[0], s.args[1:]...)
+	cmd.Env = append(os.Environ(), s.env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = childProcAttr()
 	if err := cmd.Start(); err != nil {
