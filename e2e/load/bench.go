@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,6 +100,14 @@ func run(ctx context.Context, opts options, root string) (*results, error) {
 	}
 	time.Sleep(3 * time.Second)
 	b.res.Memory.IdleRSS, b.res.Memory.IdleHeap = b.stewardMemory()
+	if s, err := readMetrics(b.c.steward().MetricsURL()); err == nil {
+		// Without a limit the runtime reports math.MaxInt64.
+		if v := s.value("go_gc_gomemlimit_bytes", nil); v > 0 && v < math.MaxInt64 {
+			b.res.Memory.SoftLimit = int64(v)
+		}
+	} else {
+		b.warnf("reading steward's soft memory limit: %v", err)
+	}
 
 	// Phase 1: the Fleet workloads and the burst, with small caches.
 	k := 0

@@ -169,3 +169,14 @@ func TestAgentTargetJudgesPairedRounds(t *testing.T) {
 	}
 	t.Error("no agent-creates target evaluated")
 }
+
+func TestMemoryReportNamesStewardsSoftLimit(t *testing.T) {
+	res := &results{Memory: memReport{SoftLimit: 241591910}}
+	if md := renderMarkdown(res, "chart.svg", ""); !strings.Contains(md, "soft memory limit its Deployment gives it: 230.4 MiB") {
+		t.Errorf("a report of a run with a 230.4 MiB soft limit does not say so:\n%s", md)
+	}
+	res.Memory.SoftLimit = 0
+	if md := renderMarkdown(res, "chart.svg", ""); strings.Contains(md, "soft memory limit") {
+		t.Errorf("a report of a run without a soft limit claims one:\n%s", md)
+	}
+}

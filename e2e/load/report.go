@@ -195,6 +195,9 @@ func renderMarkdown(res *results, chart, notes string) string {
 
 	w("## Steward's memory\n\n")
 	mem := res.Memory
+	if mem.SoftLimit > 0 {
+		w("Steward ran with the soft memory limit its Deployment gives it: %s (90%% of the container's memory limit, passed as `MEMORY_LIMIT`).\n\n", mib(mem.SoftLimit))
+	}
 	w("| | resident (VmRSS / VmHWM) | live heap after GC |\n|---|---|---|\n")
 	w("| started, caches synced, before any load | %s | %s |\n", mib(mem.IdleRSS), mib(mem.IdleHeap))
 	if mem.PeakBeforeBurst > 0 {

@@ -258,6 +258,10 @@ type memReport struct {
 	// or the seeded count when it reports nothing.
 	CachedObjects  float64 `json:"cachedObjects"`
 	ClaimguardSeen bool    `json:"claimguardSeen"`
+	// SoftLimit is the Go runtime's soft memory limit in Steward
+	// (go_gc_gomemlimit_bytes), which the harness derives from the rendered
+	// Deployment's memory limit as the Deployment does.
+	SoftLimit int64 `json:"softLimit"`
 }
 
 // profile is a Steward profile taken during a point.
