@@ -28,7 +28,8 @@ var minMemoryLimit = resource.MustParse("64Mi")
 
 // parseMemoryLimit reads --memory-limit: a Kubernetes quantity ("256Mi") or
 // a number of bytes, as the Downward API gives the container's limit. Empty
-// or "0" means no limit, as for a container without one.
+// or "0" means no limit. (For a container without a limit the Downward API
+// gives the node's allocatable memory, which makes a harmless soft limit.)
 func parseMemoryLimit(s string) (int64, error) {
 	if s == "" {
 		return 0, nil
