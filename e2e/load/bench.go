@@ -233,6 +233,12 @@ func (b *bench) runWorkload(ctx context.Context, w *workload, k *int) error {
 			b.record(w, merge(rounds[cfg]))
 		}
 	}
+	if w.Phase == 2 && b.res.Memory.ClaimguardSeen {
+		// What a workload created is still cached: the memory peak covers it.
+		if s, err := readMetrics(b.c.steward().MetricsURL()); err == nil {
+			b.res.Memory.MostCachedObjects = max(b.res.Memory.MostCachedObjects, s.value("steward_claimguard_cached_objects", nil))
+		}
+	}
 	if w.cleanup != nil {
 		// Without admission, deleting thousands of objects does not go
 		// through webhooks one by one; a failed cleanup only leaves

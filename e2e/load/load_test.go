@@ -180,3 +180,16 @@ func TestMemoryReportNamesStewardsSoftLimit(t *testing.T) {
 		t.Errorf("a report of a run without a soft limit claims one:\n%s", md)
 	}
 }
+
+func TestMemoryReportCountsWhatTheWorkloadsAddedToTheCaches(t *testing.T) {
+	res := &results{Seeded: &seeded{XRs: 10000, MRs: 50000, Flux: 5000}, Memory: memReport{
+		CachedRSS: 100 << 20, PeakLarge: 140 << 20, ClaimguardSeen: true, CachedObjects: 60000, MostCachedObjects: 92000,
+	}}
+	if md := renderMarkdown(res, "chart.svg", ""); !strings.Contains(md, "up to 92000 objects in claimguard's caches, against 60000") {
+		t.Errorf("the report does not say how many objects the peak covers:\n%s", md)
+	}
+	res.Memory.MostCachedObjects = 60000
+	if md := renderMarkdown(res, "chart.svg", ""); strings.Contains(md, "up to") {
+		t.Errorf("the report claims the workloads added objects when none were counted:\n%s", md)
+	}
+}

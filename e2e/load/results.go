@@ -258,6 +258,10 @@ type memReport struct {
 	// or the seeded count when it reports nothing.
 	CachedObjects  float64 `json:"cachedObjects"`
 	ClaimguardSeen bool    `json:"claimguardSeen"`
+	// MostCachedObjects is the most claimguard reported caching at the end
+	// of a phase-2 workload, before its cleanup: the seeded objects plus
+	// the MRs the workload created.
+	MostCachedObjects float64 `json:"mostCachedObjects,omitempty"`
 	// SoftLimit is the Go runtime's soft memory limit in Steward
 	// (go_gc_gomemlimit_bytes), which the harness derives from the rendered
 	// Deployment's memory limit as the Deployment does.
