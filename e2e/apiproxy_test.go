@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -15,8 +16,10 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// apiProxy is a plain-HTTP reverse proxy in front of the API server, for
-// an extra Steward to reach the cluster through. It records every request
+// apiProxy is a reverse proxy in front of the API server, for an extra
+// Steward to reach the cluster through. It serves TLS, as an API server
+// does: client-go sends some settings, such as DisableCompression, only
+// over TLS. It records every request
 // Steward makes, can hold requests back (an informer that cannot list
 // never syncs), and can make every request as another user.
 type apiProxy struct {
@@ -32,6 +35,7 @@ type apiProxy struct {
 // apiRequest is one request through the proxy and the API server's status.
 type apiRequest struct {
 	method, path, query string
+	acceptEncoding      string // as the client sent it
 	status              int
 }
 
@@ -54,11 +58,11 @@ func startAPIProxy(t *testing.T, impersonate string) *apiProxy {
 	rp.ModifyResponse = func(resp *http.Response) error {
 		r := resp.Request
 		p.mu.Lock()
-		p.seen = append(p.seen, apiRequest{r.Method, r.URL.Path, r.URL.RawQuery, resp.StatusCode})
+		p.seen = append(p.seen, apiRequest{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get("Accept-Encoding"), resp.StatusCode})
 		p.mu.Unlock()
 		return nil
 	}
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		held, release := p.held != nil && p.held(r), p.release
 		p.mu.Unlock()
@@ -81,7 +85,10 @@ func startAPIProxy(t *testing.T, impersonate string) *apiProxy {
 	})
 
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["proxy"] = &clientcmdapi.Cluster{Server: p.srv.URL}
+	cfg.Clusters["proxy"] = &clientcmdapi.Cluster{
+		Server:                   p.srv.URL,
+		CertificateAuthorityData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.srv.Certificate().Raw}),
+	}
 	cfg.AuthInfos["proxy"] = &clientcmdapi.AuthInfo{}
 	cfg.Contexts["proxy"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "proxy"}
 	cfg.CurrentContext = "proxy"
