@@ -450,6 +450,7 @@ func startStewardProc(t *testing.T, ctx context.Context, o procOptions) *steward
 	}
 	defer logFile.Close()
 	p.cmd = exec.Command(args[0], args[1:]...)
+	p.cmd.Env = append(os.Environ(), env.Steward.Env()...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = extraStewardProcAttr()
 	if err := p.cmd.Start(); err != nil {

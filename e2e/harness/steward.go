@@ -425,3 +425,7 @@ func (s *Steward) HealthURL(path string) string {
 
 // Args are the full command line, binary first.
 func (s *Steward) Args() []string { return append([]string(nil), s.args...) }
+
+// Env is what the harness adds to the environment of the process, as the
+// Deployment's env does.
+func (s *Steward) Env() []string { return append([]string(nil), s.env...) }
