@@ -1,11 +1,12 @@
 package claimguard
 
 import (
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // TestCacheMetricsFollowTheCachesBetweenSnapshots proves the gauges are
@@ -18,13 +19,23 @@ func TestCacheMetricsFollowTheCachesBetweenSnapshots(t *testing.T) {
 	m := &cacheMetrics{kinds: claimguardMetrics.kinds, objects: claimguardMetrics.objects}
 	m.last.Store(s)
 
-	check := func(when string, syncing, syncedKinds, objects float64) {
+	check := func(when string, syncing, syncedKinds, objects int) {
 		t.Helper()
-		got := gather(t, m)
-		if got[`steward_claimguard_watched_kinds{role="managed",state="syncing"}`] != syncing ||
-			got[`steward_claimguard_watched_kinds{role="managed",state="synced"}`] != syncedKinds ||
-			got[`steward_claimguard_cached_objects{role="managed"}`] != objects {
-			t.Errorf("%s: got %v; want %v kinds syncing, %v synced, %v objects", when, got, syncing, syncedKinds, objects)
+		want := fmt.Sprintf(`# HELP steward_claimguard_cached_objects Objects in claimguard's caches, by role (composite, managed).
+# TYPE steward_claimguard_cached_objects gauge
+steward_claimguard_cached_objects{role="composite"} 0
+steward_claimguard_cached_objects{role="managed"} %d
+# HELP steward_claimguard_watched_kinds Kinds claimguard caches, by role (composite, managed) and state (synced, syncing, forbidden).
+# TYPE steward_claimguard_watched_kinds gauge
+steward_claimguard_watched_kinds{role="composite",state="forbidden"} 0
+steward_claimguard_watched_kinds{role="composite",state="synced"} 0
+steward_claimguard_watched_kinds{role="composite",state="syncing"} 0
+steward_claimguard_watched_kinds{role="managed",state="forbidden"} 0
+steward_claimguard_watched_kinds{role="managed",state="synced"} %d
+steward_claimguard_watched_kinds{role="managed",state="syncing"} %d
+`, objects, syncedKinds, syncing)
+		if err := testutil.CollectAndCompare(m, strings.NewReader(want)); err != nil {
+			t.Errorf("%s: %v", when, err)
 		}
 	}
 	check("at the snapshot", 1, 0, 1)
@@ -35,33 +46,4 @@ func TestCacheMetricsFollowTheCachesBetweenSnapshots(t *testing.T) {
 		}
 	}
 	check("after the cache synced and grew", 0, 1, 3)
-}
-
-// gather collects c and returns each sample as name{labels} -> value.
-func gather(t *testing.T, c prometheus.Collector) map[string]float64 {
-	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			out[f.GetName()+labels(m)] = m.GetGauge().GetValue()
-		}
-	}
-	return out
-}
-
-func labels(m *dto.Metric) string {
-	s := "{"
-	for i, l := range m.GetLabel() {
-		if i > 0 {
-			s += ","
-		}
-		s += l.GetName() + `="` + l.GetValue() + `"`
-	}
-	return s + "}"
 }
