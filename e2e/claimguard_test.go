@@ -565,3 +565,29 @@ func TestClaimguardOwnsOnlyItsRules(t *testing.T) {
 		return fmt.Errorf("no field manager %s on the webhook configuration", claimguard.FieldManager)
 	})
 }
+
+// TestClaimguardCacheGaugeFollowsCreates proves that
+// steward_claimguard_cached_objects counts an MR as soon as claimguard's
+// cache holds it, not at the next snapshot of its kinds (every five
+// minutes without CRD changes).
+func TestClaimguardCacheGaugeFollowsCreates(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	managed := map[string]string{"role": "managed"}
+	before, err := env.Steward.Counter("steward_claimguard_cached_objects", managed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectlOK(t, ctx, "apiVersion: database.aws.example.org/v1beta1\nkind: RDSInstance\nmetadata: {name: gauge-probe}\nspec: {forProvider: {region: eu-west-1}}\n", "create", "-f", "-")
+	t.Cleanup(func() { kubectlOK(t, context.Background(), "", "delete", "rdsinstance", "gauge-probe", "--wait=false") })
+	harness.Eventually(t, 10*time.Second, func() error {
+		got, err := env.Steward.Counter("steward_claimguard_cached_objects", managed)
+		if err != nil {
+			return err
+		}
+		if got != before+1 {
+			return fmt.Errorf("steward_claimguard_cached_objects{role=managed} = %v after creating an MR, want %v", got, before+1)
+		}
+		return nil
+	})
+}
