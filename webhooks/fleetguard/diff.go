@@ -28,10 +28,10 @@ var serverManaged = mustPointers(
 	"/metadata/deletionGracePeriodSeconds",
 	// Finalizers and owner references are how cleanup and garbage
 	// collection work; an operator clearing a stuck finalizer must succeed.
+	// (Adding an owner reference is refused on its own: see addedOwners.)
 	"/metadata/finalizers",
 	"/metadata/ownerReferences",
-	// Observed state, written by controllers (through the status
-	// subresource where one exists, which this rule never intercepts).
+	// Observed state, written by controllers.
 	"/status",
 	// kubectl apply's bookkeeping: it records the last applied manifest and
 	// changes nothing the object does; any real change sent along with it is

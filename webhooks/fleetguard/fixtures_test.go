@@ -217,3 +217,22 @@ var parents = fakeParents{objects: map[string]metav1.ObjectMeta{
 		Labels:      map[string]string{LabelHash: "abc"},
 		Annotations: map[string]string{AnnotationOwnerGVK: "management.cattle.io/v3, Kind=Cluster"}},
 }}
+
+// A bare Pod Fleet's agent deployed for bundle deployment web-app.
+const webPod = `{
+  "apiVersion": "v1",
+  "kind": "Pod",
+  "metadata": {
+    "name": "web",
+    "namespace": "default",
+    "uid": "0d9c4f52-3b1e-4e8a-9a41-7f2c6b5d8e10",
+    "labels": {"objectset.rio.cattle.io/hash": "3e4c9a2f6b0d8e1a7c5b9d3f2e6a8c0b4d7f1e9a"},
+    "annotations": {
+      "meta.helm.sh/release-name": "web-app",
+      "meta.helm.sh/release-namespace": "default",
+      "objectset.rio.cattle.io/id": "default-web-app"
+    }
+  },
+  "spec": {"containers": [{"name": "web", "image": "ghcr.io/example/web:1.4.2"}]},
+  "status": {"phase": "Running"}
+}`

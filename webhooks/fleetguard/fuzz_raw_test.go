@@ -103,6 +103,7 @@ func FuzzDiffRaw(f *testing.F) {
 		f.Add(s, webDeployment)
 		f.Add(s, `{"a":2,"metadata":{"name":"b","labels":{"objectset.rio.cattle.io/hash":"y"}}}`)
 	}
+	f.Add(`{"metadata":{"ownerReferences":[{"kind":"A","name":"a","uid":"1"}]}}`, `{"metadata":{"ownerReferences":[{"kind":"A","name":"a","uid":"1"},{"kind":"B","name":"b","uid":"2"}]}}`)
 	f.Fuzz(func(t *testing.T, a, b string) {
 		if !rawjson.Valid([]byte(a), maxScanDepth) || !rawjson.Valid([]byte(b), maxScanDepth) {
 			return
@@ -113,6 +114,17 @@ func FuzzDiffRaw(f *testing.F) {
 			got := diffRaw(t, a, b, fuzzSkip, limit)
 			if d := cmp.Diff(want, got, cmp.AllowUnexported(changes{}), cmpopts.EquateEmpty()); d != "" {
 				t.Fatalf("diffDocs(%q, %q) disagrees with diff: -diff, +diffDocs:\n%s", a, b, d)
+			}
+		}
+		if xm, ok := x.(map[string]any); ok {
+			if ym, ok := y.(map[string]any); ok {
+				raw := objects{}
+				if raw.old.read([]byte(a)) && raw.new.read([]byte(b)) {
+					decoded := objects{oldObj: xm, newObj: ym}
+					if d := cmp.Diff(decoded.addedOwners(), raw.addedOwners(), cmpopts.EquateEmpty()); d != "" {
+						t.Fatalf("addedOwners of %q -> %q: the raw reading disagrees with the decoded one: -decoded, +raw:\n%s", a, b, d)
+					}
+				}
 			}
 		}
 		for _, s := range []string{a, b} {

@@ -65,3 +65,13 @@ func (m messages) spoofing(subj, verb string, meta objectMeta) string {
 	return fmt.Sprintf("fleetguard: %s %s Fleet's ownership %s (%s), which only the Fleet agent sets; a hand-made object with them passes for Git-managed, and Fleet may prune or overwrite it. Remove Fleet's keys, or add the object to the Git repository instead%s",
 		subj, verb, strings.Join(meta.ownershipKeys(), " and "), meta.owner(), m.emergency())
 }
+
+// addingOwners refuses an update that gives a managed object new owners.
+func (m messages) addingOwners(subj string, meta objectMeta, added []ownerRef) string {
+	names := make([]string, len(added))
+	for i, o := range added {
+		names[i] = o.String()
+	}
+	return fmt.Sprintf("%s Adding the owner reference %s is refused: the garbage collector would delete the object when that owner is deleted, outside Git. Change it in the Git repository instead%s",
+		m.managedBy(subj, meta), strings.Join(names, ", "), m.emergency())
+}

@@ -77,12 +77,16 @@ func (r *Rule) skipFor(gk schema.GroupKind) []pointer {
 // Handle decides one admission request as if the rule were enforced.
 func (r *Rule) Handle(ctx context.Context, req admission.Request) admission.Response {
 	switch req.SubResource {
-	case "":
 	case "scale":
 		return r.handleScale(ctx, req)
+	case "", "status", "ephemeralcontainers", "resize":
+		// A write through a subresource stores the whole object it
+		// carries, less what the subresource's strategy resets, so it is
+		// judged as an update of that object: a status write may not
+		// strip Fleet's keys, add an owner or change labels any more than
+		// an edit may.
 	default:
-		// Status and other subresources are not the desired state Fleet
-		// deploys; the webhooks never ask for them.
+		// The webhooks ask for no other subresource.
 		return admission.Allowed("")
 	}
 	if who, ok := r.trusted(req.UserInfo); ok {
@@ -132,6 +136,9 @@ func (r *Rule) update(req admission.Request) admission.Response {
 	subj := subject(req.Kind.Kind, req.Namespace, old)
 	if keys := strippedKeys(old, cur); len(keys) > 0 {
 		return admission.Denied(r.msg.stripping(subj, old, keys))
+	}
+	if added := objs.addedOwners(); len(added) > 0 {
+		return admission.Denied(r.msg.addingOwners(subj, old, added))
 	}
 	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
 	if c := objs.diff(r.skipFor(gk), listedPaths); c.total > 0 {

@@ -16,9 +16,10 @@ import (
 )
 
 const (
-	owner     = "(bundle deployment web-app, Helm release default/web-app)"
-	managedBy = "fleetguard: Deployment default/web is managed by Fleet " + owner + "; manual changes diverge from Git and Fleet reverts them."
-	inGit     = " Change it in the Git repository instead; in an emergency repeat the request as a member of steward:break-glass."
+	owner        = "(bundle deployment web-app, Helm release default/web-app)"
+	managedBy    = "fleetguard: Deployment default/web is managed by Fleet " + owner + "; manual changes diverge from Git and Fleet reverts them."
+	podManagedBy = "fleetguard: Pod default/web is managed by Fleet " + owner + "; manual changes diverge from Git and Fleet reverts them."
+	inGit        = " Change it in the Git repository instead; in an emergency repeat the request as a member of steward:break-glass."
 )
 
 func defaultRule() *Rule {
@@ -156,17 +157,59 @@ func TestHandle(t *testing.T) {
 				obj(webDeployment, set(1, "status", "readyReplicas"), set(4, "status", "observedGeneration"))).Build()},
 			want: admission.Allowed("no change to fields Fleet deploys (status, metadata bookkeeping and ignored fields are not guarded)"),
 		},
-		"StatusSubresourceIsAllowed": {
-			reason: "The status subresource is never guarded, should a request for it arrive.",
+		"StatusSubresourceWriteOfStatusIsAllowed": {
+			reason: "A status write that changes only status is observed state, not what Fleet deploys.",
 			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
 				obj(webDeployment, set(1, "status", "readyReplicas"))).SubResource("status").Build()},
+			want: admission.Allowed("no change to fields Fleet deploys (status, metadata bookkeeping and ignored fields are not guarded)"),
+		},
+		"StatusSubresourceStrippingTheLabelIsRefused": {
+			reason: "Most kinds' status strategies store metadata changes, so stripping Fleet's label through /status is judged like an edit.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, del("metadata", "labels", LabelHash))).SubResource("status").Build()},
+			want: admission.Denied(managedBy + " Removing Fleet's ownership label objectset.rio.cattle.io/hash is refused: it would hide the object from Fleet while it still runs as deployed from Git." + inGit),
+		},
+		"StatusSubresourceAddingTheOwnerAnnotationIsRefused": {
+			reason: "An owner-gvk annotation added through /status would take the object out of fleetguard's hands.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, set("v1, Kind=Namespace", "metadata", "annotations", AnnotationOwnerGVK))).SubResource("status").Build()},
+			want: admission.Denied(managedBy + " Changed: /metadata/annotations/objectset.rio.cattle.io~1owner-gvk." + inGit),
+		},
+		"EphemeralContainersAreRefused": {
+			reason: "kubectl debug adds ephemeral containers through their own subresource, a change of the Pod's spec.",
+			args: args{defaultRule(), admissiontest.Update(podsGVR, "Pod", obj(webPod),
+				obj(webPod, set([]any{map[string]any{"name": "debugger", "image": "busybox"}}, "spec", "ephemeralContainers"))).SubResource("ephemeralcontainers").Build()},
+			want: admission.Denied(podManagedBy + " Changed: /spec/ephemeralContainers/0/image, /spec/ephemeralContainers/0/name." + inGit),
+		},
+		"OtherSubresourcesAreNotJudged": {
+			reason: "The webhooks ask for no other subresource; one that arrives anyway is allowed.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, set(9, "spec", "replicas"))).SubResource("rollback").Build()},
 			want: admission.Allowed(""),
 		},
+		"AddingAnOwnerIsRefused": {
+			reason: "The garbage collector deletes an object whose owners are gone, so a new owner reference is a delete deferred to whoever controls the owner.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment), obj(webDeployment,
+				set([]any{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "1"}}, "metadata", "ownerReferences"))).Build()},
+			want: admission.Denied(managedBy + " Adding the owner reference ConfigMap owner is refused: the garbage collector would delete the object when that owner is deleted, outside Git." + inGit),
+		},
+		"AddingAnOwnerThroughStatusIsRefused": {
+			reason: "The same owner reference added through /status is refused too.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment), obj(webDeployment,
+				set([]any{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "1"}}, "metadata", "ownerReferences"))).SubResource("status").Build()},
+			want: admission.Denied(managedBy + " Adding the owner reference ConfigMap owner is refused: the garbage collector would delete the object when that owner is deleted, outside Git." + inGit),
+		},
+		"RemovingAnOwnerIsAllowed": {
+			reason: "Removing an owner reference only keeps the object from being collected.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment",
+				obj(webDeployment, set([]any{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "1"}}, "metadata", "ownerReferences")),
+				obj(webDeployment)).Build()},
+			want: admission.Allowed("no change to fields Fleet deploys (status, metadata bookkeeping and ignored fields are not guarded)"),
+		},
 		"MetadataBookkeepingIsAllowed": {
-			reason: "Finalizers, owner references, managed fields, resource version, generation and kubectl's last-applied annotation are bookkeeping, and clearing a stuck finalizer must work.",
+			reason: "Finalizers, managed fields, resource version, generation and kubectl's last-applied annotation are bookkeeping, and clearing a stuck finalizer must work.",
 			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment), obj(webDeployment,
 				set([]any{"example.com/cleanup"}, "metadata", "finalizers"),
-				set([]any{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "1"}}, "metadata", "ownerReferences"),
 				set([]any{}, "metadata", "managedFields"),
 				set("48214", "metadata", "resourceVersion"), set(4, "metadata", "generation"),
 				set(`{"kind":"Deployment"}`, "metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration"))).Build()},

@@ -26,6 +26,8 @@ var scaledKinds = map[string]schema.GroupVersionKind{
 	"deployments":  {Group: "apps", Version: "v1", Kind: "Deployment"},
 	"statefulsets": {Group: "apps", Version: "v1", Kind: "StatefulSet"},
 	"replicasets":  {Group: "apps", Version: "v1", Kind: "ReplicaSet"},
+	// kubectl scale rc and the HorizontalPodAutoscaler still use it.
+	"replicationcontrollers": {Version: "v1", Kind: "ReplicationController"},
 }
 
 // replicasPointer is the field a scale request changes.
@@ -72,6 +74,10 @@ func (r *Rule) PolicyRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{{
 		APIGroups: []string{"apps"},
 		Resources: []string{"deployments", "statefulsets", "replicasets"},
+		Verbs:     []string{"list", "watch"},
+	}, {
+		APIGroups: []string{""},
+		Resources: []string{"replicationcontrollers"},
 		Verbs:     []string{"list", "watch"},
 	}}
 }

@@ -37,9 +37,20 @@ func (r *Rule) mainWebhook() rule.Webhook {
 	return rule.Webhook{
 		Name: WebhookName,
 		Path: WebhookPath,
-		// "*" covers every resource of every group and version, but no
-		// subresource: status writes never reach Steward.
-		Rules:         []admissionregistrationv1.RuleWithOperations{rule.Resources(ops, []string{"*"}, []string{"*"}, []string{"*"}, admissionregistrationv1.AllScopes)},
+		Rules: []admissionregistrationv1.RuleWithOperations{
+			// "*" covers every resource of every group and version, but no
+			// subresource.
+			rule.Resources(ops, []string{"*"}, []string{"*"}, []string{"*"}, admissionregistrationv1.AllScopes),
+			// Writes through these subresources store the object they carry,
+			// less what the subresource resets: a status write can strip
+			// Fleet's keys or add an owner, ephemeral containers and
+			// in-place resizes change a Pod's spec. The objectSelector still
+			// applies, since their requests carry the whole object, and
+			// matchConditions send status writes only when they change
+			// metadata, so controllers' status updates cost no call.
+			rule.Resources(rule.Operations(admissionregistrationv1.Update), []string{"*"}, []string{"*"}, []string{"*/status"}, admissionregistrationv1.AllScopes),
+			rule.Resources(rule.Operations(admissionregistrationv1.Update), []string{""}, []string{"v1"}, []string{"pods/ephemeralcontainers", "pods/resize"}, admissionregistrationv1.NamespacedScope),
+		},
 		FailurePolicy: admissionregistrationv1.Fail,
 		FailurePolicyReason: "A guard that fails open is a silent bypass: while Steward is unreachable, hand edits of Fleet-managed objects would go through unrecorded. " +
 			"The blast radius is small: the objectSelector only sends objects carrying Fleet's label, and matchConditions keep the Fleet agent, the garbage collector, " +
@@ -52,7 +63,7 @@ func (r *Rule) mainWebhook() rule.Webhook {
 		}},
 		MatchConditions: []admissionregistrationv1.MatchCondition{{
 			Name:       "not-agent-controller-lease-event-or-owned",
-			Expression: allOf(append(r.identityClauses(), excludedResources, excludeAppliedWithOwner)),
+			Expression: allOf(append(r.identityClauses(), excludedResources, excludeAppliedWithOwner, excludeStatusKeepingMetadata)),
 		}},
 	}
 }
@@ -61,10 +72,14 @@ func (r *Rule) scaleWebhook() rule.Webhook {
 	return rule.Webhook{
 		Name: ScaleWebhookName,
 		Path: ScaleWebhookPath,
-		Rules: []admissionregistrationv1.RuleWithOperations{rule.Resources(
-			rule.Operations(admissionregistrationv1.Update),
-			[]string{"apps"}, []string{"*"}, []string{"deployments/scale", "statefulsets/scale", "replicasets/scale"},
-			admissionregistrationv1.NamespacedScope)},
+		Rules: []admissionregistrationv1.RuleWithOperations{
+			rule.Resources(rule.Operations(admissionregistrationv1.Update),
+				[]string{"apps"}, []string{"*"}, []string{"deployments/scale", "statefulsets/scale", "replicasets/scale"},
+				admissionregistrationv1.NamespacedScope),
+			rule.Resources(rule.Operations(admissionregistrationv1.Update),
+				[]string{""}, []string{"v1"}, []string{"replicationcontrollers/scale"},
+				admissionregistrationv1.NamespacedScope),
+		},
 		FailurePolicy: admissionregistrationv1.Ignore,
 		FailurePolicyReason: "A Scale object carries no labels, so no objectSelector can narrow this webhook: it sees every scale request in the cluster, " +
 			"the HorizontalPodAutoscaler's included. Failing closed would let a Steward outage freeze autoscaling of every workload, Fleet-managed or not; " +
@@ -116,6 +131,19 @@ const excludedResources = `!(request.resource.group in ['authentication.k8s.io',
 const excludeAppliedWithOwner = `!(
   (object == null || (has(object.metadata) && has(object.metadata.annotations) && 'objectset.rio.cattle.io/owner-gvk' in object.metadata.annotations)) &&
   (oldObject == null || (has(oldObject.metadata) && has(oldObject.metadata.annotations) && 'objectset.rio.cattle.io/owner-gvk' in oldObject.metadata.annotations)))`
+
+// excludeStatusKeepingMetadata skips status writes that leave the labels,
+// annotations and owner references as they were: all fleetguard judges in
+// a status write, and all that a controller's status update changes.
+var excludeStatusKeepingMetadata = "!(has(request.subResource) && request.subResource == 'status' &&\n  " +
+	strings.Join([]string{sameMetadata("labels"), sameMetadata("annotations"), sameMetadata("ownerReferences")}, " &&\n  ") + ")"
+
+// sameMetadata is true when object and oldObject have the same
+// metadata.<field>, or both lack it.
+func sameMetadata(field string) string {
+	o, old := "object.metadata."+field, "oldObject.metadata."+field
+	return fmt.Sprintf("has(%s) == has(%s) && (!has(%s) || %s == %s)", o, old, o, o, old)
+}
 
 // celList renders strings as a CEL list literal.
 func celList(ss []string) string {

@@ -1,12 +1,14 @@
 package fleetguard
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -41,6 +43,12 @@ func TestSpecRegistration(t *testing.T) {
 		Rules: []admissionregistrationv1.RuleWithOperations{{
 			Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE", "DELETE"},
 			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}, Scope: &all},
+		}, {
+			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/status"}, Scope: &all},
+		}, {
+			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/ephemeralcontainers", "pods/resize"}, Scope: &namespaced},
 		}},
 		FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
 		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "objectset.rio.cattle.io/hash", Operator: metav1.LabelSelectorOpExists}}},
@@ -50,6 +58,9 @@ func TestSpecRegistration(t *testing.T) {
 		Rules: []admissionregistrationv1.RuleWithOperations{{
 			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
 			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"*"}, Resources: []string{"deployments/scale", "statefulsets/scale", "replicasets/scale"}, Scope: &namespaced},
+		}, {
+			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"replicationcontrollers/scale"}, Scope: &namespaced},
 		}},
 		FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 2,
 		Conditions: []string{"not-fleet-agent-or-kubernetes-controller"},
@@ -95,6 +106,16 @@ func TestMatchConditions(t *testing.T) {
 		}
 		return map[string]any{"userInfo": ui, "resource": map[string]any{"group": group, "version": "v1", "resource": resource}}
 	}
+	status := func(req map[string]any) map[string]any {
+		out := maps.Clone(req)
+		out["subResource"] = "status"
+		return out
+	}
+	withMeta := func(key string, v any) map[string]any {
+		md := map[string]any{"name": "web", "labels": map[string]any{LabelHash: "abc"}}
+		md[key] = v
+		return map[string]any{"metadata": md}
+	}
 	jane := request("jane", []string{"system:authenticated"}, "apps", "deployments")
 	cases := map[string]struct {
 		reason    string
@@ -104,25 +125,30 @@ func TestMatchConditions(t *testing.T) {
 		oldObject any
 		want      bool
 	}{
-		"HumanUpdateIsSent":             {reason: "A person editing a labelled object reaches Steward.", request: jane, object: labelled, oldObject: labelled, want: true},
-		"UserWithoutGroupsIsSent":       {reason: "A request without groups does not break the group conditions.", request: request("jane", nil, "apps", "deployments"), object: labelled, want: true},
-		"AgentIsNotSent":                {reason: "The agent's writes never call Steward.", request: request(fleetAgent, []string{"system:serviceaccounts"}, "apps", "deployments"), object: labelled, want: false},
-		"QuotedUserIsNotSent":           {reason: "Configured names are quoted safely.", request: request(`odd"name\`, nil, "apps", "deployments"), object: labelled, want: false},
-		"AgentNamespaceGroupIsNotSent":  {reason: "Service accounts of the agent namespace, which Fleet impersonates, never call Steward.", request: request("system:serviceaccount:cattle-fleet-system:fleet-default", []string{"system:serviceaccounts:cattle-fleet-system"}, "apps", "deployments"), object: labelled, want: false},
-		"GarbageCollectorIsNotSent":     {reason: "Kubernetes' controllers never call Steward, so an outage cannot block them.", request: request(garbageCollectr, nil, "apps", "deployments"), oldObject: labelled, want: false},
-		"NamespaceControllerIsNotSent":  {reason: "Namespace deletion never waits for Steward.", request: request("system:serviceaccount:kube-system:namespace-controller", nil, "", "configmaps"), oldObject: labelled, want: false},
-		"KubeletIsNotSent":              {reason: "Kubelets never call Steward.", request: request("system:node:n1", []string{"system:nodes"}, "", "pods"), oldObject: labelled, want: false},
-		"LeasesAreNotSent":              {reason: "Leases are never intercepted.", request: request("jane", nil, "coordination.k8s.io", "leases"), object: labelled, want: false},
-		"EventsAreNotSent":              {reason: "Events are never intercepted.", request: request("jane", nil, "events.k8s.io", "events"), object: labelled, want: false},
-		"CoreEventsAreNotSent":          {reason: "Core Events are never intercepted.", request: request("jane", nil, "", "events"), object: labelled, want: false},
-		"ReviewsAreNotSent":             {reason: "TokenReviews and SubjectAccessReviews are never intercepted.", request: request("jane", nil, "authorization.k8s.io", "subjectaccessreviews"), object: labelled, want: false},
-		"AppliedWithOwnerIsNotSent":     {reason: "Objects Rancher or Fleet's controller apply with an owner never call Steward.", request: jane, object: withOwner, oldObject: withOwner, want: false},
-		"DeleteAppliedWithOwnerNotSent": {reason: "On DELETE only the old object counts.", request: jane, oldObject: withOwner, want: false},
-		"RemovingOwnerIsSent":           {reason: "An update that drops the owner annotation reaches Steward.", request: jane, object: labelled, oldObject: withOwner, want: true},
-		"AddingOwnerIsSent":             {reason: "An update that adds the owner annotation to a bundle's object reaches Steward.", request: jane, object: withOwner, oldObject: labelled, want: true},
-		"HumanScaleIsSent":              {reason: "The scale webhook sends people's scale requests.", webhook: 1, request: jane, object: map[string]any{"metadata": map[string]any{}}, want: true},
-		"HPAScaleIsSent":                {reason: "The HorizontalPodAutoscaler is guarded like anyone on the scale path.", webhook: 1, request: request(hpaController, []string{"system:serviceaccounts"}, "apps", "deployments"), want: true},
-		"AgentScaleIsNotSent":           {reason: "The agent's scale requests never call Steward.", webhook: 1, request: request(fleetAgent, nil, "apps", "deployments"), want: false},
+		"HumanUpdateIsSent":              {reason: "A person editing a labelled object reaches Steward.", request: jane, object: labelled, oldObject: labelled, want: true},
+		"UserWithoutGroupsIsSent":        {reason: "A request without groups does not break the group conditions.", request: request("jane", nil, "apps", "deployments"), object: labelled, want: true},
+		"AgentIsNotSent":                 {reason: "The agent's writes never call Steward.", request: request(fleetAgent, []string{"system:serviceaccounts"}, "apps", "deployments"), object: labelled, want: false},
+		"QuotedUserIsNotSent":            {reason: "Configured names are quoted safely.", request: request(`odd"name\`, nil, "apps", "deployments"), object: labelled, want: false},
+		"AgentNamespaceGroupIsNotSent":   {reason: "Service accounts of the agent namespace, which Fleet impersonates, never call Steward.", request: request("system:serviceaccount:cattle-fleet-system:fleet-default", []string{"system:serviceaccounts:cattle-fleet-system"}, "apps", "deployments"), object: labelled, want: false},
+		"GarbageCollectorIsNotSent":      {reason: "Kubernetes' controllers never call Steward, so an outage cannot block them.", request: request(garbageCollectr, nil, "apps", "deployments"), oldObject: labelled, want: false},
+		"NamespaceControllerIsNotSent":   {reason: "Namespace deletion never waits for Steward.", request: request("system:serviceaccount:kube-system:namespace-controller", nil, "", "configmaps"), oldObject: labelled, want: false},
+		"KubeletIsNotSent":               {reason: "Kubelets never call Steward.", request: request("system:node:n1", []string{"system:nodes"}, "", "pods"), oldObject: labelled, want: false},
+		"LeasesAreNotSent":               {reason: "Leases are never intercepted.", request: request("jane", nil, "coordination.k8s.io", "leases"), object: labelled, want: false},
+		"EventsAreNotSent":               {reason: "Events are never intercepted.", request: request("jane", nil, "events.k8s.io", "events"), object: labelled, want: false},
+		"CoreEventsAreNotSent":           {reason: "Core Events are never intercepted.", request: request("jane", nil, "", "events"), object: labelled, want: false},
+		"ReviewsAreNotSent":              {reason: "TokenReviews and SubjectAccessReviews are never intercepted.", request: request("jane", nil, "authorization.k8s.io", "subjectaccessreviews"), object: labelled, want: false},
+		"AppliedWithOwnerIsNotSent":      {reason: "Objects Rancher or Fleet's controller apply with an owner never call Steward.", request: jane, object: withOwner, oldObject: withOwner, want: false},
+		"DeleteAppliedWithOwnerNotSent":  {reason: "On DELETE only the old object counts.", request: jane, oldObject: withOwner, want: false},
+		"RemovingOwnerIsSent":            {reason: "An update that drops the owner annotation reaches Steward.", request: jane, object: labelled, oldObject: withOwner, want: true},
+		"AddingOwnerIsSent":              {reason: "An update that adds the owner annotation to a bundle's object reaches Steward.", request: jane, object: withOwner, oldObject: labelled, want: true},
+		"StatusKeepingMetadataIsNotSent": {reason: "A status write that leaves labels, annotations and owners alone never calls Steward.", request: status(jane), object: labelled, oldObject: labelled, want: false},
+		"StatusChangingALabelIsSent":     {reason: "A status write that changes a label reaches Steward.", request: status(jane), object: withMeta("labels", map[string]any{}), oldObject: labelled, want: true},
+		"StatusAddingAnnotationsIsSent":  {reason: "A status write that adds annotations reaches Steward.", request: status(jane), object: withOwner, oldObject: labelled, want: true},
+		"StatusAddingAnOwnerIsSent":      {reason: "A status write that adds an owner reference reaches Steward.", request: status(jane), object: withMeta("ownerReferences", []any{map[string]any{"uid": "1"}}), oldObject: labelled, want: true},
+		"StatusByTheAgentIsNotSent":      {reason: "The agent's status writes never call Steward.", request: status(request(fleetAgent, nil, "apps", "deployments")), object: withMeta("labels", map[string]any{}), oldObject: labelled, want: false},
+		"HumanScaleIsSent":               {reason: "The scale webhook sends people's scale requests.", webhook: 1, request: jane, object: map[string]any{"metadata": map[string]any{}}, want: true},
+		"HPAScaleIsSent":                 {reason: "The HorizontalPodAutoscaler is guarded like anyone on the scale path.", webhook: 1, request: request(hpaController, []string{"system:serviceaccounts"}, "apps", "deployments"), want: true},
+		"AgentScaleIsNotSent":            {reason: "The agent's scale requests never call Steward.", webhook: 1, request: request(fleetAgent, nil, "apps", "deployments"), want: false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -152,8 +178,12 @@ func TestMatchConditions(t *testing.T) {
 
 func TestPolicyRules(t *testing.T) {
 	got := New(Config{}, "").PolicyRules()
-	if len(got) != 1 || !cmp.Equal(got[0].Verbs, []string{"list", "watch"}) {
-		t.Errorf("PolicyRules() = %v, want list and watch (the cache's verbs) on the scalable workloads, nothing more", got)
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"list", "watch"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("PolicyRules(): want list and watch (the cache's verbs) on the scalable workloads, nothing more; -want, +got:\n%s", diff)
 	}
 }
 
