@@ -3,6 +3,7 @@ package installplanguard
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -41,6 +42,11 @@ type ownerRef struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Name       string `json:"name"`
+	UID        string `json:"uid"`
+}
+
+func (o ownerRef) subscription() bool {
+	return o.Kind == "Subscription" && strings.HasPrefix(o.APIVersion, group+"/") && o.Name != ""
 }
 
 // subscriptions names the Subscriptions that own the plan. OLM resolves the
@@ -48,7 +54,21 @@ type ownerRef struct {
 func (p *installPlan) subscriptions() []string {
 	var names []string
 	for _, o := range p.Metadata.OwnerReferences {
-		if o.Kind == "Subscription" && strings.HasPrefix(o.APIVersion, group+"/") && o.Name != "" {
+		if o.subscription() {
+			names = append(names, o.Name)
+		}
+	}
+	return names
+}
+
+// droppedOwners names the owning Subscriptions whose references old has
+// and plan no longer has exactly: a reference whose uid changed points at
+// no object, and the garbage collector deletes a plan whose owners are
+// all gone.
+func droppedOwners(old, plan *installPlan) []string {
+	var names []string
+	for _, o := range old.Metadata.OwnerReferences {
+		if o.subscription() && !slices.Contains(plan.Metadata.OwnerReferences, o) {
 			names = append(names, o.Name)
 		}
 	}

@@ -57,7 +57,7 @@ func (r *Rule) Handle(_ context.Context, req admission.Request) admission.Respon
 	switch {
 	case req.Kind.Kind == "InstallPlan" && req.Operation == admissionv1.Delete:
 		return r.deletePlan(req)
-	case req.Kind.Kind == "InstallPlan" && req.Operation == admissionv1.Update && req.SubResource == "":
+	case req.Kind.Kind == "InstallPlan" && req.Operation == admissionv1.Update && (req.SubResource == "" || req.SubResource == "status"):
 		return r.updatePlan(req)
 	case req.Kind.Kind == "Subscription" && req.Operation == admissionv1.Update && req.SubResource == "":
 		return r.updateSubscription(req)
@@ -77,18 +77,37 @@ func (r *Rule) deletePlan(req admission.Request) admission.Response {
 	return admission.Denied(deleteMessage(plan, subs))
 }
 
+// updatePlan refuses the writes that would turn an in-flight plan into one
+// this rule no longer protects, so that a refused delete cannot be reached
+// in two steps: dropping the owning Subscription or moving status.phase
+// (only OLM moves a plan through its phases). While the plan is
+// Installing, it also refuses withdrawing the approval or changing the
+// CSVs it installs.
 func (r *Rule) updatePlan(req admission.Request) admission.Response {
 	old, err := decodeInstallPlan(req.OldObject.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	subs := old.subscriptions()
-	if len(subs) == 0 || old.Status.Phase != phaseInstalling {
+	if len(subs) == 0 || !slices.Contains(inFlight, old.Status.Phase) {
 		return admission.Allowed("")
 	}
 	plan, err := decodeInstallPlan(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
+	}
+	var unprotecting []string
+	if plan.Status.Phase != old.Status.Phase {
+		unprotecting = append(unprotecting, "status.phase from "+old.Status.Phase+" to "+quotedOrUnset(plan.Status.Phase))
+	}
+	if dropped := droppedOwners(old, plan); len(dropped) > 0 {
+		unprotecting = append(unprotecting, "removing the owner reference to "+owners(old.Metadata.Namespace, dropped))
+	}
+	if len(unprotecting) > 0 {
+		return admission.Denied(unprotectMessage(old, subs, unprotecting))
+	}
+	if old.Status.Phase != phaseInstalling {
+		return admission.Allowed("")
 	}
 	var refused []string
 	if old.Spec.Approved && !plan.Spec.Approved {

@@ -110,6 +110,12 @@ func (f fakePhases) Phase(ns, name string) (string, bool) {
 
 const deleteInstalling = "installplanguard: InstallPlan operators/install-abcde is Installing and owned by Subscription operators/etcd; deleting it while OLM is still working on it leaves the Subscription InstallPlanMissing or stuck. Refused: delete. Instead, wait until it is Complete or Failed, or delete Subscription operators/etcd to cancel the install (the garbage collector then removes the plan)."
 
+// withStatus sets one status field of obj.
+func withStatus(obj map[string]any, key string, v any) map[string]any {
+	obj["status"].(map[string]any)[key] = v
+	return obj
+}
+
 func TestHandle(t *testing.T) {
 	installing := planOpts{phase: "Installing", approved: true, csvs: []any{"etcdoperator.v0.9.4"}, owners: ownedBy("etcd")}
 	unapproved := installing
@@ -235,9 +241,32 @@ func TestHandle(t *testing.T) {
 			req:    admissiontest.Update(planGVR, "InstallPlan", plan(installing), plan(unapproved)).User(olmUser).Build(),
 			want:   allowed,
 		},
-		"StatusUpdateIsAllowed": {
-			reason: "the status subresource is OLM's; the rule does not judge it",
-			req:    admissiontest.Update(planGVR, "InstallPlan", plan(installing), plan(unapproved)).SubResource("status").Build(),
+		"StatusWriteKeepingThePhaseIsAllowed": {
+			reason: "a status write that leaves the phase alone does not change what makes the plan in flight",
+			req:    admissiontest.Update(planGVR, "InstallPlan", plan(installing), withStatus(plan(installing), "message", "retrying")).SubResource("status").Build(),
+			want:   allowed,
+		},
+		"PhaseRewriteThroughStatusIsDenied": {
+			reason: "only OLM moves a plan through its phases; a user who marks it Complete could then delete it",
+			req:    admissiontest.Update(planGVR, "InstallPlan", plan(installing), withStatus(plan(installing), "phase", "Complete")).SubResource("status").Build(),
+			want: denied("installplanguard: InstallPlan operators/install-abcde is Installing and owned by Subscription operators/etcd; only OLM moves a plan through its phases, and a plan cut loose from its Subscription leaves the Subscription InstallPlanMissing or stuck. " +
+				"Refused: status.phase from Installing to Complete. Instead, wait until it is Complete or Failed, or delete Subscription operators/etcd to cancel the install (the garbage collector then removes the plan)."),
+		},
+		"DroppingTheOwnerOfAPlanAwaitingApprovalIsDenied": {
+			reason: "a plan without its Subscription is no longer protected, so removing the owner is the first step of a delete",
+			req:    admissiontest.Update(planGVR, "InstallPlan", plan(requiresApproval), plan(planOpts{phase: "RequiresApproval", csvs: []any{"etcdoperator.v0.9.4"}})).Build(),
+			want: denied("installplanguard: InstallPlan operators/install-abcde is RequiresApproval and owned by Subscription operators/etcd; only OLM moves a plan through its phases, and a plan cut loose from its Subscription leaves the Subscription InstallPlanMissing or stuck. " +
+				"Refused: removing the owner reference to Subscription operators/etcd. Instead, approve it (kubectl -n operators patch installplan install-abcde --type merge -p '{\"spec\":{\"approved\":true}}'), or delete Subscription operators/etcd to cancel the install (the garbage collector then removes the plan)."),
+		},
+		"RepointingTheOwnerIsDenied": {
+			reason: "an owner reference whose uid changed points at no Subscription; the garbage collector would delete the plan",
+			req:    admissiontest.Update(planGVR, "InstallPlan", plan(installing), plan(planOpts{phase: "Installing", approved: true, csvs: []any{"etcdoperator.v0.9.4"}, owners: []any{map[string]any{"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription", "name": "etcd", "uid": "other"}}})).Build(),
+			want: denied("installplanguard: InstallPlan operators/install-abcde is Installing and owned by Subscription operators/etcd; only OLM moves a plan through its phases, and a plan cut loose from its Subscription leaves the Subscription InstallPlanMissing or stuck. " +
+				"Refused: removing the owner reference to Subscription operators/etcd. Instead, wait until it is Complete or Failed, or delete Subscription operators/etcd to cancel the install (the garbage collector then removes the plan)."),
+		},
+		"AddingAnotherOwnerIsAllowed": {
+			reason: "the plan keeps its Subscription, so it stays protected",
+			req:    admissiontest.Update(planGVR, "InstallPlan", plan(installing), plan(planOpts{phase: "Installing", approved: true, csvs: []any{"etcdoperator.v0.9.4"}, owners: ownedBy("etcd", "etcd-2")})).Build(),
 			want:   allowed,
 		},
 		"ApprovalChangeWhilePlanInstallingWarns": {

@@ -25,9 +25,10 @@ func (r *Rule) Spec() rule.Spec {
 			{
 				Name: Name + ".steward.dev",
 				Path: "/validate/" + Name,
+				// installplans/status too: a status write can move the phase.
 				Rules: []admissionregistrationv1.RuleWithOperations{rule.Resources(
 					rule.Operations(admissionregistrationv1.Delete, admissionregistrationv1.Update),
-					[]string{group}, []string{"v1alpha1"}, []string{"installplans"}, admissionregistrationv1.NamespacedScope)},
+					[]string{group}, []string{"v1alpha1"}, []string{"installplans", "installplans/status"}, admissionregistrationv1.NamespacedScope)},
 				FailurePolicy:       admissionregistrationv1.Fail,
 				FailurePolicyReason: "A deleted in-flight InstallPlan cannot be brought back. Only people's deletes and edits of in-flight plans reach Steward (OLM, the garbage collector and the namespace controller are excluded by matchConditions), so an unavailable Steward delays those and nothing else.",
 				TimeoutSeconds:      3,
@@ -63,18 +64,42 @@ func (r *Rule) Spec() rule.Spec {
 // condition makes the API server apply the failure policy.
 var (
 	planInFlight = "has(oldObject.metadata.ownerReferences) && " +
-		"oldObject.metadata.ownerReferences.exists(o, o.kind == 'Subscription' && o.apiVersion.startsWith('" + group + "/')) && " +
-		"has(oldObject.status) && has(oldObject.status.phase) && " +
-		"(request.operation == 'DELETE' ? oldObject.status.phase in " + celList(inFlight) + " : oldObject.status.phase == '" + phaseInstalling + "')"
+		"oldObject.metadata.ownerReferences.exists(o, " + isSubscription("o") + ") && " +
+		"has(oldObject.status) && has(oldObject.status.phase) && oldObject.status.phase in " + celList(inFlight)
 
+	// deleteOrRefusedChange mirrors updatePlan: a delete; a write that
+	// moves the phase or drops an owning Subscription (the two things that
+	// make a plan in flight); or, while Installing, withdrawing the
+	// approval or changing the CSVs.
 	deleteOrRefusedChange = "request.operation == 'DELETE' || " +
-		"(" + approved("oldObject") + " && !" + approved("object") + ") || " +
-		csvNames("oldObject") + " != " + csvNames("object")
+		phase("object") + " != oldObject.status.phase || " +
+		"!oldObject.metadata.ownerReferences.all(o, !(" + isSubscription("o") + ") || " +
+		"(has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(n, " + sameOwner("n", "o") + "))) || " +
+		"(oldObject.status.phase == '" + phaseInstalling + "' && ((" + approved("oldObject") + " && !" + approved("object") + ") || " +
+		csvNames("oldObject") + " != " + csvNames("object") + "))"
 
 	approvalChanged = approval("object") + " != " + approval("oldObject")
 
 	hasInstallPlan = "has(oldObject.status) && (has(oldObject.status.installPlanRef) || has(oldObject.status.installplan))"
 )
+
+func isSubscription(ref string) string {
+	return ref + ".kind == 'Subscription' && has(" + ref + ".apiVersion) && " + ref + ".apiVersion.startsWith('" + group + "/') && has(" + ref + ".name) && " + ref + ".name != ''"
+}
+
+// sameOwner compares the fields of two owner references that droppedOwners
+// compares.
+func sameOwner(a, b string) string {
+	var parts []string
+	for _, f := range []string{"apiVersion", "kind", "name", "uid"} {
+		parts = append(parts, "(has("+a+"."+f+") ? "+a+"."+f+" : '') == (has("+b+"."+f+") ? "+b+"."+f+" : '')")
+	}
+	return strings.Join(parts, " && ")
+}
+
+func phase(obj string) string {
+	return "(has(" + obj + ".status) && has(" + obj + ".status.phase) ? " + obj + ".status.phase : '')"
+}
 
 func approved(obj string) string {
 	return "(has(" + obj + ".spec) && has(" + obj + ".spec.approved) && " + obj + ".spec.approved == true)"
