@@ -57,10 +57,16 @@ func ipgCreatePlan(ctx context.Context, t *testing.T, name, phase string, approv
 	ipgSetStatus(ctx, t, plan, map[string]any{"phase": phase})
 }
 
+// ipgSetStatus writes status as OLM's service account: only OLM moves a
+// plan through its phases.
 func ipgSetStatus(ctx context.Context, t *testing.T, obj *unstructured.Unstructured, status map[string]any) {
 	t.Helper()
+	olm, err := env.As(olmOperator)
+	if err != nil {
+		t.Fatal(err)
+	}
 	patch, _ := json.Marshal(map[string]any{"status": status})
-	if err := env.Client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	if err := olm.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatalf("writing the status of %s %s: %v", obj.GetKind(), obj.GetName(), err)
 	}
 }
