@@ -73,3 +73,36 @@ func applyMemoryLimit(limit int64, gomemlimit string, log logr.Logger) {
 	debug.SetMemoryLimit(soft)
 	log.Info("soft memory limit set", "memoryLimit", limit, "softLimit", soft)
 }
+
+// The memory request bodies in flight may hold (rule.InflightLimit). By
+// default it is requestMemoryShare of the container's limit: with the
+// shipped 256Mi, 96 MiB for bodies besides the caches and the runtime, so
+// that a flood of maximum-size reviews is refused before it costs Steward
+// its pod. Without a container limit it is defaultRequestMemory.
+const requestMemoryShare = 0.375
+
+var (
+	defaultRequestMemory = resource.MustParse("96Mi")
+	// minRequestMemory lets two thirds of the budget hold one maximum-size
+	// review: less would refuse every large object's review.
+	minRequestMemory = resource.MustParse("32Mi")
+)
+
+// parseRequestMemory reads --request-memory; empty derives it from the
+// container's memory limit (bytes, 0 when unknown).
+func parseRequestMemory(s string, memoryLimit int64) (int64, error) {
+	if s == "" {
+		if memoryLimit > 0 {
+			return max(int64(float64(memoryLimit)*requestMemoryShare), minRequestMemory.Value()), nil
+		}
+		return defaultRequestMemory.Value(), nil
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a quantity of bytes such as 96Mi", s)
+	}
+	if q.Cmp(minRequestMemory) < 0 {
+		return 0, fmt.Errorf("%s is below %s, the least that holds one maximum-size review", s, minRequestMemory.String())
+	}
+	return q.Value(), nil
+}

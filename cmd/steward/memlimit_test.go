@@ -68,3 +68,34 @@ func TestApplyMemoryLimitSetsTheRuntimesLimit(t *testing.T) {
 		t.Errorf("with GOMEMLIMIT set Steward changed the runtime's soft limit to %d", got)
 	}
 }
+
+func TestParseRequestMemory(t *testing.T) {
+	tests := map[string]struct {
+		in          string
+		memoryLimit int64
+		want        int64
+		wantErr     string
+	}{
+		"FromTheShippedLimit":     {memoryLimit: 256 << 20, want: 96 << 20},
+		"NeverBelowTheMinimum":    {memoryLimit: 64 << 20, want: 32 << 20},
+		"WithoutAContainerLimit":  {want: 96 << 20},
+		"Set":                     {in: "200Mi", memoryLimit: 256 << 20, want: 200 << 20},
+		"NotAQuantity":            {in: "plenty", wantErr: `"plenty" is not a quantity`},
+		"BelowOneMaximumReview":   {in: "16Mi", wantErr: "16Mi is below 32Mi"},
+		"NegativeIsBelowTheFloor": {in: "-1", wantErr: "-1 is below 32Mi"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := parseRequestMemory(tc.in, tc.memoryLimit)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("parseRequestMemory(%q) = %d, %v; want an error containing %q", tc.in, got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("parseRequestMemory(%q, %d) = %d, %v; want %d", tc.in, tc.memoryLimit, got, err, tc.want)
+			}
+		})
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -107,14 +108,20 @@ func serve(opts serveOptions, cfg webhooks.Config, log logr.Logger) error {
 			return err
 		}
 	}
-	if err := registerRules(mgr, cfg, rules, log); err != nil {
+	memoryLimit, _ := parseMemoryLimit(opts.memoryLimit) // validated with the flags
+	requestMemory, _ := parseRequestMemory(opts.requestMemory, memoryLimit)
+	limit := rule.NewInflightLimit(requestMemory, log.WithName("webhook"))
+	if err := ctrlmetrics.Registry.Register(limit); err != nil {
+		return fmt.Errorf("registering the request memory metrics: %w", err)
+	}
+	if err := registerRules(mgr, cfg, rules, limit, log); err != nil {
 		return err
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go shutdownOnSignal(log, opts.shutdownDelay, &stopping, cancel)
-	log.Info("starting steward", "namespace", opts.certs.Namespace, "port", opts.port, "certMode", opts.certMode)
+	log.Info("starting steward", "namespace", opts.certs.Namespace, "port", opts.port, "certMode", opts.certMode, "requestMemory", requestMemory)
 	return mgr.Start(ctx)
 }
 
@@ -132,7 +139,7 @@ func cacheScopes(rules []webhooks.Configured) map[client.Object]cache.ByObject {
 // registerRules sets up every configured rule and serves each of its webhooks
 // at the path its Spec names: the same list renders the webhook configurations.
 // Decisions are logged as "decision", unreadable requests as "webhook".
-func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Configured, log logr.Logger) error {
+func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Configured, limit *rule.InflightLimit, log logr.Logger) error {
 	server := mgr.GetWebhookServer()
 	for _, c := range rules {
 		spec := c.Rule.Spec()
@@ -150,7 +157,7 @@ func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Co
 		}
 		for _, wh := range spec.Webhooks {
 			hook := rule.Serve(rule.Wrap(c.Rule, wh, opts), log.WithName("webhook"))
-			server.Register(wh.Path, withBodyDeadline(hook, bodyReadTimeout))
+			server.Register(wh.Path, limit.Wrap(withBodyDeadline(hook, bodyReadTimeout)))
 		}
 	}
 	return nil

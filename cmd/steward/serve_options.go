@@ -36,6 +36,7 @@ type serveOptions struct {
 	probeAddr       string
 	pprofAddr       string
 	memoryLimit     string // the container's memory limit; see memlimit.go
+	requestMemory   string // the memory request bodies in flight may hold; see memlimit.go
 	logLevel        string
 	enableHTTP2     bool
 	shutdownDelay   time.Duration
@@ -58,6 +59,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address of the pprof endpoint; off when empty")
 	fs.StringVar(&o.memoryLimit, "memory-limit", os.Getenv("MEMORY_LIMIT"), "the container's memory limit (a quantity such as 256Mi, or bytes; $MEMORY_LIMIT by default); Steward sets Go's soft memory limit to 90% of it unless GOMEMLIMIT is set")
+	fs.StringVar(&o.requestMemory, "request-memory", "", "memory the webhook requests being read and decided may hold, counted as 3x their bodies (a third of it kept for reviews up to 256Ki); a request that does not fit is answered 429 at once; 3/8 of --memory-limit by default, or 96Mi")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, error, or a verbosity number (1 logs every allowed request)")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "serve HTTP/2; off by default because of HTTP/2 rapid reset (CVE-2023-44487)")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving (reporting unready) this long so endpoints stop routing here")
@@ -99,8 +101,10 @@ func (o serveOptions) validate() error {
 			errs = append(errs, fmt.Errorf("%s: %w", flagName, err))
 		}
 	}
-	if _, err := parseMemoryLimit(o.memoryLimit); err != nil {
+	if limit, err := parseMemoryLimit(o.memoryLimit); err != nil {
 		errs = append(errs, fmt.Errorf("--memory-limit: %w", err))
+	} else if _, err := parseRequestMemory(o.requestMemory, limit); err != nil {
+		errs = append(errs, fmt.Errorf("--request-memory: %w", err))
 	}
 	if o.shutdownDelay < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-delay: %s is negative", o.shutdownDelay))

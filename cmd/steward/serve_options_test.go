@@ -18,6 +18,7 @@ func TestServeFlagsRefuseInvalidValuesNamingTheFlag(t *testing.T) {
 		"BadMetricsAddr":   {reason: "addresses need host:port", args: []string{"--metrics-bind-address=8080"}, wantErr: "--metrics-bind-address:"},
 		"MissingClientCA":  {reason: "a client CA file that does not exist is refused at start-up", args: []string{"--client-ca-file=/does/not/exist"}, wantErr: "--client-ca-file:"},
 		"BadMemoryLimit":   {reason: "a memory limit is a quantity of bytes", args: []string{"--memory-limit=lots"}, wantErr: "--memory-limit:"},
+		"BadRequestMemory": {reason: "the request budget must hold one maximum-size review", args: []string{"--request-memory=1Mi"}, wantErr: "--request-memory: 1Mi is below 32Mi"},
 		"NegativeDelay":    {reason: "a shutdown delay cannot be negative", args: []string{"--shutdown-delay=-1s"}, wantErr: "--shutdown-delay:"},
 		"StrayArgument":    {reason: "positional arguments are a mistake", args: []string{"extra"}, wantErr: "unexpected arguments"},
 		"UnknownFlagFails": {reason: "unknown flags are errors", args: []string{"--prot=1"}, wantErr: "flag provided but not defined: -prot"},

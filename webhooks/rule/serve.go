@@ -90,6 +90,11 @@ func readReview(r *http.Request, buf *bytes.Buffer) (admissionv1.AdmissionReview
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !strings.HasPrefix(ct, "application/json;") {
 		return review, http.StatusBadRequest, fmt.Errorf("contentType=%s, expected application/json", ct)
 	}
+	if r.ContentLength > 0 && r.ContentLength <= MaxReviewBytes {
+		// Room for the whole body at once: growing step by step would
+		// leave a large body's buffer up to twice its size.
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
 	if _, err := buf.ReadFrom(io.LimitReader(r.Body, MaxReviewBytes+1)); err != nil {
 		return review, http.StatusBadRequest, fmt.Errorf("reading the request body: %w", err)
 	}
