@@ -118,7 +118,7 @@ func run(ctx context.Context, opts options, root string) (*results, error) {
 			}
 		}
 	}
-	if m, err := readMemory(b.c.steward().PID()); err == nil {
+	if m, err := harness.ProcessMemory(b.c.steward().PID()); err == nil {
 		b.res.Memory.PeakBeforeBurst = m.Peak
 	}
 	if opts.runs("burst") {
@@ -126,7 +126,7 @@ func run(ctx context.Context, opts options, root string) (*results, error) {
 			return nil, err
 		}
 	}
-	if m, err := readMemory(b.c.steward().PID()); err == nil {
+	if m, err := harness.ProcessMemory(b.c.steward().PID()); err == nil {
 		b.res.Memory.PeakSmall = m.Peak
 	}
 
@@ -163,7 +163,7 @@ func run(ctx context.Context, opts options, root string) (*results, error) {
 				}
 			}
 		}
-		if m, err := readMemory(b.c.steward().PID()); err == nil {
+		if m, err := harness.ProcessMemory(b.c.steward().PID()); err == nil {
 			b.res.Memory.PeakLarge = m.Peak
 		}
 		if opts.profile {
@@ -293,7 +293,7 @@ func (b *bench) measure(ctx context.Context, w *workload, cfg configID, writers 
 	}
 	p.fill(before, after)
 	p.setLatencies()
-	if m, err := readMemory(b.c.steward().PID()); err == nil {
+	if m, err := harness.ProcessMemory(b.c.steward().PID()); err == nil {
 		p.StewardRSS = m.RSS
 	}
 	logf("%-30s (%s) %3d writers: %7.0f writes/s  p50 %6.2fms  p99 %7.2fms  denied %d  errors %d  steward calls %.0f  other load %.2f cores",
@@ -318,7 +318,7 @@ func (b *bench) record(w *workload, p *point) {
 
 // stewardMemory reads Steward's resident memory and live heap.
 func (b *bench) stewardMemory() (rss, heap int64) {
-	if m, err := readMemory(b.c.steward().PID()); err == nil {
+	if m, err := harness.ProcessMemory(b.c.steward().PID()); err == nil {
 		rss = m.RSS
 	} else {
 		b.warnf("reading steward's memory: %v", err)

@@ -62,7 +62,7 @@ func TestCPUTimeOfThisProcessGrows(t *testing.T) {
 	if after <= before {
 		t.Errorf("CPU time did not grow while spinning: %s then %s", before, after)
 	}
-	if m, err := readMemory(os.Getpid()); err != nil || m.RSS <= 0 || m.Peak < m.RSS {
+	if m, err := harness.ProcessMemory(os.Getpid()); err != nil || m.RSS <= 0 || m.Peak < m.RSS {
 		t.Errorf("readMemory = %+v, %v; want RSS > 0 and peak >= RSS", m, err)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -39,47 +38,6 @@ func cpuTime(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("/proc/%d/stat: bad utime/stime %q %q", pid, fields[11], fields[12])
 	}
 	return time.Duration(utime+stime) * time.Second / clockTicks, nil
-}
-
-// memory is a process's resident memory from /proc/<pid>/status.
-type memory struct {
-	// RSS is the current resident set size (VmRSS).
-	RSS int64
-	// Peak is the highest resident set size since the process started
-	// (VmHWM).
-	Peak int64
-}
-
-// readMemory reads VmRSS and VmHWM.
-func readMemory(pid int) (memory, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return memory{}, err
-	}
-	defer f.Close()
-	var m memory
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		key, value, ok := strings.Cut(s.Text(), ":")
-		if !ok {
-			continue
-		}
-		var dst *int64
-		switch key {
-		case "VmRSS":
-			dst = &m.RSS
-		case "VmHWM":
-			dst = &m.Peak
-		default:
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
-		if err != nil {
-			return memory{}, fmt.Errorf("/proc/%d/status %s: %w", pid, key, err)
-		}
-		*dst = kb * 1024
-	}
-	return m, s.Err()
 }
 
 // machineCPU returns the busy and total CPU time of the whole machine, all
