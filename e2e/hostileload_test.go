@@ -26,11 +26,11 @@ func TestHostileLoadStaysWithinTheMemoryLimit(t *testing.T) {
 	if n := len(harness.MaxSizeReview(7*1024*1024 - 4096)); n > maxRequestBody || n < maxRequestBody-64*1024 {
 		t.Fatalf("the flood's review is %d bytes; want just under the %d-byte limit", n, maxRequestBody)
 	}
-	res, err := env.RunHostileLoad(ctx, 100, 3, 250*time.Millisecond)
+	res, err := env.RunHostileLoad(ctx, 100, 50, 5*time.Second, 250*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("100 clients: %d reviews sent, answers %v, %d without an answer; peak RSS %.1f MiB (limit %.0f MiB); ordinary writes %d answered, %d failed, slowest %s",
+	t.Logf("100 clients for 5 s: %d reviews sent, answers %v, %d without an answer; peak RSS %.1f MiB (limit %.0f MiB); ordinary writes %d answered, %d failed, slowest %s",
 		res.Flood.Sent, res.Flood.Statuses, res.Flood.Errors, float64(res.Peak)/(1<<20), float64(limit)/(1<<20), res.Answered, res.Failed, res.Slowest)
 	if res.Peak > limit {
 		t.Errorf("Steward's resident memory peaked at %.1f MiB, over the %.0f MiB limit the manifests set", float64(res.Peak)/(1<<20), float64(limit)/(1<<20))

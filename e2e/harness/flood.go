@@ -54,10 +54,12 @@ type FloodResult struct {
 }
 
 // Flood is an unauthenticated client's worst: clients connections each
-// post body to url, one after another, until each has sent perClient
-// bodies or ctx ends. caPEM verifies the server (an attacker would not
+// post body to url, one after another, for d or until each has sent
+// perClient bodies. caPEM verifies the server (an attacker would not
 // bother; it changes nothing the server does).
-func Flood(ctx context.Context, url string, caPEM, body []byte, clients, perClient int) FloodResult {
+func Flood(ctx context.Context, url string, caPEM, body []byte, clients, perClient int, d time.Duration) FloodResult {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
 	transport := &http.Transport{
@@ -78,6 +80,9 @@ func Flood(ctx context.Context, url string, caPEM, body []byte, clients, perClie
 					return
 				}
 				status := post(ctx, client, url, body)
+				if ctx.Err() != nil {
+					return // cut off by the end of the flood, not answered
+				}
 				mu.Lock()
 				res.Sent++
 				if status == 0 {

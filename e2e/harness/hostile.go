@@ -39,11 +39,11 @@ const (
 )
 
 // RunHostileLoad floods Steward's fleetguard path from clients connections,
-// each sending perClient reviews of about MaxReviewBytes, while the user
+// each sending reviews of 7 MiB for d (at most perClient each), while the user
 // "jane" tries every interval to create a ConfigMap carrying Fleet's keys
 // through the API server: an ordinary request that Steward must keep
 // answering (with its denial) within the webhook's timeout.
-func (e *Env) RunHostileLoad(ctx context.Context, clients, perClient int, interval time.Duration) (HostileLoad, error) {
+func (e *Env) RunHostileLoad(ctx context.Context, clients, perClient int, d, interval time.Duration) (HostileLoad, error) {
 	res := HostileLoad{Clients: clients}
 	s := e.Steward
 	if s == nil {
@@ -92,7 +92,7 @@ func (e *Env) RunHostileLoad(ctx context.Context, clients, perClient int, interv
 			}
 		}
 	})
-	res.Flood = Flood(ctx, s.URL("/validate/fleetguard"), s.CABundle(), body, clients, perClient)
+	res.Flood = Flood(ctx, s.URL("/validate/fleetguard"), s.CABundle(), body, clients, perClient, d)
 	stop()
 	wg.Wait()
 	if len(latencies) > 0 {

@@ -45,6 +45,17 @@ func realMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "load: %v\n", err)
 		return 1
 	}
+	if opts.hostile {
+		out := ""
+		if opts.hostileOut != "" {
+			out = inRoot(root, opts.hostileOut)
+		}
+		if err := runHostile(context.Background(), opts.rounds, opts.hostileDuration, out); err != nil {
+			fmt.Fprintf(os.Stderr, "load: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	var res *results
 	if opts.renderOnly != "" {
 		data, err := os.ReadFile(opts.renderOnly)

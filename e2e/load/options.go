@@ -37,6 +37,10 @@ type options struct {
 	renderOnly    string
 	workDir       string
 	handlerBench  string
+	// hostile runs only the hostile-load scenario (runHostile).
+	hostile         bool
+	hostileDuration time.Duration
+	hostileOut      string
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -60,6 +64,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.renderOnly, "render", "", "only render the report and chart from this raw results file")
 	fs.StringVar(&o.workDir, "work-dir", "bin/bench", "directory for profiles and the allow-all webhook's files (relative to the repository root)")
 	fs.StringVar(&o.handlerBench, "handler-bench", "", "output of `go test -bench` over ./webhooks/... to include in the report")
+	fs.BoolVar(&o.hostile, "hostile", false, "run only the hostile-load scenario: floods of unauthenticated 7 MiB reviews at 20, 50 and 100 clients, Steward bounded and unbounded, -rounds rounds")
+	fs.DurationVar(&o.hostileDuration, "hostile-duration", 10*time.Second, "how long each hostile flood lasts")
+	fs.StringVar(&o.hostileOut, "hostile-out", "bin/hostile-load.md", "Markdown table of the hostile-load scenario (relative to the repository root); empty for none")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
