@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/stewardhq/steward/e2e/harness"
 )
 
 func dialTLS(port int, cfg *tls.Config) (*tls.Conn, error) {
@@ -54,6 +57,42 @@ func TestTLSBelow12IsRefused(t *testing.T) {
 			case !tc.refused && err != nil:
 				t.Errorf("a %s handshake failed: %v", name, err)
 			}
+		})
+	}
+}
+
+// TestOnlyAEADSuitesOverTLS12 proves that the webhook and metrics servers
+// refuse a TLS 1.2 client offering only CBC suites (open to padding-oracle
+// attacks, and the only ones with SHA-1), and accept one offering AES-GCM.
+func TestOnlyAEADSuitesOverTLS12(t *testing.T) {
+	s := env.Steward
+	metricsPort, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(s.MetricsURL(), "https://127.0.0.1:"), "/metrics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cbc := []uint16{
+		tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA,
+		tls.TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA, tls.TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA,
+		tls.TLS_RSA_WITH_AES_128_CBC_SHA, tls.TLS_RSA_WITH_AES_256_CBC_SHA,
+	}
+	gcm := []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256}
+	for name, port := range map[string]int{"webhook": s.Port(), "metrics": metricsPort} {
+		t.Run(name, func(t *testing.T) {
+			// The metrics certificate is self-signed: only the suites matter.
+			cfg := func(suites []uint16) *tls.Config {
+				return &tls.Config{RootCAs: pool(s.CABundle()), InsecureSkipVerify: name == "metrics", MaxVersion: tls.VersionTLS12, CipherSuites: suites} //nolint:gosec // suites on purpose
+			}
+			if conn, err := dialTLS(port, cfg(cbc)); err == nil {
+				conn.Close()
+				t.Errorf("a TLS 1.2 handshake offering only CBC suites succeeded (%s)", tls.CipherSuiteName(conn.ConnectionState().CipherSuite))
+			} else if !strings.Contains(err.Error(), "remote error") {
+				t.Errorf("the CBC-only handshake failed on the client's side, not refused by Steward: %v", err)
+			}
+			conn, err := dialTLS(port, cfg(gcm))
+			if err != nil {
+				t.Fatalf("a TLS 1.2 handshake offering AES-GCM: %v", err)
+			}
+			conn.Close()
 		})
 	}
 }
@@ -116,9 +155,10 @@ func TestClientCertificatesAreRequiredWithClientCAFile(t *testing.T) {
 	if res.review.Response.Allowed {
 		t.Errorf("served, but the spoofed Fleet ownership was allowed: %s", res)
 	}
+	otherCA := newTestCA(t, "other-ca")
 	for name, certs := range map[string][]tls.Certificate{
 		"NoCertificate":           nil,
-		"CertificateFromOtherCA":  {newTestCA(t, "other-ca").clientCert(t, "kube-apiserver")},
+		"CertificateFromOtherCA":  {otherCA.clientCert(t, "kube-apiserver")},
 		"ServingCertificateAsOwn": {mustPair(t, p.certDir)},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -128,6 +168,23 @@ func TestClientCertificatesAreRequiredWithClientCAFile(t *testing.T) {
 			}
 		})
 	}
+
+	// The API server's client CA rotates: the file is rewritten in place,
+	// as a mounted Secret is, and Steward follows without a restart.
+	t.Run("RotatedCAIsFollowedWithoutRestart", func(t *testing.T) {
+		if err := os.WriteFile(caFile, otherCA.pem, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		harness.Eventually(t, 30*time.Second, func() error {
+			if _, err := post(otherCA.clientCert(t, "kube-apiserver")); err != nil {
+				return fmt.Errorf("a client of the new CA is not served yet: %v", err)
+			}
+			return nil
+		})
+		if res, err := post(clientCA.clientCert(t, "kube-apiserver")); err == nil {
+			t.Errorf("after the rotation, a client of the old CA was still served: %s", res)
+		}
+	})
 }
 
 func mustPair(t *testing.T, dir string) tls.Certificate {

@@ -15,7 +15,7 @@ import (
 // Ports and paths the Deployment, Service and probes agree on.
 const (
 	webhookPort  = 9443
-	metricsPort  = 8080
+	metricsPort  = 8443
 	healthPort   = 8081
 	certDir      = "/tmp/k8s-webhook-server/serving-certs"
 	configDir    = "/etc/steward"
@@ -157,7 +157,7 @@ func container(image string) corev1.Container {
 			"--config=" + configDir + "/config.yaml",
 			"--cert-dir=" + certDir,
 			"--port=9443",
-			"--metrics-bind-address=:8080",
+			"--metrics-bind-address=:8443",
 			"--health-probe-bind-address=:8081",
 		},
 		Env: []corev1.EnvVar{

@@ -21,9 +21,24 @@ func baseRBAC(rules []webhooks.Configured) []any {
 			policy = append(policy, p.PolicyRules()...)
 		}
 	}
+	policy = append(policy, metricsAuthRules...)
 	kinds := aggregatedClusterRole(Name+"-claimguard-kinds", claimguard.AggregationLabel)
-	return []any{clusterRole(Name, uniqueRules(policy)), clusterRoleBinding(Name), kinds, clusterRoleBinding(kinds.Name)}
+	return []any{clusterRole(Name, uniqueRules(policy)), clusterRoleBinding(Name), kinds, clusterRoleBinding(kinds.Name),
+		clusterRole(MetricsReaderRole, metricsReaderRules)}
 }
+
+// metricsAuthRules let Steward ask the API server who a metrics scraper is
+// and whether it may read /metrics (steward serve --metrics-secure).
+var metricsAuthRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+}
+
+// MetricsReaderRole is the ClusterRole to bind to Prometheus' service
+// account: it may read Steward's metrics, and nothing else.
+const MetricsReaderRole = Name + "-metrics-reader"
+
+var metricsReaderRules = []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
 
 // aggregatedClusterRole holds no rules of its own: Crossplane's composite and
 // managed kinds live in groups nobody knows in advance, and "every resource

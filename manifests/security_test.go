@@ -88,6 +88,7 @@ func declaredPermissions(overlay string) (cluster, namespaced []rbacv1.PolicyRul
 			cluster = append(cluster, p.PolicyRules()...)
 		}
 	}
+	cluster = append(cluster, metricsAuthRules...)
 	if overlay == "self-managed-certs" {
 		c, n := certs.SelfManagedRBAC()
 		cluster = append(cluster, c...)
@@ -160,7 +161,7 @@ func checkPolicyRule(where string, r rbacv1.PolicyRule, namespaced bool) []strin
 	bad := func(format string, args ...any) {
 		problems = append(problems, where+": "+fmt.Sprintf(format, args...))
 	}
-	if len(r.NonResourceURLs) > 0 {
+	if len(r.NonResourceURLs) > 0 && where != "ClusterRole "+MetricsReaderRole+" rule 0" {
 		bad("grants non-resource URLs %v", r.NonResourceURLs)
 	}
 	for _, field := range [][]string{r.Verbs, r.APIGroups, r.Resources} {
@@ -176,6 +177,12 @@ func checkPolicyRule(where string, r rbacv1.PolicyRule, namespaced bool) []strin
 		}
 	}
 	writes := slices.ContainsFunc(r.Verbs, func(v string) bool { return slices.Contains(writeVerbs, v) })
+	if isReview(r) {
+		// TokenReviews and SubjectAccessReviews store nothing: creating
+		// one asks the API server a question (system:auth-delegator grants
+		// the same for delegated authentication of /metrics).
+		return problems
+	}
 	for _, res := range r.Resources {
 		isSecret := r.APIGroups != nil && slices.Contains(r.APIGroups, "") && (res == "secrets" || strings.HasPrefix(res, "secrets/"))
 		isOwnWebhookConfig := slices.Contains(r.APIGroups, "admissionregistration.k8s.io") && slices.Contains(webhookConfigs, res)
@@ -199,6 +206,14 @@ func checkPolicyRule(where string, r rbacv1.PolicyRule, namespaced bool) []strin
 		bad("grants create on %v: create cannot be limited by name", r.Resources)
 	}
 	return problems
+}
+
+// isReview says whether r grants only create on TokenReviews or
+// SubjectAccessReviews.
+func isReview(r rbacv1.PolicyRule) bool {
+	review := (slices.Equal(r.APIGroups, []string{"authentication.k8s.io"}) && slices.Equal(r.Resources, []string{"tokenreviews"})) ||
+		(slices.Equal(r.APIGroups, []string{"authorization.k8s.io"}) && slices.Equal(r.Resources, []string{"subjectaccessreviews"}))
+	return review && slices.Equal(r.Verbs, []string{"create"}) && len(r.ResourceNames) == 0
 }
 
 // checkRBAC reports every way an installed overlay's RBAC exceeds what

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -85,7 +86,7 @@ func serve(opts serveOptions, cfg webhooks.Config, log logr.Logger) error {
 		Scheme:                  clientgoscheme.Scheme,
 		Cache:                   cache.Options{ByObject: cacheScopes(rules)},
 		Logger:                  log,
-		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.probeAddr,
 		PprofBindAddress:        opts.pprofAddr,
 		GracefulShutdownTimeout: &timeout,
@@ -215,6 +216,24 @@ func shutdownOnSignal(log logr.Logger, delay time.Duration, stopping *atomic.Boo
 	<-signals
 	log.Info("second signal during drain: exiting now")
 	os.Exit(1)
+}
+
+// metricsOptions serves /metrics over HTTPS, to clients the API server
+// authenticates and authorizes (the filter sends a TokenReview and a
+// SubjectAccessReview, each cached for minutes), with the webhook's TLS
+// settings and a self-signed certificate, as the kube-controller-manager
+// does. Prometheus scrapes it with its service account's token and a
+// ClusterRole allowing get on /metrics (steward-metrics-reader).
+func metricsOptions(opts serveOptions) metricsserver.Options {
+	if !opts.metricsSecure {
+		return metricsserver.Options{BindAddress: opts.metricsAddr}
+	}
+	return metricsserver.Options{
+		BindAddress:    opts.metricsAddr,
+		SecureServing:  true,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		TLSOpts:        tlsOptions(opts),
+	}
 }
 
 // aeadSuites are the TLS 1.2 cipher suites Steward accepts: ECDHE key

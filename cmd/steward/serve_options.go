@@ -33,6 +33,7 @@ type serveOptions struct {
 	certs           certs.SelfManagedOptions // namespace, cert dir, and the self-managed mode's settings
 	clientCAFile    string
 	metricsAddr     string
+	metricsSecure   bool
 	probeAddr       string
 	pprofAddr       string
 	memoryLimit     string // the container's memory limit; see memlimit.go
@@ -55,7 +56,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
 	fs.StringVar(&o.certMode, "cert-mode", certModeFiles, "files (serve the key pair in --cert-dir, e.g. from cert-manager) or self-managed (Steward creates, injects and rotates its own CA)")
 	o.certs.AddFlags(fs)
 	fs.StringVar(&o.clientCAFile, "client-ca-file", "", "when set, only clients (the API server) presenting a certificate signed by this CA are served")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to clients the API server authenticates (bearer token) and authorizes (get on the non-resource URL /metrics); false serves plain HTTP and needs a loopback --metrics-bind-address")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address of the pprof endpoint; off when empty")
 	fs.StringVar(&o.memoryLimit, "memory-limit", os.Getenv("MEMORY_LIMIT"), "the container's memory limit (a quantity such as 256Mi, or bytes; $MEMORY_LIMIT by default); Steward sets Go's soft memory limit to 90% of it unless GOMEMLIMIT is set")
@@ -101,6 +103,9 @@ func (o serveOptions) validate() error {
 			errs = append(errs, fmt.Errorf("%s: %w", flagName, err))
 		}
 	}
+	if !o.metricsSecure && o.metricsAddr != "0" && !loopback(o.metricsAddr) {
+		errs = append(errs, fmt.Errorf("--metrics-secure=false serves metrics to anyone without authentication, so it needs a loopback --metrics-bind-address such as 127.0.0.1:8080, not %q", o.metricsAddr))
+	}
 	if limit, err := parseMemoryLimit(o.memoryLimit); err != nil {
 		errs = append(errs, fmt.Errorf("--memory-limit: %w", err))
 	} else if _, err := parseRequestMemory(o.requestMemory, limit); err != nil {
@@ -118,6 +123,19 @@ func (o serveOptions) validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// loopback says whether addr binds only to a loopback address.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func envOr(key, fallback string) string {

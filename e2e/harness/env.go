@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -89,6 +91,8 @@ type Env struct {
 
 	binaryAcquired bool
 	stewards       int
+	// metricsToken is MetricsScraper's bearer token.
+	metricsToken string
 	// mu guards starting, the Steward that StartStewardWith has launched
 	// but not yet returned, so that a signal during start-up stops it too.
 	mu       sync.Mutex
@@ -234,7 +238,30 @@ func (e *Env) setupCluster(ctx context.Context) error {
 	if err := e.Client.Create(ctx, binding); err != nil {
 		return fmt.Errorf("creating ClusterRoleBinding %s: %w", AuthenticatedAdminBinding, err)
 	}
+	token, err := e.serviceAccountToken(ctx, StewardNamespace, MetricsScraper)
+	if err != nil {
+		return err
+	}
+	e.metricsToken = token
 	return nil
+}
+
+// MetricsScraper is the service account the harness reads Steward's
+// metrics as, the way Prometheus does: with its token, which Steward has
+// the API server review. (Every authenticated user may read them here.)
+const MetricsScraper = "metrics-scraper"
+
+// serviceAccountToken creates a service account and a day-long token of it.
+func (e *Env) serviceAccountToken(ctx context.Context, namespace, name string) (string, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+	if err := e.Client.Create(ctx, sa); err != nil {
+		return "", fmt.Errorf("creating service account %s/%s: %w", namespace, name, err)
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(24 * 3600))}}
+	if err := e.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return "", fmt.Errorf("requesting a token of %s/%s: %w", namespace, name, err)
+	}
+	return tr.Status.Token, nil
 }
 
 // As returns a client that impersonates user with groups. The API server

@@ -90,6 +90,8 @@ type Steward struct {
 	metricsPort int
 	healthPort  int
 	caBundle    []byte
+	// metricsToken authenticates the harness to /metrics.
+	metricsToken string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -126,7 +128,7 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 		return nil, err
 	}
 	e.stewards++
-	s := &Steward{opts: opts, dir: filepath.Join(e.dir, "steward-"+strconv.Itoa(e.stewards))}
+	s := &Steward{opts: opts, dir: filepath.Join(e.dir, "steward-"+strconv.Itoa(e.stewards)), metricsToken: e.metricsToken}
 	s.certDir = filepath.Join(s.dir, "certs")
 	s.logPath = filepath.Join(s.dir, "steward.log")
 	if err := os.MkdirAll(s.certDir, 0o700); err != nil {
@@ -413,9 +415,10 @@ func (s *Steward) CertDir() string { return s.certDir }
 // manages its own certificates.
 func (s *Steward) CABundle() []byte { return s.caBundle }
 
-// MetricsURL is the Prometheus endpoint.
+// MetricsURL is the Prometheus endpoint, served over HTTPS to clients the
+// API server authenticates (MetricsRequest).
 func (s *Steward) MetricsURL() string {
-	return fmt.Sprintf("http://127.0.0.1:%d/metrics", s.metricsPort)
+	return fmt.Sprintf("https://127.0.0.1:%d/metrics", s.metricsPort)
 }
 
 // HealthURL is the health probe endpoint for path (/healthz or /readyz).

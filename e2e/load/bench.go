@@ -100,7 +100,7 @@ func run(ctx context.Context, opts options, root string) (*results, error) {
 	}
 	time.Sleep(3 * time.Second)
 	b.res.Memory.IdleRSS, b.res.Memory.IdleHeap = b.stewardMemory()
-	if s, err := readMetrics(b.c.steward().MetricsURL()); err == nil {
+	if s, err := readStewardMetrics(b.c.steward()); err == nil {
 		// Without a limit the runtime reports math.MaxInt64.
 		if v := s.value("go_gc_gomemlimit_bytes", nil); v > 0 && v < math.MaxInt64 {
 			b.res.Memory.SoftLimit = int64(v)
@@ -150,7 +150,7 @@ func run(ctx context.Context, opts options, root string) (*results, error) {
 		logf("steward ready with its caches after %s", time.Since(restart).Round(100*time.Millisecond))
 		time.Sleep(3 * time.Second)
 		b.res.Memory.CachedRSS, b.res.Memory.CachedHeap = b.stewardMemory()
-		if s, err := readMetrics(b.c.steward().MetricsURL()); err == nil {
+		if s, err := readStewardMetrics(b.c.steward()); err == nil {
 			if _, ok := s["steward_claimguard_cached_objects"]; ok {
 				b.res.Memory.ClaimguardSeen = true
 				b.res.Memory.CachedObjects = s.value("steward_claimguard_cached_objects", nil)
@@ -235,7 +235,7 @@ func (b *bench) runWorkload(ctx context.Context, w *workload, k *int) error {
 	}
 	if w.Phase == 2 && b.res.Memory.ClaimguardSeen {
 		// What a workload created is still cached: the memory peak covers it.
-		if s, err := readMetrics(b.c.steward().MetricsURL()); err == nil {
+		if s, err := readStewardMetrics(b.c.steward()); err == nil {
 			b.res.Memory.MostCachedObjects = max(b.res.Memory.MostCachedObjects, s.value("steward_claimguard_cached_objects", nil))
 		}
 	}

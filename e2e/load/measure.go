@@ -41,7 +41,7 @@ func (b *bench) read() reading {
 	}
 	r.machineBusy, _, _ = machineCPU()
 	var err error
-	if r.steward, err = readMetrics(b.c.steward().MetricsURL()); err != nil {
+	if r.steward, err = readStewardMetrics(b.c.steward()); err != nil {
 		b.warnf("reading steward's metrics: %v", err)
 	}
 	if r.allowAll, err = readMetrics(b.aa.metricsURL()); err != nil {

@@ -29,8 +29,21 @@ func readMetrics(url string) (scrape, error) {
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeProtoDelim)))
+	req.Header.Set("Accept", protoFormat)
 	resp, err := scrapeClient.Do(req)
+	return decodeScrape(url, resp, err)
+}
+
+// readStewardMetrics scrapes Steward, which serves its metrics over HTTPS
+// to authenticated clients only.
+func readStewardMetrics(s *harness.Steward) (scrape, error) {
+	resp, err := s.MetricsRequest(protoFormat)
+	return decodeScrape(s.MetricsURL(), resp, err)
+}
+
+var protoFormat = string(expfmt.NewFormat(expfmt.TypeProtoDelim))
+
+func decodeScrape(url string, resp *http.Response, err error) (scrape, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scraping %s: %w", url, err)
 	}

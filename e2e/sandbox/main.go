@@ -102,7 +102,7 @@ In another terminal:
   kubectl --as jane -n shop set image deployment/web nginx=nginx:1.28      # refused by fleetguard
   kubectl --as jane --as-group steward:break-glass -n shop \
     set image deployment/web nginx=nginx:1.28                               # allowed, audited
-  curl -s %s | grep steward_decisions_total
+  curl -sk -H "Authorization: Bearer $(kubectl -n steward-system create token metrics-scraper)" %s | grep steward_decisions_total
 
 The README's "sandbox, step by step" walks through every rule.
 Stop with Ctrl-C.
