@@ -63,6 +63,8 @@ type discoverer struct {
 
 	mu      sync.Mutex
 	watches map[schema.GroupVersionResource]*watch
+	// ignored are the XRDs last found not composable, with the reason.
+	ignored map[string]string
 }
 
 // NeedLeaderElection is false: every replica needs the caches to answer.
@@ -179,9 +181,32 @@ func (d *discoverer) resync(ctx context.Context) bool {
 			xrds = append(xrds, x)
 		}
 	}
-	p := makePlan(resources, xrds)
+	p := makePlan(resources, xrds, d.crdNames())
+	d.warnIgnored(p.ignored)
 	d.apply(ctx, p, partial)
 	return !partial && d.allServed(resources, xrds)
+}
+
+// crdNames are the group and resource of every CustomResourceDefinition.
+func (d *discoverer) crdNames() map[schema.GroupResource]bool {
+	out := map[schema.GroupResource]bool{}
+	for _, item := range d.crds.GetStore().List() {
+		if o, ok := item.(*object); ok {
+			out[schema.ParseGroupResource(o.name)] = true
+		}
+	}
+	return out
+}
+
+// warnIgnored logs each ignored XRD once for each reason.
+func (d *discoverer) warnIgnored(ignored map[string]string) {
+	for name, why := range ignored {
+		if d.ignored[name] != why {
+			d.log.Info("WARNING: ignoring a CompositeResourceDefinition whose kinds are not Crossplane's to compose; claimguard will not register or guard them",
+				"xrd", name, "reason", why)
+		}
+	}
+	d.ignored = ignored
 }
 
 // allServed reports whether every CRD and every XRD's composite kind is in
@@ -248,7 +273,7 @@ func (d *discoverer) apply(ctx context.Context, p plan, partial bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := newSnapshot()
-	s.claims, s.xrds, s.served = p.claims, p.xrds, p.served
+	s.claims, s.xrds, s.served, s.ignoredXRDs = p.claims, p.xrds, p.served, len(p.ignored)
 	keep := map[schema.GroupVersionResource]bool{}
 	for _, want := range p.watches {
 		keep[want.gvr] = true

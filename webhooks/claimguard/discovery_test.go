@@ -218,11 +218,18 @@ func TestMakePlan(t *testing.T) {
 	pg.referenceable = "v1alpha1"
 	unserved := &xrd{name: "xqueues.mq.example.org", group: "mq.example.org", compositeKind: "XQueue", compositePlural: "xqueues", claimKind: "Queue", claimPlural: "queues"}
 	duplicate := &xrd{name: "zz-duplicate", group: "platform.example.org", compositeKind: "XApp", compositePlural: "xapps"}
-	got := makePlan(resources, []*xrd{duplicate, unserved, &pg, appXRD})
+	crds := map[schema.GroupResource]bool{}
+	for gr := range resources {
+		if gr.Group != "apps" {
+			crds[gr] = true
+		}
+	}
+	got := makePlan(resources, []*xrd{duplicate, unserved, &pg, appXRD}, crds)
 	want := plan{
-		claims: map[schema.GroupKind]*xrd{pgXRD.claimGK(): &pg, unserved.claimGK(): unserved},
-		xrds:   map[schema.GroupKind]*xrd{pgXRD.compositeGK(): &pg, appXRD.compositeGK(): appXRD, unserved.compositeGK(): unserved},
-		served: map[schema.GroupResource]bool{pgXRD.compositeGR(): true, pgXRD.claimGR(): true, appXRD.compositeGR(): true},
+		ignored: map[string]string{},
+		claims:  map[schema.GroupKind]*xrd{pgXRD.claimGK(): &pg, unserved.claimGK(): unserved},
+		xrds:    map[schema.GroupKind]*xrd{pgXRD.compositeGK(): &pg, appXRD.compositeGK(): appXRD, unserved.compositeGK(): unserved},
+		served:  map[schema.GroupResource]bool{pgXRD.compositeGR(): true, pgXRD.claimGR(): true, appXRD.compositeGR(): true},
 		watches: []wanted{
 			{gk: rdsGK, gvr: schema.GroupVersionResource{Group: "database.aws.example.org", Version: "v1", Resource: "rdsinstances"}, role: roleManaged},
 			{gk: pgXRD.compositeGK(), gvr: pgXRGVR, role: roleComposite},
@@ -231,6 +238,59 @@ func TestMakePlan(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got, allow); diff != "" {
 		t.Errorf("makePlan: served XR kinds at their referenceable version, managed-category kinds, first XRD wins a duplicate kind: -want, +got:\n%s", diff)
+	}
+}
+
+func TestMakePlanIgnoresXRDsThatAreNotCrossplanesToCompose(t *testing.T) {
+	res := func(group, resource, kind string, categories ...string) *apiResource {
+		return &apiResource{gr: schema.GroupResource{Group: group, Resource: resource}, kind: kind, namespaced: true, versions: []string{"v1"}, categories: categories}
+	}
+	resources := map[schema.GroupResource]*apiResource{}
+	for _, a := range []*apiResource{
+		res("apps", "deployments", "Deployment", "all"),
+		res("", "configmaps", "ConfigMap"),
+		res("source.toolkit.fluxcd.io", "gitrepositories", "GitRepository", "fluxcd"),
+		res("metrics.example.org", "xwidgets", "XWidget", "composite"),
+		res("database.example.org", "xpostgresqlinstances", "XPostgreSQLInstance", "composite"),
+		res("database.example.org", "postgresqlinstances", "PostgreSQLInstance", "claim"),
+		res("database.example.org", "secrets", "Secret"),
+	} {
+		resources[a.gr] = a
+	}
+	crds := map[schema.GroupResource]bool{}
+	for gr := range resources {
+		// metrics.example.org is an aggregated API, not a CRD.
+		if gr.Group != "apps" && gr.Group != "" && gr.Group != "metrics.example.org" {
+			crds[gr] = true
+		}
+	}
+	xrdOf := func(name, group, kind, plural, claimKind, claimPlural string) *xrd {
+		return &xrd{name: name, group: group, compositeKind: kind, compositePlural: plural, claimKind: claimKind, claimPlural: claimPlural}
+	}
+	tests := map[string]struct {
+		reason string
+		xrd    *xrd
+		want   string
+	}{
+		"BuiltInGroup":            {"an XRD named after Deployments must not make Steward judge every Deployment", xrdOf("deployments.apps", "apps", "Deployment", "deployments", "", ""), `spec.group "apps" is a Kubernetes API group, which Crossplane never composes`},
+		"CoreGroupClaim":          {"the core group is Kubernetes' too", xrdOf("x.", "", "XConfigMap", "xconfigmaps", "ConfigMap", "configmaps"), `spec.group "" is a Kubernetes API group, which Crossplane never composes`},
+		"K8sIOGroup":              {"every *.k8s.io group is Kubernetes'", xrdOf("x.networking.k8s.io", "networking.k8s.io", "Ingress", "ingresses", "", ""), `spec.group "networking.k8s.io" is a Kubernetes API group, which Crossplane never composes`},
+		"AnotherProjectsCRD":      {"another project's CRD is not in the composite category", xrdOf("gitrepositories.source.toolkit.fluxcd.io", "source.toolkit.fluxcd.io", "GitRepository", "gitrepositories", "", ""), `the CustomResourceDefinition gitrepositories.source.toolkit.fluxcd.io is not in the "composite" category Crossplane gives the kinds it generates for an XRD`},
+		"AggregatedAPI":           {"a kind an aggregated API serves is not Crossplane's, whatever its categories", xrdOf("xwidgets.metrics.example.org", "metrics.example.org", "XWidget", "xwidgets", "", ""), "xwidgets.metrics.example.org is served by the API server itself or an aggregated API, not by a CustomResourceDefinition"},
+		"ClaimNamedAfterOtherCRD": {"the claim kind is checked too", xrdOf("xpostgresqlinstances.database.example.org", "database.example.org", "XPostgreSQLInstance", "xpostgresqlinstances", "Secret", "secrets"), `the CustomResourceDefinition secrets.database.example.org is not in the "claim" category Crossplane gives the kinds it generates for an XRD`},
+		"Composable":              {"Crossplane's own kinds pass", xrdOf("xpostgresqlinstances.database.example.org", "database.example.org", "XPostgreSQLInstance", "xpostgresqlinstances", "PostgreSQLInstance", "postgresqlinstances"), ""},
+		"NotServedYet":            {"a kind not served yet joins the rules only once served, and is checked then", xrdOf("xqueues.mq.example.org", "mq.example.org", "XQueue", "xqueues", "", ""), ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := makePlan(resources, []*xrd{tc.xrd}, crds)
+			if got := p.ignored[tc.xrd.name]; got != tc.want {
+				t.Errorf("%s\nignored reason = %q, want %q", tc.reason, got, tc.want)
+			}
+			if tc.want != "" && (len(p.xrds) != 0 || len(p.claims) != 0 || len(p.served) != 0) {
+				t.Errorf("%s\nan ignored XRD's kinds are still known: xrds %v, claims %v, served %v", tc.reason, p.xrds, p.claims, p.served)
+			}
+		})
 	}
 }
 

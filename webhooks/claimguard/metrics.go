@@ -14,6 +14,7 @@ import (
 type cacheMetrics struct {
 	kinds   *prometheus.Desc
 	objects *prometheus.Desc
+	ignored *prometheus.Desc
 	last    atomic.Pointer[snapshot]
 }
 
@@ -27,6 +28,11 @@ var claimguardMetrics = &cacheMetrics{
 	objects: prometheus.NewDesc("steward_claimguard_cached_objects",
 		"Objects in claimguard's caches, by role (composite, managed).",
 		[]string{"role"}, nil),
+	// An XRD that names a Kubernetes group or another project's CRD is
+	// ignored and logged; an alert on this tells someone tried.
+	ignored: prometheus.NewDesc("steward_claimguard_ignored_xrds",
+		"CompositeResourceDefinitions claimguard ignores because their kinds are not Crossplane's to compose (a Kubernetes group, or a kind not served by Crossplane's CRD).",
+		nil, nil),
 }
 
 func init() {
@@ -41,6 +47,7 @@ func observe(s *snapshot) { claimguardMetrics.last.Store(s) }
 func (m *cacheMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.kinds
 	ch <- m.objects
+	ch <- m.ignored
 }
 
 // Collect counts the cached objects at the scrape. Client-go's caches have
@@ -49,7 +56,9 @@ func (m *cacheMetrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *cacheMetrics) Collect(ch chan<- prometheus.Metric) {
 	kinds := map[[2]string]int{}
 	objects := map[role]int{}
+	ignored := 0
 	if s := m.last.Load(); s != nil {
+		ignored = s.ignoredXRDs
 		for _, w := range s.all {
 			kinds[[2]string{string(w.role), stateNames[w.state()]}]++
 			objects[w.role] += len(w.indexer.ListKeys())
@@ -61,4 +70,5 @@ func (m *cacheMetrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(m.objects, prometheus.GaugeValue, float64(objects[r]), string(r))
 	}
+	ch <- prometheus.MustNewConstMetric(m.ignored, prometheus.GaugeValue, float64(ignored))
 }

@@ -16,7 +16,8 @@ func TestCacheMetricsFollowTheCachesBetweenSnapshots(t *testing.T) {
 	s := newCluster().managed(rdsGK, rdsGVR, false, stateSyncing, mr("db-1")).s
 	var synced atomic.Bool
 	s.all[0].synced = synced.Load
-	m := &cacheMetrics{kinds: claimguardMetrics.kinds, objects: claimguardMetrics.objects}
+	s.ignoredXRDs = 2
+	m := &cacheMetrics{kinds: claimguardMetrics.kinds, objects: claimguardMetrics.objects, ignored: claimguardMetrics.ignored}
 	m.last.Store(s)
 
 	check := func(when string, syncing, syncedKinds, objects int) {
@@ -25,6 +26,9 @@ func TestCacheMetricsFollowTheCachesBetweenSnapshots(t *testing.T) {
 # TYPE steward_claimguard_cached_objects gauge
 steward_claimguard_cached_objects{role="composite"} 0
 steward_claimguard_cached_objects{role="managed"} %d
+# HELP steward_claimguard_ignored_xrds CompositeResourceDefinitions claimguard ignores because their kinds are not Crossplane's to compose (a Kubernetes group, or a kind not served by Crossplane's CRD).
+# TYPE steward_claimguard_ignored_xrds gauge
+steward_claimguard_ignored_xrds 2
 # HELP steward_claimguard_watched_kinds Kinds claimguard caches, by role (composite, managed) and state (synced, syncing, forbidden).
 # TYPE steward_claimguard_watched_kinds gauge
 steward_claimguard_watched_kinds{role="composite",state="forbidden"} 0

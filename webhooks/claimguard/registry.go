@@ -65,6 +65,9 @@ type snapshot struct {
 	served map[schema.GroupResource]bool
 	// all lists every watch in a stable order, for lookups across kinds.
 	all []*watch
+	// ignoredXRDs counts the XRDs whose kinds are not Crossplane's to
+	// compose (notComposable).
+	ignoredXRDs int
 }
 
 func newSnapshot() *snapshot {

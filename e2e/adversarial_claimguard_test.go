@@ -1,0 +1,74 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stewardhq/steward/e2e/harness"
+)
+
+// TestAdversarialClaimguardXRDCannotWidenItsRegistration proves that an XRD
+// naming a Kubernetes kind, or another project's CRD, never enters
+// claimguard's fail-closed webhook rules: Steward would otherwise judge,
+// and while it is down block, every write of that kind in the cluster.
+// The XRD is ignored with a warning in the log and a metric.
+func TestAdversarialClaimguardXRDCannotWidenItsRegistration(t *testing.T) {
+	env.LogOnFailure(t)
+	ctx := context.Background()
+	ignoredBefore, err := env.Steward.Counter("steward_claimguard_ignored_xrds", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xrd := func(name, group, kind, plural string) string {
+		return fmt.Sprintf(`apiVersion: apiextensions.crossplane.io/v1
+kind: CompositeResourceDefinition
+metadata: {name: %s}
+spec:
+  group: %q
+  names: {kind: %s, plural: %s}
+  versions:
+  - {name: v1, served: true, referenceable: true, schema: {openAPIV3Schema: {type: object}}}
+`, name, group, kind, plural)
+	}
+	hostile := map[string]struct{ xrd, resource string }{
+		"deployments.apps": {xrd("deployments.apps", "apps", "Deployment", "deployments"), "deployments.apps"},
+		"gitrepositories.source.toolkit.fluxcd.io": {xrd("gitrepositories.source.toolkit.fluxcd.io", "source.toolkit.fluxcd.io", "GitRepository", "gitrepositories"),
+			"gitrepositories.source.toolkit.fluxcd.io"},
+	}
+	for _, h := range hostile {
+		installXRD(t, ctx, h.xrd)
+	}
+	// A claimguard resync follows every XRD event; wait until both are
+	// counted as ignored, then for the rules to have had time to follow.
+	harness.Eventually(t, claimguardTimeout, func() error {
+		n, err := env.Steward.Counter("steward_claimguard_ignored_xrds", nil)
+		if err != nil {
+			return err
+		}
+		if n < ignoredBefore+2 {
+			return fmt.Errorf("steward_claimguard_ignored_xrds = %v, want %v", n, ignoredBefore+2)
+		}
+		return nil
+	})
+	time.Sleep(2 * time.Second)
+	rules, err := claimguardRules(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, h := range hostile {
+		if slices.Contains(rules, h.resource) {
+			t.Errorf("XRD %s put %s into claimguard's rules: %v", name, h.resource, rules)
+		}
+		if !strings.Contains(env.Steward.Log(), `"xrd":"`+name+`"`) {
+			t.Errorf("Steward's log has no warning about the ignored XRD %s", name)
+		}
+	}
+	// A person's Deployment never reaches claimguard.
+	unchangedCalls(t, "/validate/claimguard", func() {
+		kubectlOK(t, ctx, "", "--as", adversary, "create", "deployment", "adversary-web", "--image=ghcr.io/example/web:1", "-n", "default", "--dry-run=server")
+	})
+}
