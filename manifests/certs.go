@@ -8,10 +8,10 @@ import (
 
 // selfManagedSecret ships the Secret empty so Steward needs only get and
 // update on it, by name: it fills in the CA and serving certificate itself.
-func selfManagedSecret() *corev1.Secret {
+func (in install) selfManagedSecret() *corev1.Secret {
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: meta(SecretName),
+		ObjectMeta: in.meta(SecretName),
 		Type:       corev1.SecretTypeOpaque,
 	}
 }
@@ -20,12 +20,12 @@ func selfManagedSecret() *corev1.Secret {
 // read-only Secret mount for a writable in-memory emptyDir that Steward
 // writes its serving certificate into (the root filesystem stays read-only).
 // It is a strategic merge patch: `secret: null` removes the base's source.
-func selfManagedDeploymentPatch() map[string]any {
-	args := append(container(DefaultImage).Args, "--cert-mode=self-managed", "--cert-secret="+SecretName, "--service-name="+Name)
+func (in install) selfManagedDeploymentPatch() map[string]any {
+	args := append(in.container().Args, "--cert-mode=self-managed", "--cert-secret="+SecretName, "--service-name="+Name)
 	return map[string]any{
 		"apiVersion": "apps/v1",
 		"kind":       "Deployment",
-		"metadata":   map[string]any{"name": Name, "namespace": Namespace},
+		"metadata":   map[string]any{"name": Name, "namespace": in.ns},
 		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
 			"containers": []any{map[string]any{
 				"name":         Name,
@@ -43,9 +43,9 @@ func selfManagedDeploymentPatch() map[string]any {
 
 // certManagerObjects are the Issuer/Certificate chain cert-manager turns
 // into the serving certificate Secret the base Deployment mounts.
-func certManagerObjects() []any {
+func (in install) certManagerObjects() []any {
 	var objs []any
-	for _, o := range certs.CertManagerObjects(Namespace, Name, SecretName) {
+	for _, o := range certs.CertManagerObjects(in.ns, Name, SecretName) {
 		objs = append(objs, o)
 	}
 	return objs
@@ -53,8 +53,8 @@ func certManagerObjects() []any {
 
 // injectCAPatches annotate both webhook configurations so cert-manager's CA
 // injector writes the CA into every webhook's caBundle.
-func injectCAPatches() []any {
-	key, value := certs.InjectCAAnnotation(Namespace)
+func (in install) injectCAPatches() []any {
+	key, value := certs.InjectCAAnnotation(in.ns)
 	patch := func(kind string) map[string]any {
 		return map[string]any{
 			"apiVersion": "admissionregistration.k8s.io/v1",
@@ -67,10 +67,10 @@ func injectCAPatches() []any {
 
 // selfManagedRBAC grants self-managed mode its own Secret and its own two
 // webhook configurations, by name, and nothing else.
-func selfManagedRBAC() []any {
+func (in install) selfManagedRBAC() []any {
 	clusterRules, namespacedRules := certs.SelfManagedRBAC()
 	const name = Name + "-certs"
-	binding := clusterRoleBinding(name)
+	binding := in.clusterRoleBinding(name)
 	binding.RoleRef.Name = name
-	return []any{clusterRole(name, clusterRules), binding, role(name, namespacedRules), roleBinding(name)}
+	return []any{clusterRole(name, clusterRules), binding, in.role(name, namespacedRules), in.roleBinding(name)}
 }

@@ -95,7 +95,7 @@ func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Un
 }
 
 func TestOverlaysRenderWithKustomize(t *testing.T) {
-	common := []string{"Namespace/" + Namespace, "ServiceAccount/" + Name, "ClusterRole/" + Name, "ClusterRoleBinding/" + Name,
+	common := []string{"Namespace/" + DefaultNamespace, "ServiceAccount/" + Name, "ClusterRole/" + Name, "ClusterRoleBinding/" + Name,
 		"ConfigMap/" + configName, "Deployment/" + Name, "Service/" + Name, "PodDisruptionBudget/" + Name,
 		"ValidatingWebhookConfiguration/" + Name, "MutatingWebhookConfiguration/" + Name}
 	tests := map[string]struct {
@@ -121,5 +121,29 @@ func TestOverlaysRenderWithKustomize(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEverythingFollowsTheNamespace renders for another namespace and finds
+// the default nowhere: objects, RBAC subjects, the certificate's DNS names,
+// cert-manager's CA injection and the webhooks' self-exclusion all follow.
+func TestEverythingFollowsTheNamespace(t *testing.T) {
+	files, err := Render(Options{Namespace: "steward-ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, data := range files {
+		if strings.Contains(string(data), DefaultNamespace) {
+			t.Errorf("%s rendered for steward-ops still names %s", path, DefaultNamespace)
+		}
+	}
+	for _, want := range []string{"- steward-ops", "steward.steward-ops.svc", "steward-ops/steward-serving"} {
+		found := false
+		for _, data := range files {
+			found = found || strings.Contains(string(data), want)
+		}
+		if !found {
+			t.Errorf("no rendered file contains %q", want)
+		}
 	}
 }

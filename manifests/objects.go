@@ -31,42 +31,42 @@ func labels() map[string]string {
 	return map[string]string{"app.kubernetes.io/name": Name, "app.kubernetes.io/part-of": Name}
 }
 
-func meta(name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: labels()}
+func (in install) meta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: in.ns, Labels: labels()}
 }
 
-func namespace() *corev1.Namespace {
+func (in install) namespace() *corev1.Namespace {
 	return &corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: Namespace, Labels: labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: in.ns, Labels: labels()},
 	}
 }
 
-func serviceAccount() *corev1.ServiceAccount {
+func (in install) serviceAccount() *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta: meta(Name),
+		ObjectMeta: in.meta(Name),
 	}
 }
 
 // configMap ships the default configuration, spelled out, so operators edit
 // a complete file instead of guessing the defaults.
-func configMap(cfg webhooks.Config) *corev1.ConfigMap {
+func (in install) configMap(cfg webhooks.Config) *corev1.ConfigMap {
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
 		panic(err) // a Config always marshals; a failure is a programming error
 	}
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: meta(configName),
+		ObjectMeta: in.meta(configName),
 		Data:       map[string]string{"config.yaml": string(data)},
 	}
 }
 
-func service() *corev1.Service {
+func (in install) service() *corev1.Service {
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: meta(Name),
+		ObjectMeta: in.meta(Name),
 		Spec: corev1.ServiceSpec{
 			Selector: selectorLabels,
 			Ports: []corev1.ServicePort{
@@ -77,11 +77,11 @@ func service() *corev1.Service {
 	}
 }
 
-func podDisruptionBudget() *policyv1.PodDisruptionBudget {
+func (in install) podDisruptionBudget() *policyv1.PodDisruptionBudget {
 	one := intstr.FromInt32(1)
 	return &policyv1.PodDisruptionBudget{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
-		ObjectMeta: meta(Name),
+		ObjectMeta: in.meta(Name),
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: &one,
 			Selector:       &metav1.LabelSelector{MatchLabels: selectorLabels},
@@ -89,11 +89,11 @@ func podDisruptionBudget() *policyv1.PodDisruptionBudget {
 	}
 }
 
-func deployment(image string) *appsv1.Deployment {
+func (in install) deployment() *appsv1.Deployment {
 	podLabels := labels()
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: meta(Name),
+		ObjectMeta: in.meta(Name),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr(int32(replicas)),
 			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels},
@@ -106,13 +106,13 @@ func deployment(image string) *appsv1.Deployment {
 			},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
-				Spec:       podSpec(image),
+				Spec:       in.podSpec(),
 			},
 		},
 	}
 }
 
-func podSpec(image string) corev1.PodSpec {
+func (in install) podSpec() corev1.PodSpec {
 	return corev1.PodSpec{
 		ServiceAccountName: Name,
 		// Admission is on the path of every guarded write: Steward is as
@@ -129,7 +129,7 @@ func podSpec(image string) corev1.PodSpec {
 			spread("kubernetes.io/hostname", corev1.DoNotSchedule),
 			spread("topology.kubernetes.io/zone", corev1.ScheduleAnyway),
 		},
-		Containers: []corev1.Container{container(image)},
+		Containers: []corev1.Container{in.container()},
 		Volumes: []corev1.Volume{
 			{Name: "serving-cert", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: SecretName}}},
 			{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
@@ -148,10 +148,10 @@ func spread(key string, when corev1.UnsatisfiableConstraintAction) corev1.Topolo
 	}
 }
 
-func container(image string) corev1.Container {
+func (in install) container() corev1.Container {
 	return corev1.Container{
 		Name:  Name,
-		Image: image,
+		Image: in.image,
 		Args: []string{
 			"serve",
 			"--config=" + configDir + "/config.yaml",

@@ -38,12 +38,12 @@ func overlays() map[string][]byte {
 }
 
 // overlayObjects are the typed objects the overlays add or patch with.
-func overlayObjects() map[string][]any {
+func (in install) overlayObjects() map[string][]any {
 	return map[string][]any{
-		"overlays/cert-manager/certificates.yaml":     certManagerObjects(),
-		"overlays/cert-manager/inject-ca.yaml":        injectCAPatches(),
-		"overlays/self-managed-certs/secret.yaml":     {selfManagedSecret()},
-		"overlays/self-managed-certs/rbac.yaml":       selfManagedRBAC(),
-		"overlays/self-managed-certs/deployment.yaml": {selfManagedDeploymentPatch()},
+		"overlays/cert-manager/certificates.yaml":     in.certManagerObjects(),
+		"overlays/cert-manager/inject-ca.yaml":        in.injectCAPatches(),
+		"overlays/self-managed-certs/secret.yaml":     {in.selfManagedSecret()},
+		"overlays/self-managed-certs/rbac.yaml":       in.selfManagedRBAC(),
+		"overlays/self-managed-certs/deployment.yaml": {in.selfManagedDeploymentPatch()},
 	}
 }

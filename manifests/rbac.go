@@ -14,7 +14,7 @@ import (
 
 // baseRBAC grants Steward exactly what its rules declare they read or
 // write (rule.Permissions), and nothing else.
-func baseRBAC(rules []webhooks.Configured) []any {
+func (in install) baseRBAC(rules []webhooks.Configured) []any {
 	var policy []rbacv1.PolicyRule
 	for _, c := range rules {
 		if p, ok := c.Rule.(rule.Permissions); ok {
@@ -23,7 +23,7 @@ func baseRBAC(rules []webhooks.Configured) []any {
 	}
 	policy = append(policy, metricsAuthRules...)
 	kinds := aggregatedClusterRole(Name+"-claimguard-kinds", claimguard.AggregationLabel)
-	return []any{clusterRole(Name, uniqueRules(policy)), clusterRoleBinding(Name), kinds, clusterRoleBinding(kinds.Name),
+	return []any{clusterRole(Name, uniqueRules(policy)), in.clusterRoleBinding(Name), kinds, in.clusterRoleBinding(kinds.Name),
 		clusterRole(MetricsReaderRole, metricsReaderRules)}
 }
 
@@ -60,29 +60,29 @@ func clusterRole(name string, policy []rbacv1.PolicyRule) *rbacv1.ClusterRole {
 	}
 }
 
-func clusterRoleBinding(name string) *rbacv1.ClusterRoleBinding {
+func (in install) clusterRoleBinding(name string) *rbacv1.ClusterRoleBinding {
 	return &rbacv1.ClusterRoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels()},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: Name, Namespace: Namespace}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: Name, Namespace: in.ns}},
 	}
 }
 
-func role(name string, policy []rbacv1.PolicyRule) *rbacv1.Role {
+func (in install) role(name string, policy []rbacv1.PolicyRule) *rbacv1.Role {
 	return &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
-		ObjectMeta: meta(name),
+		ObjectMeta: in.meta(name),
 		Rules:      policy,
 	}
 }
 
-func roleBinding(name string) *rbacv1.RoleBinding {
+func (in install) roleBinding(name string) *rbacv1.RoleBinding {
 	return &rbacv1.RoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-		ObjectMeta: meta(name),
+		ObjectMeta: in.meta(name),
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: Name, Namespace: Namespace}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: Name, Namespace: in.ns}},
 	}
 }
 

@@ -16,8 +16,8 @@ import (
 )
 
 const (
-	// Namespace is where Steward runs.
-	Namespace = "steward-system"
+	// DefaultNamespace is where Steward runs unless Options say otherwise.
+	DefaultNamespace = "steward-system"
 	// Name names Steward's Deployment, Service, ServiceAccount, RBAC and both
 	// webhook configurations.
 	Name = "steward"
@@ -31,16 +31,33 @@ const (
 // Options change what is rendered.
 type Options struct {
 	Image string
+	// Namespace is the namespace Steward runs in, DefaultNamespace when
+	// empty. Everything that names it follows: the objects, the RBAC
+	// subjects, the serving certificate's DNS names, cert-manager's CA
+	// injection and the webhooks' exclusion of Steward's own namespace.
+	Namespace string
 }
 
-// Target is where the rendered webhook configurations send requests.
-var Target = rule.Target{Namespace: Namespace, Service: Name}
+// install is one rendering of the manifests: where Steward runs and with
+// which image.
+type install struct {
+	ns, image string
+}
+
+// target is where the rendered webhook configurations send requests.
+func (in install) target() rule.Target {
+	return rule.Target{Namespace: in.ns, Service: Name}
+}
 
 // Render returns every manifest file, keyed by its path under manifests/.
 func Render(o Options) (map[string][]byte, error) {
 	if o.Image == "" {
 		o.Image = DefaultImage
 	}
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	in := install{ns: o.Namespace, image: o.Image}
 	cfg := webhooks.DefaultConfig()
 	rules := webhooks.Rules(cfg)
 	files := map[string][]byte{}
@@ -53,14 +70,14 @@ func Render(o Options) (map[string][]byte, error) {
 		return nil
 	}
 	base := map[string][]any{
-		"base/namespace.yaml":           {namespace()},
-		"base/serviceaccount.yaml":      {serviceAccount()},
-		"base/rbac.yaml":                baseRBAC(rules),
-		"base/config.yaml":              {configMap(cfg)},
-		"base/deployment.yaml":          {deployment(o.Image)},
-		"base/service.yaml":             {service()},
-		"base/poddisruptionbudget.yaml": {podDisruptionBudget()},
-		"base/webhooks.yaml":            webhookConfigurations(rules),
+		"base/namespace.yaml":           {in.namespace()},
+		"base/serviceaccount.yaml":      {in.serviceAccount()},
+		"base/rbac.yaml":                in.baseRBAC(rules),
+		"base/config.yaml":              {in.configMap(cfg)},
+		"base/deployment.yaml":          {in.deployment()},
+		"base/service.yaml":             {in.service()},
+		"base/poddisruptionbudget.yaml": {in.podDisruptionBudget()},
+		"base/webhooks.yaml":            in.webhookConfigurations(rules),
 	}
 	for path, objs := range base {
 		if err := add(path, objs...); err != nil {
@@ -71,7 +88,7 @@ func Render(o Options) (map[string][]byte, error) {
 	for path, data := range overlays() {
 		files[path] = data
 	}
-	for path, objs := range overlayObjects() {
+	for path, objs := range in.overlayObjects() {
 		if err := add(path, objs...); err != nil {
 			return nil, err
 		}

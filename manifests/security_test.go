@@ -250,8 +250,8 @@ func checkRBAC(in installed) []string {
 	}
 	for _, ro := range in.roles {
 		ownRoles["Role/"+ro.Name] = true
-		if ro.Namespace != Namespace {
-			problems = append(problems, fmt.Sprintf("Role %s is in namespace %q, want Steward's own %s", ro.Name, ro.Namespace, Namespace))
+		if ro.Namespace != DefaultNamespace {
+			problems = append(problems, fmt.Sprintf("Role %s is in namespace %q, want Steward's own %s", ro.Name, ro.Namespace, DefaultNamespace))
 		}
 		for i, r := range ro.Rules {
 			problems = append(problems, checkPolicyRule(fmt.Sprintf("Role %s rule %d", ro.Name, i), r, true)...)
@@ -263,8 +263,8 @@ func checkRBAC(in installed) []string {
 			problems = append(problems, fmt.Sprintf("%s %s binds %s %s, which is not one of Steward's own roles", kind, name, ref.Kind, ref.Name))
 		}
 		for _, s := range subjects {
-			if s.Kind != rbacv1.ServiceAccountKind || s.Name != Name || s.Namespace != Namespace {
-				problems = append(problems, fmt.Sprintf("%s %s grants to %s %s/%s, want only the ServiceAccount %s/%s", kind, name, s.Kind, s.Namespace, s.Name, Namespace, Name))
+			if s.Kind != rbacv1.ServiceAccountKind || s.Name != Name || s.Namespace != DefaultNamespace {
+				problems = append(problems, fmt.Sprintf("%s %s grants to %s %s/%s, want only the ServiceAccount %s/%s", kind, name, s.Kind, s.Namespace, s.Name, DefaultNamespace, Name))
 			}
 		}
 	}
@@ -272,8 +272,8 @@ func checkRBAC(in installed) []string {
 		checkBinding("ClusterRoleBinding", b.Name, b.RoleRef, b.Subjects)
 	}
 	for _, b := range in.roleBindings {
-		if b.Namespace != Namespace {
-			problems = append(problems, fmt.Sprintf("RoleBinding %s is in namespace %q, want %s", b.Name, b.Namespace, Namespace))
+		if b.Namespace != DefaultNamespace {
+			problems = append(problems, fmt.Sprintf("RoleBinding %s is in namespace %q, want %s", b.Name, b.Namespace, DefaultNamespace))
 		}
 		checkBinding("RoleBinding", b.Name, b.RoleRef, b.Subjects)
 	}
@@ -302,7 +302,7 @@ func checkRBAC(in installed) []string {
 	}
 	for _, g := range declaredNamespaced {
 		if !covers(grantedNamespaced, g) {
-			problems = append(problems, fmt.Sprintf("Steward declares it uses %s in %s, but the Roles do not grant it", g, Namespace))
+			problems = append(problems, fmt.Sprintf("Steward declares it uses %s in %s, but the Roles do not grant it", g, DefaultNamespace))
 		}
 	}
 	return problems

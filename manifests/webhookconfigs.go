@@ -16,7 +16,7 @@ const failurePolicyAnnotation = "steward.dev/failure-policy-"
 
 // webhookConfigurations renders one validating and one mutating
 // configuration, both named "steward", from the rule list.
-func webhookConfigurations(rules []webhooks.Configured) []any {
+func (in install) webhookConfigurations(rules []webhooks.Configured) []any {
 	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: labels(), Annotations: map[string]string{}},
@@ -31,10 +31,10 @@ func webhookConfigurations(rules []webhooks.Configured) []any {
 			reason := fmt.Sprintf("%s: %s", wh.FailurePolicy, wh.FailurePolicyReason)
 			switch spec.Type {
 			case rule.Validating:
-				validating.Webhooks = append(validating.Webhooks, wh.ValidatingWebhook(Target))
+				validating.Webhooks = append(validating.Webhooks, wh.ValidatingWebhook(in.target()))
 				validating.Annotations[failurePolicyAnnotation+wh.Name] = reason
 			case rule.Mutating:
-				mutating.Webhooks = append(mutating.Webhooks, wh.MutatingWebhook(Target))
+				mutating.Webhooks = append(mutating.Webhooks, wh.MutatingWebhook(in.target()))
 				mutating.Annotations[failurePolicyAnnotation+wh.Name] = reason
 			}
 		}

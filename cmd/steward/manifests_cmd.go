@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/stewardhq/steward/manifests"
 )
@@ -16,13 +19,18 @@ func runManifests(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", "manifests", "directory to write the kustomize base and overlays into")
 	image := fs.String("image", manifests.DefaultImage, "Steward container image")
+	namespace := fs.String("namespace", manifests.DefaultNamespace, "namespace Steward runs in; its objects, RBAC, certificate names and the webhooks' exclusion of its own namespace follow")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	files, err := manifests.Render(manifests.Options{Image: *image})
+	if errs := validation.IsDNS1123Label(*namespace); len(errs) > 0 {
+		fmt.Fprintf(stderr, "steward manifests: --namespace %q: %s\n", *namespace, strings.Join(errs, "; "))
+		return 2
+	}
+	files, err := manifests.Render(manifests.Options{Image: *image, Namespace: *namespace})
 	if err != nil {
 		fmt.Fprintf(stderr, "steward manifests: %v\n", err)
 		return 1

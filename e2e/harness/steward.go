@@ -13,6 +13,10 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // DefaultConfig is a configuration file with only its header: every rule
@@ -51,6 +55,10 @@ type StewardOptions struct {
 	// certificate is issued for DNS names, so --cert-dns-name=localhost is
 	// passed).
 	Host string
+	// Namespace is the namespace Steward runs in (--namespace), and the
+	// one its webhook configurations are rendered to exclude;
+	// StewardNamespace when empty. The harness creates it.
+	Namespace string
 }
 
 // optionsFromArgs derives StewardOptions from a configuration and flags:
@@ -149,10 +157,16 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 		}
 		s.caBundle = sc.CA
 	}
+	if opts.Namespace == "" {
+		opts.Namespace = StewardNamespace
+	}
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating namespace %s: %w", opts.Namespace, err)
+	}
 	s.env = []string{"MEMORY_LIMIT=" + strconv.FormatInt(memoryLimit, 10)}
 	s.args = []string{bin, "serve",
 		"--kubeconfig", e.Kubeconfig,
-		"--namespace", StewardNamespace,
+		"--namespace", opts.Namespace,
 		"--host", "127.0.0.1",
 		"--port", strconv.Itoa(s.port),
 		"--cert-dir", s.certDir,
@@ -196,7 +210,7 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 	}
 	// Registered before Steward is ready: in self-managed mode it injects its
 	// CA into these configurations, and may wait for them to exist.
-	if err := e.registerWebhooks(ctx, endpoint{host: opts.Host, port: s.port, caBundle: s.caBundle}); err != nil {
+	if err := e.registerWebhooks(ctx, endpoint{host: opts.Host, port: s.port, caBundle: s.caBundle}, opts.Namespace); err != nil {
 		return fail(err)
 	}
 	if err := s.waitReady(ctx, ReadyTimeout); err != nil {

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/stewardhq/steward/manifests"
 )
 
 // WebhookConfigurationName is the name of Steward's
@@ -37,6 +39,26 @@ func RenderedWebhooks() (Webhooks, error) {
 	if err != nil {
 		return Webhooks{}, fmt.Errorf("reading the rendered webhook configurations (run `make generate`): %w", err)
 	}
+	return parseWebhooks(path, data)
+}
+
+// WebhooksFor renders the webhook configurations for Steward running in
+// namespace, as `steward manifests --namespace` does; for the default
+// namespace they are the committed ones (RenderedWebhooks).
+func WebhooksFor(namespace string) (Webhooks, error) {
+	if namespace == StewardNamespace {
+		return RenderedWebhooks()
+	}
+	files, err := manifests.Render(manifests.Options{Namespace: namespace})
+	if err != nil {
+		return Webhooks{}, err
+	}
+	const path = "base/webhooks.yaml"
+	return parseWebhooks(path, files[path])
+}
+
+// parseWebhooks reads the configurations of a rendered webhooks.yaml.
+func parseWebhooks(path string, data []byte) (Webhooks, error) {
 	docs, err := splitYAML(data)
 	if err != nil {
 		return Webhooks{}, fmt.Errorf("%s: %w", path, err)
@@ -156,9 +178,10 @@ func applyTyped(ctx context.Context, c client.Client, obj client.Object) error {
 	return nil
 }
 
-// registerWebhooks writes the rendered configurations, pointed at ep.
-func (e *Env) registerWebhooks(ctx context.Context, ep endpoint) error {
-	rendered, err := RenderedWebhooks()
+// registerWebhooks writes the configurations rendered for Steward in
+// namespace, pointed at ep.
+func (e *Env) registerWebhooks(ctx context.Context, ep endpoint, namespace string) error {
+	rendered, err := WebhooksFor(namespace)
 	if err != nil {
 		return err
 	}
