@@ -132,7 +132,28 @@ func setupGuardedWrites(t *testing.T, ctx context.Context, ns string) map[string
 		t.Fatalf("creating a claim: %v", err)
 	}
 
+	// A composed resource held in deletion by its finalizer, as a provider
+	// holds an MR while it destroys the external resource.
+	deleting := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: "composed-deleting", Finalizers: []string{"example.com/hold"},
+		Labels:      map[string]string{"crossplane.io/composite": "db-x1b2c"},
+		Annotations: map[string]string{"crossplane.io/external-name": "db-old"},
+	}}
+	if err := admin.Create(ctx, deleting); err != nil {
+		t.Fatalf("creating a composed resource: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = admin.Patch(context.Background(), deleting.DeepCopy(), client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`)))
+	})
+	if err := admin.Delete(ctx, deleting.DeepCopy()); err != nil {
+		t.Fatalf("deleting the composed resource: %v", err)
+	}
+
 	return map[string]guardedWrite{
+		"claimguard-deleting.steward.dev": func(ctx context.Context) error {
+			patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"crossplane.io/external-name":"db-elsewhere"}}}`))
+			return jane.Patch(ctx, deleting.DeepCopy(), patch, client.DryRunAll)
+		},
 		"fleetguard.steward.dev": func(ctx context.Context) error {
 			patch := client.RawPatch(types.MergePatchType, []byte(`{"data":{"k":"hand-edit"}}`))
 			return jane.Patch(ctx, managed.DeepCopy(), patch, client.DryRunAll)

@@ -50,6 +50,10 @@ func New(c Config) *Rule {
 
 // Handle judges one admission request as if the rule were enforced.
 func (r *Rule) Handle(_ context.Context, req admission.Request) admission.Response {
+	if req.Operation == admissionv1.Update {
+		// Needs no cache: the request carries all it judges.
+		return r.deletingUpdate(req)
+	}
 	s := r.snap.Load()
 	if s == nil {
 		return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("claimguard has not discovered the cluster's Crossplane kinds yet"))

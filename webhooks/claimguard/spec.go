@@ -67,10 +67,7 @@ func (r *Rule) Spec() rule.Spec {
 						Name:       "has-external-name",
 						Expression: `has(object.metadata.annotations) && '` + annotationExtName + `' in object.metadata.annotations && object.metadata.annotations['` + annotationExtName + `'] != ''`,
 					},
-					{
-						Name:       "not-leases-or-reviews",
-						Expression: `!(request.resource.group in ['coordination.k8s.io', 'authentication.k8s.io', 'authorization.k8s.io'])`,
-					},
+					{Name: "not-leases-or-reviews", Expression: notLeasesOrReviews},
 				},
 			},
 			{
@@ -82,6 +79,7 @@ func (r *Rule) Spec() rule.Spec {
 					"propagation); a Steward outage must never block deletion, garbage collection or namespace cleanup.",
 				MatchPolicy: admissionregistrationv1.Equivalent,
 			},
+			deletingWebhook(),
 		},
 	}
 }

@@ -39,6 +39,7 @@ func TestSpec(t *testing.T) {
 		{"claimguard.steward.dev", "/validate/claimguard", admissionregistrationv1.Fail, 2, 0, false},
 		{"claimguard-managed.steward.dev", "/validate/claimguard/managed", admissionregistrationv1.Fail, 2, 1, true},
 		{"claimguard-delete.steward.dev", "/validate/claimguard/delete", admissionregistrationv1.Ignore, 2, 0, false},
+		{"claimguard-deleting.steward.dev", "/validate/claimguard/deleting", admissionregistrationv1.Fail, 2, 1, true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("entries (claim/XR rules are filled in at run time; the MR entry is narrowed by a selector): -want, +got:\n%s", diff)

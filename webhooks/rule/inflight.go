@@ -1,7 +1,6 @@
 package rule
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -38,7 +37,7 @@ type InflightLimit struct {
 	large, small budget
 	log          logr.Logger
 
-	refused  *prometheus.CounterVec
+	refused  prometheus.Counter
 	inFlight prometheus.GaugeFunc
 }
 
@@ -48,10 +47,10 @@ func NewInflightLimit(total int64, log logr.Logger) *InflightLimit {
 	l := &InflightLimit{log: log}
 	l.small.limit = total / 3
 	l.large.limit = total - l.small.limit
-	l.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "steward_requests_refused_total",
-		Help: "Requests Steward refused before reading them, by reason: memory (the in-flight budget was spent), too_large (Content-Length over the limit).",
-	}, []string{"reason"})
+	l.refused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "steward_requests_refused_for_memory_total",
+		Help: "Requests Steward answered 429 before reading them, because the memory budget for requests in flight (--request-memory) was spent.",
+	})
 	l.inFlight = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "steward_request_memory_inflight_bytes",
 		Help: "Memory charged to request bodies being read or decided (a multiple of their size).",
@@ -77,8 +76,9 @@ func (l *InflightLimit) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		size := r.ContentLength
 		if size > MaxReviewBytes {
-			l.refuse(w, r, "too_large", http.StatusRequestEntityTooLarge,
-				fmt.Sprintf("request entity is too large; limit is %d bytes", MaxReviewBytes))
+			// Serve refuses it with a verdict without reading it, which
+			// holds no memory worth counting.
+			next.ServeHTTP(w, r)
 			return
 		}
 		if size < 0 {
@@ -92,8 +92,7 @@ func (l *InflightLimit) Wrap(next http.Handler) http.Handler {
 		}
 		cost := size * memoryPerBodyByte
 		if !pool.tryAcquire(cost) {
-			l.refuse(w, r, "memory", http.StatusTooManyRequests,
-				"Steward is reading as many requests as its memory allows; retry shortly")
+			l.refuse(w, r)
 			return
 		}
 		defer pool.release(cost)
@@ -101,20 +100,22 @@ func (l *InflightLimit) Wrap(next http.Handler) http.Handler {
 	})
 }
 
-// refuse answers without reading the body. The connection is closed after
-// the answer, so an unread body does not have to be drained.
-func (l *InflightLimit) refuse(w http.ResponseWriter, r *http.Request, reason string, status int, msg string) {
-	l.refused.WithLabelValues(reason).Inc()
-	l.log.V(1).Info("refusing a request before reading it", "reason", reason, "path", r.URL.Path, "remote", r.RemoteAddr, "contentLength", r.ContentLength)
+// refuse answers 429 without reading the body, and closes the connection
+// so the unread body need not be drained. It is a plain HTTP error, not an
+// AdmissionReview: the API server then applies the webhook's failure
+// policy, as for a timeout, where a verdict would count as a denial even
+// on a webhook that fails open.
+func (l *InflightLimit) refuse(w http.ResponseWriter, r *http.Request) {
+	const msg = "Steward is reading as many requests as its memory allows; retry shortly\n"
+	l.refused.Inc()
+	l.log.V(1).Info("refusing a request before reading it: the request memory budget is spent", "path", r.URL.Path, "remote", r.RemoteAddr, "contentLength", r.ContentLength)
 	h := w.Header()
-	if status == http.StatusTooManyRequests {
-		h.Set("Retry-After", "1")
-	}
+	h.Set("Retry-After", "1")
 	h.Set("Connection", "close")
 	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(msg)+1))
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(msg + "\n"))
+	h.Set("Content-Length", strconv.Itoa(len(msg)))
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = w.Write([]byte(msg))
 }
 
 // budget is a count of bytes that requests take without waiting: a request

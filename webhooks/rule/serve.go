@@ -90,7 +90,11 @@ func readReview(r *http.Request, buf *bytes.Buffer) (admissionv1.AdmissionReview
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !strings.HasPrefix(ct, "application/json;") {
 		return review, http.StatusBadRequest, fmt.Errorf("contentType=%s, expected application/json", ct)
 	}
-	if r.ContentLength > 0 && r.ContentLength <= MaxReviewBytes {
+	if r.ContentLength > MaxReviewBytes {
+		// Refused unread: reading it would only hold memory.
+		return review, http.StatusRequestEntityTooLarge, fmt.Errorf("request entity is too large; limit is %d bytes", MaxReviewBytes)
+	}
+	if r.ContentLength > 0 {
 		// Room for the whole body at once: growing step by step would
 		// leave a large body's buffer up to twice its size.
 		buf.Grow(int(r.ContentLength) + bytes.MinRead)
