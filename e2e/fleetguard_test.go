@@ -423,8 +423,11 @@ func TestFleetguardWatchesOnlyFleetManagedWorkloads(t *testing.T) {
 	before := sent()
 	write(webReplicaSet(ns, "plain", nil))
 	time.Sleep(2 * time.Second) // what a watch would have been sent by now
-	if got := sent() - before; got != 0 {
-		t.Errorf("6 writes to a ReplicaSet without %s sent %v watch events; want none", "objectset.rio.cattle.io/hash", got)
+	// The API server also sends each watch a bookmark about once a minute,
+	// which the counter cannot tell from an event: at most one may land in
+	// the window. Without the selector the writes alone would send six.
+	if got := sent() - before; got > 1 {
+		t.Errorf("6 writes to a ReplicaSet without %s sent %v watch events; want none (one bookmark at most)", "objectset.rio.cattle.io/hash", got)
 	}
 
 	before = sent()
