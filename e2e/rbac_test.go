@@ -13,7 +13,9 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -97,6 +99,26 @@ func TestStewardRunsOnTheRenderedRBAC(t *testing.T) {
 	p := startStewardProc(t, ctx, procOptions{kubeconfig: proxy.kubeconfig})
 	// Settle: start-up requests are done once Steward is ready.
 	time.Sleep(2 * time.Second)
+
+	t.Run("MetricsAreReviewedWithTheRenderedGrants", func(t *testing.T) {
+		// Steward asks the API server about a scraper's token and access
+		// as the identity holding only the rendered ClusterRole.
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: harness.StewardNamespace, Name: harness.MetricsScraper}}
+		tr := &authenticationv1.TokenRequest{}
+		if err := env.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", p.metricsPort), nil)
+		req.Header.Set("Authorization", "Bearer "+tr.Status.Token)
+		resp, err := insecureClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("an authorized scrape of Steward running on the rendered RBAC: HTTP %d, want 200", resp.StatusCode)
+		}
+	})
 
 	t.Run("NoAPICallOnTheRequestPath", func(t *testing.T) {
 		before := len(proxy.requests())

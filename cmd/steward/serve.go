@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -219,7 +218,7 @@ func shutdownOnSignal(log logr.Logger, delay time.Duration, stopping *atomic.Boo
 }
 
 // metricsOptions serves /metrics over HTTPS, to clients the API server
-// authenticates and authorizes (the filter sends a TokenReview and a
+// authenticates and authorizes (metricsAuthFilter: a TokenReview and a
 // SubjectAccessReview, each cached for minutes), with the webhook's TLS
 // settings and a self-signed certificate, as the kube-controller-manager
 // does. Prometheus scrapes it with its service account's token and a
@@ -231,7 +230,7 @@ func metricsOptions(opts serveOptions) metricsserver.Options {
 	return metricsserver.Options{
 		BindAddress:    opts.metricsAddr,
 		SecureServing:  true,
-		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		FilterProvider: metricsAuthFilter,
 		TLSOpts:        tlsOptions(opts),
 	}
 }
