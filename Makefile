@@ -21,8 +21,14 @@ STATICCHECK_VERSION := v0.8.2
 
 all: build
 
+# The version and commit stamped into the binary (steward version,
+# steward_build_info).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+STEWARD_LDFLAGS := -X main.version=$(VERSION) -X main.revision=$(REVISION)
+
 build:
-	$(GO) build -o bin/steward ./cmd/steward
+	$(GO) build -ldflags "$(STEWARD_LDFLAGS)" -o bin/steward ./cmd/steward
 
 tools: $(ASSETS)/kube-apiserver $(ASSETS)/etcd
 

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/stewardhq/steward/e2e/harness"
 )
 
 // insecureClient skips verifying the server: the metrics endpoint's
@@ -54,6 +56,10 @@ func TestMetricsNeedAuthentication(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "steward_request_memory_inflight_bytes") {
 			t.Errorf("HTTP %d, want 200 with Steward's metrics:\n%.300s", resp.StatusCode, body)
+		}
+		// The version stamped at build time is reported.
+		if n, err := s.Counter("steward_build_info", map[string]string{"version": harness.BuildVersion}); err != nil || n != 1 {
+			t.Errorf("steward_build_info{version=%q} = %v, %v; want 1", harness.BuildVersion, n, err)
 		}
 	})
 }

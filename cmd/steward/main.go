@@ -1,6 +1,6 @@
 // Command steward is Steward's one binary: `serve` runs the admission webhook
 // server, `manifests` renders the install manifests, `check` runs the rules
-// offline over YAML files for GitOps CI.
+// offline over YAML files for GitOps CI, `version` says which build it is.
 package main
 
 import (
@@ -15,6 +15,7 @@ Commands:
   serve       run the admission webhook server
   manifests   render the install manifests (kustomize base and overlays)
   check       check YAML files for Flux API versions that are deprecated or removed
+  version     print the version, VCS revision, Go version and platform
 
 Run 'steward <command> -h' for a command's flags.
 `
@@ -35,6 +36,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runManifests(args[1:], stdout, stderr)
 	case "check":
 		return runCheck(args[1:], stdout, stderr)
+	case "version", "--version":
+		return runVersion(stdout)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

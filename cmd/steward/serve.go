@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -121,8 +122,11 @@ func serve(opts serveOptions, cfg webhooks.Config, log logr.Logger) error {
 	memoryLimit, _ := parseMemoryLimit(opts.memoryLimit) // validated with the flags
 	requestMemory, _ := parseRequestMemory(opts.requestMemory, memoryLimit)
 	limit := rule.NewInflightLimit(requestMemory, log.WithName("webhook"))
-	if err := ctrlmetrics.Registry.Register(limit); err != nil {
-		return fmt.Errorf("registering the request memory metrics: %w", err)
+	build := currentBuild()
+	for _, c := range []prometheus.Collector{limit, buildInfoGauge(build)} {
+		if err := ctrlmetrics.Registry.Register(c); err != nil {
+			return fmt.Errorf("registering metrics: %w", err)
+		}
 	}
 	if err := registerRules(mgr, cfg, rules, limit, log); err != nil {
 		return err
@@ -131,7 +135,7 @@ func serve(opts serveOptions, cfg webhooks.Config, log logr.Logger) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go shutdownOnSignal(log, opts.shutdownDelay, &stopping, cancel)
-	log.Info("starting steward", "namespace", opts.certs.Namespace, "port", opts.port, "certMode", opts.certMode, "requestMemory", requestMemory)
+	log.Info("starting steward", "version", build.Version, "revision", build.Revision, "namespace", opts.certs.Namespace, "port", opts.port, "certMode", opts.certMode, "requestMemory", requestMemory)
 	return mgr.Start(ctx)
 }
 

@@ -51,6 +51,10 @@ func releaseBinary() {
 // stewardBinary builds ./cmd/steward the first time it is called and returns
 // the binary's path: the process under test is the real command with its
 // real flag parsing, not a function called inside the test process.
+// BuildVersion is the version the harness stamps into the steward binary
+// it builds, as make build and the Dockerfile stamp theirs.
+const BuildVersion = "v0.0.0-e2e"
+
 func stewardBinary() (string, error) {
 	binary.Lock()
 	defer binary.Unlock()
@@ -65,7 +69,7 @@ func stewardBinary() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("go", "build", "-o", path, "./cmd/steward")
+	cmd := exec.Command("go", "build", "-ldflags", "-X main.version="+BuildVersion, "-o", path, "./cmd/steward")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building steward (go build ./cmd/steward): %w\n%s", err, out)
