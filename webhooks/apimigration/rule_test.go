@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -324,7 +325,7 @@ func TestErrorsAllowWithWarning(t *testing.T) {
 	r := newRule(t, DefaultFluxVersion)
 	wh := r.Spec().Webhooks[0]
 	h := rule.Wrap(r, wh, rule.Options{Mode: rule.Enforce, Log: logr.Discard()})
-	before := rule.DecisionCount(Name, rule.Errored)
+	before := ruletest.DecisionCount(Name, rule.Errored)
 	req := admissiontest.Create(gvr(helmRelease, "v2beta1"), "HelmRelease", `{"metadata": "not an object"}`).Build()
 	resp := h.Handle(context.Background(), req)
 	if !resp.Allowed || len(resp.Patches) != 0 {
@@ -333,7 +334,7 @@ func TestErrorsAllowWithWarning(t *testing.T) {
 	if len(resp.Warnings) != 1 || !strings.HasPrefix(resp.Warnings[0], "apimigration could not check this request and allowed it: decoding the object") {
 		t.Errorf("warnings = %q", resp.Warnings)
 	}
-	if got := rule.DecisionCount(Name, rule.Errored) - before; got != 1 {
+	if got := ruletest.DecisionCount(Name, rule.Errored) - before; got != 1 {
 		t.Errorf("errored counter moved by %v, want 1", got)
 	}
 	if resp.AuditAnnotations["decision"] != string(rule.Errored) {

@@ -4,8 +4,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -53,19 +51,4 @@ var decisionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 
 func init() {
 	metrics.Registry.MustRegister(decisions, decisionSeconds)
-}
-
-// DecisionCount returns the current value of the decision counter, for tests.
-func DecisionCount(rule string, d Decision) float64 {
-	return testutil.ToFloat64(decisions.WithLabelValues(rule, string(d)))
-}
-
-// DecisionTimes returns how many decisions of a rule the duration histogram
-// holds and their summed seconds, for tests.
-func DecisionTimes(rule string) (count uint64, seconds float64) {
-	var m dto.Metric
-	if err := decisionSeconds.WithLabelValues(rule).(prometheus.Metric).Write(&m); err != nil {
-		return 0, 0
-	}
-	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -200,12 +201,12 @@ func TestWrapAppliesModesExemptionsAndFailurePolicy(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tc.rule.name = "guard"
 			tc.opts.Log = logr.Discard()
-			before := rule.DecisionCount("guard", tc.decision)
+			before := ruletest.DecisionCount("guard", tc.decision)
 			got := rule.Wrap(tc.rule, tc.webhook, tc.opts).Handle(context.Background(), tc.req)
 			if diff := cmp.Diff(tc.want, summarize(got)); diff != "" {
 				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
 			}
-			if after := rule.DecisionCount("guard", tc.decision); after != before+1 {
+			if after := ruletest.DecisionCount("guard", tc.decision); after != before+1 {
 				t.Errorf("%s: counter %s went from %v to %v, want +1", tc.reason, tc.decision, before, after)
 			}
 		})
@@ -237,9 +238,9 @@ func TestWrapTimesEveryDecision(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			countBefore, sumBefore := rule.DecisionTimes(tc.rule.name)
+			countBefore, sumBefore := ruletest.DecisionTimes(tc.rule.name)
 			rule.Wrap(tc.rule, rule.Webhook{}, rule.Options{Log: logr.Discard()}).Handle(context.Background(), tc.req)
-			count, sum := rule.DecisionTimes(tc.rule.name)
+			count, sum := ruletest.DecisionTimes(tc.rule.name)
 			if count != countBefore+1 {
 				t.Errorf("%s: %d decisions timed, want %d", tc.reason, count, countBefore+1)
 			}

@@ -1,0 +1,56 @@
+package ruletest
+
+import (
+	dto "github.com/prometheus/client_model/go"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// DecisionCount reads steward_decisions_total{rule, decision} from the
+// registry Steward serves, as a scrape would.
+func DecisionCount(ruleName string, d rule.Decision) float64 {
+	for _, m := range samples("steward_decisions_total", map[string]string{"rule": ruleName, "decision": string(d)}) {
+		return m.GetCounter().GetValue()
+	}
+	return 0
+}
+
+// DecisionTimes reads how many decisions of a rule
+// steward_decision_duration_seconds holds and their summed seconds.
+func DecisionTimes(ruleName string) (count uint64, seconds float64) {
+	for _, m := range samples("steward_decision_duration_seconds", map[string]string{"rule": ruleName}) {
+		return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+	}
+	return 0, 0
+}
+
+// samples are the samples of the named family whose labels are labels.
+func samples(name string, labels map[string]string) []*dto.Metric {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return nil
+	}
+	var out []*dto.Metric
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if hasLabels(m, labels) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	n := 0
+	for _, l := range m.GetLabel() {
+		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+			n++
+		}
+	}
+	return n == len(want)
+}
