@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,38 +39,42 @@ Exit status: 0 nothing removed; 1 an object uses a version removed in the
 target Flux release; 2 bad flags or configuration; 3 unreadable or
 malformed input (reported with file, line and document number).
 
-Flags:
+Examples:
+  # A GitOps repository, against the default target release:
+  steward check ./clusters ./infrastructure
+
+  # What kustomize renders, against Flux 2.8, deprecated versions too:
+  kustomize build ./clusters/production | steward check --flux-version 2.8 --fail-on-deprecated -
 `
 
 // checkStdin is where "-" reads from; tests replace it.
 var checkStdin io.Reader = os.Stdin
 
+// checkOptions are the flags of `steward check`.
+type checkOptions struct {
+	configPath, fluxVersion string
+	failOnDeprecated        bool
+}
+
+func checkFlagSet(o *checkOptions, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("steward check", flag.ContinueOnError)
+	fs.SetOutput(out)
+	setUsage(fs, checkUsageText)
+	fs.StringVar(&o.configPath, "config", "", "Steward configuration file; its rules.apimigration.fluxVersion is the target release")
+	fs.StringVar(&o.fluxVersion, "flux-version", "", "target Flux release, MAJOR.MINOR (overrides --config; default "+apimigration.DefaultFluxVersion+")")
+	fs.BoolVar(&o.failOnDeprecated, "fail-on-deprecated", false, "also exit 1 for versions that are deprecated but not yet removed")
+	return fs
+}
+
 // runCheck runs the apimigration decision offline over YAML files
 // (`steward check PATH...`), for GitOps CI.
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("steward check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), checkUsageText)
-		fs.PrintDefaults()
-	}
-	configPath := fs.String("config", "", "Steward configuration file; its rules.apimigration.fluxVersion is the target release")
-	fluxVersion := fs.String("flux-version", "", "target Flux release, MAJOR.MINOR (overrides --config; default "+apimigration.DefaultFluxVersion+")")
-	failOnDeprecated := fs.Bool("fail-on-deprecated", false, "also exit 1 for versions that are deprecated but not yet removed")
-
-	beforeDash := args
-	if i := slices.Index(args, "--"); i >= 0 {
-		beforeDash = args[:i]
-	}
-	if slices.ContainsFunc(beforeDash, isHelpFlag) {
-		fs.SetOutput(stdout)
-		fs.Usage()
+	var o checkOptions
+	fs := checkFlagSet(&o, stderr)
+	if helpAsked(fs, args, stdout) {
 		return checkOK
 	}
 	paths, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return checkOK
-	}
 	if err != nil {
 		return checkUsage
 	}
@@ -80,22 +83,17 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return checkUsage
 	}
-	target, err := checkTarget(*configPath, *fluxVersion)
+	target, err := checkTarget(o.configPath, o.fluxVersion)
 	if err != nil {
 		fmt.Fprintf(stderr, "steward check: %v\n", err)
 		return checkUsage
 	}
 
-	c := &checker{target: target, failOnDeprecated: *failOnDeprecated, stdout: stdout, stderr: stderr}
+	c := &checker{target: target, failOnDeprecated: o.failOnDeprecated, stdout: stdout, stderr: stderr}
 	for _, p := range paths {
 		c.checkPath(p)
 	}
 	return c.finish()
-}
-
-// isHelpFlag matches the help flags before "--".
-func isHelpFlag(a string) bool {
-	return a == "-h" || a == "--h" || a == "-help" || a == "--help"
 }
 
 // parseInterspersed lets flags follow paths (`steward check . --flux-version

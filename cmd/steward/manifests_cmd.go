@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,33 +11,67 @@ import (
 	"github.com/stewardhq/steward/manifests"
 )
 
+const manifestsUsageText = `Usage: steward manifests [flags]
+
+Renders Steward's install manifests from the rules' own registrations: a
+kustomize base (Namespace, RBAC, Deployment, Service, PodDisruptionBudget,
+webhook configurations) and two overlays, cert-manager and
+self-managed-certs. 'make generate' runs it from the repository root, and
+'make verify' fails when the committed files differ.
+
+Examples:
+  # Regenerate manifests/ in a checkout:
+  steward manifests
+
+  # Render for another namespace and image into a directory of your own:
+  steward manifests --dir ./steward-install --namespace platform-guards \
+    --image registry.example.com/steward:v0.3.0
+  kubectl apply -k ./steward-install/overlays/self-managed-certs
+`
+
+// manifestsOptions are the flags of `steward manifests`.
+type manifestsOptions struct {
+	dir, image, namespace string
+}
+
+func manifestsFlagSet(o *manifestsOptions, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("steward manifests", flag.ContinueOnError)
+	fs.SetOutput(out)
+	setUsage(fs, manifestsUsageText)
+	fs.StringVar(&o.dir, "dir", "manifests", "directory to write the kustomize base and overlays into")
+	fs.StringVar(&o.image, "image", manifests.DefaultImage, "Steward container image")
+	fs.StringVar(&o.namespace, "namespace", manifests.DefaultNamespace, "namespace Steward runs in; its objects, RBAC, certificate names and the webhooks' exclusion of its own namespace follow")
+	return fs
+}
+
 // runManifests renders the install manifests into a directory (default
 // manifests/, run from the repository root by `make generate`).
 func runManifests(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("steward manifests", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir := fs.String("dir", "manifests", "directory to write the kustomize base and overlays into")
-	image := fs.String("image", manifests.DefaultImage, "Steward container image")
-	namespace := fs.String("namespace", manifests.DefaultNamespace, "namespace Steward runs in; its objects, RBAC, certificate names and the webhooks' exclusion of its own namespace follow")
+	var o manifestsOptions
+	fs := manifestsFlagSet(&o, stderr)
+	if helpAsked(fs, args, stdout) {
+		return 0
+	}
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
 		return 2
 	}
-	if errs := validation.IsDNS1123Label(*namespace); len(errs) > 0 {
-		fmt.Fprintf(stderr, "steward manifests: --namespace %q: %s\n", *namespace, strings.Join(errs, "; "))
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "steward manifests: unexpected arguments: %v\n", fs.Args())
 		return 2
 	}
-	files, err := manifests.Render(manifests.Options{Image: *image, Namespace: *namespace})
+	if errs := validation.IsDNS1123Label(o.namespace); len(errs) > 0 {
+		fmt.Fprintf(stderr, "steward manifests: --namespace %q: %s\n", o.namespace, strings.Join(errs, "; "))
+		return 2
+	}
+	files, err := manifests.Render(manifests.Options{Image: o.image, Namespace: o.namespace})
 	if err != nil {
 		fmt.Fprintf(stderr, "steward manifests: %v\n", err)
 		return 1
 	}
-	if err := manifests.Write(*dir, files); err != nil {
+	if err := manifests.Write(o.dir, files); err != nil {
 		fmt.Fprintf(stderr, "steward manifests: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "wrote %d files under %s\n", len(files), *dir)
+	fmt.Fprintf(stdout, "wrote %d files under %s\n", len(files), o.dir)
 	return 0
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -34,11 +33,11 @@ import (
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
-func runServe(args []string, stderr io.Writer) int {
-	opts, err := parseServeFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+func runServe(args []string, stdout, stderr io.Writer) int {
+	if o := defaultServeOptions(); helpAsked(serveFlagSet(&o, stderr), args, stdout) {
 		return 0
 	}
+	opts, err := parseServeFlags(args, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "steward serve: invalid flags:\n%v\n", err)
 		return 2

@@ -44,11 +44,53 @@ type serveOptions struct {
 	shutdownTimeout time.Duration
 }
 
-func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
+const serveUsageText = `Usage: steward serve [flags]
+
+Runs the admission webhook server: every rule at its own path, its caches,
+and (with --cert-mode=self-managed) its own CA and serving certificate.
+It serves until SIGTERM or SIGINT, then drains. Invalid flags or an invalid
+--config are refused at start-up with a message naming the field.
+
+Examples:
+  # In the cluster, as the shipped Deployment runs it (cert-manager mode):
+  steward serve --config=/etc/steward/config.yaml --cert-dir=/tmp/k8s-webhook-server/serving-certs
+
+  # Without cert-manager: Steward creates, injects and rotates its own CA
+  # and serving certificate in the Secret steward-serving-cert.
+  steward serve --config=/etc/steward/config.yaml --cert-mode=self-managed \
+    --cert-secret=steward-serving-cert --service-name=steward
+
+  # Against a local API server, metrics on loopback without authentication:
+  steward serve --kubeconfig=$HOME/.kube/config --metrics-secure=false --metrics-bind-address=127.0.0.1:8080
+`
+
+// defaultServeOptions are the defaults that do not come from a flag's
+// definition: the self-managed mode's settings and the namespace the pod
+// runs in.
+func defaultServeOptions() serveOptions {
 	o := serveOptions{certs: certs.DefaultSelfManagedOptions()}
 	o.certs.Namespace = envOr("POD_NAMESPACE", o.certs.Namespace)
+	return o
+}
+
+func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
+	o := defaultServeOptions()
+	fs := serveFlagSet(&o, stderr)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return o, o.validate()
+}
+
+// serveFlagSet binds `steward serve`'s flags to o; o's certificate settings
+// are their defaults.
+func serveFlagSet(o *serveOptions, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("steward serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(out)
+	setUsage(fs, serveUsageText)
 	fs.StringVar(&o.configFile, "config", "", "path of a StewardConfiguration YAML file; defaults apply when empty")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig to reach the API server; in-cluster config or $KUBECONFIG when empty")
 	fs.StringVar(&o.host, "host", "", "address the webhook server listens on (all when empty)")
@@ -66,13 +108,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "serve HTTP/2; off by default because of HTTP/2 rapid reset (CVE-2023-44487)")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving (reporting unready) this long so endpoints stop routing here")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 25*time.Second, "after the delay, how long in-flight requests may take to drain")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
-	}
-	return o, o.validate()
+	return fs
 }
 
 // validate refuses values that cannot work, naming the flag.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -40,7 +41,36 @@ func currentBuild() buildInfo {
 	return b
 }
 
-func runVersion(stdout io.Writer) int {
+const versionUsageText = `Usage: steward version
+
+Prints the version and VCS revision stamped at build, the Go version and the
+platform; 'steward --version' does the same. steward_build_info reports the
+same build to Prometheus.
+
+Examples:
+  steward version
+  kubectl -n steward-system exec deploy/steward -- /steward version
+`
+
+func versionFlagSet(out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("steward version", flag.ContinueOnError)
+	fs.SetOutput(out)
+	setUsage(fs, versionUsageText)
+	return fs
+}
+
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	fs := versionFlagSet(stderr)
+	if helpAsked(fs, args, stdout) {
+		return 0
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "steward version: unexpected arguments: %v\n", fs.Args())
+		return 2
+	}
 	b := currentBuild()
 	fmt.Fprintf(stdout, "steward %s\nrevision: %s\ngo: %s\nplatform: %s\n", b.Version, b.Revision, b.GoVersion, b.Platform)
 	return 0
