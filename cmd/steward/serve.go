@@ -122,7 +122,7 @@ func serve(opts serveOptions, cfg webhooks.Config, log logr.Logger) error {
 	requestMemory, _ := parseRequestMemory(opts.requestMemory, memoryLimit)
 	limit := rule.NewInflightLimit(requestMemory, log.WithName("webhook"))
 	build := currentBuild()
-	for _, c := range []prometheus.Collector{limit, buildInfoGauge(build)} {
+	for _, c := range []prometheus.Collector{limit, buildInfoGauge(build), certs.ServingCertificateExpiry(opts.certs.CertDir)} {
 		if err := ctrlmetrics.Registry.Register(c); err != nil {
 			return fmt.Errorf("registering metrics: %w", err)
 		}
