@@ -17,6 +17,12 @@ KUBE_LDFLAGS := -s -w \
 
 STATICCHECK_VERSION := v0.8.2
 
+# promtool checks and unit-tests the alerting rules (manifests/alerts_test.go).
+# It is built from the Prometheus module e2e/tools/promtool pins, keyed by
+# that version; the tests read its path from PROMTOOL.
+PROMTOOL_VERSION := $(shell awk '/^require github.com\/prometheus\/prometheus / {print $$3}' e2e/tools/promtool/go.mod)
+export PROMTOOL := $(CACHE_DIR)/promtool-$(PROMTOOL_VERSION)/promtool
+
 .PHONY: all build test unit e2e fuzz lint generate verify sandbox bench bench-hostile tools clean
 
 all: build
@@ -30,7 +36,7 @@ STEWARD_LDFLAGS := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 build:
 	$(GO) build -ldflags "$(STEWARD_LDFLAGS)" -o bin/steward ./cmd/steward
 
-tools: $(ASSETS)/kube-apiserver $(ASSETS)/etcd
+tools: $(ASSETS)/kube-apiserver $(ASSETS)/etcd $(PROMTOOL)
 
 $(ASSETS)/kube-apiserver:
 	@mkdir -p $(ASSETS)
@@ -42,6 +48,11 @@ $(ASSETS)/etcd:
 	@echo "building etcd $(ETCD_VERSION) into $(ASSETS) (first time only)"
 	cd e2e/tools/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp . && mv $@.tmp $@
 
+$(PROMTOOL):
+	@mkdir -p $(dir $@)
+	@echo "building promtool $(PROMTOOL_VERSION) into $(dir $@) (first time only, a few minutes)"
+	cd e2e/tools/promtool && $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp github.com/prometheus/prometheus/cmd/promtool && mv $@.tmp $@
+
 # The one command that runs every test: unit, golden, fuzz seed corpora and
 # the e2e suite against a real kube-apiserver and etcd. The e2e package runs
 # after the others rather than beside them: its burst and load tests need
@@ -52,7 +63,7 @@ test: tools unit
 
 # Every package but the e2e suite (e2e/load, e2e/harness and e2e/sandbox
 # have no API server in their tests and run here).
-unit:
+unit: $(PROMTOOL)
 	$(GO) test $$($(GO) list ./... | grep -v '/e2e$$')
 
 e2e: tools

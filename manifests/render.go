@@ -93,6 +93,13 @@ func Render(o Options) (map[string][]byte, error) {
 			return nil, err
 		}
 	}
+	monitoring := in.monitoringFiles()
+	for path, objs := range monitoring {
+		if err := add(path, objs...); err != nil {
+			return nil, err
+		}
+	}
+	files["monitoring/kustomization.yaml"] = kustomization(sortedNames(monitoring, "monitoring/"), nil)
 	return files, nil
 }
 
