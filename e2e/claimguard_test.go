@@ -20,6 +20,7 @@ import (
 
 	"github.com/stewardhq/steward/e2e/harness"
 	"github.com/stewardhq/steward/webhooks/claimguard"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // The tests play Crossplane's part (no Crossplane runs here): they create
@@ -47,7 +48,7 @@ func claimguardRules(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for _, wh := range vwc.Webhooks {
-		if wh.Name != claimguard.CreateWebhook {
+		if wh.Name != rule.WebhookName(claimguard.Name, "") {
 			continue
 		}
 		for _, r := range wh.Rules {
@@ -552,8 +553,8 @@ func TestClaimguardOwnsOnlyItsRules(t *testing.T) {
 				return err
 			}
 			want := map[string]any{"f:webhooks": map[string]any{
-				`k:{"name":"` + claimguard.CreateWebhook + `"}`: map[string]any{".": map[string]any{}, "f:name": map[string]any{}, "f:rules": map[string]any{}},
-				`k:{"name":"` + claimguard.DeleteWebhook + `"}`: map[string]any{".": map[string]any{}, "f:name": map[string]any{}, "f:rules": map[string]any{}},
+				`k:{"name":"` + rule.WebhookName(claimguard.Name, "") + `"}`:       map[string]any{".": map[string]any{}, "f:name": map[string]any{}, "f:rules": map[string]any{}},
+				`k:{"name":"` + rule.WebhookName(claimguard.Name, "delete") + `"}`: map[string]any{".": map[string]any{}, "f:name": map[string]any{}, "f:rules": map[string]any{}},
 			}}
 			got, _ := json.Marshal(fields)
 			wantJSON, _ := json.Marshal(want)

@@ -10,16 +10,18 @@ import (
 // Name is the rule's name.
 const Name = "claimguard"
 
-// The rule's webhook entries. The claim/composite entries get their rules
-// at run time (see webhookRules); the managed entry is static.
+// The suffixes of the rule's webhook entries (see rule.WebhookName). The
+// claim/composite entries get their rules at run time (see webhookRules);
+// the managed entry is static.
 const (
-	// CreateWebhook receives CREATE of claim and composite resource kinds.
-	CreateWebhook = "claimguard.steward.dev"
-	// ManagedWebhook receives CREATE of composed resources that carry an
+	// createSuffix is the main entry: CREATE of claim and composite
+	// resource kinds.
+	createSuffix = ""
+	// managedSuffix receives CREATE of composed resources that carry an
 	// external name, of any kind.
-	ManagedWebhook = "claimguard-managed.steward.dev"
-	// DeleteWebhook receives DELETE of claim and composite resource kinds.
-	DeleteWebhook = "claimguard-delete.steward.dev"
+	managedSuffix = "managed"
+	// deleteSuffix receives DELETE of claim and composite resource kinds.
+	deleteSuffix = "delete"
 )
 
 const timeoutSeconds = 2
@@ -36,8 +38,8 @@ func (r *Rule) Spec() rule.Spec {
 		Type: rule.Validating,
 		Webhooks: []rule.Webhook{
 			{
-				Name:           CreateWebhook,
-				Path:           "/validate/claimguard",
+				Name:           rule.WebhookName(Name, createSuffix),
+				Path:           rule.Path(rule.Validating, Name, createSuffix),
 				FailurePolicy:  admissionregistrationv1.Fail,
 				TimeoutSeconds: timeoutSeconds,
 				FailurePolicyReason: "A claim or composite resource created while its predecessor is still deleting composes resources " +
@@ -46,8 +48,8 @@ func (r *Rule) Spec() rule.Spec {
 				MatchPolicy: admissionregistrationv1.Equivalent,
 			},
 			{
-				Name:           ManagedWebhook,
-				Path:           "/validate/claimguard/managed",
+				Name:           rule.WebhookName(Name, managedSuffix),
+				Path:           rule.Path(rule.Validating, Name, managedSuffix),
 				FailurePolicy:  admissionregistrationv1.Fail,
 				TimeoutSeconds: timeoutSeconds,
 				FailurePolicyReason: "A managed resource created with the external name of one still being deleted adopts or " +
@@ -71,8 +73,8 @@ func (r *Rule) Spec() rule.Spec {
 				},
 			},
 			{
-				Name:           DeleteWebhook,
-				Path:           "/validate/claimguard/delete",
+				Name:           rule.WebhookName(Name, deleteSuffix),
+				Path:           rule.Path(rule.Validating, Name, deleteSuffix),
 				FailurePolicy:  admissionregistrationv1.Ignore,
 				TimeoutSeconds: timeoutSeconds,
 				FailurePolicyReason: "Deletes are only annotated with warnings (and, with requireForegroundDelete, held to Foreground " +

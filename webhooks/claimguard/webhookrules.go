@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	admissionregistrationv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // webhookRules returns the rules the create and delete entries should have
@@ -117,8 +119,8 @@ func (s *rulesSyncer) sync(ctx context.Context) error {
 		return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", name, err)
 	}
 	want := map[string][]admissionregistrationv1.RuleWithOperations{
-		CreateWebhook: webhookRules(snap, admissionregistrationv1.Create),
-		DeleteWebhook: webhookRules(snap, admissionregistrationv1.Delete),
+		rule.WebhookName(Name, createSuffix): webhookRules(snap, admissionregistrationv1.Create),
+		rule.WebhookName(Name, deleteSuffix): webhookRules(snap, admissionregistrationv1.Delete),
 	}
 	same := true
 	for entry, rules := range want {
@@ -137,7 +139,7 @@ func (s *rulesSyncer) sync(ctx context.Context) error {
 		return nil
 	}
 	ac := admissionregistrationv1ac.ValidatingWebhookConfiguration(name)
-	for _, entry := range []string{CreateWebhook, DeleteWebhook} {
+	for _, entry := range []string{rule.WebhookName(Name, createSuffix), rule.WebhookName(Name, deleteSuffix)} {
 		wh := admissionregistrationv1ac.ValidatingWebhook().WithName(entry)
 		for _, r := range want[entry] {
 			wh.WithRules(admissionregistrationv1ac.RuleWithOperations().
@@ -152,7 +154,7 @@ func (s *rulesSyncer) sync(ctx context.Context) error {
 	if _, err := client.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
 		return fmt.Errorf("applying rules to ValidatingWebhookConfiguration %s: %w", name, err)
 	}
-	s.log.Info("updated webhook rules for claim and composite resource kinds", "configuration", name, "rules", describeRules(want[CreateWebhook]))
+	s.log.Info("updated webhook rules for claim and composite resource kinds", "configuration", name, "rules", describeRules(want[rule.WebhookName(Name, createSuffix)]))
 	return nil
 }
 

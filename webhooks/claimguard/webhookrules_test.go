@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // installed is Steward's configuration as the installer applies it: the
@@ -39,7 +41,7 @@ func TestRulesSyncer(t *testing.T) {
 	}
 
 	t.Run("AppliesRulesForTheXRDsKindsAndLeavesTheRestAlone", func(t *testing.T) {
-		kube := fake.NewClientset(installed(CreateWebhook, ManagedWebhook, DeleteWebhook))
+		kube := fake.NewClientset(installed(rule.WebhookName(Name, createSuffix), rule.WebhookName(Name, managedSuffix), rule.WebhookName(Name, deleteSuffix)))
 		s := &rulesSyncer{rule: withPG.defaults(), log: logr.Discard(), kube: kube}
 		if err := s.sync(ctx); err != nil {
 			t.Fatal(err)
@@ -51,7 +53,7 @@ func TestRulesSyncer(t *testing.T) {
 		for _, tc := range []struct {
 			entry string
 			want  []admissionregistrationv1.RuleWithOperations
-		}{{CreateWebhook, pgRules(admissionregistrationv1.Create)}, {DeleteWebhook, pgRules(admissionregistrationv1.Delete)}, {ManagedWebhook, nil}} {
+		}{{rule.WebhookName(Name, createSuffix), pgRules(admissionregistrationv1.Create)}, {rule.WebhookName(Name, deleteSuffix), pgRules(admissionregistrationv1.Delete)}, {rule.WebhookName(Name, managedSuffix), nil}} {
 			wh := findWebhook(got, tc.entry)
 			if diff := cmp.Diff(tc.want, wh.Rules); diff != "" {
 				t.Errorf("rules of %s: -want, +got:\n%s", tc.entry, diff)
@@ -81,7 +83,7 @@ func TestRulesSyncer(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, _ = kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "steward", metav1.GetOptions{})
-		if rules := findWebhook(got, CreateWebhook).Rules; len(rules) != 0 {
+		if rules := findWebhook(got, rule.WebhookName(Name, createSuffix)).Rules; len(rules) != 0 {
 			t.Errorf("after the XRD went away the create entry still has rules %v", rules)
 		}
 	})
@@ -89,7 +91,7 @@ func TestRulesSyncer(t *testing.T) {
 	t.Run("MissingConfigurationOrEntryIsNotCreated", func(t *testing.T) {
 		for name, objs := range map[string][]*admissionregistrationv1.ValidatingWebhookConfiguration{
 			"no configuration": nil,
-			"no delete entry":  {installed(CreateWebhook, ManagedWebhook)},
+			"no delete entry":  {installed(rule.WebhookName(Name, createSuffix), rule.WebhookName(Name, managedSuffix))},
 		} {
 			var kube *fake.Clientset
 			if objs == nil {
