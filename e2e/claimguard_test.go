@@ -545,7 +545,7 @@ func TestClaimguardOwnsOnlyItsRules(t *testing.T) {
 			return err
 		}
 		for _, m := range vwc.ManagedFields {
-			if m.Manager != claimguard.FieldManager {
+			if m.Manager != rule.FieldManager(claimguard.Name) {
 				continue
 			}
 			var fields map[string]any
@@ -559,11 +559,11 @@ func TestClaimguardOwnsOnlyItsRules(t *testing.T) {
 			got, _ := json.Marshal(fields)
 			wantJSON, _ := json.Marshal(want)
 			if string(got) != string(wantJSON) {
-				return fmt.Errorf("%s owns %s, want %s", claimguard.FieldManager, got, wantJSON)
+				return fmt.Errorf("%s owns %s, want %s", rule.FieldManager(claimguard.Name), got, wantJSON)
 			}
 			return nil
 		}
-		return fmt.Errorf("no field manager %s on the webhook configuration", claimguard.FieldManager)
+		return fmt.Errorf("no field manager %s on the webhook configuration", rule.FieldManager(claimguard.Name))
 	})
 }
 

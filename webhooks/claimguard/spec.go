@@ -26,16 +26,21 @@ const (
 
 const timeoutSeconds = 2
 
-// Spec describes claimguard's three webhook entries.
+// Spec describes claimguard's four webhook entries, what it reads, and the
+// aggregated ClusterRole through which installers grant it the composite
+// and managed kinds.
 //
 // The create and delete entries are rendered without rules: the claim and
-// composite kinds exist only once CompositeResourceDefinitions do, so
-// claimguard fills those rules in at run time with server-side apply (field
-// manager "steward-claimguard"). Installers must not set them.
+// composite kinds exist only once CompositeResourceDefinitions do, so their
+// rules are dynamic (see dynamicRules), applied at run time with
+// server-side apply (field manager "steward-claimguard"). Installers must
+// not set them.
 func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
-		Name: Name,
-		Type: rule.Validating,
+		Name:            Name,
+		Type:            rule.Validating,
+		RBAC:            RBAC(),
+		AggregatedRoles: []rule.AggregatedRole{{Name: "kinds", Label: AggregationLabel}},
 		Webhooks: []rule.Webhook{
 			{
 				Name:           rule.WebhookName(Name, createSuffix),
@@ -45,7 +50,8 @@ func (r *Rule) Spec() rule.Spec {
 				FailurePolicyReason: "A claim or composite resource created while its predecessor is still deleting composes resources " +
 					"that collide with external resources being destroyed; Crossplane retries failed creates, so an outage " +
 					"delays provisioning instead of risking data.",
-				MatchPolicy: admissionregistrationv1.Equivalent,
+				MatchPolicy:  admissionregistrationv1.Equivalent,
+				DynamicRules: r.dynamicRules(admissionregistrationv1.Create),
 			},
 			{
 				Name:           rule.WebhookName(Name, managedSuffix),
@@ -79,7 +85,8 @@ func (r *Rule) Spec() rule.Spec {
 				TimeoutSeconds: timeoutSeconds,
 				FailurePolicyReason: "Deletes are only annotated with warnings (and, with requireForegroundDelete, held to Foreground " +
 					"propagation); a Steward outage must never block deletion, garbage collection or namespace cleanup.",
-				MatchPolicy: admissionregistrationv1.Equivalent,
+				MatchPolicy:  admissionregistrationv1.Equivalent,
+				DynamicRules: r.dynamicRules(admissionregistrationv1.Delete),
 			},
 			deletingWebhook(),
 		},

@@ -15,12 +15,14 @@ import (
 const Name = "fleetguard"
 
 // Spec registers fleetguard: one webhook for every labelled object, and
-// one for the scale subresource of the workloads Fleet commonly deploys.
+// one for the scale subresource of the workloads Fleet commonly deploys,
+// whose metadata it reads.
 func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
 		Name:     Name,
 		Type:     rule.Validating,
 		Webhooks: []rule.Webhook{r.mainWebhook(), r.scaleWebhook()},
+		RBAC:     scaleRBAC(),
 	}
 }
 

@@ -21,6 +21,7 @@ func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
 		Name: Name,
 		Type: rule.Validating,
+		RBAC: RBAC(),
 		Webhooks: []rule.Webhook{
 			{
 				Name: rule.WebhookName(Name, ""),

@@ -1,7 +1,6 @@
 package rule
 
 import (
-	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -32,11 +31,4 @@ type ManagerSetup interface {
 // server never sends Steward the rest: no watch event, no memory.
 type CacheScope interface {
 	CacheByObject() map[client.Object]cache.ByObject
-}
-
-// Permissions is implemented by rules that read the cluster (informer
-// caches, their own webhook configuration). The rendered ClusterRole grants
-// exactly the union of what the rules list, so RBAC follows the rules.
-type Permissions interface {
-	PolicyRules() []rbacv1.PolicyRule
 }

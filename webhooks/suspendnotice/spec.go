@@ -25,6 +25,7 @@ func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
 		Name: Name,
 		Type: rule.Mutating,
+		RBAC: RBAC(),
 		Webhooks: []rule.Webhook{
 			{
 				Name:                rule.WebhookName(Name, ""),
