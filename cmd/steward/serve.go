@@ -165,6 +165,11 @@ func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Co
 				return fmt.Errorf("setting up rule %s: %w", spec.Name, err)
 			}
 		}
+		if m, ok := c.Rule.(rule.MetricsCollector); ok {
+			if err := ctrlmetrics.Registry.Register(m.Collector()); err != nil {
+				return fmt.Errorf("registering the metrics of rule %s: %w", spec.Name, err)
+			}
+		}
 		opts := rule.Options{
 			Mode:            c.Mode,
 			ExemptUsers:     cfg.ExemptUsers,

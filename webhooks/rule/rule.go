@@ -1,6 +1,7 @@
 package rule
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -31,4 +32,12 @@ type ManagerSetup interface {
 // server never sends Steward the rest: no watch event, no memory.
 type CacheScope interface {
 	CacheByObject() map[client.Object]cache.ByObject
+}
+
+// MetricsCollector is implemented by rules with metrics of their own (the
+// state of their caches). The server registers each rule's collector with
+// the registry it serves /metrics from; nothing is registered globally, so
+// two rules built in one process never share metrics.
+type MetricsCollector interface {
+	Collector() prometheus.Collector
 }
