@@ -20,6 +20,7 @@ import (
 
 	"github.com/stewardhq/steward/e2e/harness"
 	"github.com/stewardhq/steward/webhooks/claimguard"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // The tests play Crossplane's part (no Crossplane runs here): they create
@@ -47,7 +48,7 @@ func claimguardRules(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for _, wh := range vwc.Webhooks {
-		if wh.Name != claimguard.CreateWebhook {
+		if wh.Name != rule.WebhookName(claimguard.Name, "") {
 			continue
 		}
 		for _, r := range wh.Rules {
@@ -544,7 +545,7 @@ func TestClaimguardOwnsOnlyItsRules(t *testing.T) {
 			return err
 		}
 		for _, m := range vwc.ManagedFields {
-			if m.Manager != claimguard.FieldManager {
+			if m.Manager != rule.FieldManager(claimguard.Name) {
 				continue
 			}
 			var fields map[string]any
@@ -552,17 +553,17 @@ func TestClaimguardOwnsOnlyItsRules(t *testing.T) {
 				return err
 			}
 			want := map[string]any{"f:webhooks": map[string]any{
-				`k:{"name":"` + claimguard.CreateWebhook + `"}`: map[string]any{".": map[string]any{}, "f:name": map[string]any{}, "f:rules": map[string]any{}},
-				`k:{"name":"` + claimguard.DeleteWebhook + `"}`: map[string]any{".": map[string]any{}, "f:name": map[string]any{}, "f:rules": map[string]any{}},
+				`k:{"name":"` + rule.WebhookName(claimguard.Name, "") + `"}`:       map[string]any{".": map[string]any{}, "f:name": map[string]any{}, "f:rules": map[string]any{}},
+				`k:{"name":"` + rule.WebhookName(claimguard.Name, "delete") + `"}`: map[string]any{".": map[string]any{}, "f:name": map[string]any{}, "f:rules": map[string]any{}},
 			}}
 			got, _ := json.Marshal(fields)
 			wantJSON, _ := json.Marshal(want)
 			if string(got) != string(wantJSON) {
-				return fmt.Errorf("%s owns %s, want %s", claimguard.FieldManager, got, wantJSON)
+				return fmt.Errorf("%s owns %s, want %s", rule.FieldManager(claimguard.Name), got, wantJSON)
 			}
 			return nil
 		}
-		return fmt.Errorf("no field manager %s on the webhook configuration", claimguard.FieldManager)
+		return fmt.Errorf("no field manager %s on the webhook configuration", rule.FieldManager(claimguard.Name))
 	})
 }
 

@@ -8,23 +8,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stewardhq/steward/webhooks"
-	"github.com/stewardhq/steward/webhooks/claimguard"
-	"github.com/stewardhq/steward/webhooks/rule"
 )
 
-// baseRBAC grants Steward exactly what its rules declare they read or
-// write (rule.Permissions), and nothing else.
+// baseRBAC grants Steward exactly what its rules' Specs declare they read
+// or write, and nothing else, plus the ClusterRoles they aggregate.
 func (in install) baseRBAC(rules []webhooks.Configured) []any {
 	var policy []rbacv1.PolicyRule
+	var aggregated []any
 	for _, c := range rules {
-		if p, ok := c.Rule.(rule.Permissions); ok {
-			policy = append(policy, p.PolicyRules()...)
+		spec := c.Rule.Spec()
+		policy = append(policy, spec.PolicyRules()...)
+		for _, r := range spec.AggregatedRoles {
+			role := aggregatedClusterRole(Name+"-"+spec.Name+"-"+r.Name, r.Label)
+			aggregated = append(aggregated, role, in.clusterRoleBinding(role.Name))
 		}
 	}
 	policy = append(policy, metricsAuthRules...)
-	kinds := aggregatedClusterRole(Name+"-claimguard-kinds", claimguard.AggregationLabel)
-	return []any{clusterRole(Name, uniqueRules(policy)), in.clusterRoleBinding(Name), kinds, in.clusterRoleBinding(kinds.Name),
-		clusterRole(MetricsReaderRole, metricsReaderRules)}
+	out := []any{clusterRole(Name, uniqueRules(policy)), in.clusterRoleBinding(Name)}
+	out = append(out, aggregated...)
+	return append(out, clusterRole(MetricsReaderRole, metricsReaderRules))
 }
 
 // metricsAuthRules let Steward ask the API server who a metrics scraper is
@@ -40,10 +42,9 @@ const MetricsReaderRole = Name + "-metrics-reader"
 
 var metricsReaderRules = []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
 
-// aggregatedClusterRole holds no rules of its own: Crossplane's composite and
-// managed kinds live in groups nobody knows in advance, and "every resource
-// in every group" would include Secrets. Installers grant list and watch per
-// group in ClusterRoles carrying the label; Kubernetes aggregates them here.
+// aggregatedClusterRole holds no rules of its own (rule.AggregatedRole):
+// installers grant what the rule reads in ClusterRoles carrying the label,
+// and Kubernetes aggregates them here.
 func aggregatedClusterRole(name, label string) *rbacv1.ClusterRole {
 	role := clusterRole(name, nil)
 	role.AggregationRule = &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{

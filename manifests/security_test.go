@@ -19,7 +19,6 @@ import (
 
 	"github.com/stewardhq/steward/certs"
 	"github.com/stewardhq/steward/webhooks"
-	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // The security tests read what an installer applies: each overlay built by
@@ -81,13 +80,11 @@ func kustomizeBuild(t *testing.T, overlay string) installed {
 var overlayNames = []string{"cert-manager", "self-managed-certs"}
 
 // declaredPermissions is everything Steward's code says it uses in an
-// overlay: what each rule declares (rule.Permissions) and, in self-managed
-// mode, what the certificate manager needs.
+// overlay: what each rule's Spec declares and, in self-managed mode, what
+// the certificate manager needs.
 func declaredPermissions(overlay string) (cluster, namespaced []rbacv1.PolicyRule) {
 	for _, c := range webhooks.Rules(webhooks.DefaultConfig()) {
-		if p, ok := c.Rule.(rule.Permissions); ok {
-			cluster = append(cluster, p.PolicyRules()...)
-		}
+		cluster = append(cluster, c.Rule.Spec().PolicyRules()...)
 	}
 	cluster = append(cluster, metricsAuthRules...)
 	if overlay == "self-managed-certs" {

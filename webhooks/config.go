@@ -89,6 +89,7 @@ func ParseConfig(data []byte, source string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("configuration %s: %w", source, err)
 	}
+	strict = append(strict, strictRulesErrors(js)...)
 	if len(strict) > 0 {
 		return Config{}, fmt.Errorf("configuration %s: %w", source, errors.Join(strict...))
 	}

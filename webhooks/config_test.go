@@ -53,6 +53,26 @@ func TestParseConfigRefusesBadInputNamingTheField(t *testing.T) {
 			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  fleetguard:\n    mode: block\n",
 			wantErr: `rules.fleetguard.mode: Unsupported value: "block"`,
 		},
+		"UnknownRuleNamesItsPath": {
+			reason:  "a section for a rule that does not exist is a typo, reported with its path",
+			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  fleetgaurd: {}\n",
+			wantErr: `unknown field "rules.fleetgaurd"`,
+		},
+		"RuleSectionOfTheWrongType": {
+			reason:  "a rule's section that is not a mapping names the section",
+			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  fleetguard: [warn]\n",
+			wantErr: `Go struct field RulesConfig.rules.fleetguard of type fleetguard.Config`,
+		},
+		"WrongTypeInARuleNamesItsPath": {
+			reason:  "a setting of the wrong type is named by its full path",
+			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  fleetguard:\n    agentUsers: 5\n",
+			wantErr: `Go struct field Config.rules.fleetguard.agentUsers of type []string`,
+		},
+		"EveryTypoIsReported": {
+			reason:  "typos at the top and inside rules are reported together",
+			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nbreakGlasGroup: ops\nrules:\n  fleetguard:\n    agentUser: [x]\n",
+			wantErr: "unknown field \"breakGlasGroup\"\nunknown field \"rules.fleetguard.agentUser\"",
+		},
 		"NotYAML": {
 			reason:  "malformed YAML names the file",
 			yaml:    "apiVersion: [",
@@ -85,5 +105,22 @@ func TestDefaultConfigIsValid(t *testing.T) {
 	c := DefaultConfig()
 	if errs := c.Validate(); len(errs) > 0 {
 		t.Errorf("the default configuration must pass its own validation: %v", errs)
+	}
+}
+
+// TestEveryListedRuleHasASection proves the list alone decides the
+// configuration's rules: each rule has its section, defaulted, under its
+// name, and nothing else does.
+func TestEveryListedRuleHasASection(t *testing.T) {
+	c := DefaultConfig()
+	var names []string
+	for _, e := range list {
+		names = append(names, e.name)
+		if c.Rules[e.name] == nil || c.Rules[e.name].RuleMode() == "" {
+			t.Errorf("rule %s has no defaulted section", e.name)
+		}
+	}
+	if len(c.Rules) != len(list) {
+		t.Errorf("sections for %d rules, want one for each of %v", len(c.Rules), names)
 	}
 }

@@ -4,8 +4,6 @@
 package webhooks
 
 import (
-	"k8s.io/apimachinery/pkg/util/validation/field"
-
 	"github.com/stewardhq/steward/webhooks/apimigration"
 	"github.com/stewardhq/steward/webhooks/claimguard"
 	"github.com/stewardhq/steward/webhooks/fleetguard"
@@ -14,34 +12,16 @@ import (
 	"github.com/stewardhq/steward/webhooks/suspendnotice"
 )
 
-// RulesConfig holds each rule's settings, keyed by the rule's name.
-// Adding a rule adds one field here and one line in Rules.
-type RulesConfig struct {
-	APIMigration     apimigration.Config     `json:"apimigration"`
-	Claimguard       claimguard.Config       `json:"claimguard"`
-	Fleetguard       fleetguard.Config       `json:"fleetguard"`
-	InstallPlanGuard installplanguard.Config `json:"installplanguard"`
-	SuspendNotice    suspendnotice.Config    `json:"suspendnotice"`
-}
-
-// Default fills every rule's unset settings.
-func (c *RulesConfig) Default() {
-	c.APIMigration.Default()
-	c.Claimguard.Default()
-	c.Fleetguard.Default()
-	c.InstallPlanGuard.Default()
-	c.SuspendNotice.Default()
-}
-
-// Validate checks every rule's settings.
-func (c *RulesConfig) Validate(path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	errs = append(errs, c.APIMigration.Validate(path.Child(apimigration.Name))...)
-	errs = append(errs, c.Claimguard.Validate(path.Child(claimguard.Name))...)
-	errs = append(errs, c.Fleetguard.Validate(path.Child(fleetguard.Name))...)
-	errs = append(errs, c.InstallPlanGuard.Validate(path.Child(installplanguard.Name))...)
-	errs = append(errs, c.SuspendNotice.Validate(path.Child(suspendnotice.Name))...)
-	return errs
+// list is every Steward rule, in the order it is served and rendered: its
+// name (its configuration key, metric label and log field) and its
+// constructor, whose first argument is the rule's Config (a rule.Settings).
+// Adding a rule is its package and one line here.
+var list = []entry{
+	newEntry(apimigration.Name, alone(apimigration.New)),
+	newEntry(claimguard.Name, alone(claimguard.New)),
+	newEntry(fleetguard.Name, withBreakGlassGroup(fleetguard.New)),
+	newEntry(installplanguard.Name, alone(installplanguard.New)),
+	newEntry(suspendnotice.Name, alone(suspendnotice.New)),
 }
 
 // Configured is a rule together with the mode its configuration chose.
@@ -52,11 +32,14 @@ type Configured struct {
 
 // Rules returns every Steward rule, built from its configuration.
 func Rules(c Config) []Configured {
-	return []Configured{
-		{Rule: apimigration.New(c.Rules.APIMigration), Mode: c.Rules.APIMigration.Mode},
-		{Rule: claimguard.New(c.Rules.Claimguard), Mode: c.Rules.Claimguard.Mode},
-		{Rule: fleetguard.New(c.Rules.Fleetguard, c.BreakGlassGroup), Mode: c.Rules.Fleetguard.Mode},
-		{Rule: installplanguard.New(c.Rules.InstallPlanGuard), Mode: c.Rules.InstallPlanGuard.Mode},
-		{Rule: suspendnotice.New(c.Rules.SuspendNotice), Mode: c.Rules.SuspendNotice.Mode},
+	out := make([]Configured, 0, len(list))
+	for _, e := range list {
+		s := c.Rules[e.name]
+		if s == nil {
+			s = e.newSettings()
+			s.Default()
+		}
+		out = append(out, Configured{Rule: e.build(s, c), Mode: s.RuleMode()})
 	}
+	return out
 }

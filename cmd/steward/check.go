@@ -128,7 +128,7 @@ func checkTarget(configPath, fluxVersion string) (apimigration.Release, error) {
 		}
 	}
 	if fluxVersion == "" {
-		return cfg.Rules.APIMigration.Target(), nil
+		return webhooks.SettingsOf[apimigration.Config](cfg.Rules).Target(), nil
 	}
 	r, err := apimigration.ParseRelease(fluxVersion)
 	if err != nil {

@@ -151,14 +151,22 @@ func cacheScopes(rules []webhooks.Configured) map[client.Object]cache.ByObject {
 
 // registerRules sets up every configured rule and serves each of its webhooks
 // at the path its Spec names: the same list renders the webhook configurations.
+// The rules of entries with DynamicRules are kept by one rule.RulesSyncer.
 // Decisions are logged as "decision", unreadable requests as "webhook".
 func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Configured, limit *rule.InflightLimit, log logr.Logger) error {
 	server := mgr.GetWebhookServer()
+	var specs []rule.Spec
 	for _, c := range rules {
 		spec := c.Rule.Spec()
+		specs = append(specs, spec)
 		if s, ok := c.Rule.(rule.ManagerSetup); ok {
 			if err := s.SetupWithManager(mgr); err != nil {
 				return fmt.Errorf("setting up rule %s: %w", spec.Name, err)
+			}
+		}
+		if m, ok := c.Rule.(rule.MetricsCollector); ok {
+			if err := ctrlmetrics.Registry.Register(m.Collector()); err != nil {
+				return fmt.Errorf("registering the metrics of rule %s: %w", spec.Name, err)
 			}
 		}
 		opts := rule.Options{
@@ -173,7 +181,7 @@ func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Co
 			server.Register(wh.Path, limit.Wrap(withBodyDeadline(hook, bodyReadTimeout)))
 		}
 	}
-	return nil
+	return rule.AddRulesSyncer(mgr, specs)
 }
 
 // addHealthChecks makes /readyz pass only once the webhook server accepts

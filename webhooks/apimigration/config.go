@@ -78,3 +78,8 @@ func (c Config) Target() Release {
 	}
 	return r
 }
+
+// RuleMode is the configured mode (rule.Settings).
+func (c *Config) RuleMode() rule.Mode { return c.Mode }
+
+var _ rule.Settings = (*Config)(nil)

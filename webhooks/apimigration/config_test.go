@@ -64,7 +64,7 @@ func TestConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, c.Rules.APIMigration); diff != "" {
+			if diff := cmp.Diff(tc.want, webhooks.SettingsOf[apimigration.Config](c.Rules)); diff != "" {
 				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
 			}
 		})

@@ -25,8 +25,8 @@ func (r *Rule) Spec() rule.Spec {
 		Name: Name,
 		Type: rule.Mutating,
 		Webhooks: []rule.Webhook{{
-			Name:           Name + ".steward.dev",
-			Path:           "/mutate/" + Name,
+			Name:           rule.WebhookName(Name, ""),
+			Path:           rule.Path(rule.Mutating, Name, ""),
 			Rules:          webhookRules(),
 			FailurePolicy:  admissionregistrationv1.Ignore,
 			TimeoutSeconds: 2,

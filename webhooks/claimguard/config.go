@@ -59,3 +59,8 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 func (c *Config) manageRules() bool {
 	return c.ManageWebhookRules == nil || *c.ManageWebhookRules
 }
+
+// RuleMode is the configured mode (rule.Settings).
+func (c *Config) RuleMode() rule.Mode { return c.Mode }
+
+var _ rule.Settings = (*Config)(nil)

@@ -14,9 +14,9 @@ import (
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
-// DeletingWebhook receives updates of composite and composed resources
-// that are being deleted and change a key claimguard finds them by.
-const DeletingWebhook = "claimguard-deleting.steward.dev"
+// deletingSuffix is the entry receiving updates of composite and composed
+// resources that are being deleted and change a key claimguard finds them by.
+const deletingSuffix = "deleting"
 
 // trackedKeys are what claimguard finds a resource being deleted by: its
 // claim, its composite resource and its external name. A person who could
@@ -45,8 +45,8 @@ func deletingWebhook() rule.Webhook {
 		changed = append(changed, celValue("object", field, k.key)+" != "+celValue("oldObject", field, k.key))
 	}
 	return rule.Webhook{
-		Name:           DeletingWebhook,
-		Path:           "/validate/claimguard/deleting",
+		Name:           rule.WebhookName(Name, deletingSuffix),
+		Path:           rule.Path(rule.Validating, Name, deletingSuffix),
 		FailurePolicy:  admissionregistrationv1.Fail,
 		TimeoutSeconds: timeoutSeconds,
 		FailurePolicyReason: "Only a person's change of a claim label, composite label or external name on a resource already being " +

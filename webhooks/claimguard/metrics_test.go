@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -17,8 +19,9 @@ func TestCacheMetricsFollowTheCachesBetweenSnapshots(t *testing.T) {
 	var synced atomic.Bool
 	s.all[0].synced = synced.Load
 	s.ignoredXRDs = 2
-	m := &cacheMetrics{kinds: claimguardMetrics.kinds, objects: claimguardMetrics.objects, ignored: claimguardMetrics.ignored}
-	m.last.Store(s)
+	r := New(Config{})
+	r.snap.Store(s)
+	m := r.Collector()
 
 	check := func(when string, syncing, syncedKinds, objects int) {
 		t.Helper()
@@ -50,4 +53,38 @@ steward_claimguard_watched_kinds{role="managed",state="syncing"} %d
 		}
 	}
 	check("after the cache synced and grew", 0, 1, 3)
+}
+
+// TestEveryRuleReportsItsOwnCaches proves two claimguards in one process
+// keep their metrics apart: each reports its own snapshot, and each
+// registers with a registry of its own without colliding with the other.
+func TestEveryRuleReportsItsOwnCaches(t *testing.T) {
+	one, two := New(Config{}), New(Config{})
+	one.snap.Store(newCluster().managed(rdsGK, rdsGVR, false, stateSynced, mr("db-1"), mr("db-2")).s)
+	two.snap.Store(newCluster().managed(rdsGK, rdsGVR, false, stateSynced, mr("db-3")).s)
+	for _, tc := range []struct {
+		rule *Rule
+		want float64
+	}{{one, 2}, {two, 1}} {
+		reg := prometheus.NewPedanticRegistry()
+		if err := reg.Register(tc.rule.Collector()); err != nil {
+			t.Fatal(err)
+		}
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got float64
+		for _, f := range families {
+			if f.GetName() != "steward_claimguard_cached_objects" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				got += m.GetGauge().GetValue()
+			}
+		}
+		if got != tc.want {
+			t.Errorf("steward_claimguard_cached_objects = %v, want %v: the rule's own caches", got, tc.want)
+		}
+	}
 }

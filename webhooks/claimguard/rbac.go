@@ -11,19 +11,15 @@ import (
 // ClusterRole per provider or XRD group) and label it with this key.
 const AggregationLabel = "steward.dev/aggregate-to-claimguard"
 
-// FieldManager is the server-side apply field manager under which
-// claimguard owns the rules of its create and delete webhook entries.
-const FieldManager = "steward-claimguard"
-
-// RBAC is what claimguard itself needs, independent of the Crossplane kinds
-// in the cluster: read XRDs, watch CRD metadata (to notice new kinds), and
-// keep the rules of its own webhook entries (get and patch on Steward's
-// ValidatingWebhookConfiguration only, by name).
-func RBAC(webhookConfigurationName string) []rbacv1.PolicyRule {
+// RBAC is what claimguard itself reads, independent of the Crossplane
+// kinds in the cluster: XRDs, and CRD metadata (to notice new kinds).
+// Keeping the rules of its own webhook entries (get and patch on Steward's
+// ValidatingWebhookConfiguration only, by name) follows from their
+// DynamicRules (rule.Spec.PolicyRules).
+func RBAC() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"apiextensions.crossplane.io"}, Resources: []string{"compositeresourcedefinitions"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"list", "watch"}},
-		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{webhookConfigurationName}, Verbs: []string{"get", "patch"}},
 	}
 }
 
@@ -42,15 +38,4 @@ func SandboxRBAC() []rbacv1.PolicyRule {
 		KindRBAC("database.example.org", "xpostgresqlinstances"),
 		KindRBAC("database.aws.example.org", "rdsinstances"),
 	}
-}
-
-// PolicyRules are the permissions rendered into Steward's ClusterRole. The
-// composite and managed kinds are granted separately, through ClusterRoles
-// labelled AggregationLabel.
-func (r *Rule) PolicyRules() []rbacv1.PolicyRule {
-	rules := RBAC(r.cfg.WebhookConfigurationName)
-	if !r.cfg.manageRules() {
-		rules = rules[:2]
-	}
-	return rules
 }

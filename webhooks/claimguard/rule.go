@@ -37,7 +37,8 @@ type Rule struct {
 	// ready is set once the first discovery ran and every cache it started
 	// has synced (or cannot be listed).
 	ready atomic.Bool
-	// rulesChanged wakes the webhook rules syncer.
+	// rulesChanged is signalled on every new snapshot: the rules of the
+	// create and delete entries may have changed (see dynamicRules).
 	rulesChanged chan struct{}
 }
 
@@ -129,5 +130,4 @@ func withUnchecked(resp admission.Response, cov *coverage) admission.Response {
 var (
 	_ rule.Rule         = (*Rule)(nil)
 	_ rule.ManagerSetup = (*Rule)(nil)
-	_ rule.Permissions  = (*Rule)(nil)
 )

@@ -10,44 +10,52 @@ import (
 // Name is the rule's name.
 const Name = "claimguard"
 
-// The rule's webhook entries. The claim/composite entries get their rules
-// at run time (see webhookRules); the managed entry is static.
+// The suffixes of the rule's webhook entries (see rule.WebhookName). The
+// claim/composite entries get their rules at run time (see webhookRules);
+// the managed entry is static.
 const (
-	// CreateWebhook receives CREATE of claim and composite resource kinds.
-	CreateWebhook = "claimguard.steward.dev"
-	// ManagedWebhook receives CREATE of composed resources that carry an
+	// createSuffix is the main entry: CREATE of claim and composite
+	// resource kinds.
+	createSuffix = ""
+	// managedSuffix receives CREATE of composed resources that carry an
 	// external name, of any kind.
-	ManagedWebhook = "claimguard-managed.steward.dev"
-	// DeleteWebhook receives DELETE of claim and composite resource kinds.
-	DeleteWebhook = "claimguard-delete.steward.dev"
+	managedSuffix = "managed"
+	// deleteSuffix receives DELETE of claim and composite resource kinds.
+	deleteSuffix = "delete"
 )
 
 const timeoutSeconds = 2
 
-// Spec describes claimguard's three webhook entries.
+// Spec describes claimguard's four webhook entries, what it reads, and the
+// aggregated ClusterRole through which installers grant it the composite
+// and managed kinds.
 //
 // The create and delete entries are rendered without rules: the claim and
-// composite kinds exist only once CompositeResourceDefinitions do, so
-// claimguard fills those rules in at run time with server-side apply (field
-// manager "steward-claimguard"). Installers must not set them.
+// composite kinds exist only once CompositeResourceDefinitions do, so their
+// rules are dynamic (see dynamicRules), applied at run time with
+// server-side apply (field manager "steward-claimguard"). Installers must
+// not set them.
 func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
-		Name: Name,
-		Type: rule.Validating,
+		Name:            Name,
+		Type:            rule.Validating,
+		RBAC:            RBAC(),
+		AggregatedRoles: []rule.AggregatedRole{{Name: "kinds", Label: AggregationLabel}},
 		Webhooks: []rule.Webhook{
 			{
-				Name:           CreateWebhook,
-				Path:           "/validate/claimguard",
+				Name:           rule.WebhookName(Name, createSuffix),
+				Path:           rule.Path(rule.Validating, Name, createSuffix),
 				FailurePolicy:  admissionregistrationv1.Fail,
 				TimeoutSeconds: timeoutSeconds,
 				FailurePolicyReason: "A claim or composite resource created while its predecessor is still deleting composes resources " +
 					"that collide with external resources being destroyed; Crossplane retries failed creates, so an outage " +
 					"delays provisioning instead of risking data.",
-				MatchPolicy: admissionregistrationv1.Equivalent,
+				MatchPolicy:  admissionregistrationv1.Equivalent,
+				DynamicRules: r.dynamicRules(admissionregistrationv1.Create),
 			},
 			{
-				Name:           ManagedWebhook,
-				Path:           "/validate/claimguard/managed",
+				Name:           rule.WebhookName(Name, managedSuffix),
+				Path:           rule.Path(rule.Validating, Name, managedSuffix),
 				FailurePolicy:  admissionregistrationv1.Fail,
 				TimeoutSeconds: timeoutSeconds,
 				FailurePolicyReason: "A managed resource created with the external name of one still being deleted adopts or " +
@@ -71,13 +79,14 @@ func (r *Rule) Spec() rule.Spec {
 				},
 			},
 			{
-				Name:           DeleteWebhook,
-				Path:           "/validate/claimguard/delete",
+				Name:           rule.WebhookName(Name, deleteSuffix),
+				Path:           rule.Path(rule.Validating, Name, deleteSuffix),
 				FailurePolicy:  admissionregistrationv1.Ignore,
 				TimeoutSeconds: timeoutSeconds,
 				FailurePolicyReason: "Deletes are only annotated with warnings (and, with requireForegroundDelete, held to Foreground " +
 					"propagation); a Steward outage must never block deletion, garbage collection or namespace cleanup.",
-				MatchPolicy: admissionregistrationv1.Equivalent,
+				MatchPolicy:  admissionregistrationv1.Equivalent,
+				DynamicRules: r.dynamicRules(admissionregistrationv1.Delete),
 			},
 			deletingWebhook(),
 		},

@@ -109,8 +109,8 @@ func TestPolicyRules(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, New(tc.cfg).PolicyRules()); diff != "" {
-				t.Errorf("%s\nPolicyRules(): -want, +got:\n%s", tc.reason, diff)
+			if diff := cmp.Diff(tc.want, New(tc.cfg).Spec().PolicyRules()); diff != "" {
+				t.Errorf("%s\nSpec().PolicyRules(): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -1,36 +1,29 @@
 package claimguard
 
 import (
-	"context"
-	"slices"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
-// installed is Steward's configuration as the installer applies it: the
-// claimguard entries without rules, a caBundle cainjector wrote.
-func installed(entries ...string) *admissionregistrationv1.ValidatingWebhookConfiguration {
-	none := admissionregistrationv1.SideEffectClassNone
-	c := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "steward"}}
-	for _, e := range entries {
-		c.Webhooks = append(c.Webhooks, admissionregistrationv1.ValidatingWebhook{
-			Name:                    e,
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{CABundle: []byte("ca-from-cainjector")},
-			SideEffects:             &none,
-			AdmissionReviewVersions: []string{"v1"},
-		})
+// dynamicOf returns the DynamicRules of each entry of r's Spec, by name.
+func dynamicOf(r *Rule) map[string]*rule.DynamicRules {
+	out := map[string]*rule.DynamicRules{}
+	for _, wh := range r.Spec().Webhooks {
+		out[wh.Name] = wh.DynamicRules
 	}
-	return c
+	return out
 }
 
-func TestRulesSyncer(t *testing.T) {
-	ctx := context.Background()
+// TestDynamicRulesFollowTheXRDs proves what claimguard tells the server's
+// rules syncer: the create and delete entries carry the synced XRDs' claim
+// and XR kinds, nothing before the first discovery synced, and a change
+// notice with every snapshot.
+func TestDynamicRulesFollowTheXRDs(t *testing.T) {
+	create, del := rule.WebhookName(Name, createSuffix), rule.WebhookName(Name, deleteSuffix)
 	withPG := newCluster().xrd(pgXRD, pgXRGVR, false, stateSynced).managed(rdsGK, rdsGVR, false, stateSynced)
 	scope := admissionregistrationv1.AllScopes
 	pgRules := func(op admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
@@ -38,82 +31,65 @@ func TestRulesSyncer(t *testing.T) {
 			APIGroups: []string{"database.example.org"}, APIVersions: []string{"*"}, Resources: []string{"postgresqlinstances", "xpostgresqlinstances"}, Scope: &scope}}}
 	}
 
-	t.Run("AppliesRulesForTheXRDsKindsAndLeavesTheRestAlone", func(t *testing.T) {
-		kube := fake.NewClientset(installed(CreateWebhook, ManagedWebhook, DeleteWebhook))
-		s := &rulesSyncer{rule: withPG.defaults(), log: logr.Discard(), kube: kube}
-		if err := s.sync(ctx); err != nil {
-			t.Fatal(err)
-		}
-		got, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "steward", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, tc := range []struct {
-			entry string
-			want  []admissionregistrationv1.RuleWithOperations
-		}{{CreateWebhook, pgRules(admissionregistrationv1.Create)}, {DeleteWebhook, pgRules(admissionregistrationv1.Delete)}, {ManagedWebhook, nil}} {
-			wh := findWebhook(got, tc.entry)
-			if diff := cmp.Diff(tc.want, wh.Rules); diff != "" {
-				t.Errorf("rules of %s: -want, +got:\n%s", tc.entry, diff)
-			}
-			if string(wh.ClientConfig.CABundle) != "ca-from-cainjector" {
-				t.Errorf("%s: caBundle changed to %q; only the rules are claimguard's", tc.entry, wh.ClientConfig.CABundle)
+	t.Run("OnlyTheClaimAndCompositeEntriesAreDynamic", func(t *testing.T) {
+		d := dynamicOf(withPG.defaults())
+		for name, dr := range d {
+			if (dr != nil) != (name == create || name == del) {
+				t.Errorf("%s: dynamic = %v; only the create and delete entries' rules follow the XRDs", name, dr != nil)
 			}
 		}
-		var managers []string
-		for _, m := range got.ManagedFields {
-			managers = append(managers, m.Manager)
-		}
-		if !slices.Contains(managers, FieldManager) {
-			t.Errorf("field managers %v, want one named %s", managers, FieldManager)
-		}
-
-		kube.ClearActions()
-		if err := s.sync(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if writes := writesOf(kube.Actions()); len(writes) != 0 {
-			t.Errorf("unchanged rules were written again: %v", writes)
-		}
-
-		s.rule.snap.Store(newSnapshot())
-		if err := s.sync(ctx); err != nil {
-			t.Fatal(err)
-		}
-		got, _ = kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "steward", metav1.GetOptions{})
-		if rules := findWebhook(got, CreateWebhook).Rules; len(rules) != 0 {
-			t.Errorf("after the XRD went away the create entry still has rules %v", rules)
+		if d[create].Configuration != "steward" || d[create].Guards != "claim and composite resource kinds" {
+			t.Errorf("create entry: configuration %q, guards %q; want steward and what the log lines name", d[create].Configuration, d[create].Guards)
 		}
 	})
 
-	t.Run("MissingConfigurationOrEntryIsNotCreated", func(t *testing.T) {
-		for name, objs := range map[string][]*admissionregistrationv1.ValidatingWebhookConfiguration{
-			"no configuration": nil,
-			"no delete entry":  {installed(CreateWebhook, ManagedWebhook)},
-		} {
-			var kube *fake.Clientset
-			if objs == nil {
-				kube = fake.NewClientset()
-			} else {
-				kube = fake.NewClientset(objs[0])
+	t.Run("RulesOfTheSyncedXRDs", func(t *testing.T) {
+		d := dynamicOf(withPG.defaults())
+		for entry, want := range map[string][]admissionregistrationv1.RuleWithOperations{create: pgRules(admissionregistrationv1.Create), del: pgRules(admissionregistrationv1.Delete)} {
+			got, ok := d[entry].Current()
+			if !ok {
+				t.Fatalf("%s: not ready with synced caches", entry)
 			}
-			s := &rulesSyncer{rule: withPG.defaults(), log: logr.Discard(), kube: kube}
-			if err := s.sync(ctx); err != nil {
-				t.Errorf("%s: %v", name, err)
-			}
-			if writes := writesOf(kube.Actions()); len(writes) != 0 {
-				t.Errorf("%s: claimguard wrote %v; the installer decides whether its entries exist", name, writes)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("rules of %s: -want, +got:\n%s", entry, diff)
 			}
 		}
 	})
-}
 
-func writesOf(actions []clienttesting.Action) []string {
-	var out []string
-	for _, a := range actions {
-		if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
-			out = append(out, a.GetVerb())
+	t.Run("NothingBeforeTheFirstDiscoverySynced", func(t *testing.T) {
+		r := New(Config{})
+		if _, ok := dynamicOf(r)[create].Current(); ok {
+			t.Error("without a snapshot the rules were reported known; the syncer would empty the live rules")
 		}
-	}
-	return out
+		r.snap.Store(withPG.s)
+		if _, ok := dynamicOf(r)[create].Current(); ok {
+			t.Error("before the caches synced the rules were reported known")
+		}
+	})
+
+	t.Run("EverySnapshotIsANotice", func(t *testing.T) {
+		r := withPG.defaults()
+		r.notifyRules()
+		select {
+		case <-dynamicOf(r)[create].Changed:
+		default:
+			t.Error("a new snapshot did not tell the syncer")
+		}
+	})
+
+	t.Run("ConfiguredName", func(t *testing.T) {
+		d := dynamicOf(withPG.rule(Config{WebhookConfigurationName: "steward-crossplane"}))
+		if d[create].Configuration != "steward-crossplane" || d[del].Configuration != "steward-crossplane" {
+			t.Errorf("configurations %q, %q; want webhookConfigurationName", d[create].Configuration, d[del].Configuration)
+		}
+	})
+
+	t.Run("NotManaged", func(t *testing.T) {
+		off := false
+		for name, dr := range dynamicOf(withPG.rule(Config{ManageWebhookRules: &off})) {
+			if dr != nil {
+				t.Errorf("%s has dynamic rules with manageWebhookRules: false; something else maintains them", name)
+			}
+		}
+	})
 }

@@ -98,3 +98,8 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 	}
 	return errs
 }
+
+// RuleMode is the configured mode (rule.Settings).
+func (c *Config) RuleMode() rule.Mode { return c.Mode }
+
+var _ rule.Settings = (*Config)(nil)

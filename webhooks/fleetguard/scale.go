@@ -69,8 +69,8 @@ var fleetManaged = func() labels.Selector {
 	return labels.NewSelector().Add(*managed)
 }()
 
-// PolicyRules are the permissions the metadata informers need.
-func (r *Rule) PolicyRules() []rbacv1.PolicyRule {
+// scaleRBAC is what the metadata informers need.
+func scaleRBAC() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{{
 		APIGroups: []string{"apps"},
 		Resources: []string{"deployments", "statefulsets", "replicasets"},

@@ -14,29 +14,23 @@ import (
 // Name is the rule's name: its config key, metric label and log field.
 const Name = "fleetguard"
 
-// The rule's two webhooks.
-const (
-	WebhookName      = "fleetguard.steward.dev"
-	WebhookPath      = "/validate/fleetguard"
-	ScaleWebhookName = "fleetguard-scale.steward.dev"
-	ScaleWebhookPath = "/validate/fleetguard/scale"
-)
-
 // Spec registers fleetguard: one webhook for every labelled object, and
-// one for the scale subresource of the workloads Fleet commonly deploys.
+// one for the scale subresource of the workloads Fleet commonly deploys,
+// whose metadata it reads.
 func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
 		Name:     Name,
 		Type:     rule.Validating,
 		Webhooks: []rule.Webhook{r.mainWebhook(), r.scaleWebhook()},
+		RBAC:     scaleRBAC(),
 	}
 }
 
 func (r *Rule) mainWebhook() rule.Webhook {
 	ops := rule.Operations(admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete)
 	return rule.Webhook{
-		Name: WebhookName,
-		Path: WebhookPath,
+		Name: rule.WebhookName(Name, ""),
+		Path: rule.Path(rule.Validating, Name, ""),
 		Rules: []admissionregistrationv1.RuleWithOperations{
 			// "*" covers every resource of every group and version, but no
 			// subresource.
@@ -70,8 +64,8 @@ func (r *Rule) mainWebhook() rule.Webhook {
 
 func (r *Rule) scaleWebhook() rule.Webhook {
 	return rule.Webhook{
-		Name: ScaleWebhookName,
-		Path: ScaleWebhookPath,
+		Name: rule.WebhookName(Name, "scale"),
+		Path: rule.Path(rule.Validating, Name, "scale"),
 		Rules: []admissionregistrationv1.RuleWithOperations{
 			rule.Resources(rule.Operations(admissionregistrationv1.Update),
 				[]string{"apps"}, []string{"*"}, []string{"deployments/scale", "statefulsets/scale", "replicasets/scale"},

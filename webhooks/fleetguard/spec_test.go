@@ -177,13 +177,13 @@ func TestMatchConditions(t *testing.T) {
 }
 
 func TestPolicyRules(t *testing.T) {
-	got := New(Config{}, "").PolicyRules()
+	got := New(Config{}, "").Spec().RBAC
 	want := []rbacv1.PolicyRule{
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"list", "watch"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("PolicyRules(): want list and watch (the cache's verbs) on the scalable workloads, nothing more; -want, +got:\n%s", diff)
+		t.Errorf("Spec().RBAC: want list and watch (the cache's verbs) on the scalable workloads, nothing more; -want, +got:\n%s", diff)
 	}
 }
 

@@ -77,3 +77,8 @@ func validateUsers(path *field.Path, users []string) field.ErrorList {
 	}
 	return errs
 }
+
+// RuleMode is the configured mode (rule.Settings).
+func (c *Config) RuleMode() rule.Mode { return c.Mode }
+
+var _ rule.Settings = (*Config)(nil)

@@ -13,6 +13,3 @@ func RBAC() []rbacv1.PolicyRule {
 		Verbs:     []string{"list", "watch"},
 	}}
 }
-
-// PolicyRules returns RBAC(), for the rendered ClusterRole.
-func (r *Rule) PolicyRules() []rbacv1.PolicyRule { return RBAC() }

@@ -21,10 +21,11 @@ func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
 		Name: Name,
 		Type: rule.Validating,
+		RBAC: RBAC(),
 		Webhooks: []rule.Webhook{
 			{
-				Name: Name + ".steward.dev",
-				Path: "/validate/" + Name,
+				Name: rule.WebhookName(Name, ""),
+				Path: rule.Path(rule.Validating, Name, ""),
 				// installplans/status too: a status write can move the phase.
 				Rules: []admissionregistrationv1.RuleWithOperations{rule.Resources(
 					rule.Operations(admissionregistrationv1.Delete, admissionregistrationv1.Update),
@@ -40,8 +41,8 @@ func (r *Rule) Spec() rule.Spec {
 				},
 			},
 			{
-				Name: Name + "-subscriptions.steward.dev",
-				Path: "/validate/" + Name + "/subscriptions",
+				Name: rule.WebhookName(Name, "subscriptions"),
+				Path: rule.Path(rule.Validating, Name, "subscriptions"),
 				Rules: []admissionregistrationv1.RuleWithOperations{rule.Resources(
 					rule.Operations(admissionregistrationv1.Update),
 					[]string{group}, []string{"v1alpha1"}, []string{"subscriptions"}, admissionregistrationv1.NamespacedScope)},

@@ -1,7 +1,7 @@
 package rule
 
 import (
-	rbacv1 "k8s.io/api/rbac/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -34,9 +34,10 @@ type CacheScope interface {
 	CacheByObject() map[client.Object]cache.ByObject
 }
 
-// Permissions is implemented by rules that read the cluster (informer
-// caches, their own webhook configuration). The rendered ClusterRole grants
-// exactly the union of what the rules list, so RBAC follows the rules.
-type Permissions interface {
-	PolicyRules() []rbacv1.PolicyRule
+// MetricsCollector is implemented by rules with metrics of their own (the
+// state of their caches). The server registers each rule's collector with
+// the registry it serves /metrics from; nothing is registered globally, so
+// two rules built in one process never share metrics.
+type MetricsCollector interface {
+	Collector() prometheus.Collector
 }

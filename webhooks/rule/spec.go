@@ -6,6 +6,7 @@ package rule
 
 import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -31,6 +32,27 @@ type Spec struct {
 	// parts of its traffic need different selectors (a scale subresource
 	// carries no labels, so it cannot share an objectSelector with its parent).
 	Webhooks []Webhook
+	// RBAC is what the rule reads or writes in the cluster (informer
+	// caches, lookups). The rendered ClusterRole grants exactly the union of
+	// every rule's PolicyRules (RBAC plus what DynamicRules need), so RBAC
+	// follows the rules.
+	RBAC []rbacv1.PolicyRule
+	// AggregatedRoles are ClusterRoles rendered without rules of their own
+	// and bound to Steward; Kubernetes fills them with the rules of every
+	// ClusterRole carrying their label. A rule needs one when what it reads
+	// is known only to the installer (kinds in groups nobody knows in
+	// advance), where granting every resource would include Secrets.
+	AggregatedRoles []AggregatedRole
+}
+
+// AggregatedRole is a ClusterRole aggregated by label, named
+// "steward-<rule>-<Name>" and bound to Steward's service account.
+type AggregatedRole struct {
+	// Name ends the ClusterRole's name, e.g. "kinds".
+	Name string
+	// Label is the key a ClusterRole carries, with the value "true", for
+	// its rules to be aggregated into this one.
+	Label string
 }
 
 // Webhook is one entry of a webhook configuration, as plain data.
@@ -60,6 +82,30 @@ type Webhook struct {
 	MatchConditions []admissionregistrationv1.MatchCondition
 	// ReinvocationPolicy applies to mutating webhooks only.
 	ReinvocationPolicy admissionregistrationv1.ReinvocationPolicyType
+	// DynamicRules, when set, are the entry's rules while Steward runs:
+	// RulesSyncer keeps the live entry's rules equal to them. Rules is then
+	// what the manifests install, usually nothing.
+	DynamicRules *DynamicRules
+}
+
+// DynamicRules are the rules of a webhook entry that follow the cluster,
+// such as kinds that exist only once a CustomResourceDefinition or a
+// Crossplane XRD defines them, so no manifest can list them.
+type DynamicRules struct {
+	// Configuration names the live webhook configuration (of the rule's
+	// Type) that holds the entry.
+	Configuration string
+	// Guards says what the rules cover, for the log lines about them, e.g.
+	// "claim and composite resource kinds".
+	Guards string
+	// Current returns the rules the entry must have now. ok is false while
+	// the rule cannot tell yet (its caches have not synced): the live rules
+	// are then left as they are.
+	Current func() (rules []admissionregistrationv1.RuleWithOperations, ok bool)
+	// Changed receives a value whenever Current may return something new.
+	// RulesSyncer also checks periodically, so rules someone else reset (an
+	// installer re-applying its manifest) are restored.
+	Changed <-chan struct{}
 }
 
 // Operations is a shorthand for a list of admission operations.

@@ -19,6 +19,3 @@ func RBAC() []rbacv1.PolicyRule {
 	}
 	return rules
 }
-
-// PolicyRules returns RBAC(), for the rendered ClusterRole.
-func (r *Rule) PolicyRules() []rbacv1.PolicyRule { return RBAC() }

@@ -39,7 +39,6 @@ type Rule struct {
 var (
 	_ rule.Rule         = (*Rule)(nil)
 	_ rule.ManagerSetup = (*Rule)(nil)
-	_ rule.Permissions  = (*Rule)(nil)
 )
 
 // New builds the rule from its (defaulted) configuration. It does not touch

@@ -25,10 +25,11 @@ func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
 		Name: Name,
 		Type: rule.Mutating,
+		RBAC: RBAC(),
 		Webhooks: []rule.Webhook{
 			{
-				Name:                Name + ".steward.dev",
-				Path:                "/mutate/" + Name,
+				Name:                rule.WebhookName(Name, ""),
+				Path:                rule.Path(rule.Mutating, Name, ""),
 				Rules:               objectRules,
 				FailurePolicy:       admissionregistrationv1.Ignore,
 				FailurePolicyReason: "The suspension record and warning are a notice; suspending or resuming must never depend on Steward being up.",
@@ -39,8 +40,8 @@ func (r *Rule) Spec() rule.Spec {
 				},
 			},
 			{
-				Name: Name + "-events.steward.dev",
-				Path: "/mutate/" + Name + "/events",
+				Name: rule.WebhookName(Name, "events"),
+				Path: rule.Path(rule.Mutating, Name, "events"),
 				Rules: []admissionregistrationv1.RuleWithOperations{
 					rule.Resources(eventOps, []string{""}, []string{"v1"}, []string{"events"}, admissionregistrationv1.NamespacedScope),
 					rule.Resources(eventOps, []string{"events.k8s.io"}, []string{"v1"}, []string{"events"}, admissionregistrationv1.NamespacedScope),
