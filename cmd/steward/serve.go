@@ -154,14 +154,12 @@ func cacheScopes(rules []webhooks.Configured) map[client.Object]cache.ByObject {
 // at the path its Spec names: the same list renders the webhook configurations.
 // Decisions are logged as "decision", unreadable requests as "webhook".
 func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Configured, limit *rule.InflightLimit, log logr.Logger) error {
+	if err := webhooks.SetupWithManager(mgr, rules); err != nil {
+		return err
+	}
 	server := mgr.GetWebhookServer()
 	for _, c := range rules {
 		spec := c.Rule.Spec()
-		if s, ok := c.Rule.(rule.ManagerSetup); ok {
-			if err := s.SetupWithManager(mgr); err != nil {
-				return fmt.Errorf("setting up rule %s: %w", spec.Name, err)
-			}
-		}
 		opts := rule.Options{
 			Mode:            c.Mode,
 			ExemptUsers:     cfg.ExemptUsers,

@@ -5,38 +5,24 @@ import (
 	"net/http"
 	"time"
 
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 )
 
 // rulesSyncInterval is how often the webhook rules are re-checked without
 // an XRD or CRD change.
 const rulesSyncInterval = 30 * time.Second
 
-// SetupWithManager adds claimguard's caches (every replica), its webhook
-// rules syncer (the leader, when leader election is on) and its readiness
-// check to the manager. Nothing talks to the cluster until the manager
-// starts.
-func (r *Rule) SetupWithManager(mgr manager.Manager) error {
+// SetupWithManager adds claimguard's caches (every replica, in the shared
+// cluster cache), its webhook rules syncer (the leader, when leader
+// election is on) and its readiness check to the manager. Nothing talks to
+// the cluster until the manager starts.
+func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache) error {
 	cfg := mgr.GetConfig()
 	r.log = mgr.GetLogger().WithName(Name)
-	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("claimguard: discovery client: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("claimguard: dynamic client: %w", err)
-	}
-	meta, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("claimguard: metadata client: %w", err)
-	}
-	d := &discoverer{rule: r, log: r.log.WithName("discovery"), disco: disco, dyn: dyn, meta: meta, kick: make(chan struct{}, 1)}
-	if err := mgr.Add(d); err != nil {
+	if err := mgr.Add(newDiscoverer(r, cluster)); err != nil {
 		return fmt.Errorf("claimguard: adding the discovery loop: %w", err)
 	}
 	if r.cfg.manageRules() {
