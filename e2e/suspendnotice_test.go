@@ -352,8 +352,8 @@ spec:
 // TestSuspendNoticeWatchesFluxKindsInstalledLater proves that a Flux CRD
 // installed while Steward runs neither makes it unready nor stays unseen:
 // the CRD's creation makes Steward ask discovery again, its informer starts
-// as soon as the CRD is served, and from
-// then on its objects' events are rewritten too.
+// as soon as the CRD is served, and from then on its objects' events are
+// rewritten too.
 func TestSuspendNoticeWatchesFluxKindsInstalledLater(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

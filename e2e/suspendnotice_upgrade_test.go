@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stewardhq/steward/e2e/harness"
+)
+
+// TestSuspendNoticeFollowsAFluxUpgrade upgrades a Flux CRD under a running
+// Steward as Flux 2.7 does for image automation: v1beta2 was the only
+// served version, then v1 is served and v1beta2 is not. Steward's cache of
+// the kind moves to v1 without a restart: a suspension recorded after the
+// upgrade, which no informer on v1beta2 could see, still rewrites the
+// object's events, and Steward stays ready throughout.
+func TestSuspendNoticeFollowsAFluxUpgrade(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	env.LogOnFailure(t)
+	ns := "flux-upgrade"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	version := func(name string, served, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
+		return apiextensionsv1.CustomResourceDefinitionVersion{
+			Name: name, Served: served, Storage: storage,
+			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+				Type: "object", XPreserveUnknownFields: ptr.To(true),
+			}},
+		}
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "imageupdateautomations.image.toolkit.fluxcd.io"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group:    "image.toolkit.fluxcd.io",
+			Names:    apiextensionsv1.CustomResourceDefinitionNames{Kind: "ImageUpdateAutomation", ListKind: "ImageUpdateAutomationList", Plural: "imageupdateautomations", Singular: "imageupdateautomation"},
+			Scope:    apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{version("v1beta2", true, true)},
+		},
+	}
+	if err := env.Client.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Client.Delete(context.Background(), crd); err != nil {
+			t.Errorf("removing the CRD: %v", err)
+		}
+	})
+
+	c, err := env.As("system:serviceaccount:flux-system:image-automation-controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// suspended creates an automation through version, suspends it as a
+	// user would, and waits until its controller's events are rewritten.
+	suspended := func(version, name string) {
+		t.Helper()
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "image.toolkit.fluxcd.io/" + version,
+			"kind":       "ImageUpdateAutomation",
+			"metadata":   map[string]any{"name": name, "namespace": ns},
+			"spec":       map[string]any{"interval": "5m", "sourceRef": map[string]any{"kind": "GitRepository", "name": "apps"}},
+		}}
+		harness.Eventually(t, 30*time.Second, func() error { return env.Client.Create(ctx, obj) })
+		if _, _, err := env.Kubectl(ctx, "", "--as", "jane", "-n", ns, "patch", "imageupdateautomations."+version+".image.toolkit.fluxcd.io", name, "--type=merge", "-p", `{"spec":{"suspend":true}}`); err != nil {
+			t.Fatal(err)
+		}
+		harness.Eventually(t, 90*time.Second, func() error {
+			if err := stewardReady(); err != nil {
+				t.Fatal(err)
+			}
+			now := metav1.Now()
+			ev := &corev1.Event{
+				ObjectMeta:     metav1.ObjectMeta{Name: snEventName(name), Namespace: ns},
+				InvolvedObject: corev1.ObjectReference{APIVersion: "image.toolkit.fluxcd.io/" + version, Kind: "ImageUpdateAutomation", Name: name, Namespace: ns},
+				Reason:         "ReconciliationSucceeded",
+				Message:        "no updates made, next run in 5m0s",
+				Type:           corev1.EventTypeNormal,
+				Source:         corev1.EventSource{Component: "image-automation-controller"},
+				FirstTimestamp: now, LastTimestamp: now, Count: 1,
+			}
+			if err := c.Create(ctx, ev); err != nil {
+				return err
+			}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ev), ev); err != nil {
+				return err
+			}
+			if want := "no updates made (suspended: no further runs until resumed)"; ev.Message != want {
+				return fmt.Errorf("stored message %q, want %q", ev.Message, want)
+			}
+			return nil
+		})
+	}
+	suspended("v1beta2", "before")
+
+	// The upgrade: v1 becomes the stored and only served version.
+	harness.Eventually(t, 30*time.Second, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
+			return err
+		}
+		crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{version("v1beta2", false, false), version("v1", true, true)}
+		return env.Client.Update(ctx, crd)
+	})
+	suspended("v1", "after")
+}
+
+// stewardReady fails when Steward's /readyz does not answer 200.
+func stewardReady() error {
+	resp, err := http.Get(env.Steward.HealthURL("/readyz"))
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("Steward became unready (%s) after a CRD changed", resp.Status)
+	}
+	return nil
+}
