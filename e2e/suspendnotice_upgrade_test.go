@@ -57,10 +57,6 @@ func TestSuspendNoticeFollowsAFluxUpgrade(t *testing.T) {
 		}
 	})
 
-	c, err := env.As("system:serviceaccount:flux-system:image-automation-controller")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// suspended creates an automation through version, suspends it as a
 	// user would, and waits until its controller's events are rewritten.
 	suspended := func(version, name string) {
@@ -75,31 +71,9 @@ func TestSuspendNoticeFollowsAFluxUpgrade(t *testing.T) {
 		if _, _, err := env.Kubectl(ctx, "", "--as", "jane", "-n", ns, "patch", "imageupdateautomations."+version+".image.toolkit.fluxcd.io", name, "--type=merge", "-p", `{"spec":{"suspend":true}}`); err != nil {
 			t.Fatal(err)
 		}
-		harness.Eventually(t, 90*time.Second, func() error {
-			if err := stewardReady(); err != nil {
-				t.Fatal(err)
-			}
-			now := metav1.Now()
-			ev := &corev1.Event{
-				ObjectMeta:     metav1.ObjectMeta{Name: snEventName(name), Namespace: ns},
-				InvolvedObject: corev1.ObjectReference{APIVersion: "image.toolkit.fluxcd.io/" + version, Kind: "ImageUpdateAutomation", Name: name, Namespace: ns},
-				Reason:         "ReconciliationSucceeded",
-				Message:        "no updates made, next run in 5m0s",
-				Type:           corev1.EventTypeNormal,
-				Source:         corev1.EventSource{Component: "image-automation-controller"},
-				FirstTimestamp: now, LastTimestamp: now, Count: 1,
-			}
-			if err := c.Create(ctx, ev); err != nil {
-				return err
-			}
-			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ev), ev); err != nil {
-				return err
-			}
-			if want := "no updates made (suspended: no further runs until resumed)"; ev.Message != want {
-				return fmt.Errorf("stored message %q, want %q", ev.Message, want)
-			}
-			return nil
-		})
+		snEventuallyRewritten(ctx, t, "image-automation-controller",
+			corev1.ObjectReference{APIVersion: "image.toolkit.fluxcd.io/" + version, Kind: "ImageUpdateAutomation", Name: name, Namespace: ns},
+			"no updates made, next run in 5m0s", "no updates made (suspended: no further runs until resumed)")
 	}
 	suspended("v1beta2", "before")
 
@@ -114,15 +88,44 @@ func TestSuspendNoticeFollowsAFluxUpgrade(t *testing.T) {
 	suspended("v1", "after")
 }
 
-// stewardReady fails when Steward's /readyz does not answer 200.
-func stewardReady() error {
-	resp, err := http.Get(env.Steward.HealthURL("/readyz"))
+// snEventuallyRewritten records events of a Flux controller about a
+// suspended object until one is stored rewritten as want, which happens
+// once Steward's cache of the object's kind has seen the suspension.
+// Steward must stay ready meanwhile.
+func snEventuallyRewritten(ctx context.Context, t *testing.T, controller string, about corev1.ObjectReference, message, want string) {
+	t.Helper()
+	c, err := env.As("system:serviceaccount:flux-system:" + controller)
 	if err != nil {
-		return err
+		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("Steward became unready (%s) after a CRD changed", resp.Status)
-	}
-	return nil
+	harness.Eventually(t, 90*time.Second, func() error {
+		resp, err := http.Get(env.Steward.HealthURL("/readyz"))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("Steward became unready (%s) after a CRD changed", resp.Status)
+		}
+		now := metav1.Now()
+		ev := &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: snEventName(about.Name), Namespace: about.Namespace},
+			InvolvedObject: about,
+			Reason:         "ReconciliationSucceeded",
+			Message:        message,
+			Type:           corev1.EventTypeNormal,
+			Source:         corev1.EventSource{Component: controller},
+			FirstTimestamp: now, LastTimestamp: now, Count: 1,
+		}
+		if err := c.Create(ctx, ev); err != nil {
+			return err
+		}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ev), ev); err != nil {
+			return err
+		}
+		if ev.Message != want {
+			return fmt.Errorf("stored message %q, want %q", ev.Message, want)
+		}
+		return nil
+	})
 }
