@@ -162,11 +162,12 @@ func TestDiscovererFollowsTheCluster(t *testing.T) {
 	}
 
 	// The provider of RDSInstances is uninstalled: its kind is no longer
-	// served, and the deleted CRD makes the cluster cache ask again.
+	// served, and the deleted CRD makes the cluster cache ask again. The S3
+	// provider is upgraded meanwhile: buckets are served at v1 only.
 	disco.set(
 		resourceList("apiextensions.crossplane.io/v1", xrdRes),
 		resourceList("database.example.org/v1alpha1", pgRes, claimRes),
-		resourceList("s3.aws.example.org/v1beta1", bucketRes),
+		resourceList("s3.aws.example.org/v1", bucketRes),
 	)
 	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	if err := meta.Resource(crds).Delete(ctx, "rdsinstances.database.aws.example.org", metav1.DeleteOptions{}); err != nil {
@@ -175,5 +176,9 @@ func TestDiscovererFollowsTheCluster(t *testing.T) {
 	waitFor(t, "the RDSInstance watch stops", func() bool { return r.snap.Load().managed[rdsGK] == nil })
 	if got := r.Handle(ctx, mr); !got.Allowed {
 		t.Errorf("a kind no longer served is not a managed kind: %+v", got.Result)
+	}
+	bucketGK := schema.GroupKind{Group: "s3.aws.example.org", Kind: "Bucket"}
+	if w := r.snap.Load().managed[bucketGK]; w == nil || w.gvr.Version != "v1" {
+		t.Errorf("the Bucket watch must move to the version now served, got %+v", w)
 	}
 }
