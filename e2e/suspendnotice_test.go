@@ -9,10 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/e2e/harness"
@@ -361,29 +359,7 @@ func TestSuspendNoticeWatchesFluxKindsInstalledLater(t *testing.T) {
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "ocirepositories.source.toolkit.fluxcd.io"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "source.toolkit.fluxcd.io",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "OCIRepository", ListKind: "OCIRepositoryList", Plural: "ocirepositories", Singular: "ocirepository"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptr.To(true),
-				}},
-			}},
-		},
-	}
-	if err := env.Client.Create(ctx, crd); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Client.Delete(context.Background(), crd); err != nil {
-			t.Errorf("removing the CRD: %v", err)
-		}
-	})
+	snInstallCRD(ctx, t, "source.toolkit.fluxcd.io", "OCIRepository", "ocirepositories", snCRDVersion("v1", true, true))
 	repo := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "source.toolkit.fluxcd.io/v1",
 		"kind":       "OCIRepository",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,11 +19,12 @@ import (
 )
 
 // TestSuspendNoticeFollowsAFluxUpgrade upgrades a Flux CRD under a running
-// Steward as Flux 2.7 does for image automation: v1beta2 was the only
-// served version, then v1 is served and v1beta2 is not. Steward's cache of
-// the kind moves to v1 without a restart: a suspension recorded after the
-// upgrade, which no informer on v1beta2 could see, still rewrites the
-// object's events, and Steward stays ready throughout.
+// Steward from serving v1beta2 only to serving v1 only, what the upgrades
+// to Flux 2.7 (image automation v1 added) and 2.9 (v1beta2 removed) do
+// together. Steward's cache of the kind moves to v1 without a restart: a
+// suspension recorded after the upgrade, which no informer on v1beta2
+// could see, still rewrites the object's events, and Steward stays ready
+// throughout.
 func TestSuspendNoticeFollowsAFluxUpgrade(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -31,31 +33,7 @@ func TestSuspendNoticeFollowsAFluxUpgrade(t *testing.T) {
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	version := func(name string, served, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
-		return apiextensionsv1.CustomResourceDefinitionVersion{
-			Name: name, Served: served, Storage: storage,
-			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-				Type: "object", XPreserveUnknownFields: ptr.To(true),
-			}},
-		}
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "imageupdateautomations.image.toolkit.fluxcd.io"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group:    "image.toolkit.fluxcd.io",
-			Names:    apiextensionsv1.CustomResourceDefinitionNames{Kind: "ImageUpdateAutomation", ListKind: "ImageUpdateAutomationList", Plural: "imageupdateautomations", Singular: "imageupdateautomation"},
-			Scope:    apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{version("v1beta2", true, true)},
-		},
-	}
-	if err := env.Client.Create(ctx, crd); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Client.Delete(context.Background(), crd); err != nil {
-			t.Errorf("removing the CRD: %v", err)
-		}
-	})
+	crd := snInstallCRD(ctx, t, "image.toolkit.fluxcd.io", "ImageUpdateAutomation", "imageupdateautomations", snCRDVersion("v1beta2", true, true))
 
 	// suspended creates an automation through version, suspends it as a
 	// user would, and waits until its controller's events are rewritten.
@@ -82,10 +60,45 @@ func TestSuspendNoticeFollowsAFluxUpgrade(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
 			return err
 		}
-		crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{version("v1beta2", false, false), version("v1", true, true)}
+		crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{snCRDVersion("v1beta2", false, false), snCRDVersion("v1", true, true)}
 		return env.Client.Update(ctx, crd)
 	})
 	suspended("v1", "after")
+}
+
+// snInstallCRD installs a namespaced Flux CRD that keeps unknown fields,
+// and removes it when the test ends.
+func snInstallCRD(ctx context.Context, t *testing.T, group, kind, plural string, versions ...apiextensionsv1.CustomResourceDefinitionVersion) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group:    group,
+			Names:    apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: strings.ToLower(kind)},
+			Scope:    apiextensionsv1.NamespaceScoped,
+			Versions: versions,
+		},
+	}
+	if err := env.Client.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Client.Delete(context.Background(), crd); err != nil {
+			t.Errorf("removing the CRD: %v", err)
+		}
+	})
+	return crd
+}
+
+// snCRDVersion is one version of such a CRD, with a status subresource.
+func snCRDVersion(name string, served, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
+	return apiextensionsv1.CustomResourceDefinitionVersion{
+		Name: name, Served: served, Storage: storage,
+		Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+		Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+			Type: "object", XPreserveUnknownFields: ptr.To(true),
+		}},
+	}
 }
 
 // snEventuallyRewritten records events of a Flux controller about a
