@@ -90,6 +90,10 @@ func (s *Set) update(ctx context.Context, served *Served) {
 				continue
 			}
 			s.moveTo(ctx, gr, r.GVR(""), spec)
+		case s.next[gr] != nil:
+			// The preferred version went back before the move finished.
+			s.next[gr].Stop()
+			delete(s.next, gr)
 		}
 	}
 }
