@@ -3,17 +3,14 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/e2e/harness"
@@ -351,8 +348,9 @@ spec:
 
 // TestSuspendNoticeWatchesFluxKindsInstalledLater proves that a Flux CRD
 // installed while Steward runs neither makes it unready nor stays unseen:
-// its informer starts at the next discovery (every 30 seconds), and from
-// then on its objects' events are rewritten too.
+// the CRD's creation makes Steward ask discovery again, its informer starts
+// as soon as the CRD is served, and from then on its objects' events are
+// rewritten too.
 func TestSuspendNoticeWatchesFluxKindsInstalledLater(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -361,29 +359,7 @@ func TestSuspendNoticeWatchesFluxKindsInstalledLater(t *testing.T) {
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "ocirepositories.source.toolkit.fluxcd.io"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "source.toolkit.fluxcd.io",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "OCIRepository", ListKind: "OCIRepositoryList", Plural: "ocirepositories", Singular: "ocirepository"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptr.To(true),
-				}},
-			}},
-		},
-	}
-	if err := env.Client.Create(ctx, crd); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Client.Delete(context.Background(), crd); err != nil {
-			t.Errorf("removing the CRD: %v", err)
-		}
-	})
+	snInstallCRD(ctx, t, "source.toolkit.fluxcd.io", "OCIRepository", "ocirepositories", snCRDVersion("v1", true, true))
 	repo := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "source.toolkit.fluxcd.io/v1",
 		"kind":       "OCIRepository",
@@ -401,38 +377,8 @@ func TestSuspendNoticeWatchesFluxKindsInstalledLater(t *testing.T) {
 		t.Errorf("kubectl's warnings:\n%s\nwant:\n%s", stderr, want)
 	}
 
-	c, err := env.As("system:serviceaccount:flux-system:source-controller")
-	if err != nil {
-		t.Fatal(err)
-	}
-	harness.Eventually(t, 90*time.Second, func() error {
-		resp, err := http.Get(env.Steward.HealthURL("/readyz"))
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("Steward became unready (%s) after a CRD was installed", resp.Status)
-		}
-		now := metav1.Now()
-		ev := &corev1.Event{
-			ObjectMeta:     metav1.ObjectMeta{Name: snEventName("podinfo"), Namespace: ns},
-			InvolvedObject: corev1.ObjectReference{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "OCIRepository", Name: "podinfo", Namespace: ns},
-			Reason:         "ArtifactUpToDate",
-			Message:        "artifact up-to-date with remote revision: 'latest@sha256:0a1b', next run in 5m0s",
-			Type:           corev1.EventTypeNormal,
-			Source:         corev1.EventSource{Component: "source-controller"},
-			FirstTimestamp: now, LastTimestamp: now, Count: 1,
-		}
-		if err := c.Create(ctx, ev); err != nil {
-			return err
-		}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ev), ev); err != nil {
-			return err
-		}
-		if want := "artifact up-to-date with remote revision: 'latest@sha256:0a1b' (suspended: no further runs until resumed)"; ev.Message != want {
-			return fmt.Errorf("stored message %q, want %q", ev.Message, want)
-		}
-		return nil
-	})
+	snEventuallyRewritten(ctx, t, "source-controller",
+		corev1.ObjectReference{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "OCIRepository", Name: "podinfo", Namespace: ns},
+		"artifact up-to-date with remote revision: 'latest@sha256:0a1b', next run in 5m0s",
+		"artifact up-to-date with remote revision: 'latest@sha256:0a1b' (suspended: no further runs until resumed)")
 }

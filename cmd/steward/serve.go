@@ -154,16 +154,14 @@ func cacheScopes(rules []webhooks.Configured) map[client.Object]cache.ByObject {
 // The rules of entries with DynamicRules are kept by one rule.RulesSyncer.
 // Decisions are logged as "decision", unreadable requests as "webhook".
 func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Configured, limit *rule.InflightLimit, log logr.Logger) error {
+	if err := webhooks.SetupWithManager(mgr, rules); err != nil {
+		return err
+	}
 	server := mgr.GetWebhookServer()
 	var specs []rule.Spec
 	for _, c := range rules {
 		spec := c.Rule.Spec()
 		specs = append(specs, spec)
-		if s, ok := c.Rule.(rule.ManagerSetup); ok {
-			if err := s.SetupWithManager(mgr); err != nil {
-				return fmt.Errorf("setting up rule %s: %w", spec.Name, err)
-			}
-		}
 		if m, ok := c.Rule.(rule.MetricsCollector); ok {
 			if err := ctrlmetrics.Registry.Register(m.Collector()); err != nil {
 				return fmt.Errorf("registering the metrics of rule %s: %w", spec.Name, err)

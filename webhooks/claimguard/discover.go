@@ -7,28 +7,21 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 )
 
-var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-
-// Timings of the discovery loop.
+// Timings of the planning loop. Discovery itself, and asking it again when
+// CRDs change, is the cluster cache's.
 const (
-	// debounce gathers a burst of CRD and XRD events into one resync.
+	// debounce gathers a burst of XRD events and syncs into one plan.
 	debounce = 200 * time.Millisecond
-	// retryAfter is how soon a resync is repeated when discovery failed or
-	// a CRD is not served yet (it becomes served once Established).
+	// retryAfter is how soon readiness is checked again while caches sync.
 	retryAfter = 2 * time.Second
-	// resyncEvery is the safety net when no event arrives.
+	// resyncEvery is the safety net when nothing changes.
 	resyncEvery = 5 * time.Minute
 	// readyWithin bounds how long one kind whose cache cannot sync (for a
 	// reason other than RBAC) holds back readiness at start-up; requests for
@@ -36,35 +29,29 @@ const (
 	readyWithin = time.Minute
 )
 
-// discoveryAPI is the part of client-go's discovery client claimguard uses;
-// the real client answers from aggregated discovery in one request.
-type discoveryAPI interface {
-	ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error)
-}
-
-// discoverer keeps claimguard's snapshot in step with the cluster: it
-// watches CRDs (metadata only) and XRDs, asks discovery which kinds are
-// served, and starts and stops one informer per composite and managed kind.
+// discoverer keeps claimguard's snapshot in step with the cluster: from
+// each discovery answer of the cluster cache and the XRDs it decides which
+// composite and managed kinds to cache, and starts and stops one watch per
+// kind in the cluster cache.
 type discoverer struct {
-	rule  *Rule
-	log   logr.Logger
-	disco discoveryAPI
-	dyn   dynamic.Interface
-	meta  metadata.Interface
+	rule    *Rule
+	log     logr.Logger
+	cluster *clustercache.Cache
+	// discovered hears of every discovery answer.
+	discovered <-chan struct{}
 
 	kick chan struct{}
 
-	crds      cache.SharedIndexInformer
-	crdDenied watch // only its forbidden flag is used
-	xrds      cache.SharedIndexInformer
-	xrdGVR    schema.GroupVersionResource
-	xrdCancel context.CancelFunc
-	xrdDenied watch
+	xrds *clustercache.Watch
 
 	mu      sync.Mutex
 	watches map[schema.GroupVersionResource]*watch
 	// ignored are the XRDs last found not composable, with the reason.
 	ignored map[string]string
+}
+
+func newDiscoverer(r *Rule, cluster *clustercache.Cache) *discoverer {
+	return &discoverer{rule: r, log: r.log.WithName("discovery"), cluster: cluster, discovered: cluster.Subscribe(), kick: make(chan struct{}, 1)}
 }
 
 // NeedLeaderElection is false: every replica needs the caches to answer.
@@ -85,16 +72,9 @@ func (d *discoverer) handler() cache.ResourceEventHandler {
 	}
 }
 
-// Start runs the discovery loop until ctx ends, then stops every informer.
+// Start runs the planning loop until ctx ends, then stops every watch.
 func (d *discoverer) Start(ctx context.Context) error {
 	d.watches = map[schema.GroupVersionResource]*watch{}
-	d.crds = metadatainformer.NewFilteredMetadataInformer(d.meta, crdGVR, "", 0, nil, nil).Informer()
-	_ = d.crds.SetTransform(transform)
-	_, _ = d.crds.AddEventHandler(d.handler())
-	_ = d.crds.SetWatchErrorHandlerWithContext(d.onWatchError(&d.crdDenied, "customresourcedefinitions"))
-	go d.crds.RunWithContext(ctx)
-	cache.WaitForCacheSync(ctx.Done(), func() bool { return d.crds.HasSynced() || d.crdDenied.forbidden.Load() })
-
 	started := time.Now()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -109,12 +89,11 @@ func (d *discoverer) Start(ctx context.Context) error {
 			case <-d.kick:
 			default:
 			}
+		case <-d.discovered:
 		case <-timer.C:
 		}
+		d.resync(ctx)
 		next := resyncEvery
-		if !d.resync(ctx) {
-			next = retryAfter
-		}
 		if !d.rule.ready.Load() {
 			if pending := d.pending(); len(pending) == 0 {
 				d.rule.ready.Store(true)
@@ -122,7 +101,7 @@ func (d *discoverer) Start(ctx context.Context) error {
 			} else if time.Since(started) > readyWithin {
 				d.rule.ready.Store(true)
 				d.log.Info("ready although some caches have not synced; requests for these kinds are refused until they do", "kinds", pending)
-			} else if next > retryAfter {
+			} else {
 				next = retryAfter
 			}
 		}
@@ -139,7 +118,7 @@ func (d *discoverer) Start(ctx context.Context) error {
 // pending lists the kinds whose caches are still syncing.
 func (d *discoverer) pending() []string {
 	var out []string
-	if d.xrds != nil && !d.xrds.HasSynced() && !d.xrdDenied.forbidden.Load() {
+	if d.xrds != nil && !d.xrds.HasSynced() && !d.xrds.Forbidden() {
 		out = append(out, xrdGroupResource.String())
 	}
 	if s := d.rule.snap.Load(); s != nil {
@@ -154,21 +133,17 @@ func (d *discoverer) pending() []string {
 	return out
 }
 
-// resync brings the snapshot up to date; it returns false when it should
-// be repeated soon (discovery failed or something is not served yet).
-func (d *discoverer) resync(ctx context.Context) bool {
-	groups, lists, err := d.disco.ServerGroupsAndResources()
-	partial := err != nil
-	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
-		d.log.Error(err, "discovery failed; keeping the previous view")
-		return false
+// resync brings the snapshot up to date with the latest discovery answer
+// and XRDs; before the first answer there is nothing to plan from.
+func (d *discoverer) resync(ctx context.Context) {
+	served := d.cluster.Served()
+	if served == nil {
+		return
 	}
-	resources := resourcesFrom(groups, lists)
-	d.ensureXRDInformer(ctx, resources)
-
+	d.ensureXRDInformer(ctx, served.Resources)
 	var xrds []*xrd
 	if d.xrds != nil {
-		for _, item := range d.xrds.GetStore().List() {
+		for _, item := range d.xrds.Indexer().List() {
 			u, ok := item.(*unstructured.Unstructured)
 			if !ok {
 				continue
@@ -181,21 +156,9 @@ func (d *discoverer) resync(ctx context.Context) bool {
 			xrds = append(xrds, x)
 		}
 	}
-	p := makePlan(resources, xrds, d.crdNames())
+	p := makePlan(served.Resources, xrds, served.CRDs)
 	d.warnIgnored(p.ignored)
-	d.apply(ctx, p, partial)
-	return !partial && d.allServed(resources, xrds)
-}
-
-// crdNames are the group and resource of every CustomResourceDefinition.
-func (d *discoverer) crdNames() map[schema.GroupResource]bool {
-	out := map[schema.GroupResource]bool{}
-	for _, item := range d.crds.GetStore().List() {
-		if o, ok := item.(*object); ok {
-			out[schema.ParseGroupResource(o.name)] = true
-		}
-	}
-	return out
+	d.apply(ctx, p, served.Partial)
 }
 
 // warnIgnored logs each ignored XRD once for each reason.
@@ -209,66 +172,47 @@ func (d *discoverer) warnIgnored(ignored map[string]string) {
 	d.ignored = ignored
 }
 
-// allServed reports whether every CRD and every XRD's composite kind is in
-// discovery; a CRD that is not yet Established is not.
-func (d *discoverer) allServed(resources map[schema.GroupResource]*apiResource, xrds []*xrd) bool {
-	for _, x := range xrds {
-		if resources[x.compositeGR()] == nil {
-			return false
-		}
-	}
-	for _, item := range d.crds.GetStore().List() {
-		o, ok := item.(*object)
-		if !ok {
-			continue
-		}
-		if resources[schema.ParseGroupResource(o.name)] == nil {
-			return false
-		}
-	}
-	return true
-}
-
-// ensureXRDInformer starts the XRD informer once XRDs are served, at the
-// most preferred version claimguard reads, and waits for its first list.
-func (d *discoverer) ensureXRDInformer(ctx context.Context, resources map[schema.GroupResource]*apiResource) {
+// ensureXRDInformer watches XRDs once they are served, at the most
+// preferred version claimguard reads, and waits for their first list.
+func (d *discoverer) ensureXRDInformer(ctx context.Context, resources map[schema.GroupResource]*clustercache.Resource) {
 	a := resources[xrdGroupResource]
 	var want schema.GroupVersionResource
 	if a != nil {
 		for _, v := range xrdVersions {
-			if slices.Contains(a.versions, v) {
+			if slices.Contains(a.Versions, v) {
 				want = xrdGroupResource.WithVersion(v)
 				break
 			}
 		}
 	}
-	if want == d.xrdGVR {
+	var have schema.GroupVersionResource
+	if d.xrds != nil {
+		have = d.xrds.GVR()
+	}
+	if want == have {
 		return
 	}
-	if d.xrdCancel != nil {
-		d.xrdCancel()
-		d.xrds, d.xrdCancel = nil, nil
+	if d.xrds != nil {
+		d.xrds.Stop()
+		d.xrds = nil
 	}
-	d.xrdGVR = want
 	if want.Empty() {
 		return
 	}
-	inf := dynamicinformer.NewFilteredDynamicInformer(d.dyn, want, "", 0, cache.Indexers{}, nil).Informer()
-	_ = inf.SetTransform(trimXRD)
-	_, _ = inf.AddEventHandler(d.handler())
-	d.xrdDenied.forbidden.Store(false)
-	_ = inf.SetWatchErrorHandlerWithContext(d.onWatchError(&d.xrdDenied, xrdGroupResource.String()))
-	xctx, cancel := context.WithCancel(ctx)
-	d.xrds, d.xrdCancel = inf, cancel
-	go inf.RunWithContext(xctx)
-	wctx, done := context.WithTimeout(xctx, 30*time.Second)
+	w := d.cluster.Watch(ctx, want, clustercache.Spec{
+		Transform:   trimXRD,
+		Handler:     d.handler(),
+		OnForbidden: d.onForbidden(xrdGroupResource.String()),
+	})
+	d.xrds = w
+	wctx, done := context.WithTimeout(ctx, 30*time.Second)
 	defer done()
-	cache.WaitForCacheSync(wctx.Done(), func() bool { return inf.HasSynced() || d.xrdDenied.forbidden.Load() })
+	cache.WaitForCacheSync(wctx.Done(), func() bool { return w.HasSynced() || w.Forbidden() })
 }
 
 // apply starts the watches the plan wants, stops the others (unless
 // discovery was partial, when nothing is stopped), and publishes the new
-// snapshot.
+// snapshot. A kind whose watched version changes is a new watch.
 func (d *discoverer) apply(ctx context.Context, p plan, partial bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -302,48 +246,36 @@ func (d *discoverer) apply(ctx context.Context, p plan, partial bool) {
 		d.log.V(1).Info("stopped watching", "resource", gvr.String())
 	}
 	d.rule.snap.Store(s)
-	observe(s)
 	d.rule.notifyRules()
 }
 
-// start runs one informer for a kind: metadata-only for managed resources,
-// full objects (trimmed on arrival) for composite resources, whose
-// resource references live in their spec.
+// start watches one kind: metadata only for managed resources, whole
+// objects (trimmed on arrival) for composite resources, whose resource
+// references live in their spec.
 func (d *discoverer) start(ctx context.Context, want wanted) *watch {
-	var inf cache.SharedIndexInformer
+	indexers := compositeIndexers()
 	if want.role == roleManaged {
-		inf = metadatainformer.NewFilteredMetadataInformer(d.meta, want.gvr, "", 0, managedIndexers(), nil).Informer()
-	} else {
-		inf = dynamicinformer.NewFilteredDynamicInformer(d.dyn, want.gvr, "", 0, compositeIndexers(), nil).Informer()
+		indexers = managedIndexers()
 	}
-	_ = inf.SetTransform(transform)
-	wctx, cancel := context.WithCancel(ctx)
-	w := &watch{gk: want.gk, gvr: want.gvr, namespaced: want.namespaced, role: want.role, indexer: inf.GetIndexer(), synced: inf.HasSynced, cancel: cancel}
-	_ = inf.SetWatchErrorHandlerWithContext(d.onWatchError(w, want.gvr.GroupResource().String()))
-	go inf.RunWithContext(wctx)
-	go func() {
-		if cache.WaitForCacheSync(wctx.Done(), inf.HasSynced) {
-			w.forbidden.Store(false)
-			d.trigger()
-		}
-	}()
-	return w
+	cw := d.cluster.Watch(ctx, want.gvr, clustercache.Spec{
+		Metadata:    want.role == roleManaged,
+		Transform:   transform,
+		Indexers:    indexers,
+		OnSynced:    d.trigger,
+		OnForbidden: d.onForbidden(want.gvr.GroupResource().String()),
+	})
+	return &watch{gk: want.gk, gvr: want.gvr, namespaced: want.namespaced, role: want.role,
+		indexer: cw.Indexer(), synced: cw.HasSynced, forbidden: cw.Forbidden, cancel: cw.Stop}
 }
 
-// onWatchError marks a watch forbidden when Steward may not list its kind,
-// so requests are answered with a warning instead of waiting for a sync
-// that RBAC prevents; other errors keep client-go's handling (log, retry).
-func (d *discoverer) onWatchError(w *watch, what string) cache.WatchErrorHandlerWithContext {
-	return func(ctx context.Context, r *cache.Reflector, err error) {
-		if apierrors.IsForbidden(err) {
-			if !w.forbidden.Swap(true) {
-				d.log.Info("Steward may not list a kind claimguard needs; requests for it are allowed with a warning until RBAC grants list and watch",
-					"resource", what, "aggregationLabel", AggregationLabel, "error", err.Error())
-				d.trigger()
-			}
-			return
-		}
-		cache.DefaultWatchErrorHandler(ctx, r, err)
+// onForbidden logs that Steward may not list a kind, whose requests are
+// then answered with a warning instead of waiting for a sync that RBAC
+// prevents, and plans again.
+func (d *discoverer) onForbidden(what string) func(error) {
+	return func(err error) {
+		d.log.Info("Steward may not list a kind claimguard needs; requests for it are allowed with a warning until RBAC grants list and watch",
+			"resource", what, "aggregationLabel", AggregationLabel, "error", err.Error())
+		d.trigger()
 	}
 }
 
@@ -354,8 +286,8 @@ func (d *discoverer) stopAll() {
 		w.cancel()
 		delete(d.watches, gvr)
 	}
-	if d.xrdCancel != nil {
-		d.xrdCancel()
+	if d.xrds != nil {
+		d.xrds.Stop()
 	}
 }
 

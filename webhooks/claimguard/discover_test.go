@@ -18,6 +18,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 )
 
 // fakeDiscovery serves a list of resources that a test may change.
@@ -71,8 +72,8 @@ func waitFor(t *testing.T, what string, f func() bool) {
 	}
 }
 
-// TestDiscovererFollowsTheCluster drives the discovery loop against fake
-// clients: it finds the XRD's kinds and the managed kinds, becomes ready
+// TestDiscovererFollowsTheCluster drives the cluster cache and the
+// planning loop against fake clients: it finds the XRD's kinds and the managed kinds, becomes ready
 // once they synced (or cannot be listed), answers from its caches, and
 // stops watching a kind that is no longer served.
 func TestDiscovererFollowsTheCluster(t *testing.T) {
@@ -117,14 +118,18 @@ func TestDiscovererFollowsTheCluster(t *testing.T) {
 
 	r := New(Config{})
 	r.now = func() time.Time { return now }
-	d := &discoverer{rule: r, log: logr.Discard(), disco: disco, dyn: dyn, meta: meta, kick: make(chan struct{}, 1)}
+	cluster := clustercache.NewWithClients(disco, meta, dyn, logr.Discard())
+	d := newDiscoverer(r, cluster)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	done := make(chan error, 2)
+	go func() { done <- cluster.Start(ctx) }()
 	go func() { done <- d.Start(ctx) }()
 	defer func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
 		}
 	}()
 
@@ -156,15 +161,24 @@ func TestDiscovererFollowsTheCluster(t *testing.T) {
 		t.Errorf("webhook rules = %+v", rules)
 	}
 
-	// The provider of RDSInstances is uninstalled: its kind is no longer served.
+	// The provider of RDSInstances is uninstalled: its kind is no longer
+	// served, and the deleted CRD makes the cluster cache ask again. The S3
+	// provider is upgraded meanwhile: buckets are served at v1 only.
 	disco.set(
 		resourceList("apiextensions.crossplane.io/v1", xrdRes),
 		resourceList("database.example.org/v1alpha1", pgRes, claimRes),
-		resourceList("s3.aws.example.org/v1beta1", bucketRes),
+		resourceList("s3.aws.example.org/v1", bucketRes),
 	)
-	d.trigger()
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	if err := meta.Resource(crds).Delete(ctx, "rdsinstances.database.aws.example.org", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "the RDSInstance watch stops", func() bool { return r.snap.Load().managed[rdsGK] == nil })
 	if got := r.Handle(ctx, mr); !got.Allowed {
 		t.Errorf("a kind no longer served is not a managed kind: %+v", got.Result)
+	}
+	bucketGK := schema.GroupKind{Group: "s3.aws.example.org", Kind: "Bucket"}
+	if w := r.snap.Load().managed[bucketGK]; w == nil || w.gvr.Version != "v1" {
+		t.Errorf("the Bucket watch must move to the version now served, got %+v", w)
 	}
 }

@@ -8,9 +8,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 )
 
-var allow = cmp.AllowUnexported(xrd{}, apiResource{}, wanted{}, plan{}, object{}, ref{})
+var allow = cmp.AllowUnexported(xrd{}, wanted{}, plan{}, object{}, ref{})
 
 func TestParseXRD(t *testing.T) {
 	cases := map[string]struct {
@@ -176,43 +178,19 @@ func TestTransform(t *testing.T) {
 	}
 }
 
-func TestResourcesFrom(t *testing.T) {
-	groups := []*metav1.APIGroup{{Name: "database.example.org", PreferredVersion: metav1.GroupVersionForDiscovery{Version: "v1beta1"}}}
-	lists := []*metav1.APIResourceList{
-		{GroupVersion: "database.example.org/v1alpha1", APIResources: []metav1.APIResource{
-			{Name: "xpostgresqlinstances", Kind: "XPostgreSQLInstance", Categories: []string{"composite"}},
-			{Name: "xpostgresqlinstances/status", Kind: "XPostgreSQLInstance"},
-		}},
-		{GroupVersion: "database.example.org/v1beta1", APIResources: []metav1.APIResource{
-			{Name: "xpostgresqlinstances", Kind: "XPostgreSQLInstance", Categories: []string{"composite"}},
-		}},
-		{GroupVersion: "not a group version/x/y"},
-		nil,
-	}
-	want := map[schema.GroupResource]*apiResource{
-		{Group: "database.example.org", Resource: "xpostgresqlinstances"}: {
-			gr: schema.GroupResource{Group: "database.example.org", Resource: "xpostgresqlinstances"}, kind: "XPostgreSQLInstance",
-			versions: []string{"v1beta1", "v1alpha1"}, categories: []string{"composite"},
-		},
-	}
-	if diff := cmp.Diff(want, resourcesFrom(groups, lists), allow); diff != "" {
-		t.Errorf("resourcesFrom: preferred version first, subresources and bad lists skipped: -want, +got:\n%s", diff)
-	}
-}
-
 func TestMakePlan(t *testing.T) {
-	res := func(group, resource, kind string, namespaced bool, categories ...string) *apiResource {
-		return &apiResource{gr: schema.GroupResource{Group: group, Resource: resource}, kind: kind, namespaced: namespaced, versions: []string{"v1", "v1alpha1"}, categories: categories}
+	res := func(group, resource, kind string, namespaced bool, categories ...string) *clustercache.Resource {
+		return &clustercache.Resource{GroupResource: schema.GroupResource{Group: group, Resource: resource}, Kind: kind, Namespaced: namespaced, Versions: []string{"v1", "v1alpha1"}, Categories: categories}
 	}
-	resources := map[schema.GroupResource]*apiResource{}
-	for _, a := range []*apiResource{
+	resources := map[schema.GroupResource]*clustercache.Resource{}
+	for _, a := range []*clustercache.Resource{
 		res("database.example.org", "xpostgresqlinstances", "XPostgreSQLInstance", false, "composite"),
 		res("database.example.org", "postgresqlinstances", "PostgreSQLInstance", true, "claim"),
 		res("database.aws.example.org", "rdsinstances", "RDSInstance", false, "crossplane", "managed"),
 		res("platform.example.org", "xapps", "XApp", true, "composite"),
 		res("apps", "deployments", "Deployment", true, "all"),
 	} {
-		resources[a.gr] = a
+		resources[a.GroupResource] = a
 	}
 	pg := *pgXRD
 	pg.referenceable = "v1alpha1"
@@ -242,11 +220,11 @@ func TestMakePlan(t *testing.T) {
 }
 
 func TestMakePlanIgnoresXRDsThatAreNotCrossplanesToCompose(t *testing.T) {
-	res := func(group, resource, kind string, categories ...string) *apiResource {
-		return &apiResource{gr: schema.GroupResource{Group: group, Resource: resource}, kind: kind, namespaced: true, versions: []string{"v1"}, categories: categories}
+	res := func(group, resource, kind string, categories ...string) *clustercache.Resource {
+		return &clustercache.Resource{GroupResource: schema.GroupResource{Group: group, Resource: resource}, Kind: kind, Namespaced: true, Versions: []string{"v1"}, Categories: categories}
 	}
-	resources := map[schema.GroupResource]*apiResource{}
-	for _, a := range []*apiResource{
+	resources := map[schema.GroupResource]*clustercache.Resource{}
+	for _, a := range []*clustercache.Resource{
 		res("apps", "deployments", "Deployment", "all"),
 		res("", "configmaps", "ConfigMap"),
 		res("source.toolkit.fluxcd.io", "gitrepositories", "GitRepository", "fluxcd"),
@@ -255,7 +233,7 @@ func TestMakePlanIgnoresXRDsThatAreNotCrossplanesToCompose(t *testing.T) {
 		res("database.example.org", "postgresqlinstances", "PostgreSQLInstance", "claim"),
 		res("database.example.org", "secrets", "Secret"),
 	} {
-		resources[a.gr] = a
+		resources[a.GroupResource] = a
 	}
 	crds := map[schema.GroupResource]bool{}
 	for gr := range resources {

@@ -177,8 +177,8 @@ func (c *cluster) watch(gk schema.GroupKind, gvr schema.GroupVersionResource, na
 			panic(err)
 		}
 	}
-	w := &watch{gk: gk, gvr: gvr, namespaced: namespaced, role: r, indexer: idx, synced: func() bool { return st == stateSynced }, cancel: func() {}}
-	w.forbidden.Store(st == stateForbidden)
+	w := &watch{gk: gk, gvr: gvr, namespaced: namespaced, role: r, indexer: idx, synced: func() bool { return st == stateSynced },
+		forbidden: func() bool { return st == stateForbidden }, cancel: func() {}}
 	c.s.add(w)
 	return c
 }

@@ -46,10 +46,6 @@ func newCacheMetrics(last func() *snapshot) *cacheMetrics {
 
 var stateNames = map[state]string{stateSynced: "synced", stateSyncing: "syncing", stateForbidden: "forbidden"}
 
-// observe is told of each new snapshot once the rule holds it. The metrics
-// read the rule's snapshot at the scrape, so there is nothing to record.
-func observe(*snapshot) {}
-
 func (m *cacheMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.kinds
 	ch <- m.objects

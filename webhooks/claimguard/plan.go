@@ -6,67 +6,10 @@ import (
 	"sort"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 )
-
-// apiResource is one resource the API server serves, from discovery.
-type apiResource struct {
-	gr         schema.GroupResource
-	kind       string
-	namespaced bool
-	// versions are the served versions, the group's preferred one first.
-	versions   []string
-	categories []string
-}
-
-func (a *apiResource) gvr(version string) schema.GroupVersionResource {
-	if version == "" || !slices.Contains(a.versions, version) {
-		version = a.versions[0]
-	}
-	return a.gr.WithVersion(version)
-}
-
-// resourcesFrom flattens discovery's answer into served resources by
-// group and resource; subresources are left out.
-func resourcesFrom(groups []*metav1.APIGroup, lists []*metav1.APIResourceList) map[schema.GroupResource]*apiResource {
-	preferred := map[string]string{}
-	for _, g := range groups {
-		if g != nil {
-			preferred[g.Name] = g.PreferredVersion.Version
-		}
-	}
-	out := map[schema.GroupResource]*apiResource{}
-	for _, l := range lists {
-		if l == nil {
-			continue
-		}
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			continue
-		}
-		for _, r := range l.APIResources {
-			if r.Name == "" || r.Kind == "" || strings.Contains(r.Name, "/") {
-				continue
-			}
-			gr := schema.GroupResource{Group: gv.Group, Resource: r.Name}
-			a := out[gr]
-			if a == nil {
-				a = &apiResource{gr: gr, kind: r.Kind, namespaced: r.Namespaced}
-				out[gr] = a
-			}
-			if len(r.Categories) > 0 {
-				a.categories = r.Categories
-			}
-			if gv.Version == preferred[gv.Group] {
-				a.versions = append([]string{gv.Version}, a.versions...)
-			} else {
-				a.versions = append(a.versions, gv.Version)
-			}
-		}
-	}
-	return out
-}
 
 // wanted is one kind claimguard should cache.
 type wanted struct {
@@ -93,7 +36,7 @@ type plan struct {
 // resource) and the XRDs. An XRD names its group and plurals freely, and
 // claimguard's webhook entries fail closed, so an XRD's kinds are trusted
 // only when they are what Crossplane generates for it (notComposable).
-func makePlan(resources map[schema.GroupResource]*apiResource, xrds []*xrd, crds map[schema.GroupResource]bool) plan {
+func makePlan(resources map[schema.GroupResource]*clustercache.Resource, xrds []*xrd, crds map[schema.GroupResource]bool) plan {
 	p := plan{claims: map[schema.GroupKind]*xrd{}, xrds: map[schema.GroupKind]*xrd{}, served: map[schema.GroupResource]bool{}, ignored: map[string]string{}}
 	composite := map[schema.GroupResource]bool{}
 	sort.Slice(xrds, func(i, j int) bool { return xrds[i].name < xrds[j].name })
@@ -116,15 +59,15 @@ func makePlan(resources map[schema.GroupResource]*apiResource, xrds []*xrd, crds
 		if a == nil {
 			continue
 		}
-		composite[a.gr] = true
-		p.served[a.gr] = true
-		p.watches = append(p.watches, wanted{gk: x.compositeGK(), gvr: a.gvr(x.referenceable), namespaced: a.namespaced, role: roleComposite})
+		composite[a.GroupResource] = true
+		p.served[a.GroupResource] = true
+		p.watches = append(p.watches, wanted{gk: x.compositeGK(), gvr: a.GVR(x.referenceable), namespaced: a.Namespaced, role: roleComposite})
 	}
 	for _, a := range resources {
-		if composite[a.gr] || !slices.Contains(a.categories, "managed") {
+		if composite[a.GroupResource] || !slices.Contains(a.Categories, "managed") {
 			continue
 		}
-		p.watches = append(p.watches, wanted{gk: schema.GroupKind{Group: a.gr.Group, Kind: a.kind}, gvr: a.gvr(""), namespaced: a.namespaced, role: roleManaged})
+		p.watches = append(p.watches, wanted{gk: schema.GroupKind{Group: a.Group, Kind: a.Kind}, gvr: a.GVR(""), namespaced: a.Namespaced, role: roleManaged})
 	}
 	sort.Slice(p.watches, func(i, j int) bool { return p.watches[i].gvr.String() < p.watches[j].gvr.String() })
 	return p
@@ -138,7 +81,7 @@ func makePlan(resources map[schema.GroupResource]*apiResource, xrds []*xrd, crds
 // apps/deployments, or another project's CRD, would otherwise have Steward
 // judge, and while it is down block, every write of those kinds. A kind
 // not served yet is no reason: it joins the rules only once served.
-func notComposable(x *xrd, resources map[schema.GroupResource]*apiResource, crds map[schema.GroupResource]bool) string {
+func notComposable(x *xrd, resources map[schema.GroupResource]*clustercache.Resource, crds map[schema.GroupResource]bool) string {
 	if kubernetesGroup(x.group) {
 		return fmt.Sprintf("spec.group %q is a Kubernetes API group, which Crossplane never composes", x.group)
 	}
@@ -149,7 +92,7 @@ func notComposable(x *xrd, resources map[schema.GroupResource]*apiResource, crds
 			return ""
 		case !crds[gr]:
 			return fmt.Sprintf("%s is served by the API server itself or an aggregated API, not by a CustomResourceDefinition", gr)
-		case !slices.Contains(a.categories, category):
+		case !slices.Contains(a.Categories, category):
 			return fmt.Sprintf("the CustomResourceDefinition %s is not in the %q category Crossplane gives the kinds it generates for an XRD", gr, category)
 		}
 		return ""

@@ -1,9 +1,6 @@
 package claimguard
 
 import (
-	"context"
-	"sync/atomic"
-
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 )
@@ -25,10 +22,11 @@ type watch struct {
 	indexer    cache.Indexer
 	// synced reports whether the informer has listed the kind once.
 	synced func() bool
-	// forbidden is set when listing fails because Steward may not list the
-	// kind, and cleared when a list succeeds.
-	forbidden atomic.Bool
-	cancel    context.CancelFunc
+	// forbidden reports whether listing fails because Steward may not list
+	// the kind; it is cleared when a list succeeds.
+	forbidden func() bool
+	// cancel stops the watch.
+	cancel func()
 }
 
 // state is a watch's usability for a check.
@@ -44,7 +42,7 @@ func (w *watch) state() state {
 	switch {
 	case w.synced():
 		return stateSynced
-	case w.forbidden.Load():
+	case w.forbidden != nil && w.forbidden():
 		return stateForbidden
 	}
 	return stateSyncing

@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 )
 
 // scaledKinds maps the resources whose scale subresource fleetguard
@@ -35,8 +37,10 @@ var replicasPointer = pointer{"spec", "replicas"}
 
 // SetupWithManager starts metadata-only informers for the scalable
 // workloads before the manager starts, so they sync before Steward reports
-// ready; scale requests read their parent's labels from them.
-func (r *Rule) SetupWithManager(mgr manager.Manager) error {
+// ready; scale requests read their parent's labels from them. They are in
+// the manager's cache, not the cluster cache: built-in kinds, always served
+// at apps/v1 and v1, narrowed by the label selector of CacheByObject.
+func (r *Rule) SetupWithManager(mgr manager.Manager, _ *clustercache.Cache) error {
 	for _, gvk := range scaledKinds {
 		if _, err := mgr.GetCache().GetInformer(context.Background(), partialObject(gvk)); err != nil {
 			return fmt.Errorf("fleetguard: starting the %s metadata informer: %w", gvk.Kind, err)

@@ -1,48 +1,29 @@
 package installplanguard
 
 import (
-	"fmt"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/stewardhq/steward/webhooks/internal/servedcache"
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 )
 
 var installPlans = schema.GroupResource{Group: group, Resource: "installplans"}
 
-// SetupWithManager starts an informer cache of InstallPlan phases, used to
-// tell whether a Subscription's plan is installing. The cache starts once
-// the InstallPlan CRD is served, and gates readiness only if it was served
-// at start-up, so Steward is ready at once on clusters without OLM.
-func (r *Rule) SetupWithManager(mgr manager.Manager) error {
-	dyn, err := dynamic.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
-	if err != nil {
-		return fmt.Errorf("%s: dynamic client: %w", Name, err)
-	}
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
-	if err != nil {
-		return fmt.Errorf("%s: discovery client: %w", Name, err)
-	}
-	newInformer := func(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
-		inf := dynamicinformer.NewFilteredDynamicInformer(dyn, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-		// Set before the informer runs, so it cannot fail.
-		_ = inf.SetTransform(keepPhase)
-		return inf
-	}
-	set := servedcache.New(Name, []schema.GroupResource{installPlans}, servedcache.PreferredResources(dc), newInformer, 0, mgr.GetLogger().WithName(Name))
+// SetupWithManager caches InstallPlan phases, used to tell whether a
+// Subscription's plan is installing. Whole objects, because the phase is in
+// the status, slimmed by keepPhase before they are kept. The cache starts
+// once the InstallPlan CRD is served, at the version the server prefers
+// (following OLM upgrades), and gates readiness only if it was served at
+// start-up, so Steward is ready at once on clusters without OLM.
+func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache) error {
+	set := cluster.Follow(Name, map[schema.GroupResource]clustercache.Spec{installPlans: {Transform: keepPhase}})
 	r.plans = phases{set}
-	return set.AddToManager(mgr, Name+"-installplans")
+	return mgr.AddReadyzCheck(Name+"-installplans", set.Ready)
 }
 
 // phases looks plan phases up in the cache.
-type phases struct{ set *servedcache.Set }
+type phases struct{ set *clustercache.Set }
 
 func (p phases) Phase(namespace, name string) (string, bool) {
 	obj, ok := p.set.Get(installPlans, namespace, name)

@@ -6,6 +6,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 )
 
 // Rule is one Steward rule: a controller-runtime admission handler that
@@ -22,8 +24,13 @@ type Rule interface {
 // ManagerSetup is implemented by rules that need informer caches. The server
 // calls it before the manager starts, so the caches sync before Steward
 // reports ready. Rules rendered for manifests are never set up.
+//
+// Kinds that are built in and always served can use the manager's cache;
+// kinds a cluster may not serve, or serves at versions that change with
+// upgrades, come from the one shared clustercache.Cache (see its package
+// comment for why the manager's cache cannot hold them).
 type ManagerSetup interface {
-	SetupWithManager(mgr manager.Manager) error
+	SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache) error
 }
 
 // CacheScope is implemented by rules whose objects in the manager's shared

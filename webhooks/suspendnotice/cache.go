@@ -1,52 +1,32 @@
 package suspendnotice
 
 import (
-	"fmt"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
-	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/stewardhq/steward/webhooks/internal/servedcache"
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 )
 
-// SetupWithManager starts metadata-only informers for the Flux kinds, from
-// which the event webhook learns whether an object is suspended (the
-// steward.dev/suspended-at annotation). Each starts once its CRD is
-// served: Flux may not be installed, or only some of its controllers. The
-// kinds served at start-up gate readiness; a kind whose CRD appears later is
-// looked up once its informer has synced, and until then its events pass
-// untouched.
-func (r *Rule) SetupWithManager(mgr manager.Manager) error {
-	meta, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
-	if err != nil {
-		return fmt.Errorf("%s: metadata client: %w", Name, err)
+// SetupWithManager caches the Flux kinds' metadata, from which the event
+// webhook learns whether an object is suspended (the steward.dev/suspended-at
+// annotation). Each kind is cached once its CRD is served, at the version
+// the server prefers, following Flux upgrades: Flux may not be installed,
+// or only some of its controllers. The kinds served at start-up gate
+// readiness; a kind whose CRD appears later is looked up once its informer
+// has synced, and until then its events pass untouched.
+func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache) error {
+	specs := make(map[schema.GroupResource]clustercache.Spec, len(fluxKinds))
+	for _, k := range fluxKinds {
+		specs[k.groupResource()] = clustercache.Spec{Metadata: true, Transform: keepSuspension}
 	}
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
-	if err != nil {
-		return fmt.Errorf("%s: discovery client: %w", Name, err)
-	}
-	newInformer := func(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
-		inf := metadatainformer.NewFilteredMetadataInformer(meta, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-		// Set before the informer runs, so it cannot fail.
-		_ = inf.SetTransform(keepSuspension)
-		return inf
-	}
-	resources := make([]schema.GroupResource, len(fluxKinds))
-	for i, k := range fluxKinds {
-		resources[i] = k.groupResource()
-	}
-	set := servedcache.New(Name, resources, servedcache.PreferredResources(dc), newInformer, 0, mgr.GetLogger().WithName(Name))
+	set := cluster.Follow(Name, specs)
 	r.suspensions = suspensions{set}
-	return set.AddToManager(mgr, Name+"-flux-objects")
+	return mgr.AddReadyzCheck(Name+"-flux-objects", set.Ready)
 }
 
 // suspensions looks the record up in the cache.
-type suspensions struct{ set *servedcache.Set }
+type suspensions struct{ set *clustercache.Set }
 
 func (s suspensions) Suspended(gr schema.GroupResource, namespace, name string) bool {
 	obj, ok := s.set.Get(gr, namespace, name)

@@ -1,0 +1,47 @@
+// Package clustercache is the one place Steward's rules hold cluster state
+// that the manager's cache cannot: objects of kinds the cluster may or may
+// not serve, at whichever version it serves them now.
+//
+// A Cache asks discovery which resources are served (one discovery client,
+// created once from the manager's config and HTTP client), watches
+// CustomResourceDefinitions (metadata only) to ask again when a kind is
+// added, removed or changes its served versions, and runs informers for the
+// rules over metadata and dynamic clients it also creates once. Rules get
+// the Cache through rule.ManagerSetup and use it in one of two ways:
+//
+//   - Follow: a fixed list of resources (suspendnotice's Flux kinds,
+//     installplanguard's InstallPlans), each watched once served, at the
+//     version the server prefers; when an upgrade changes that version the
+//     informer moves to it, and the old one keeps answering until the new
+//     one has synced.
+//   - Watch and Served: claimguard decides from each discovery answer which
+//     kinds to watch (the "managed" category, the XRDs' composite kinds) and
+//     starts and stops watches itself; Subscribe tells it when to decide
+//     again.
+//
+// Why not the controller-runtime manager's cache, which can also add and
+// remove informers at run time (GetInformer, RemoveInformer)? Four reasons,
+// each of which would change what Steward does:
+//
+//   - Readiness. The manager's cache reports synced only when every one of
+//     its informers has, and Steward's readiness check waits for it. An
+//     informer for a kind Steward may not list (RBAC) or one that appeared
+//     after start-up would then keep every replica unready; here readiness
+//     waits only for the kinds served at start-up, and claimguard bounds
+//     even those by time.
+//   - Transforms. The manager's cache picks an informer's transform from
+//     options fixed when the manager is built (per object type, or one
+//     default); claimguard's kinds are unknown until discovery runs, and its
+//     transform keeps a small struct, not the object.
+//   - RBAC. A watch error handler can be set only once for the whole cache,
+//     so one kind being forbidden could not be told from another.
+//   - Versions. The manager's cache maps a kind to a resource through its
+//     REST mapper and keys informers by kind and version; following a CRD
+//     from one served version to another needs discovery anyway.
+//
+// fleetguard keeps using the manager's cache: its kinds are built in, always
+// served, and narrowed by a label selector the manager's cache applies.
+//
+// Nothing here is called on the request path except reads of informer
+// stores.
+package clustercache

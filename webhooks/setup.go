@@ -1,0 +1,32 @@
+package webhooks
+
+import (
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// SetupWithManager sets up every rule that needs informer caches, handing
+// each the one clustercache.Cache, built here from the manager's config and
+// HTTP client and run by the manager: one discovery loop and one set of
+// clients for every rule, whatever the number of rules.
+func SetupWithManager(mgr manager.Manager, rules []Configured) error {
+	cluster, err := clustercache.New(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetLogger().WithName("cluster-cache"))
+	if err != nil {
+		return fmt.Errorf("cluster cache: %w", err)
+	}
+	if err := mgr.Add(cluster); err != nil {
+		return fmt.Errorf("adding the cluster cache to the manager: %w", err)
+	}
+	for _, c := range rules {
+		if s, ok := c.Rule.(rule.ManagerSetup); ok {
+			if err := s.SetupWithManager(mgr, cluster); err != nil {
+				return fmt.Errorf("setting up rule %s: %w", c.Rule.Spec().Name, err)
+			}
+		}
+	}
+	return nil
+}
