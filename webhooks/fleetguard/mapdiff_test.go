@@ -40,18 +40,7 @@ func (u mapUpdate) diff(skip []pointer, limit int) changes { return diff(u.old, 
 // addedOwners is objects.addedOwners of the decoded objects: their owner
 // references are encoded again and read as the raw ones are.
 func (u mapUpdate) addedOwners() []ownerRef {
-	oldRaw, newRaw := ownersFromMap(u.old), ownersFromMap(u.new)
-	if bytes.Equal(oldRaw, newRaw) {
-		return nil
-	}
-	old, cur := decodeOwners(oldRaw), decodeOwners(newRaw)
-	var added []ownerRef
-	for _, n := range cur {
-		if !containsOwner(old, n) {
-			added = append(added, n)
-		}
-	}
-	return added
+	return addedOwners(ownersFromMap(u.old), ownersFromMap(u.new))
 }
 
 func ownersFromMap(obj map[string]any) []byte {

@@ -22,7 +22,12 @@ func (o ownerRef) String() string { return fmt.Sprintf("%s %s", o.Kind, o.Name) 
 // collector's own delete is, rightly, never refused. Removing owners is
 // not listed: it only keeps an object from being collected.
 func (o *objects) addedOwners() []ownerRef {
-	oldRaw, newRaw := ownersRaw(&o.old), ownersRaw(&o.new)
+	return addedOwners(ownersRaw(&o.old), ownersRaw(&o.new))
+}
+
+// addedOwners lists the owner references in the JSON text newRaw that
+// oldRaw lacks.
+func addedOwners(oldRaw, newRaw []byte) []ownerRef {
 	if bytes.Equal(oldRaw, newRaw) {
 		return nil // the common case: no owners, or the same ones, unread
 	}
