@@ -61,20 +61,24 @@ func (p *Patcher) Ops(have map[string]string, present bool, want map[string]stri
 		return []jsonpatch.JsonPatchOperation{{Operation: "add", Path: annotationsPath, Value: all}}
 	}
 	var ops []jsonpatch.JsonPatchOperation
+	emit := func(op string, i int, value any) {
+		if ops == nil {
+			ops = make([]jsonpatch.JsonPatchOperation, 0, len(p.keys)) // one allocation, only when needed
+		}
+		ops = append(ops, jsonpatch.JsonPatchOperation{Operation: op, Path: p.paths[i], Value: value})
+	}
 	for i, k := range p.keys {
 		v, has := have[k]
 		w, wanted := want[k]
 		switch {
 		case wanted && !has:
-			ops = append(ops, jsonpatch.JsonPatchOperation{Operation: "add", Path: p.paths[i], Value: w})
+			emit("add", i, w)
+		case wanted && v != w && p.opts.Replace:
+			emit("replace", i, w)
 		case wanted && v != w:
-			op := "add"
-			if p.opts.Replace {
-				op = "replace"
-			}
-			ops = append(ops, jsonpatch.JsonPatchOperation{Operation: op, Path: p.paths[i], Value: w})
+			emit("add", i, w)
 		case !wanted && has && p.opts.Remove:
-			ops = append(ops, jsonpatch.JsonPatchOperation{Operation: "remove", Path: p.paths[i]})
+			emit("remove", i, nil)
 		}
 	}
 	return ops
