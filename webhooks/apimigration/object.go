@@ -31,10 +31,10 @@ type metadata struct {
 
 // errNotServerForm refuses an object encoding/json would read but
 // decodeFast does not: one with repeated, escaped or differently-cased
-// field names, null where a value belongs, or nested beyond maxDepth. The
-// API server never sends one, and reading it a second, slower way for
-// nothing would be a second decoder to keep in step.
-var errNotServerForm = errors.New("the object is not in the form the API server sends (repeated, escaped or differently-cased field names, null values or deep nesting)")
+// field names, or null where a value belongs. The API server never sends
+// one, and reading it a second, slower way would mean a second decoder to
+// keep in step with the first.
+var errNotServerForm = errors.New("the object is not in the form the API server sends (repeated, escaped or differently-cased field names, or null values)")
 
 // readObject reads an admission request's object with decodeFast, the
 // rule's one reader. It fails on anything that is not a JSON object with

@@ -28,8 +28,23 @@ var rawSeeds = []string{
 	`{"a":1}x`, `{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":tru}`, `{"a":"\x01"}`, `{"a":"\u12"}`, `{"a":1,}`, `[1,]`, `{"a" 1}`, `{"a":1]`, `[1}`,
 	` {} `, "\t[]\n", `"s"`, `0`, `null`, ``, ` `, "\u00a0", `{"a":1} {"b":2}`, `{"a":1}]`, ` {"a":1}x`,
 	nested(maxDiffDepth-1, `{"x":1,"y":[1,2]}`), nested(maxDiffDepth+1, `{"x":1,"y":[1,2]}`),
-	nested(maxDiffDepth+1, `1`), nested(2000, `1`), nested(maxScanDepth, `1`), nested(maxScanDepth+1, `1`),
-	strings.Repeat(`[`, maxScanDepth) + strings.Repeat(`]`, maxScanDepth),
+	nested(maxDiffDepth+1, `1`), nested(1100, `1`),
+}
+
+// TestRawMatchesMapDiffAtTheDepthLimit is FuzzRawMatchesMapDiff at
+// encoding/json's nesting limit and just past it: seeds that deep would
+// leave the fuzzer little time for anything else.
+func TestRawMatchesMapDiffAtTheDepthLimit(t *testing.T) {
+	deepList := func(n int) string { return strings.Repeat(`[`, n) + strings.Repeat(`]`, n) }
+	for _, p := range [][2]string{
+		{nested(maxScanDepth, `1`), nested(maxScanDepth, `2`)},
+		{nested(maxScanDepth+1, `1`), webDeployment},
+		{webDeployment, nested(maxScanDepth+1, `1`)},
+		{`{"a":` + deepList(maxScanDepth-1) + `}`, webDeployment},
+		{deepList(maxScanDepth), webDeployment},
+	} {
+		checkUpdate(t, p[0], p[1])
+	}
 }
 
 // rawPairs are pairs of objects that differ the ways updates do.

@@ -47,7 +47,7 @@ func rawKind(v []byte) int {
 // missing value as an empty object or list: every path can be pasted
 // into ignoredFields as it is, and ignored paths inside it still apply.
 func (d *differ) walkRaw(a, b []byte, depth int) {
-	if bytes.Equal(a, b) || d.skipped() || (rawEmpty(a) && rawEmpty(b)) {
+	if identical(a, b, depth) || d.skipped() || (rawEmpty(a) && rawEmpty(b)) {
 		return
 	}
 	if depth >= maxDiffDepth {
@@ -68,6 +68,20 @@ func (d *differ) walkRaw(a, b []byte, depth int) {
 		// A type change, or two different scalars.
 		d.report()
 	}
+}
+
+// maxLazyDepth is how deep the diff skips members whose text is identical
+// in both objects. Comparing a member's text reads everything nested in
+// it, so the shortcut, repeated at every level, reads the deepest bytes
+// once per level; below this depth members are compared structurally,
+// which through the objects' indexes reads each byte once.
+const maxLazyDepth = 16
+
+// identical reports whether two raw values at the given depth are the
+// same text, above maxLazyDepth: identical text decodes to identical
+// values, so the structural comparison would find nothing in them.
+func identical(a, b []byte, depth int) bool {
+	return depth < maxLazyDepth && bytes.Equal(a, b)
 }
 
 // rawEmpty reports whether a raw value is missing, null, {} or []: the
@@ -118,7 +132,7 @@ func (d *differ) walkRawObjects(a, b []byte, aObj, bObj bool, depth int) {
 			i++
 			j++
 		}
-		if bytes.Equal(x, y) {
+		if identical(x, y, depth+1) {
 			continue
 		}
 		d.path = append(d.path, keyString(key))
@@ -159,7 +173,7 @@ func (d *differ) walkRawLists(a, b []byte, aList, bList bool, depth int) {
 		if k < len(bs) {
 			y = bs[k].Value
 		}
-		if bytes.Equal(x, y) {
+		if identical(x, y, depth+1) {
 			continue
 		}
 		d.path = append(d.path, strconv.Itoa(k))

@@ -30,10 +30,11 @@ type equality struct {
 	buf    []Member
 }
 
+// equal compares two values. It compares the text of scalars only: a
+// shortcut for identical containers would compare the text below them
+// again at every level, so that deeply nested text would be read once per
+// level instead of once.
 func (e *equality) equal(a, b []byte) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
 	ka, kb := kindOf(a), kindOf(b)
 	switch {
 	case ka != kb:
@@ -41,9 +42,9 @@ func (e *equality) equal(a, b []byte) bool {
 	case ka == 'n':
 		return true // empty and null
 	case ka == '"':
-		return bytes.Equal(Unquote(a), Unquote(b))
+		return bytes.Equal(a, b) || bytes.Equal(Unquote(a), Unquote(b))
 	case ka == 's':
-		return false // numbers and literals written differently
+		return bytes.Equal(a, b) // numbers as written, and literals
 	}
 	start := len(e.buf)
 	defer func() { e.buf = e.buf[:start] }()
