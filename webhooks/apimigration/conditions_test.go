@@ -19,8 +19,8 @@ func TestMatchCondition(t *testing.T) {
 	if err := celtest.Compile(wh.MatchConditions); err != nil {
 		t.Fatal(err)
 	}
-	for i := range APIs {
-		a := &APIs[i]
+	for i := range apis {
+		a := &apis[i]
 		versions := []string{a.Current, "v9"}
 		for _, d := range a.Deprecated {
 			versions = append(versions, d.Version)

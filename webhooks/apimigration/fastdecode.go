@@ -7,9 +7,9 @@ import (
 	"github.com/stewardhq/steward/webhooks/internal/rawjson"
 )
 
-// maxDepth bounds the nesting the fast path reads. encoding/json allows
-// 10000 levels; anything deeper than this goes to encoding/json instead.
-const maxDepth = 1000
+// maxDepth bounds the nesting decodeFast reads: encoding/json's own limit,
+// so that no object is refused for its depth alone.
+const maxDepth = rawjson.MaxDepth
 
 // annotationKeys are the annotations the rule reads and writes; the fast
 // decoder keeps no others.
@@ -33,9 +33,9 @@ var metadataFields = []string{"name", "generateName", "namespace", "deletionTime
 //
 // ok is false whenever the object is not of the form the API server sends
 // (invalid JSON, no metadata, a field of the wrong type, a duplicate or
-// differently-cased or escaped field name, ...); the caller then uses
-// decodeObject, whose answer, error message included, is the rule's. When
-// ok is true the result equals decodeObject's on the keys the rule reads.
+// differently-cased or escaped field name, ...); readObject then says
+// why. When ok is true the result equals what encoding/json decodes
+// (decodeObject) on the keys the rule reads.
 func decodeFast(raw []byte) (o object, ok bool) {
 	s := rawjson.NewStrict(raw, maxDepth)
 	if !s.OpenObject() {

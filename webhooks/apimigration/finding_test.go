@@ -12,7 +12,7 @@ import (
 // characters and to naming what the issue asks: the deprecated version, the
 // current one, the removing release and the migration command.
 func TestWarningFitsOnOneLine(t *testing.T) {
-	for _, a := range APIs {
+	for _, a := range apis {
 		for _, d := range a.Deprecated {
 			f := Classify(a.Group, a.Kind, d.Version, MustParseRelease(DefaultFluxVersion))
 			w := f.Warning()
@@ -148,7 +148,7 @@ func TestSpec(t *testing.T) {
 		}
 	}
 	want := map[string]bool{}
-	for _, a := range APIs {
+	for _, a := range apis {
 		want[a.Group+"/"+a.Resource] = true
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -158,7 +158,7 @@ func TestSpec(t *testing.T) {
 		t.Fatalf("match conditions = %v", wh.MatchConditions)
 	}
 	expr := wh.MatchConditions[0].Expression
-	for _, a := range APIs {
+	for _, a := range apis {
 		for _, d := range a.Deprecated {
 			if !strings.Contains(expr, "'"+a.Group+"/"+a.Resource+"/"+d.Version+"'") {
 				t.Errorf("match condition misses %s/%s/%s", a.Group, a.Resource, d.Version)

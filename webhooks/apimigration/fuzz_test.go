@@ -3,11 +3,14 @@ package apimigration
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admission/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/rawjson"
@@ -21,11 +24,12 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// FuzzHandle feeds arbitrary objects through the decoder and the marking
-// logic. Whatever the input, the rule must not panic; where the fast path
-// answers, it answers as the decoding path does; a patch may touch only
-// metadata.annotations; and applying the patch and asking again must
-// ask for nothing more (the reinvocation fixed point).
+// FuzzHandle feeds arbitrary objects through the reader and the marking
+// logic. Whatever the input, the rule must not panic; it answers as the
+// decoding path (decoding_test.go) does, but for objects not in the API
+// server's form, which it refuses (see checkMark); a patch may touch only
+// metadata.annotations; and applying the patch and asking again must ask
+// for nothing more (the reinvocation fixed point).
 func FuzzHandle(f *testing.F) {
 	stored := marked(HelmGroup+"/v2beta1", earlier)
 	seeds := []struct {
@@ -64,13 +68,8 @@ func FuzzHandle(f *testing.F) {
 			return admissiontest.Create(res, "HelmRelease", o)
 		}
 		req := build(raw).Build()
-		// Where the fast path answers, it answers as the decoding path.
 		if f := Classify(HelmGroup, "HelmRelease", version, r.target); f.Status == DeprecatedVersion {
-			if fast, ok := r.markFast(req, f); ok {
-				if diff := cmp.Diff(outcome(r.markDecoded(req, f)), outcome(fast)); diff != "" {
-					t.Fatalf("markFast differs from markDecoded (-decoded +fast):\n%s", diff)
-				}
-			}
+			checkMark(t, r, req, f)
 		}
 		resp := handle(r, req)
 		if !resp.Allowed || len(resp.Patches) == 0 {
@@ -86,6 +85,26 @@ func FuzzHandle(f *testing.F) {
 			t.Fatalf("not a fixed point: after %+v the rule asks for %+v", resp.Patches, again.Patches)
 		}
 	})
+}
+
+// checkMark holds mark to the decoding path: the same answer, patch,
+// warning and error message included, whenever decodeFast reads the
+// objects or encoding/json cannot; and a refusal naming the form where
+// only encoding/json reads them.
+func checkMark(t *testing.T, r *Rule, req admission.Request, f Finding) {
+	t.Helper()
+	got, want := outcome(r.mark(req, f)), outcome(r.markDecoded(req, f))
+	_, fastNew := decodeFast(req.Object.Raw)
+	_, fastOld := decodeFast(req.OldObject.Raw)
+	if fastNew && (fastOld || req.Operation != admissionv1.Update) || want.Code == http.StatusBadRequest {
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("mark differs from markDecoded (-decoded +mark):\n%s", diff)
+		}
+		return
+	}
+	if got.Code != http.StatusBadRequest || !strings.HasSuffix(got.Message, errNotServerForm.Error()) {
+		t.Fatalf("mark of an object only encoding/json reads: %+v, want the refusal %q", got, errNotServerForm)
+	}
 }
 
 // FuzzWithAnnotations proves the re-encoding keeps every field but
@@ -248,8 +267,9 @@ func FuzzScanner(f *testing.F) {
 	})
 }
 
-// FuzzCompareSpecs proves the walk over two specs answers as decoding
-// both and comparing with reflect.DeepEqual does, whenever it answers.
+// FuzzCompareSpecs proves sameSpec, and the walk over two specs whenever
+// it answers, answer as decoding both and comparing with
+// reflect.DeepEqual does.
 func FuzzCompareSpecs(f *testing.F) {
 	for _, p := range [][2]string{
 		{`{"a":1,"b":[1,2]}`, `{"b":[1,2],"a":1}`},
@@ -276,16 +296,16 @@ func FuzzCompareSpecs(f *testing.F) {
 		if (len(a) > 0 && !json.Valid(a)) || (len(b) > 0 && !json.Valid(b)) {
 			return // Specs come from decoded objects: always valid.
 		}
-		v := compareSpecs(a, b)
-		if v == unsure {
-			return
-		}
 		va, errA := decodeAny(a)
 		vb, errB := decodeAny(b)
 		if errA != nil || errB != nil {
 			t.Fatalf("decodeAny: %v, %v", errA, errB)
 		}
-		if want := reflect.DeepEqual(va, vb); (v == same) != want {
+		want := reflect.DeepEqual(va, vb)
+		if got := sameSpec(&object{Spec: a}, &object{Spec: b}); got != want {
+			t.Fatalf("sameSpec(%q, %q) = %v, want %v", a, b, got, want)
+		}
+		if v := compareSpecs(a, b); v != unsure && (v == same) != want {
 			t.Fatalf("compareSpecs(%q, %q) = %v, want same = %v", a, b, v, want)
 		}
 	})

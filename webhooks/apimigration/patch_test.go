@@ -60,10 +60,10 @@ func TestPatchAppliesToTheObject(t *testing.T) {
 	f := Classify(HelmGroup, "HelmRelease", "v2beta1", r.target)
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			resp, ok := r.markFast(tc.req, f)
-			if !ok {
-				t.Fatalf("%s: the object is in the API server's form, yet it was left to encoding/json", tc.reason)
+			if _, ok := decodeFast(tc.req.Object.Raw); !ok {
+				t.Fatalf("%s: the object is in the API server's form, yet decodeFast does not read it", tc.reason)
 			}
+			resp := r.mark(tc.req, f)
 			if diff := cmp.Diff(outcome(r.markDecoded(tc.req, f)), outcome(resp)); diff != "" {
 				t.Errorf("%s: written-out patch differs from the diffed one (-diffed +written):\n%s", tc.reason, diff)
 			}

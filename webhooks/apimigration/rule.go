@@ -12,7 +12,6 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
@@ -58,28 +57,18 @@ func (r *Rule) Handle(_ context.Context, req admission.Request) admission.Respon
 }
 
 // mark allows a write through a deprecated version, with the warning and
-// whatever annotations plan asks for.
+// whatever annotations plan asks for. It reads the objects with
+// decodeFast and writes the patch operations directly.
 func (r *Rule) mark(req admission.Request, f Finding) admission.Response {
-	if resp, ok := r.markFast(req, f); ok {
-		return resp
-	}
-	return r.markDecoded(req, f)
-}
-
-// markFast is mark for objects in the form the API server sends: it reads
-// them with decodeFast and writes the patch operations directly. ok is
-// false when decodeFast leaves an object to encoding/json; markDecoded
-// then answers.
-func (r *Rule) markFast(req admission.Request, f Finding) (resp admission.Response, ok bool) {
-	obj, ok := decodeFast(req.Object.Raw)
-	if !ok {
-		return resp, false
+	obj, err := readObject(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %w", err))
 	}
 	var old *object
 	if req.Operation == admissionv1.Update {
-		o, ok := decodeFast(req.OldObject.Raw)
-		if !ok {
-			return resp, false
+		o, err := readObject(req.OldObject.Raw)
+		if err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored object: %w", err))
 		}
 		old = &o
 	}
@@ -88,71 +77,21 @@ func (r *Rule) markFast(req admission.Request, f Finding) (resp admission.Respon
 		set = plan(f.From(), &obj, old, r.now().UTC().Format(time.RFC3339Nano))
 	}
 	warning := f.Warning()
-	resp = admission.Allowed(warning)
-	if len(set) > 0 {
-		if resp.Patches, ok = annotationPatch(&obj, set); !ok {
-			return resp, false
-		}
-		pt := admissionv1.PatchTypeJSONPatch
-		resp.PatchType = &pt
-	}
-	return resp.WithWarnings(warning), true
-}
-
-// markDecoded is mark for any object: it decodes the object with
-// encoding/json and diffs the metadata before and after the annotations
-// are set. Its answers, errors included, are the rule's; markFast gives
-// the same answers at a fraction of the cost where it applies.
-func (r *Rule) markDecoded(req admission.Request, f Finding) admission.Response {
-	warning := f.Warning()
-	obj, err := decodeObject(req.Object.Raw)
-	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %w", err))
-	}
-	var old *object
-	if req.Operation == admissionv1.Update {
-		if old, err = decodeObject(req.OldObject.Raw); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored object: %w", err))
-		}
-	}
-	var set map[string]string
-	if !obj.terminating() {
-		set = plan(f.From(), obj, old, r.now().UTC().Format(time.RFC3339Nano))
-	}
 	resp := admission.Allowed(warning)
 	if len(set) > 0 {
-		// The patch is computed from the object's metadata alone, as raw
-		// bytes: patch paths are absolute, so they are the same as for the
-		// whole object, and a large spec is not walked twice for nothing.
-		original, err := metadataOnly(req.Object.Raw)
-		if err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		mutated, err := withAnnotations(original, set)
-		if err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		resp = admission.PatchResponseFromRaw(original, mutated)
-		if !resp.Allowed {
-			return resp
-		}
-		resp.Result = &metav1.Status{Code: http.StatusOK, Message: warning}
+		resp.Patches = annotationPatch(&obj, set)
+		pt := admissionv1.PatchTypeJSONPatch
+		resp.PatchType = &pt
 	}
 	return resp.WithWarnings(warning)
 }
 
 // describe names the object and the Flux object that applied it, for the
 // refusal message. It reads what it can; a request whose object does not
-// decode is still refused, by the request's own name.
+// read is still refused, by the request's own name.
 func describe(req admission.Request, kind string) (object, source string) {
 	ns, name := req.Namespace, req.Name
-	obj, ok := decodeFast(req.Object.Raw)
-	if !ok {
-		if o, err := decodeObject(req.Object.Raw); err == nil {
-			obj, ok = *o, true
-		}
-	}
-	if ok {
+	if obj, ok := decodeFast(req.Object.Raw); ok {
 		if name == "" {
 			name = obj.Metadata.Name
 		}

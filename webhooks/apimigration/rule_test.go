@@ -35,8 +35,8 @@ func TestHandleEveryKind(t *testing.T) {
 		req    admission.Request
 		want   want
 	}{}
-	for i := range APIs {
-		a := &APIs[i]
+	for i := range apis {
+		a := &apis[i]
 		versions := []string{a.Current}
 		for _, d := range a.Deprecated {
 			versions = append(versions, d.Version)

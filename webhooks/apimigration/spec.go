@@ -45,7 +45,7 @@ func webhookRules() []admissionregistrationv1.RuleWithOperations {
 	ops := rule.Operations(admissionregistrationv1.Create, admissionregistrationv1.Update)
 	var groups []string
 	resources := map[string][]string{}
-	for _, a := range APIs {
+	for _, a := range apis {
 		if _, ok := resources[a.Group]; !ok {
 			groups = append(groups, a.Group)
 		}
@@ -63,7 +63,7 @@ func webhookRules() []admissionregistrationv1.RuleWithOperations {
 // request.requestResource.group + "/" + request.requestResource.resource + "/" + request.requestResource.version in [...].
 func deprecatedExpression() string {
 	var items []string
-	for _, a := range APIs {
+	for _, a := range apis {
 		for _, d := range a.Deprecated {
 			items = append(items, fmt.Sprintf("'%s/%s/%s'", a.Group, a.Resource, d.Version))
 		}

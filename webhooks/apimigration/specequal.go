@@ -6,6 +6,34 @@ import (
 	"github.com/stewardhq/steward/webhooks/internal/rawjson"
 )
 
+// sameSpec reports whether two objects have the same spec, ignoring
+// formatting and key order. Flux controllers reconcile when the spec
+// changes (the generation moves) or a reconcile annotation changes, so the
+// spec is what decides whether a write asks for new work.
+func sameSpec(a, b *object) bool {
+	if bytes.Equal(a.Spec, b.Spec) {
+		return true
+	}
+	switch compareSpecs(a.Spec, b.Spec) {
+	case same:
+		return true
+	case different:
+		return false
+	}
+	return equalSpecs(a.Spec, b.Spec)
+}
+
+// equalSpecs compares two specs, valid JSON or empty, in any form: it
+// indexes both (one more pass over each) and compares them member by
+// member in key order, so escaped and unsorted keys compare as decoded.
+func equalSpecs(a, b []byte) bool {
+	var xa, xb rawjson.Index
+	if (len(a) > 0 && !xa.Valid(a, maxDepth)) || (len(b) > 0 && !xb.Valid(b, maxDepth)) {
+		return false // unreachable: decodeFast validated both
+	}
+	return rawjson.Equal(&xa, a, &xb, b)
+}
+
 // verdict is what a walk over two JSON values concludes.
 type verdict int
 
@@ -13,13 +41,13 @@ const (
 	same verdict = iota
 	different
 	// unsure: the walk cannot tell cheaply (escaped or unsorted object
-	// keys), and sameSpec decodes both values instead.
+	// keys), and sameSpec indexes both values instead.
 	unsure
 )
 
 // compareSpecs tells whether two specs, each valid JSON or empty (a missing
-// spec), decode to equal values, the way decodeAny and reflect.DeepEqual
-// compare them: object key order and string escaping do not matter, number
+// spec), decode to equal values, the way reflect.DeepEqual compares what
+// encoding/json decodes with UseNumber: object key order and string escaping do not matter, number
 // text does, duplicate keys resolve to the last. It walks both texts once,
 // in step, and allocates only to decode strings that differ and hold
 // escapes.

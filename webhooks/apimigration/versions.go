@@ -46,9 +46,9 @@ var (
 	betasTo29 = []Deprecated{{"v1beta1", flux27}, {"v1beta2", flux29}}
 )
 
-// APIs lists every Flux kind the rule guards, in a stable order (it is the
+// apis lists every Flux kind the rule guards, in a stable order (it is the
 // order of the rendered webhook rules).
-var APIs = []API{
+var apis = []API{
 	{KustomizeGroup, "Kustomization", "kustomizations", "v1", betasTo28},
 	{HelmGroup, "HelmRelease", "helmreleases", "v2", []Deprecated{{"v2beta1", flux27}, {"v2beta2", flux28}}},
 	{SourceGroup, "GitRepository", "gitrepositories", "v1", betasTo28},
@@ -68,14 +68,14 @@ var APIs = []API{
 // indexes below (a struct, so a lookup builds no string).
 type groupName struct{ group, name string }
 
-// byKind and byResource index APIs by group and Kind, and by group and
+// byKind and byResource index apis by group and Kind, and by group and
 // resource.
 var byKind, byResource = index()
 
 func index() (map[groupName]*API, map[groupName]*API) {
 	kinds, resources := map[groupName]*API{}, map[groupName]*API{}
-	for i := range APIs {
-		a := &APIs[i]
+	for i := range apis {
+		a := &apis[i]
 		kinds[groupName{a.Group, a.Kind}] = a
 		resources[groupName{a.Group, a.Resource}] = a
 	}

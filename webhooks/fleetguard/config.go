@@ -41,11 +41,11 @@ type IgnoredFields struct {
 // as the fleet-agent service account in cattle-fleet-system, or in
 // cattle-fleet-local-system for the cluster Fleet's controller runs on.
 var (
-	DefaultAgentUsers = []string{
+	defaultAgentUsers = []string{
 		"system:serviceaccount:cattle-fleet-system:fleet-agent",
 		"system:serviceaccount:cattle-fleet-local-system:fleet-agent",
 	}
-	DefaultAgentGroups = []string{
+	defaultAgentGroups = []string{
 		"system:serviceaccounts:cattle-fleet-system",
 		"system:serviceaccounts:cattle-fleet-local-system",
 	}
@@ -57,10 +57,10 @@ func (c *Config) Default() {
 		c.Mode = rule.Enforce
 	}
 	if c.AgentUsers == nil {
-		c.AgentUsers = append([]string(nil), DefaultAgentUsers...)
+		c.AgentUsers = append([]string(nil), defaultAgentUsers...)
 	}
 	if c.AgentGroups == nil {
-		c.AgentGroups = append([]string(nil), DefaultAgentGroups...)
+		c.AgentGroups = append([]string(nil), defaultAgentGroups...)
 	}
 }
 

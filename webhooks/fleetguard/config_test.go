@@ -18,7 +18,7 @@ func TestConfigDefault(t *testing.T) {
 		"Empty": {
 			reason: "An empty section enforces and trusts Fleet's agent identities.",
 			in:     Config{},
-			want:   Config{Mode: rule.Enforce, AgentUsers: DefaultAgentUsers, AgentGroups: DefaultAgentGroups},
+			want:   Config{Mode: rule.Enforce, AgentUsers: defaultAgentUsers, AgentGroups: defaultAgentGroups},
 		},
 		"ExplicitListsReplaceDefaults": {
 			reason: "Lists that are set, even empty, are kept as they are.",

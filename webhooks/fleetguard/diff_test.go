@@ -80,15 +80,11 @@ func TestDiff(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			old, err := decodeObject([]byte(tc.old))
+			objs, err := readObjects([]byte(tc.old), []byte(tc.new))
 			if err != nil {
 				t.Fatal(err)
 			}
-			cur, err := decodeObject([]byte(tc.new))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := diff(old, cur, mustPointers(tc.skip...), 100)
+			got := objs.diff(mustPointers(tc.skip...), 100)
 			if diff := cmp.Diff(tc.want, got.first, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s\ndiff(...): -want, +got:\n%s", tc.reason, diff)
 			}
@@ -100,9 +96,11 @@ func TestDiff(t *testing.T) {
 }
 
 func TestDiffLimitCountsAll(t *testing.T) {
-	old, _ := decodeObject([]byte(`{"a": 1, "b": 1, "c": 1, "d": 1}`))
-	cur, _ := decodeObject([]byte(`{"a": 2, "b": 2, "c": 2, "d": 2}`))
-	got := diff(old, cur, nil, 2)
+	objs, err := readObjects([]byte(`{"a": 1, "b": 1, "c": 1, "d": 1}`), []byte(`{"a": 2, "b": 2, "c": 2, "d": 2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := objs.diff(nil, 2)
 	want := changes{first: []string{"/a", "/b"}, total: 4}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(changes{})); diff != "" {
 		t.Errorf("diff keeps the first limit paths and counts the rest: -want, +got:\n%s", diff)

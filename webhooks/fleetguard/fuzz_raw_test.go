@@ -26,10 +26,25 @@ var rawSeeds = []string{
 	`{"metadata":"x"}`, `{"metadata":{"labels":[]}}`,
 	`{"s":"a\\"b"}`, `{"s":"a\\\\"}`, `{"s":"\"}"}`, `{"l":[1,[2,[3]],{"x":"]"}]}`,
 	`{"a":1}x`, `{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":tru}`, `{"a":"\x01"}`, `{"a":"\u12"}`, `{"a":1,}`, `[1,]`, `{"a" 1}`, `{"a":1]`, `[1}`,
-	` {} `, "\t[]\n", `"s"`, `0`, `null`, ``, ` `,
-	nested(maxLazyDepth-1, `{"x":1,"y":[1,2]}`), nested(maxLazyDepth+1, `{"x":1,"y":[1,2]}`),
-	nested(maxDiffDepth+1, `1`), nested(maxScanDepth, `1`), nested(maxScanDepth+1, `1`),
-	strings.Repeat(`[`, maxScanDepth) + strings.Repeat(`]`, maxScanDepth),
+	` {} `, "\t[]\n", `"s"`, `0`, `null`, ``, ` `, "\u00a0", `{"a":1} {"b":2}`, `{"a":1}]`, ` {"a":1}x`,
+	nested(maxDiffDepth-1, `{"x":1,"y":[1,2]}`), nested(maxDiffDepth+1, `{"x":1,"y":[1,2]}`),
+	nested(maxDiffDepth+1, `1`), nested(1100, `1`),
+}
+
+// TestRawMatchesMapDiffAtTheDepthLimit is FuzzRawMatchesMapDiff at
+// encoding/json's nesting limit and just past it: seeds that deep would
+// leave the fuzzer little time for anything else.
+func TestRawMatchesMapDiffAtTheDepthLimit(t *testing.T) {
+	deepList := func(n int) string { return strings.Repeat(`[`, n) + strings.Repeat(`]`, n) }
+	for _, p := range [][2]string{
+		{nested(maxScanDepth, `1`), nested(maxScanDepth, `2`)},
+		{nested(maxScanDepth+1, `1`), webDeployment},
+		{webDeployment, nested(maxScanDepth+1, `1`)},
+		{`{"a":` + deepList(maxScanDepth-1) + `}`, webDeployment},
+		{deepList(maxScanDepth), webDeployment},
+	} {
+		checkUpdate(t, p[0], p[1])
+	}
 }
 
 // rawPairs are pairs of objects that differ the ways updates do.
@@ -54,8 +69,11 @@ func rawPairs() [][2]string {
 		{`{"a":{"b":1}}`, `{"a":[1]}`},
 		{`{"a":null}`, `{"a":[]}`},
 		{`{"a":[]}`, `{"a":{}}`},
-		{nested(maxLazyDepth+3, `{"x":1}`), nested(maxLazyDepth+3, `{"x":2,"y":{"z":[1]}}`)},
+		{nested(maxDiffDepth-3, `{"x":1}`), nested(maxDiffDepth-3, `{"x":2,"y":{"z":[1]}}`)},
 		{nested(maxDiffDepth+3, `1`), nested(maxDiffDepth+3, `2`)},
+		{nested(maxDiffDepth+3, `{"x":"a","y":[1,{}]}`), nested(maxDiffDepth+3, `{"y":[1,{}],"x":"\u0061"}`)},
+		{nested(maxDiffDepth+3, `{"x":[1,{}]}`), nested(maxDiffDepth+3, `{"x":[1,null]}`)},
+		{`{"a":"x"}trailing`, `{"a":"y"}`},
 	}
 }
 
@@ -90,11 +108,13 @@ func diffRaw(t *testing.T, a, b string, skip []pointer, limit int) changes {
 	return diffDocs(&docs[0], &docs[1], skip, limit)
 }
 
-// FuzzDiffRaw is the differential check of the raw JSON reader: on any
-// pair of valid JSON values, diffDocs reports exactly what diff reports of
-// the decoded values, and metaFromDoc reads the same ownership as
-// metaFromMap. It must never panic.
-func FuzzDiffRaw(f *testing.F) {
+// FuzzRawMatchesMapDiff holds the raw reading of an update to the
+// decoding one (mapdiff_test.go). On any pair of texts, readObjects fails
+// exactly when decoding fails, with the same error, and otherwise reads
+// the same ownership, the same added owners and the same changed paths.
+// On any pair of valid JSON values, objects or not, diffDocs reports
+// exactly what diff reports of the decoded values. Nothing may panic.
+func FuzzRawMatchesMapDiff(f *testing.F) {
 	for _, p := range rawPairs() {
 		f.Add(p[0], p[1])
 		f.Add(p[1], p[0])
@@ -105,6 +125,7 @@ func FuzzDiffRaw(f *testing.F) {
 	}
 	f.Add(`{"metadata":{"ownerReferences":[{"kind":"A","name":"a","uid":"1"}]}}`, `{"metadata":{"ownerReferences":[{"kind":"A","name":"a","uid":"1"},{"kind":"B","name":"b","uid":"2"}]}}`)
 	f.Fuzz(func(t *testing.T, a, b string) {
+		checkUpdate(t, a, b)
 		if !rawjson.Valid([]byte(a), maxScanDepth) || !rawjson.Valid([]byte(b), maxScanDepth) {
 			return
 		}
@@ -116,31 +137,33 @@ func FuzzDiffRaw(f *testing.F) {
 				t.Fatalf("diffDocs(%q, %q) disagrees with diff: -diff, +diffDocs:\n%s", a, b, d)
 			}
 		}
-		if xm, ok := x.(map[string]any); ok {
-			if ym, ok := y.(map[string]any); ok {
-				raw := objects{}
-				if raw.old.read([]byte(a)) && raw.new.read([]byte(b)) {
-					decoded := objects{oldObj: xm, newObj: ym}
-					if d := cmp.Diff(decoded.addedOwners(), raw.addedOwners(), cmpopts.EquateEmpty()); d != "" {
-						t.Fatalf("addedOwners of %q -> %q: the raw reading disagrees with the decoded one: -decoded, +raw:\n%s", a, b, d)
-					}
-				}
-			}
-		}
-		for _, s := range []string{a, b} {
-			var doc rawDoc
-			if !doc.read([]byte(s)) {
-				continue
-			}
-			m, ok := decodeAny(t, s).(map[string]any)
-			if !ok {
-				t.Fatalf("a rawDoc reads %q as an object, but it decodes to %T", s, decodeAny(t, s))
-			}
-			if d := cmp.Diff(ownership(metaFromMap(m)), ownership(metaFromDoc(&doc))); d != "" {
-				t.Fatalf("metaFromDoc(%q) disagrees with metaFromMap: -metaFromMap, +metaFromDoc:\n%s", s, d)
-			}
-		}
 	})
+}
+
+// checkUpdate checks that an update's objects read raw read as decoded.
+func checkUpdate(t *testing.T, a, b string) {
+	t.Helper()
+	want, wantErr := readMapObjects([]byte(a), []byte(b))
+	got, gotErr := readObjects([]byte(a), []byte(b))
+	if d := cmp.Diff(errString(wantErr), errString(gotErr)); d != "" {
+		t.Fatalf("readObjects(%q, %q): the error differs from decoding's: -decoding, +raw:\n%s", a, b, d)
+	}
+	if wantErr != nil {
+		return
+	}
+	wantOld, wantNew := want.meta()
+	gotOld, gotNew := got.meta()
+	if d := cmp.Diff([][]any{ownership(wantOld), ownership(wantNew)}, [][]any{ownership(gotOld), ownership(gotNew)}); d != "" {
+		t.Fatalf("the metadata of %q -> %q: the raw reading disagrees with the decoded one: -decoded, +raw:\n%s", a, b, d)
+	}
+	if d := cmp.Diff(want.addedOwners(), got.addedOwners(), cmpopts.EquateEmpty()); d != "" {
+		t.Fatalf("addedOwners of %q -> %q: the raw reading disagrees with the decoded one: -decoded, +raw:\n%s", a, b, d)
+	}
+	for _, limit := range []int{listedPaths, 1 << 20} {
+		if d := cmp.Diff(want.diff(fuzzSkip, limit), got.diff(fuzzSkip, limit), cmp.AllowUnexported(changes{}), cmpopts.EquateEmpty()); d != "" {
+			t.Fatalf("the changes %q -> %q: the raw reading disagrees with the decoded one: -decoded, +raw:\n%s", a, b, d)
+		}
+	}
 }
 
 // ownership is everything the rule reads of an objectMeta.
@@ -150,7 +173,7 @@ func ownership(m objectMeta) []any {
 
 // FuzzValidJSON checks what the raw reading relies on, at fleetguard's
 // nesting bound: rawjson.Valid accepts nothing json.Valid rejects, and the
-// members rawjson splits a valid object into, once sortMembers has kept
+// members rawjson splits a valid object into, once SortMembers has kept
 // the last of each key, are those encoding/json decodes. (That
 // rawjson.Valid accepts all valid JSON up to the bound, rawjson's own
 // tests check.)
@@ -180,7 +203,7 @@ func checkSplit(t *testing.T, v []byte) {
 			t.Fatal(err)
 		}
 		ms := rawjson.SplitObject(v, nil)
-		ms = ms[:sortMembers(ms)]
+		ms = rawjson.SortMembers(ms)
 		if len(ms) != len(want) {
 			t.Fatalf("SplitObject(%q): %d distinct keys, encoding/json finds %d", v, len(ms), len(want))
 		}

@@ -22,7 +22,12 @@ func (o ownerRef) String() string { return fmt.Sprintf("%s %s", o.Kind, o.Name) 
 // collector's own delete is, rightly, never refused. Removing owners is
 // not listed: it only keeps an object from being collected.
 func (o *objects) addedOwners() []ownerRef {
-	oldRaw, newRaw := ownersRaw(&o.old, o.oldObj), ownersRaw(&o.new, o.newObj)
+	return addedOwners(ownersRaw(&o.old), ownersRaw(&o.new))
+}
+
+// addedOwners lists the owner references in the JSON text newRaw that
+// oldRaw lacks.
+func addedOwners(oldRaw, newRaw []byte) []ownerRef {
 	if bytes.Equal(oldRaw, newRaw) {
 		return nil // the common case: no owners, or the same ones, unread
 	}
@@ -36,18 +41,9 @@ func (o *objects) addedOwners() []ownerRef {
 	return added
 }
 
-// ownersRaw returns metadata.ownerReferences as JSON text, from the raw
-// document or, when the objects were decoded, from the decoded object.
-func ownersRaw(d *rawDoc, obj map[string]any) []byte {
-	if obj != nil {
-		md, _ := obj["metadata"].(map[string]any)
-		v, ok := md["ownerReferences"]
-		if !ok {
-			return nil
-		}
-		raw, _ := json.Marshal(v)
-		return raw
-	}
+// ownersRaw returns metadata.ownerReferences as JSON text, nil when the
+// object has none.
+func ownersRaw(d *rawDoc) []byte {
 	var scratch [32]member
 	md := lastMember(d.ix.SplitObject(d.raw, scratch[:0]), "metadata")
 	if rawKind(md) != rawObject {

@@ -66,34 +66,6 @@ func decodeMetaJSON(raw []byte) (objectMeta, error) {
 	return o.Metadata, nil
 }
 
-// metaFromMap reads the metadata of an object already decoded into
-// generic values; fields of an unexpected type count as absent.
-func metaFromMap(obj map[string]any) objectMeta {
-	md, _ := obj["metadata"].(map[string]any)
-	str := func(k string) string { s, _ := md[k].(string); return s }
-	return objectMeta{
-		Name:         str("name"),
-		GenerateName: str("generateName"),
-		Namespace:    str("namespace"),
-		Labels:       stringMap(md["labels"]),
-		Annotations:  stringMap(md["annotations"]),
-	}
-}
-
-func stringMap(v any) map[string]string {
-	m, _ := v.(map[string]any)
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		if s, ok := v.(string); ok {
-			out[k] = s
-		}
-	}
-	return out
-}
-
 // managed reports whether the object carries Fleet's object-set label.
 func (m objectMeta) managed() bool {
 	_, ok := m.Labels[LabelHash]

@@ -3,6 +3,8 @@ package fleetguard
 import (
 	"fmt"
 	"strings"
+
+	"github.com/stewardhq/steward/webhooks/internal/jsonpointer"
 )
 
 // A pointer is a parsed RFC 6901 JSON pointer: the unescaped reference
@@ -27,26 +29,9 @@ func parsePointer(s string) (pointer, error) {
 				return nil, fmt.Errorf("\"~\" must be followed by \"0\" or \"1\" (token %q)", tok)
 			}
 		}
-		p[i] = unescapeToken(tok)
+		p[i] = jsonpointer.Unescape(tok)
 	}
 	return p, nil
-}
-
-// unescapeToken undoes RFC 6901 escaping: "~1" first, then "~0", so that
-// "~01" becomes "~1" and not "/".
-func unescapeToken(tok string) string {
-	if !strings.Contains(tok, "~") {
-		return tok
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-}
-
-// escapeToken applies RFC 6901 escaping: "~" first, then "/".
-func escapeToken(tok string) string {
-	if !strings.ContainsAny(tok, "~/") {
-		return tok
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1")
 }
 
 // String renders the pointer with RFC 6901 escaping.
@@ -54,7 +39,7 @@ func (p pointer) String() string {
 	var b strings.Builder
 	for _, tok := range p {
 		b.WriteByte('/')
-		b.WriteString(escapeToken(tok))
+		b.WriteString(jsonpointer.Escape(tok))
 	}
 	return b.String()
 }

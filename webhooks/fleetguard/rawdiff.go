@@ -2,43 +2,23 @@ package fleetguard
 
 import (
 	"bytes"
-	"encoding/json"
-	"slices"
 	"strconv"
 
 	"github.com/stewardhq/steward/webhooks/internal/rawjson"
 )
 
 // Updates are judged on raw members (rawjson reads them in place) so that
-// only the parts that differ are ever decoded; managedFields and status,
-// most of an object's bytes, never are.
+// only the parts that differ are ever read past their bytes; managedFields
+// and status, most of an object's bytes, never are. Members whose text is
+// identical are skipped unread (identical text decodes to identical
+// values); skipped paths are never read; where the text differs, the
+// structural comparison decides.
 
 // A member is one member of a JSON object or one element of a list, as
 // rawjson splits them.
 type member = rawjson.Member
 
-// maxLazyDepth is how deep diffDocs follows objects and lists member by
-// member before it decodes the differing subtrees whole. It bounds the
-// recursion; Kubernetes objects rarely nest deeper.
-const maxLazyDepth = 16
-
-// diffDocs is diff over raw JSON: the same paths, in the same order, with
-// the same total, for two values read into rawDocs. Members whose text is
-// identical are skipped unread (identical text decodes to identical
-// values, so the structural diff finds nothing in them either); skipped
-// paths are never read; only differing subtrees are decoded, down to
-// their differing members. When the text differs the structural
-// comparison decides, so the outcome never depends on formatting.
-func diffDocs(a, b *rawDoc, skip []pointer, limit int) changes {
-	// The members of the levels the diff descends to, about 60 for an
-	// image change of a Deployment.
-	buf := make([]member, 0, 64)
-	d := differ{skip: skip, limit: limit, path: make(pointer, 0, 16), docs: [2]*rawDoc{a, b}, buf: buf}
-	d.walkRaw(a.raw, b.raw, 0)
-	return d.out
-}
-
-// Kinds of raw values; a missing value (nil) counts as null, as in walk.
+// Kinds of raw values; a missing value (nil) counts as null.
 const (
 	rawNull = iota
 	rawObject
@@ -61,28 +41,72 @@ func rawKind(v []byte) int {
 	return rawScalar
 }
 
-// walkRaw mirrors walk: a and b are raw values, nil when missing.
+// walkRaw reports the paths under the current one at which a and b, raw
+// values of the old and new object, differ; either is nil when missing.
+// An added or removed subtree is reported leaf by leaf, counting a
+// missing value as an empty object or list: every path can be pasted
+// into ignoredFields as it is, and ignored paths inside it still apply.
 func (d *differ) walkRaw(a, b []byte, depth int) {
-	if bytes.Equal(a, b) || d.skipped() {
+	if identical(a, b, depth) || d.skipped() || (rawEmpty(a) && rawEmpty(b)) {
+		return
+	}
+	if depth >= maxDiffDepth {
+		if !d.same(a, b) {
+			d.report()
+		}
 		return
 	}
 	ka, kb := rawKind(a), rawKind(b)
-	if depth < maxLazyDepth {
-		switch {
-		case (ka == rawObject || ka == rawNull) && (kb == rawObject || kb == rawNull):
-			d.walkRawObjects(a, b, ka == rawObject, kb == rawObject, depth)
-			return
-		case (ka == rawList || ka == rawNull) && (kb == rawList || kb == rawNull):
-			d.walkRawLists(a, b, ka == rawList, kb == rawList, depth)
-			return
-		}
+	switch {
+	case (ka == rawObject || ka == rawNull) && (kb == rawObject || kb == rawNull):
+		d.walkRawObjects(a, b, ka == rawObject, kb == rawObject, depth)
+	case (ka == rawList || ka == rawNull) && (kb == rawList || kb == rawNull):
+		d.walkRawLists(a, b, ka == rawList, kb == rawList, depth)
+	case ka == rawScalar && kb == rawScalar && d.same(a, b):
+		// The same string, escaped differently.
+	default:
+		// A type change, or two different scalars.
+		d.report()
 	}
-	d.walk(decodeRaw(a), decodeRaw(b), depth)
 }
 
-// walkRawObjects mirrors walkMaps. Members split here are appended to
-// d.buf and dropped on return; deeper levels only append past them, so
-// the slices below stay valid even when d.buf moves.
+// maxLazyDepth is how deep the diff skips members whose text is identical
+// in both objects. Comparing a member's text reads everything nested in
+// it, so the shortcut, repeated at every level, reads the deepest bytes
+// once per level; below this depth members are compared structurally,
+// which through the objects' indexes reads each byte once.
+const maxLazyDepth = 16
+
+// identical reports whether two raw values at the given depth are the
+// same text, above maxLazyDepth: identical text decodes to identical
+// values, so the structural comparison would find nothing in them.
+func identical(a, b []byte, depth int) bool {
+	return depth < maxLazyDepth && bytes.Equal(a, b)
+}
+
+// rawEmpty reports whether a raw value is missing, null, {} or []: the
+// API server omits empty fields, so their presence alone is no change.
+func rawEmpty(v []byte) bool {
+	switch rawKind(v) {
+	case rawNull:
+		return true
+	case rawObject, rawList:
+		return rawjson.SkipSpace(v, 1) == len(v)-1
+	}
+	return false
+}
+
+// same reports whether a and b, raw values of the old and new object,
+// decode to equal values; unlike walkRaw, it counts no empty value equal
+// to another of a different type.
+func (d *differ) same(a, b []byte) bool {
+	return rawjson.Equal(&d.docs[0].ix, a, &d.docs[1].ix, b)
+}
+
+// walkRawObjects compares two objects key by key, in key order. Members
+// split here are appended to d.buf and dropped on return; deeper levels
+// only append past them, so the slices below stay valid even when d.buf
+// moves.
 func (d *differ) walkRawObjects(a, b []byte, aObj, bObj bool, depth int) {
 	start := len(d.buf)
 	if aObj {
@@ -93,7 +117,7 @@ func (d *differ) walkRawObjects(a, b []byte, aObj, bObj bool, depth int) {
 		d.buf = d.docs[1].ix.SplitObject(b, d.buf)
 	}
 	as, bs := d.buf[start:mid], d.buf[mid:]
-	as, bs = as[:sortMembers(as)], bs[:sortMembers(bs)]
+	as, bs = rawjson.SortMembers(as), rawjson.SortMembers(bs)
 	for i, j := 0, 0; i < len(as) || j < len(bs); {
 		var key, x, y []byte
 		switch c := compareKeys(as, bs, i, j); {
@@ -108,7 +132,7 @@ func (d *differ) walkRawObjects(a, b []byte, aObj, bObj bool, depth int) {
 			i++
 			j++
 		}
-		if bytes.Equal(x, y) {
+		if identical(x, y, depth+1) {
 			continue
 		}
 		d.path = append(d.path, keyString(key))
@@ -130,7 +154,7 @@ func compareKeys(as, bs []member, i, j int) int {
 	return bytes.Compare(as[i].Key, bs[j].Key)
 }
 
-// walkRawLists mirrors walkLists.
+// walkRawLists compares two lists index by index.
 func (d *differ) walkRawLists(a, b []byte, aList, bList bool, depth int) {
 	start := len(d.buf)
 	if aList {
@@ -149,7 +173,7 @@ func (d *differ) walkRawLists(a, b []byte, aList, bList bool, depth int) {
 		if k < len(bs) {
 			y = bs[k].Value
 		}
-		if bytes.Equal(x, y) {
+		if identical(x, y, depth+1) {
 			continue
 		}
 		d.path = append(d.path, strconv.Itoa(k))
@@ -157,28 +181,6 @@ func (d *differ) walkRawLists(a, b []byte, aList, bList bool, depth int) {
 		d.path = d.path[:len(d.path)-1]
 	}
 	d.buf = d.buf[:start]
-}
-
-// sortMembers sorts an object's members by key and drops all but the last
-// of each key, as decoding into a map does; it returns how many remain,
-// at the front of ms.
-func sortMembers(ms []member) int {
-	if len(ms) < 2 {
-		return len(ms)
-	}
-	byKey := func(x, y member) int { return bytes.Compare(x.Key, y.Key) }
-	if !slices.IsSortedFunc(ms, byKey) {
-		slices.SortStableFunc(ms, byKey)
-	}
-	n := 0
-	for k := range ms {
-		if k+1 < len(ms) && bytes.Equal(ms[k].Key, ms[k+1].Key) {
-			continue // a later member has the same key
-		}
-		ms[n] = ms[k]
-		n++
-	}
-	return n
 }
 
 // keyString converts a key for the path, without allocating for the keys
@@ -213,32 +215,4 @@ func keyString(k []byte) string {
 		return "data"
 	}
 	return string(k)
-}
-
-// decodeRaw decodes a raw value as decodeObject would decode it in place:
-// nil for a missing value, json.Number for numbers. Strings and other
-// scalars need no decoder.
-func decodeRaw(v []byte) any {
-	if len(v) == 0 {
-		return nil
-	}
-	switch v[0] {
-	case 'n':
-		return nil
-	case 't':
-		return true
-	case 'f':
-		return false
-	case '"':
-		return string(rawjson.Unquote(v))
-	case '{', '[':
-		dec := json.NewDecoder(bytes.NewReader(v))
-		dec.UseNumber()
-		var out any
-		if err := dec.Decode(&out); err != nil {
-			return nil // unreachable for validated input
-		}
-		return out
-	}
-	return json.Number(v)
 }

@@ -17,10 +17,11 @@ var (
 	ownershipAnnotations = []string{AnnotationID, AnnotationOwnerGVK, AnnotationReleaseName, AnnotationReleaseNamespace}
 )
 
-// metaFromDoc reads what metaFromMap reads, from an object read into a
-// rawDoc, without decoding the rest: fields of an unexpected type count
-// as absent and, as in a decoded map, the last of repeated keys wins.
-// Labels and annotations hold only the ownership keys.
+// metaFromDoc reads the metadata of an object read into a rawDoc, without
+// decoding the rest: fields of an unexpected type count as absent and, as
+// in a decoded map, the last of repeated keys wins. Labels and annotations
+// hold only the ownership keys. It is lenient where decodeMeta is strict:
+// an update is judged on what both objects hold, whatever their form.
 func metaFromDoc(d *rawDoc) objectMeta {
 	var m objectMeta
 	var scratch [32]member
@@ -65,7 +66,8 @@ func rawString(v []byte) string {
 }
 
 // pickStrings returns the string members named in keys of the raw object
-// v, in ix's text, as stringMap would of the decoded object.
+// v, in ix's text: a member that is not a string counts as absent, and
+// the last of repeated keys wins, as in a decoded map.
 func pickStrings(ix *rawjson.Index, v []byte, keys []string) map[string]string {
 	if rawKind(v) != rawObject {
 		return nil
@@ -103,7 +105,7 @@ var metaFields = []string{"name", "generateName", "namespace", "labels", "annota
 func strictMetaFromRaw(raw []byte) (objectMeta, bool) {
 	var m objectMeta
 	var d rawDoc
-	if !d.read(raw) {
+	if !d.index(raw) {
 		return m, false
 	}
 	var scratch [32]member

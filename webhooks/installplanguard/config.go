@@ -25,18 +25,18 @@ type Config struct {
 	ClusterControllerUsers []string `json:"clusterControllerUsers,omitempty"`
 }
 
-// DefaultOLMUsers are the service accounts OLM's olm-operator and
+// defaultOLMUsers are the service accounts OLM's olm-operator and
 // catalog-operator run as, upstream (namespace olm) and on OpenShift.
-var DefaultOLMUsers = []string{
+var defaultOLMUsers = []string{
 	"system:serviceaccount:olm:olm-operator-serviceaccount",
 	"system:serviceaccount:openshift-operator-lifecycle-manager:olm-operator-serviceaccount",
 }
 
-// DefaultClusterControllerUsers are kube-controller-manager's garbage
+// defaultClusterControllerUsers are kube-controller-manager's garbage
 // collector and namespace controller, as they authenticate when the
 // controller manager runs with --use-service-account-credentials (kubeadm
 // and most distributions do).
-var DefaultClusterControllerUsers = []string{
+var defaultClusterControllerUsers = []string{
 	"system:serviceaccount:kube-system:generic-garbage-collector",
 	"system:serviceaccount:kube-system:namespace-controller",
 }
@@ -47,10 +47,10 @@ func (c *Config) Default() {
 		c.Mode = rule.Enforce
 	}
 	if len(c.OLMUsers) == 0 {
-		c.OLMUsers = append([]string(nil), DefaultOLMUsers...)
+		c.OLMUsers = append([]string(nil), defaultOLMUsers...)
 	}
 	if len(c.ClusterControllerUsers) == 0 {
-		c.ClusterControllerUsers = append([]string(nil), DefaultClusterControllerUsers...)
+		c.ClusterControllerUsers = append([]string(nil), defaultClusterControllerUsers...)
 	}
 }
 

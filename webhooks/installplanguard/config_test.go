@@ -11,17 +11,17 @@ func TestConfig(t *testing.T) {
 	ruletest.TestConfig(t, Name, map[string]ruletest.ConfigCase[Config]{
 		"EmptyConfigGetsDefaults": {
 			Reason: "an unconfigured rule enforces and knows OLM and the cluster controllers",
-			Want:   Config{Mode: rule.Enforce, OLMUsers: DefaultOLMUsers, ClusterControllerUsers: DefaultClusterControllerUsers},
+			Want:   Config{Mode: rule.Enforce, OLMUsers: defaultOLMUsers, ClusterControllerUsers: defaultClusterControllerUsers},
 		},
 		"GivenUsersReplaceTheDefaults": {
 			Reason: "an OLM installed elsewhere is named by the operator",
 			Config: Config{Mode: rule.Warn, OLMUsers: []string{"system:serviceaccount:custom:olm"}},
-			Want:   Config{Mode: rule.Warn, OLMUsers: []string{"system:serviceaccount:custom:olm"}, ClusterControllerUsers: DefaultClusterControllerUsers},
+			Want:   Config{Mode: rule.Warn, OLMUsers: []string{"system:serviceaccount:custom:olm"}, ClusterControllerUsers: defaultClusterControllerUsers},
 		},
 		"BadEntriesAreNamedByPath": {
 			Reason: "a typo must stop start-up with the field that holds it",
 			Config: Config{Mode: "block", OLMUsers: []string{"a", "a", " b", ""}},
-			Want:   Config{Mode: "block", OLMUsers: []string{"a", "a", " b", ""}, ClusterControllerUsers: DefaultClusterControllerUsers},
+			Want:   Config{Mode: "block", OLMUsers: []string{"a", "a", " b", ""}, ClusterControllerUsers: defaultClusterControllerUsers},
 			WantErrs: []string{
 				`rules.installplanguard.mode: Unsupported value: "block": supported values: "enforce", "warn", "audit"`,
 				`rules.installplanguard.olmUsers[1]: Duplicate value: "a"`,

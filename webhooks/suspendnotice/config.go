@@ -25,7 +25,7 @@ func (c *Config) Default() {
 		c.Mode = rule.Enforce
 	}
 	if len(c.Controllers) == 0 {
-		c.Controllers = append([]string(nil), DefaultControllers...)
+		c.Controllers = append([]string(nil), defaultControllers...)
 	}
 }
 

@@ -11,7 +11,7 @@ func TestConfig(t *testing.T) {
 	ruletest.TestConfig(t, Name, map[string]ruletest.ConfigCase[Config]{
 		"EmptyConfigGetsDefaults": {
 			Reason: "an unconfigured rule enforces and knows Flux's controllers",
-			Want:   Config{Mode: rule.Enforce, Controllers: DefaultControllers},
+			Want:   Config{Mode: rule.Enforce, Controllers: defaultControllers},
 		},
 		"GivenControllersReplaceTheDefaults": {
 			Reason: "a renamed controller is named by the operator",

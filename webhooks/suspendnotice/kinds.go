@@ -41,10 +41,10 @@ var fluxKinds = []fluxKind{
 	{"notification.toolkit.fluxcd.io", "receivers", "Receiver", "flux resume receiver"},
 }
 
-// DefaultControllers are the Flux controllers whose events are rewritten,
+// defaultControllers are the Flux controllers whose events are rewritten,
 // as they name themselves in events (source.component / reportingComponent
 // in core/v1, reportingController in events.k8s.io/v1).
-var DefaultControllers = []string{
+var defaultControllers = []string{
 	"kustomize-controller",
 	"helm-controller",
 	"source-controller",

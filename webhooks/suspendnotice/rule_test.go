@@ -14,6 +14,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/celtest"
+	"github.com/stewardhq/steward/webhooks/internal/jsonpointer"
 )
 
 var (
@@ -78,11 +79,11 @@ func patched(warning string, ops ...jsonpatch.JsonPatchOperation) result {
 }
 
 func add(key, value string) jsonpatch.JsonPatchOperation {
-	return jsonpatch.NewOperation("add", "/metadata/annotations/"+escape(key), value)
+	return jsonpatch.NewOperation("add", "/metadata/annotations/"+jsonpointer.Escape(key), value)
 }
 
 func remove(key string) jsonpatch.JsonPatchOperation {
-	return jsonpatch.NewOperation("remove", "/metadata/annotations/"+escape(key), nil)
+	return jsonpatch.NewOperation("remove", "/metadata/annotations/"+jsonpointer.Escape(key), nil)
 }
 
 func TestSuspension(t *testing.T) {

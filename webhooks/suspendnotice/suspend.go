@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/webhooks/internal/annotationpatch"
 )
 
 // fluxObject is the part of a Flux object the rule reads.
@@ -103,37 +104,14 @@ func (r *Rule) suspension(req admission.Request) admission.Response {
 	return resp
 }
 
+// suspensionRecord writes the patch that makes the two suspension
+// annotations of an object equal want, removing them when want lacks
+// them, and touches nothing else.
+var suspensionRecord = annotationpatch.New(annotationpatch.Options{Remove: true}, AnnotationSuspendedBy, AnnotationSuspendedAt)
+
 // annotationPatch returns the JSON patch that makes the two suspension
 // annotations of an object with the annotations have equal want (absent
-// when want is nil), touching nothing else. Patching only these keys, rather
-// than diffing a re-encoded object, costs the same for a HelmRelease with
-// megabytes of values as for an empty one, and cannot alter other fields.
+// when want is nil).
 func annotationPatch(have, want map[string]string) []jsonpatch.JsonPatchOperation {
-	var ops []jsonpatch.JsonPatchOperation
-	if have == nil {
-		if len(want) > 0 {
-			value := map[string]any{}
-			for k, v := range want {
-				value[k] = v
-			}
-			ops = append(ops, jsonpatch.NewOperation("add", "/metadata/annotations", value))
-		}
-		return ops
-	}
-	for _, key := range []string{AnnotationSuspendedBy, AnnotationSuspendedAt} {
-		v, has := have[key]
-		w, wanted := want[key]
-		switch {
-		case wanted && (!has || v != w):
-			ops = append(ops, jsonpatch.NewOperation("add", "/metadata/annotations/"+escape(key), w))
-		case !wanted && has:
-			ops = append(ops, jsonpatch.NewOperation("remove", "/metadata/annotations/"+escape(key), nil))
-		}
-	}
-	return ops
-}
-
-// escape makes a map key a JSON pointer token (RFC 6901).
-func escape(key string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
+	return suspensionRecord.Ops(have, have != nil, want)
 }

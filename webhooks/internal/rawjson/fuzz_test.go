@@ -14,7 +14,9 @@ var fuzzSeeds = []string{
 	"{\"\xff\":\"\xfe\"}", `{"s":"a\\\"b\\"}`, `{"l":[1,[2,[3]],{"x":"]"}]}`, `[]`, `{}`, `"s"`, `0`, `null`,
 	`{"a":1}x`, `{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":tru}`, "{\"a\":\"\x01\"}", `{"a":"\u12"}`, `{"a":"\q"}`,
 	`{"a":1,}`, `[1,]`, `{,}`, `[,1]`, `{"a" 1}`, `{"a":1]`, `[1}`, `{"a":1 "b":2}`, `{"a":}`, `{"a":"x}`, ``, ` `,
-	nest(MaxDepth, "1"), nest(MaxDepth+1, "1"), nest(MaxDepth, "{}"),
+	// Past the levels validValue keeps on its stack; the limit itself is
+	// in TestValid (seeds 10000 deep would take the fuzzer minutes).
+	nest(1100, "1"), nest(1100, "{}"),
 }
 
 // FuzzRawJSON holds both readings to encoding/json. On any input nothing

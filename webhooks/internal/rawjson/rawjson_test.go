@@ -46,7 +46,7 @@ func TestValid(t *testing.T) {
 		"BeyondDepth":         {reason: "Nesting beyond the limit is left to encoding/json.", data: nest(4, "1"), maxDepth: 3},
 		"EmptyContainerDepth": {reason: "Empty containers count towards the depth too.", data: nest(4, ""), maxDepth: 3},
 		"ScalarAtDepthZero":   {reason: "A limit of 0 still takes a scalar.", data: `"s"`, maxDepth: 0, want: true},
-		"LimitAboveMax":       {reason: "A limit above MaxDepth counts as MaxDepth.", data: nest(MaxDepth+1, "1"), maxDepth: 10000},
+		"LimitAboveMax":       {reason: "A limit above MaxDepth counts as MaxDepth.", data: nest(MaxDepth+1, "1"), maxDepth: MaxDepth + 1},
 		"MaxDepth":            {reason: "MaxDepth itself is reached.", data: nest(MaxDepth, "1"), maxDepth: MaxDepth, want: true},
 	}
 	for name, tc := range cases {

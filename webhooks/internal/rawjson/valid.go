@@ -3,10 +3,10 @@ package rawjson
 import "bytes"
 
 // MaxDepth is the deepest nesting a strict reading can follow; a larger
-// limit asked of Valid or NewStrict counts as MaxDepth. encoding/json
-// itself stops at 10000 levels; anything nested deeper than the limit is
-// left to it.
-const MaxDepth = 1024
+// limit asked of Valid or NewStrict counts as MaxDepth. It is
+// encoding/json's own limit, so a reader asking for MaxDepth accepts
+// exactly what encoding/json accepts and needs no decoder beside it.
+const MaxDepth = 10000
 
 // Valid reports whether data is exactly one JSON value, with nothing but
 // white space around it, and with containers (objects and arrays, empty
@@ -26,8 +26,10 @@ func Valid(data []byte, maxDepth int) bool {
 func validValue(data []byte, i, maxDepth int, x *Index) (int, bool) {
 	// objects has bit d set when the open container at depth d is an
 	// object, clear when it is an array; object is that bit of the
-	// innermost one.
-	var objects [MaxDepth / 64]uint64
+	// innermost one. The first 1024 levels live on the stack; only text
+	// nested deeper, which no Kubernetes object is, makes it grow.
+	var inline [1024 / 64]uint64
+	objects := inline[:]
 	depth, object := uint(0), false
 	for {
 		// A value starts at i.
@@ -38,6 +40,9 @@ func validValue(data []byte, i, maxDepth int, x *Index) (int, bool) {
 		case '{', '[':
 			if int(depth) >= maxDepth {
 				return i, false
+			}
+			if int(depth/64) == len(objects) {
+				objects = append(objects, 0)
 			}
 			closing := byte('}')
 			if c == '[' {

@@ -1,0 +1,40 @@
+package fleetguard
+
+import "fmt"
+
+// serverManaged are the paths an UPDATE may change without being a manual
+// edit of the desired state: bookkeeping the API server, controllers or
+// client tools maintain. Fleet's own drift detection ignores them as well.
+var serverManaged = mustPointers(
+	"/metadata/managedFields",
+	"/metadata/resourceVersion",
+	"/metadata/generation",
+	"/metadata/uid",
+	"/metadata/selfLink",
+	"/metadata/creationTimestamp",
+	"/metadata/deletionTimestamp",
+	"/metadata/deletionGracePeriodSeconds",
+	// Finalizers and owner references are how cleanup and garbage
+	// collection work; an operator clearing a stuck finalizer must succeed.
+	// (Adding an owner reference is refused on its own: see addedOwners.)
+	"/metadata/finalizers",
+	"/metadata/ownerReferences",
+	// Observed state, written by controllers.
+	"/status",
+	// kubectl apply's bookkeeping: it records the last applied manifest and
+	// changes nothing the object does; any real change sent along with it is
+	// still reported.
+	"/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration",
+)
+
+func mustPointers(ss ...string) []pointer {
+	ps := make([]pointer, len(ss))
+	for i, s := range ss {
+		p, err := parsePointer(s)
+		if err != nil {
+			panic(fmt.Sprintf("invalid built-in pointer %q: %v", s, err))
+		}
+		ps[i] = p
+	}
+	return ps
+}

@@ -1,0 +1,114 @@
+package rawjson
+
+import (
+	"bytes"
+	"slices"
+)
+
+// Equal reports whether the values a and b, texts Valid accepted (or
+// empty, which counts as null: a missing value), decode to equal values,
+// as reflect.DeepEqual compares what encoding/json decodes with
+// UseNumber: objects with the same keys, the last of repeated keys
+// winning, and equal values under them; arrays of equal elements; strings
+// equal once unescaped; numbers written the same (compared as their text,
+// so integers beyond float64 precision compare exactly); literals alike.
+// Key order, escaping and white space do not matter.
+//
+// xa and xb are the Indexes a and b belong to, if any: through them each
+// level is split reading only its own members, so the comparison reads
+// each byte about once however deep the values nest. Its recursion is
+// bounded by the nesting Valid accepted.
+func Equal(xa *Index, a []byte, xb *Index, b []byte) bool {
+	e := equality{xa: xa, xb: xb}
+	return e.equal(TrimSpace(a), TrimSpace(b))
+}
+
+// equality holds the members of the objects and arrays being compared, as
+// a stack: each level appends its own and drops them when done.
+type equality struct {
+	xa, xb *Index
+	buf    []Member
+}
+
+// equal compares two values. It compares the text of scalars only: a
+// shortcut for identical containers would compare the text below them
+// again at every level, so that deeply nested text would be read once per
+// level instead of once.
+func (e *equality) equal(a, b []byte) bool {
+	ka, kb := kindOf(a), kindOf(b)
+	switch {
+	case ka != kb:
+		return false
+	case ka == 'n':
+		return true // empty and null
+	case ka == '"':
+		return bytes.Equal(a, b) || bytes.Equal(Unquote(a), Unquote(b))
+	case ka == 's':
+		return bytes.Equal(a, b) // numbers as written, and literals
+	}
+	start := len(e.buf)
+	defer func() { e.buf = e.buf[:start] }()
+	if ka == '[' {
+		e.buf = e.xa.SplitArray(a, e.buf)
+		mid := len(e.buf)
+		e.buf = e.xb.SplitArray(b, e.buf)
+		return e.equalMembers(e.buf[start:mid], e.buf[mid:], false)
+	}
+	e.buf = e.xa.SplitObject(a, e.buf)
+	mid := len(e.buf)
+	e.buf = e.xb.SplitObject(b, e.buf)
+	return e.equalMembers(SortMembers(e.buf[start:mid]), SortMembers(e.buf[mid:]), true)
+}
+
+// equalMembers compares the members of two objects, sorted by key, or
+// the elements of two arrays. Deeper levels append to e.buf past as and
+// bs, so the slices stay valid even when e.buf moves.
+func (e *equality) equalMembers(as, bs []Member, keyed bool) bool {
+	if len(as) != len(bs) {
+		return false
+	}
+	for i := range as {
+		if keyed && !bytes.Equal(as[i].Key, bs[i].Key) {
+			return false
+		}
+		if !e.equal(as[i].Value, bs[i].Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// kindOf classifies a value by its first byte: 'n' for null or none, '{',
+// '[', '"', and 's' for the other scalars.
+func kindOf(v []byte) byte {
+	if len(v) == 0 {
+		return 'n'
+	}
+	switch c := v[0]; c {
+	case 'n', '{', '[', '"':
+		return c
+	}
+	return 's'
+}
+
+// SortMembers sorts an object's members by key and keeps only the last of
+// each key, as decoding into a map does. It returns the members kept, at
+// the front of ms.
+func SortMembers(ms []Member) []Member {
+	if len(ms) < 2 {
+		return ms
+	}
+	byKey := func(x, y Member) int { return bytes.Compare(x.Key, y.Key) }
+	if !slices.IsSortedFunc(ms, byKey) {
+		slices.SortStableFunc(ms, byKey)
+	}
+	n := 0
+	for k := range ms {
+		if k+1 < len(ms) && bytes.Equal(ms[k].Key, ms[k+1].Key) {
+			continue // a later member has the same key
+		}
+		ms[n] = ms[k]
+		n++
+	}
+	return ms[:n]
+}
