@@ -10,10 +10,11 @@ import (
 	"github.com/stewardhq/steward/webhooks"
 )
 
-// baseRBAC grants Steward exactly what its rules' Specs declare they read
-// or write, and nothing else, plus the ClusterRoles they aggregate.
+// baseRBAC grants Steward exactly what its rules' Specs and the cluster
+// cache declare they read or write, and nothing else, plus the ClusterRoles
+// the rules aggregate.
 func (in install) baseRBAC(rules []webhooks.Configured) []any {
-	var policy []rbacv1.PolicyRule
+	policy := webhooks.ClusterCacheRBAC()
 	var aggregated []any
 	for _, c := range rules {
 		spec := c.Rule.Spec()

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"fmt"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
@@ -29,4 +30,12 @@ func SetupWithManager(mgr manager.Manager, rules []Configured) error {
 		}
 	}
 	return nil
+}
+
+// ClusterCacheRBAC is what the cluster cache reads for every rule: CRD
+// metadata, to notice kinds and versions being served or withdrawn.
+func ClusterCacheRBAC() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"list", "watch"}},
+	}
 }

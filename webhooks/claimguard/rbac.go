@@ -12,14 +12,14 @@ import (
 const AggregationLabel = "steward.dev/aggregate-to-claimguard"
 
 // RBAC is what claimguard itself reads, independent of the Crossplane
-// kinds in the cluster: XRDs, and CRD metadata (to notice new kinds).
+// kinds in the cluster: XRDs (CRDs come through the cluster cache, which
+// declares its own access).
 // Keeping the rules of its own webhook entries (get and patch on Steward's
 // ValidatingWebhookConfiguration only, by name) follows from their
 // DynamicRules (rule.Spec.PolicyRules).
 func RBAC() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"apiextensions.crossplane.io"}, Resources: []string{"compositeresourcedefinitions"}, Verbs: []string{"list", "watch"}},
-		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"list", "watch"}},
 	}
 }
 

@@ -90,11 +90,10 @@ func TestPolicyRules(t *testing.T) {
 		want   []rbacv1.PolicyRule
 	}{
 		"ManagingRules": {
-			reason: "Read XRDs and CRD metadata; get and patch Steward's own webhook configuration, by name only.",
+			reason: "Read XRDs (CRDs come through the cluster cache); get and patch Steward's own webhook configuration, by name only.",
 			cfg:    Config{},
 			want: []rbacv1.PolicyRule{
 				{APIGroups: []string{"apiextensions.crossplane.io"}, Resources: []string{"compositeresourcedefinitions"}, Verbs: []string{"list", "watch"}},
-				{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"list", "watch"}},
 				{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{"steward"}, Verbs: []string{"get", "patch"}},
 			},
 		},
@@ -103,7 +102,6 @@ func TestPolicyRules(t *testing.T) {
 			cfg:    Config{ManageWebhookRules: &off},
 			want: []rbacv1.PolicyRule{
 				{APIGroups: []string{"apiextensions.crossplane.io"}, Resources: []string{"compositeresourcedefinitions"}, Verbs: []string{"list", "watch"}},
-				{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"list", "watch"}},
 			},
 		},
 	}
