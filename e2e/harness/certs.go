@@ -15,8 +15,11 @@ import (
 	"time"
 )
 
-// servingCert is a CA and a serving certificate it signed.
-type servingCert struct {
+// ServingCert is a CA and a serving certificate it signed. Everything the
+// harness and the load generator serve TLS with comes from NewServingCert,
+// so Steward, the probe and the benchmark's allow-all webhook present the
+// same key type and the same chain.
+type ServingCert struct {
 	// CA is the PEM CA certificate, the webhook configurations' caBundle.
 	CA []byte
 	// Cert is the PEM serving certificate followed by the CA.
@@ -25,16 +28,16 @@ type servingCert struct {
 	Key []byte
 }
 
-// newServingCert creates a CA and a certificate for 127.0.0.1 and localhost,
+// NewServingCert creates a CA and a certificate for 127.0.0.1 and localhost,
 // the names the API server dials Steward by. Keys are ECDSA P-256, like the
 // ones the cert-manager overlay issues: a TLS handshake with them costs a
 // fraction of an RSA one, which matters when the API server opens hundreds of
 // connections at once.
-func newServingCert() (servingCert, error) {
+func NewServingCert() (ServingCert, error) {
 	now := time.Now()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return servingCert{}, fmt.Errorf("generating the CA key: %w", err)
+		return ServingCert{}, fmt.Errorf("generating the CA key: %w", err)
 	}
 	caTemplate := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
@@ -47,15 +50,15 @@ func newServingCert() (servingCert, error) {
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
 	if err != nil {
-		return servingCert{}, fmt.Errorf("signing the CA: %w", err)
+		return ServingCert{}, fmt.Errorf("signing the CA: %w", err)
 	}
 	ca, err := x509.ParseCertificate(caDER)
 	if err != nil {
-		return servingCert{}, err
+		return ServingCert{}, err
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return servingCert{}, fmt.Errorf("generating the serving key: %w", err)
+		return ServingCert{}, fmt.Errorf("generating the serving key: %w", err)
 	}
 	leafDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
 		SerialNumber: big.NewInt(2),
@@ -68,24 +71,24 @@ func newServingCert() (servingCert, error) {
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}, ca, &key.PublicKey, caKey)
 	if err != nil {
-		return servingCert{}, fmt.Errorf("signing the serving certificate: %w", err)
+		return ServingCert{}, fmt.Errorf("signing the serving certificate: %w", err)
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return servingCert{}, err
+		return ServingCert{}, err
 	}
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	leafPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER})
-	return servingCert{
+	return ServingCert{
 		CA:   caPEM,
 		Cert: append(leafPEM, caPEM...),
 		Key:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
 	}, nil
 }
 
-// write stores the pair as tls.crt and tls.key (the names controller-runtime's
+// Write stores the pair as tls.crt and tls.key (the names controller-runtime's
 // webhook server reads from --cert-dir) and the CA as ca.crt.
-func (c servingCert) write(dir string) error {
+func (c ServingCert) Write(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
