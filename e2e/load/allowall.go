@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -29,31 +28,23 @@ import (
 // so that its CPU time and memory are its own, as Steward's are.
 const allowAllCommand = "serve-allow-all"
 
-// serveAllowAll serves every path in -paths with a controller-runtime
-// webhook that allows every request, configured as Steward's server is
-// (TLS 1.2 minimum, HTTP/1.1 only, the certificate in -cert-dir), and
-// controller-runtime's metrics on -metrics-port.
-func serveAllowAll(args []string) error {
-	fs := flag.NewFlagSet(allowAllCommand, flag.ContinueOnError)
-	port := fs.Int("port", 0, "webhook port on 127.0.0.1")
-	metricsPort := fs.Int("metrics-port", 0, "metrics and readiness port on 127.0.0.1")
-	certDir := fs.String("cert-dir", "", "directory with tls.crt and tls.key")
-	paths := fs.String("paths", "", "comma-separated paths to serve")
-	if err := fs.Parse(args); err != nil {
+// serveAllowAll serves every path in paths (comma-separated) on port with
+// a controller-runtime webhook that allows every request, configured as
+// Steward's server is (TLS 1.2 minimum, HTTP/1.1 only, the certificate in
+// certDir), and controller-runtime's metrics on metricsPort.
+func serveAllowAll(port, metricsPort, certDir, paths string) error {
+	p, err := strconv.Atoi(port)
+	if err != nil {
 		return err
 	}
-	srv := webhook.NewServer(webhook.Options{
-		Host: "127.0.0.1", Port: *port, CertDir: *certDir,
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
-			c.MinVersion = tls.VersionTLS12
-			c.NextProtos = []string{"http/1.1"}
-		}},
-	})
+	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: p, CertDir: certDir, TLSOpts: []func(*tls.Config){func(c *tls.Config) {
+		c.MinVersion, c.NextProtos = tls.VersionTLS12, []string{"http/1.1"}
+	}}})
 	allow := &webhook.Admission{Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
 		return admission.Allowed("")
 	})}
-	for _, p := range strings.Split(*paths, ",") {
-		srv.Register(p, allow)
+	for _, path := range strings.Split(paths, ",") {
+		srv.Register(path, allow)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
@@ -62,7 +53,7 @@ func serveAllowAll(args []string) error {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		}
 	})
-	ms := &http.Server{Addr: "127.0.0.1:" + strconv.Itoa(*metricsPort), Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	ms := &http.Server{Addr: "127.0.0.1:" + metricsPort, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = ms.ListenAndServe() }()
 	defer ms.Close()
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -79,9 +70,8 @@ type allowAll struct {
 }
 
 // startAllowAll runs the allow-all webhook serving paths, with a CA and
-// serving certificate from the harness's generator, the one Steward gets
-// its own from: the same key type and chain, so that a TLS handshake costs
-// both the same.
+// serving certificate from the harness's generator, the one Steward's come
+// from: the same key type and chain, so a TLS handshake costs both the same.
 func startAllowAll(ctx context.Context, dir string, paths []string) (*allowAll, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -89,32 +79,27 @@ func startAllowAll(ctx context.Context, dir string, paths []string) (*allowAll, 
 	}
 	a := &allowAll{exited: make(chan struct{})}
 	certDir := filepath.Join(dir, "allow-all-certs")
-	if a.cert, err = harness.NewServingCert(); err != nil {
-		return nil, err
-	}
-	if err := a.cert.Write(certDir); err != nil {
-		return nil, err
+	if a.cert, err = harness.NewServingCert(); err == nil {
+		err = a.cert.Write(certDir)
 	}
 	for _, p := range []*int{&a.port, &a.metricsPort} {
-		if *p, err = harness.FreePort(); err != nil {
-			return nil, err
+		if err == nil {
+			*p, err = harness.FreePort()
 		}
 	}
-	log, err := os.Create(filepath.Join(dir, "allow-all.log"))
-	if err != nil {
+	log, err2 := os.Create(filepath.Join(dir, "allow-all.log"))
+	if err = errors.Join(err, err2); err != nil {
 		return nil, err
 	}
 	defer log.Close()
-	a.cmd = exec.Command(self, allowAllCommand, "-port", strconv.Itoa(a.port), "-metrics-port", strconv.Itoa(a.metricsPort),
-		"-cert-dir", certDir, "-paths", strings.Join(paths, ","))
+	a.cmd = exec.Command(self, allowAllCommand, strconv.Itoa(a.port), strconv.Itoa(a.metricsPort), certDir, strings.Join(paths, ","))
 	a.cmd.Stdout, a.cmd.Stderr = log, log
-	// Killed if this process dies first.
-	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL} // killed if this process dies first
 	if err := a.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the allow-all webhook: %w", err)
 	}
 	go func() { _ = a.cmd.Wait(); close(a.exited) }()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if resp, err := http.Get(a.local("/readyz")); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -127,11 +112,11 @@ func startAllowAll(ctx context.Context, dir string, paths []string) (*allowAll, 
 		case <-ctx.Done():
 			a.stop()
 			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		default:
 		}
 	}
 	a.stop()
-	return nil, errors.New("the allow-all webhook was not ready within 30s")
+	return nil, errors.New("the allow-all webhook did not get ready within 30s; see allow-all.log")
 }
 
 func (a *allowAll) pid() int { return a.cmd.Process.Pid }
@@ -139,10 +124,6 @@ func (a *allowAll) pid() int { return a.cmd.Process.Pid }
 // local is a URL of the plain-HTTP metrics port.
 func (a *allowAll) local(path string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d%s", a.metricsPort, path)
-}
-
-func (a *allowAll) url(path string) string {
-	return fmt.Sprintf("https://127.0.0.1:%d%s", a.port, path)
 }
 
 // stop ends the process: SIGTERM, then SIGKILL after 10 seconds.

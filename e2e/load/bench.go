@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,23 +39,12 @@ func (b *bench) warnf(format string, args ...any) {
 // measureAll measures everything and returns the results.
 func measureAll(ctx context.Context, opts options, root string) (*results, error) {
 	b := &bench{opts: opts, root: root, workDir: inRoot(root, "bin/bench")}
-	b.res = &results{Started: time.Now(), Options: runParams{
-		Duration: opts.duration, Rounds: opts.rounds, Warmup: opts.warmup, Concurrency: opts.concurrency,
-		BurstWriters: opts.burstWriters, BurstDuration: opts.burstDuration,
-	}}
-	m := &b.res.Machine
-	m.CPUs, m.GoVersion, m.LoadAvgStart = runtime.NumCPU(), runtime.Version(), loadAvg()
-	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		if _, v, ok := strings.Cut(string(data), "model name"); ok {
-			m.CPUModel = strings.TrimSpace(strings.TrimLeft(strings.SplitN(v, "\n", 2)[0], "\t :"))
-		}
-	}
-	if out, err := exec.CommandContext(ctx, "git", "describe", "--always", "--dirty").Output(); err == nil {
-		m.Commit = strings.TrimSpace(string(out))
-	}
-	nonce := make([]byte, 3)
-	_, _ = rand.Read(nonce)
-	b.nonce = hex.EncodeToString(nonce)
+	b.res = &results{Started: time.Now(), Options: opts}
+	data, _ := os.ReadFile("/proc/cpuinfo")
+	_, model, _ := strings.Cut(string(data), "model name")
+	commit, _ := exec.CommandContext(ctx, "git", "describe", "--always", "--dirty").Output()
+	b.res.Machine = machine{CPUs: runtime.NumCPU(), CPUModel: strings.Trim(strings.SplitN(model, "\n", 2)[0], "\t :"), Commit: strings.TrimSpace(string(commit))}
+	b.nonce = strconv.FormatInt(time.Now().UnixNano()%(1<<30), 36)
 	if err := os.MkdirAll(b.workDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -66,7 +54,12 @@ func measureAll(ctx context.Context, opts options, root string) (*results, error
 		return nil, err
 	}
 	defer b.c.stop()
-	b.res.Webhooks = webhookNames(b.c.steward)
+	for _, wh := range b.c.steward.Validating.Webhooks {
+		b.res.Webhooks = append(b.res.Webhooks, wh.Name)
+	}
+	for _, wh := range b.c.steward.Mutating.Webhooks {
+		b.res.Webhooks = append(b.res.Webhooks, wh.Name)
+	}
 	if err := b.c.switchTo(ctx, cfgNone); err != nil {
 		return nil, err
 	}
@@ -119,10 +112,7 @@ func measureAll(ctx context.Context, opts options, root string) (*results, error
 			b.profile("heap?gc=1", "steward.heap.pprof", "heap", "-sample_index=inuse_space")
 		}
 	}
-	if families, err := b.c.env.APIServerMetrics(ctx); err == nil {
-		b.res.MatchCosts = matchCosts(families)
-	}
-	b.res.Finished, m.LoadAvgEnd = time.Now(), loadAvg()
+	b.res.Finished = time.Now()
 	return b.res, nil
 }
 
@@ -144,7 +134,7 @@ func (b *bench) runPhase(ctx context.Context, phase int) error {
 			if err := b.c.switchTo(ctx, cfgNone); err != nil {
 				return err
 			}
-			if err := w.cleanup(ctx, b); err != nil {
+			if err := w.cleanup(ctx, b.c); err != nil {
 				b.warnf("cleaning up after %s: %v", w.Name, err)
 			}
 		}
@@ -227,22 +217,17 @@ func (b *bench) cachedObjects() float64 {
 	return harness.SumFamilies(s, "steward_claimguard_cached_objects", nil)
 }
 
-// cpuProfile profiles Steward's CPU during an unmeasured extra run of w
-// with writers, configuration (d) in effect.
+// cpuProfile profiles Steward's CPU during an extra run of w with
+// writers, configuration (d) in effect, whose figures are left out.
 func (b *bench) cpuProfile(ctx context.Context, w *workload, writers int) {
-	ops, err := w.prepare(ctx, b, writers)
-	if err != nil {
-		b.warnf("profiling %s: %v", w.Name, err)
-		return
-	}
 	secs, done := max(int(b.opts.duration.Seconds()), 2), make(chan struct{})
-	runLoad(ctx, ops, b.opts.warmup, time.Duration(secs)*time.Second+500*time.Millisecond, b.seq, func() {
-		go func() {
-			defer close(done)
-			b.profile(fmt.Sprintf("profile?seconds=%d", secs), w.Name+".cpu.pprof", "CPU, "+w.Name)
-		}()
-	}, func() {})
-	b.seq += 10_000_000
+	go func() {
+		defer close(done)
+		b.profile(fmt.Sprintf("profile?seconds=%d", secs), w.Name+".cpu.pprof", "CPU, "+w.Name)
+	}()
+	if _, err := b.measure(ctx, w, cfgSteward, writers, time.Duration(secs)*time.Second); err != nil {
+		b.warnf("profiling %s: %v", w.Name, err)
+	}
 	<-done
 }
 
@@ -269,14 +254,6 @@ func (b *bench) profile(query, file, title string, pprofArgs ...string) {
 	}
 	rel, _ := filepath.Rel(b.root, path)
 	b.res.Profiles = append(b.res.Profiles, profile{Title: title, Path: rel, Top: string(out)})
-}
-
-func loadAvg() string {
-	data, _ := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(data)); len(f) >= 3 {
-		return strings.Join(f[:3], " ")
-	}
-	return ""
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

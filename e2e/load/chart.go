@@ -32,7 +32,7 @@ func chartPanels(res *results) []barPanel {
 	for _, w := range res.measured() {
 		cats = append(cats, w.Short)
 	}
-	low, mid := slices.Min(res.Options.Concurrency), res.level()
+	low, mid := slices.Min(res.Options.concurrency), res.level()
 	lat := barPanel{Title: fmt.Sprintf("Client p50 latency at %d writer%s", low, plural(low)), YLabel: "milliseconds", Categories: cats}
 	thr := barPanel{Title: fmt.Sprintf("Throughput at %d writers, relative to (a) no admission", mid), YLabel: "× (a)", Categories: cats, RefLine: 1}
 	for _, cfg := range allConfigs {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -125,55 +126,35 @@ func (c *cluster) stewardProc() *harness.Steward { return c.env.Steward }
 // as returns the clients of a workload's user ("" for the admin).
 func (c *cluster) as(user string) *clients { return c.users[user] }
 
-// deleteMarked deletes what a workload created (labelled benchLabel=mark).
-func (c *cluster) deleteMarked(ctx context.Context, res schema.GroupVersionResource, namespace, mark string) error {
-	return c.slow.Resource(res).Namespace(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: benchLabel + "=" + mark})
+// deleteMarked is a cleanup that deletes what a workload created (labelled
+// benchLabel=mark).
+func deleteMarked(res schema.GroupVersionResource, namespace, mark string) func(context.Context, *cluster) error {
+	return func(ctx context.Context, c *cluster) error {
+		return c.slow.Resource(res).Namespace(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: benchLabel + "=" + mark})
+	}
 }
 
-// liveWebhooks reads Steward's configurations as the API server holds them
-// once every webhook has rules (claimguard fills its claim and composite
-// kinds in at run time), stripped of what the API server sets.
-func (c *cluster) liveWebhooks(ctx context.Context, timeout time.Duration) (harness.Webhooks, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		w := harness.Webhooks{Validating: &admissionregistrationv1.ValidatingWebhookConfiguration{}, Mutating: &admissionregistrationv1.MutatingWebhookConfiguration{}}
-		var empty []string
-		for _, obj := range w.Objects() {
+// liveWebhooks reads Steward's configurations as the API server holds
+// them once every webhook has rules (claimguard fills in its claim and
+// composite kinds at run time), keeping only their names and webhooks.
+func (c *cluster) liveWebhooks(ctx context.Context, timeout time.Duration) (w harness.Webhooks, err error) {
+	for deadline := time.Now().Add(timeout); ; time.Sleep(500 * time.Millisecond) {
+		vwc, mwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{}
+		for _, obj := range []client.Object{vwc, mwc} {
 			if err := c.env.Client.Get(ctx, client.ObjectKey{Name: harness.WebhookConfigurationName}, obj); err != nil {
 				return w, fmt.Errorf("reading steward's webhook configurations: %w", err)
 			}
-			obj.SetResourceVersion("")
-			obj.SetUID("")
-			obj.SetManagedFields(nil)
-			obj.SetCreationTimestamp(metav1.Time{})
-			obj.SetGeneration(0)
 		}
-		for _, wh := range w.Validating.Webhooks {
-			if len(wh.Rules) == 0 {
-				empty = append(empty, wh.Name)
+		w.Validating = &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: vwc.Name}, Webhooks: vwc.Webhooks}
+		w.Mutating = &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: mwc.Name}, Webhooks: mwc.Webhooks}
+		empty := slices.ContainsFunc(vwc.Webhooks, func(wh admissionregistrationv1.ValidatingWebhook) bool { return len(wh.Rules) == 0 })
+		if !empty || time.Now().After(deadline) {
+			if empty {
+				logf("warning: some of steward's webhooks still have no rules after %s; measuring without them", timeout)
 			}
-		}
-		if len(empty) == 0 {
 			return w, nil
 		}
-		if time.Now().After(deadline) {
-			logf("warning: webhooks %v still have no rules after %s; measuring without them", empty, timeout)
-			return w, nil
-		}
-		time.Sleep(500 * time.Millisecond)
 	}
-}
-
-// names lists Steward's webhooks.
-func webhookNames(w harness.Webhooks) []string {
-	var out []string
-	for _, wh := range w.Validating.Webhooks {
-		out = append(out, wh.Name)
-	}
-	for _, wh := range w.Mutating.Webhooks {
-		out = append(out, wh.Name)
-	}
-	return out
 }
 
 // switchTo removes the configuration in effect and installs id, returning
@@ -181,49 +162,37 @@ func webhookNames(w harness.Webhooks) []string {
 // throughout; a configuration is which of them (or the policy) is
 // registered.
 func (c *cluster) switchTo(ctx context.Context, id configID) error {
-	if c.current == id {
-		return nil
-	}
-	if err := c.apply(ctx, c.current, false); err != nil {
-		return fmt.Errorf("removing configuration (%s): %w", c.current, err)
-	}
-	c.current = cfgNone
-	if err := c.apply(ctx, id, true); err != nil {
-		return fmt.Errorf("installing configuration (%s): %w", id, err)
-	}
-	c.current = id
-	return nil
-}
-
-// apply installs or removes one configuration and waits for the API
-// server to see the change.
-func (c *cluster) apply(ctx context.Context, id configID, install bool) error {
-	var objs []client.Object
-	switch id {
-	case cfgNone:
-		return nil
-	case cfgPolicy:
-		objs = []client.Object{c.policy, c.binding}
-	case cfgAllowAll:
-		objs = c.allowed.Objects()
-	case cfgSteward:
-		objs = c.steward.Objects()
-	}
-	for _, obj := range objs {
+	for _, step := range []struct {
+		id      configID
+		install bool
+	}{{c.current, false}, {id, true}} {
+		if step.id == cfgNone || c.current == id {
+			continue
+		}
+		objs := map[configID][]client.Object{cfgPolicy: {c.policy, c.binding}, cfgAllowAll: c.allowed.Objects(), cfgSteward: c.steward.Objects()}[step.id]
+		for _, obj := range objs {
+			var err error
+			if step.install {
+				err = c.env.Client.Create(ctx, obj.DeepCopyObject().(client.Object))
+			} else if err = c.env.Client.Delete(ctx, obj); apierrors.IsNotFound(err) {
+				err = nil
+			}
+			if err != nil {
+				return fmt.Errorf("switching from configuration (%s) to (%s): %w", c.current, id, err)
+			}
+		}
 		var err error
-		if install {
-			err = c.env.Client.Create(ctx, obj.DeepCopyObject().(client.Object))
-		} else if err = c.env.Client.Delete(ctx, obj); apierrors.IsNotFound(err) {
-			err = nil
+		if step.id == cfgPolicy {
+			err = c.waitPolicy(ctx, step.install)
+		} else {
+			err = c.env.WaitWebhooksEffective(ctx, time.Minute)
 		}
 		if err != nil {
 			return err
 		}
 	}
-	if id == cfgPolicy {
-		return c.waitPolicy(ctx, install)
-	}
-	return c.env.WaitWebhooksEffective(ctx, time.Minute)
+	c.current = id
+	return nil
 }
 
 // waitPolicy dry-runs a person's change of a Fleet-managed ConfigMap until

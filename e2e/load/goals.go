@@ -10,18 +10,11 @@ import (
 // The goals Steward is measured against, and the scale of the caches they
 // name.
 const (
-	agentCreateRatio  = 0.85
-	agentUpdateRatio  = 0.90
-	allowAllRatio     = 0.95
-	addedP50Create    = 0.6 // ms
-	addedP50Update    = 0.8 // ms
-	webhookCPUPerCall = 0.3 // ms
-	rssSmall          = 64 << 20
-	rssLarge          = 150 << 20
-	decisionP99       = 1.0 // ms
-	fullXRs           = 10000
-	fullMRs           = 50000
-	fullFlux          = 5000
+	agentCreateRatio, agentUpdateRatio, allowAllRatio = 0.85, 0.90, 0.95
+	addedP50Create, addedP50Update                    = 0.6, 0.8 // ms
+	webhookCPUPerCall, decisionP99                    = 0.3, 1.0 // ms
+	rssSmall, rssLarge                                = 64 << 20, 150 << 20
+	fullXRs, fullMRs, fullFlux                        = 10000, 50000, 5000
 )
 
 // ratio is one configuration's rate over another's, round by round. Each
@@ -100,9 +93,21 @@ func (w *worstOf) see(by float64, text string) {
 
 func evaluateGoals(r *results) []goal {
 	var out []goal
-	n, fewest := r.level(), r.Options.Concurrency[0]
-	add := func(g, measured string, ok bool) { out = append(out, goal{g, measured, verdict(ok)}) }
-	none := func(g string) { out = append(out, goal{g, "not run", "not measured"}) }
+	n, fewest := r.level(), r.Options.concurrency[0]
+	add := func(g, measured, verdict string) {
+		if measured == "" {
+			measured, verdict = "not run", "not measured"
+		}
+		out = append(out, goal{g, measured, verdict})
+	}
+	// when is text if measured is true and "" otherwise, so that add says
+	// "not run".
+	when := func(measured bool, text string) string {
+		if !measured {
+			return ""
+		}
+		return text
+	}
 
 	// Agent writes: the match conditions keep them from Steward.
 	for _, group := range []struct {
@@ -111,7 +116,6 @@ func evaluateGoals(r *results) []goal {
 		min   float64
 	}{{"creates", []string{"fleet-configmap-create-agent"}, agentCreateRatio},
 		{"updates", []string{"fleet-configmap-update-agent", "fleet-deployment-update-agent"}, agentUpdateRatio}} {
-		g := fmt.Sprintf("Fleet agent %s, %d writers: ≥ %.2f× no admission (a), and ≥ the CEL policy (b)", group.verb, n, group.min)
 		var parts []string
 		var spread []ratio
 		ok := true
@@ -122,11 +126,8 @@ func evaluateGoals(r *results) []goal {
 				spread, ok = append(spread, d), ok && d.median >= group.min && d.median >= b.median
 			}
 		}
-		if len(parts) == 0 {
-			none(g)
-		} else {
-			out = append(out, goal{g, strings.Join(parts, "; "), straddles(verdict(ok), spread, group.min)})
-		}
+		add(fmt.Sprintf("Fleet agent %s, %d writers: ≥ %.2f× no admission (a), and ≥ the CEL policy (b)", group.verb, n, group.min),
+			strings.Join(parts, "; "), straddles(verdict(ok), spread, group.min))
 	}
 
 	// Writes Steward judges: the worst workload of each goal; the table
@@ -148,49 +149,33 @@ func evaluateGoals(r *results) []goal {
 			cpu.see(d.CPUPerCall()-webhookCPUPerCall, fmt.Sprintf("%s %.3f ms (the allow-all %.3f)", w.Short, d.CPUPerCall(), c.CPUPerCall()))
 		}
 	}
-	if g := fmt.Sprintf("Writes Steward judges, %d writers: ≥ %.2f× the allow-all webhook (c)", n, allowAllRatio); worst.text == "" {
-		none(g)
-	} else {
-		out = append(out, goal{g, fmt.Sprintf("lowest of %d workloads: %s", len(spread), worst.text), straddles(verdict(worst.by <= -allowAllRatio), spread, allowAllRatio)})
-	}
-	if g := fmt.Sprintf("Writes Steward judges, 1 writer: p50 added to (a) ≤ %.1f ms (create) / %.1f ms (update)", addedP50Create, addedP50Update); added.text == "" {
-		none(g)
-	} else {
-		add(g, "largest: "+added.text, added.by <= 0)
-	}
-	if g := fmt.Sprintf("Steward's CPU per webhook call, %d writers: ≤ %.1f ms", n, webhookCPUPerCall); cpu.text == "" {
-		none(g)
-	} else {
-		add(g, "highest: "+cpu.text, cpu.by <= 0)
-	}
+	add(fmt.Sprintf("Writes Steward judges, %d writers: ≥ %.2f× the allow-all webhook (c)", n, allowAllRatio),
+		when(worst.text != "", fmt.Sprintf("lowest of %d workloads: %s", len(spread), worst.text)), straddles(verdict(worst.by <= -allowAllRatio), spread, allowAllRatio))
+	add(fmt.Sprintf("Writes Steward judges, 1 writer: p50 added to (a) ≤ %.1f ms (create) / %.1f ms (update)", addedP50Create, addedP50Update),
+		when(added.text != "", "largest: "+added.text), verdict(added.by <= 0))
+	add(fmt.Sprintf("Steward's CPU per webhook call, %d writers: ≤ %.1f ms", n, webhookCPUPerCall), when(cpu.text != "", "highest: "+cpu.text), verdict(cpu.by <= 0))
 
-	if p := r.first(func(p *point) bool { return p.Burst && p.Config == cfgSteward }); p == nil {
-		none("Zero errors in the burst")
-	} else {
-		add(fmt.Sprintf("Zero errors in the %d-writer burst with one Steward process", p.Writers),
-			fmt.Sprintf("%d errors in %d writes, p99 %.0f ms", p.Failed, p.Answered()+p.Failed, ms(p.P99)), p.Failed == 0)
+	burst := r.first(func(p *point) bool { return p.Burst && p.Config == cfgSteward })
+	if burst == nil {
+		burst = &point{}
 	}
+	add(fmt.Sprintf("Zero errors in the %d-writer burst with one Steward process", r.Options.burstWriters),
+		when(burst.Elapsed > 0, fmt.Sprintf("%d errors in %d writes, p99 %.0f ms", burst.Failed, burst.Answered()+burst.Failed, ms(burst.P99))), verdict(burst.Failed == 0))
 	m, s := r.Memory, r.Seeded
 	if s == nil {
 		s = &seeded{}
 	}
-	if g := "Steward's resident memory ≤ 64 MiB under load, without large caches"; m.PeakSmall == 0 {
-		none(g)
-	} else {
-		add(g, fmt.Sprintf("peak %s with the burst (idle %s)", mib(m.PeakSmall), mib(m.IdleRSS)), m.PeakSmall <= rssSmall)
-	}
-	g := fmt.Sprintf("Steward's resident memory ≤ 150 MiB with %dk XRs, %dk MRs and %dk Flux objects cached", fullXRs/1000, fullMRs/1000, fullFlux/1000)
-	switch measured := fmt.Sprintf("peak %s with %d XRs, %d MRs, %d Flux objects", mib(m.PeakLarge), s.XRs, s.MRs, s.Flux); {
-	case m.PeakLarge == 0:
-		none(g)
-	case !r.fullCaches():
+	add("Steward's resident memory ≤ 64 MiB under load, without large caches",
+		when(m.PeakSmall > 0, fmt.Sprintf("peak %s with the burst (idle %s)", mib(m.PeakSmall), mib(m.IdleRSS))), verdict(m.PeakSmall <= rssSmall))
+	large, v := fmt.Sprintf("peak %s with %d XRs, %d MRs, %d Flux objects", mib(m.PeakLarge), s.XRs, s.MRs, s.Flux), verdict(m.PeakLarge <= rssLarge)
+	if !r.fullCaches() {
 		// Extrapolating from small caches would add each object's cost,
 		// dominated by noise at this scale, to a peak that already holds
 		// the workloads' transient: a figure that says nothing.
-		out = append(out, goal{g, measured + " (smaller caches than the goal names)", "not judged at this scale"})
-	default:
-		add(g, measured, m.PeakLarge <= rssLarge)
+		large, v = large+" (smaller caches than the goal names)", "not judged at this scale"
 	}
+	add(fmt.Sprintf("Steward's resident memory ≤ 150 MiB with %dk XRs, %dk MRs and %dk Flux objects cached", fullXRs/1000, fullMRs/1000, fullFlux/1000),
+		when(m.PeakLarge > 0, large), v)
 	var parts []string
 	ok := true
 	for _, wl := range []string{"claim-create", "managed-create"} {
@@ -201,10 +186,6 @@ func evaluateGoals(r *results) []goal {
 			ok = ok && p.DecisionP99*1000 < decisionP99
 		}
 	}
-	if g := fmt.Sprintf("Claim and MR decisions with the large caches, %d writer%s: p99 < %.0f ms", fewest, plural(fewest), decisionP99); len(parts) == 0 {
-		none(g)
-	} else {
-		add(g, strings.Join(parts, "; "), ok)
-	}
+	add(fmt.Sprintf("Claim and MR decisions with the large caches, %d writer%s: p99 < %.0f ms", fewest, plural(fewest), decisionP99), strings.Join(parts, "; "), verdict(ok))
 	return out
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -64,14 +65,10 @@ func runHostile(ctx context.Context, rounds int, d time.Duration, outPath string
 	for _, n := range clients {
 		bounded, unb := runs[fmt.Sprint(n, "bounded")], runs[fmt.Sprint(n, "unbounded")]
 		bPeak, uPeak := peaks(bounded), peaks(unb)
-		within := "yes"
-		if slices.Max(bPeak) > float64(limit) {
-			within = "**no**"
-		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %.2f× | %s | %d of %d | %s | %s | %s | %s |\n", n,
-			mibRange(bPeak), mibRange(uPeak), median(uPeak)/median(bPeak), within,
-			sum(bounded, func(r harness.HostileLoad) int { return r.Flood.Statuses[http.StatusTooManyRequests] }),
-			sum(bounded, func(r harness.HostileLoad) int { return r.Flood.Sent }), answered(bounded), answered(unb), slowest(bounded), slowest(unb))
+		within := map[bool]string{true: "yes", false: "**no**"}[bPeak[len(bPeak)-1] <= float64(limit)]
+		fmt.Fprintf(&b, "| %d | %s | %s | %.2f× | %s | %d of %d | %s | %s | %s | %s |\n", n, mibRange(bPeak), mibRange(uPeak), median(uPeak)/median(bPeak), within,
+			total(bounded, func(r harness.HostileLoad) int { return r.Flood.Statuses[http.StatusTooManyRequests] }), total(bounded, func(r harness.HostileLoad) int { return r.Flood.Sent }),
+			writes(bounded), writes(unb), slowest(bounded), slowest(unb))
 	}
 	fmt.Print(b.String())
 	if err := os.MkdirAll(filepath.Dir(outPath), 0o755); err != nil {
@@ -81,10 +78,9 @@ func runHostile(ctx context.Context, rounds int, d time.Duration, outPath string
 }
 
 // peaks are the rounds' peaks in bytes, sorted.
-func peaks(rs []harness.HostileLoad) []float64 {
-	out := make([]float64, len(rs))
-	for i, r := range rs {
-		out[i] = float64(r.Peak)
+func peaks(rs []harness.HostileLoad) (out []float64) {
+	for _, r := range rs {
+		out = append(out, float64(r.Peak))
 	}
 	slices.Sort(out)
 	return out
@@ -94,21 +90,18 @@ func mibRange(xs []float64) string {
 	return fmt.Sprintf("%.0f MiB (%.0f–%.0f)", median(xs)/(1<<20), xs[0]/(1<<20), xs[len(xs)-1]/(1<<20))
 }
 
-func sum(rs []harness.HostileLoad, f func(harness.HostileLoad) int) (n int) {
+func total(rs []harness.HostileLoad, f func(harness.HostileLoad) int) (n int) {
 	for _, r := range rs {
 		n += f(r)
 	}
 	return n
 }
 
-func answered(rs []harness.HostileLoad) string {
-	return fmt.Sprintf("%d / %d", sum(rs, func(r harness.HostileLoad) int { return r.Answered }), sum(rs, func(r harness.HostileLoad) int { return r.Failed }))
+// writes are the ordinary writes answered and failed; slowest the longest.
+func writes(rs []harness.HostileLoad) string {
+	return fmt.Sprintf("%d / %d", total(rs, func(r harness.HostileLoad) int { return r.Answered }), total(rs, func(r harness.HostileLoad) int { return r.Failed }))
 }
 
 func slowest(rs []harness.HostileLoad) string {
-	var d time.Duration
-	for _, r := range rs {
-		d = max(d, r.Slowest)
-	}
-	return d.Round(time.Millisecond).String()
+	return slices.MaxFunc(rs, func(a, b harness.HostileLoad) int { return cmp.Compare(a.Slowest, b.Slowest) }).Slowest.Round(time.Millisecond).String()
 }

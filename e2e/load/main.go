@@ -87,21 +87,15 @@ func parseOptions(args []string) (o options, err error) {
 func (o options) runs(name string) bool { return o.workloads == nil || o.workloads[name] }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == allowAllCommand {
-		if err := serveAllowAll(os.Args[2:]); err != nil {
-			fmt.Fprintf(os.Stderr, "allow-all webhook: %v\n", err)
-			os.Exit(1)
-		}
-		return
-	}
-	opts, err := parseOptions(os.Args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err == nil {
+	var err error
+	if len(os.Args) == 6 && os.Args[1] == allowAllCommand {
+		err = serveAllowAll(os.Args[2], os.Args[3], os.Args[4], os.Args[5])
+	} else if opts, perr := parseOptions(os.Args[1:]); perr != nil {
+		err = perr
+	} else {
 		err = run(context.Background(), opts)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(os.Stderr, "load: %v\n", err)
 		os.Exit(1)
 	}
@@ -121,10 +115,10 @@ func run(ctx context.Context, opts options) error {
 	}
 	if opts.handlerBench != "" {
 		data, err := os.ReadFile(inRoot(root, opts.handlerBench))
+		res.HandlerBench = benchLines(string(data))
 		if err != nil {
 			return err
 		}
-		res.HandlerBench = benchLines(string(data))
 	}
 	return writeReport(inRoot(root, opts.out), res)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -18,12 +19,9 @@ import (
 // configID names one admission configuration under test.
 type configID string
 
-const (
-	cfgNone     configID = "a"
-	cfgPolicy   configID = "b"
-	cfgAllowAll configID = "c"
-	cfgSteward  configID = "d"
-)
+// The configurations: (a) no admission, (b) the CEL policy, (c) the
+// allow-all webhook, (d) Steward.
+const cfgNone, cfgPolicy, cfgAllowAll, cfgSteward configID = "a", "b", "c", "d"
 
 // allConfigs is the order of the first round; later rounds alternate the
 // direction (a b c d, d c b a, ...) so drift favours no configuration.
@@ -32,13 +30,7 @@ var allConfigs = []configID{cfgNone, cfgPolicy, cfgAllowAll, cfgSteward}
 var configNames = map[configID]string{cfgNone: "no admission", cfgPolicy: "CEL policy", cfgAllowAll: "allow-all webhook", cfgSteward: "Steward"}
 
 // Process names in point.CPU.
-const (
-	procAPIServer = "kube-apiserver"
-	procEtcd      = "etcd"
-	procSteward   = "steward"
-	procAllowAll  = "allow-all"
-	procLoad      = "load"
-)
+const procAPIServer, procEtcd, procSteward, procAllowAll, procLoad = "kube-apiserver", "etcd", "steward", "allow-all", "load"
 
 // webhookProc is the webhook process a configuration registers.
 var webhookProc = map[configID]string{cfgAllowAll: procAllowAll, cfgSteward: procSteward}
@@ -69,26 +61,13 @@ type point struct {
 	decision  histogram
 }
 
-// Answered is the number of writes answered as the configuration intends.
+// Answered is the number of writes answered as the configuration intends;
+// Rate those per second.
 func (p *point) Answered() int { return p.Succeeded + p.Denied }
+func (p *point) Rate() float64 { return float64(p.Answered()) / max(p.Elapsed.Seconds(), 1e-9) }
 
-// Rate is answered writes per second.
-func (p *point) Rate() float64 {
-	if p.Elapsed <= 0 {
-		return 0
-	}
-	return float64(p.Answered()) / p.Elapsed.Seconds()
-}
-
-// perWrite divides a CPU time by the answered writes, in ms.
-func (p *point) perWrite(d time.Duration) float64 {
-	if p.Answered() == 0 {
-		return math.NaN()
-	}
-	return float64(d) / float64(time.Millisecond) / float64(p.Answered())
-}
-
-// CPUPerCall is the webhook process's CPU time per call it served, in ms.
+// CPUPerCall is the webhook process's CPU time per call it served, in ms
+// (NaN without calls).
 func (p *point) CPUPerCall() float64 {
 	if p.Calls < 1 {
 		return math.NaN()
@@ -101,7 +80,7 @@ func (p *point) CPUPerCall() float64 {
 // throughput it barely moves with the machine's other load, and when the
 // server side is CPU-bound its inverse is the capacity.
 func (p *point) ServerCPUPerWrite() float64 {
-	return p.perWrite(p.CPU[procAPIServer] + p.CPU[procEtcd] + p.CPU[webhookProc[p.Config]])
+	return float64(p.CPU[procAPIServer]+p.CPU[procEtcd]+p.CPU[webhookProc[p.Config]]) / float64(time.Millisecond) / float64(p.Answered())
 }
 
 // OtherCores is how many cores processes outside the benchmark kept busy.
@@ -110,10 +89,7 @@ func (p *point) OtherCores() float64 {
 	for _, d := range p.CPU {
 		other -= d
 	}
-	if other < 0 || p.Elapsed <= 0 {
-		return 0
-	}
-	return other.Seconds() / p.Elapsed.Seconds()
+	return max(other.Seconds(), 0) / max(p.Elapsed.Seconds(), 1e-9)
 }
 
 // merge sums the rounds of one point: counts, times and CPU add up and
@@ -134,12 +110,12 @@ func merge(rounds []*point) *point {
 		}
 		p.Errors = append(p.Errors, r.Errors...)
 		p.latencies = append(p.latencies, r.latencies...)
-		p.decision = p.decision.add(r.decision)
+		p.decision = p.decision.plus(r.decision, 1)
 		p.RoundRates = append(p.RoundRates, r.Rate())
 	}
 	slices.Sort(p.latencies)
 	p.P50, p.P90, p.P99 = percentile(p.latencies, 0.50), percentile(p.latencies, 0.90), percentile(p.latencies, 0.99)
-	if q := p.decision.quantile(0.99); !math.IsNaN(q) && !math.IsInf(q, 0) {
+	if q := p.decision.quantile(0.99); !math.IsNaN(q) {
 		p.DecisionP99 = q
 	}
 	return &p
@@ -184,7 +160,7 @@ func (p *point) fill(before, after reading) {
 	switch p.Config {
 	case cfgSteward:
 		p.Calls = harness.SumFamilies(after.steward, requestsMetric, nil) - harness.SumFamilies(before.steward, requestsMetric, nil)
-		p.decision = nativeHistogram(after.steward, decisionMetric).sub(nativeHistogram(before.steward, decisionMetric))
+		p.decision = nativeHistogram(after.steward, decisionMetric).plus(nativeHistogram(before.steward, decisionMetric), -1)
 	case cfgAllowAll:
 		p.Calls = harness.SumFamilies(after.allowAll, requestsMetric, nil) - harness.SumFamilies(before.allowAll, requestsMetric, nil)
 	}
@@ -218,60 +194,39 @@ func scrape(resp *http.Response, err error) (map[string]*dto.MetricFamily, error
 
 const decisionMetric = "steward_decision_duration_seconds"
 
-// histogram is a native histogram's positive buckets by absolute index,
-// summed over every series of a metric.
+// histogram is a native histogram's buckets by absolute index (the zero
+// bucket at math.MinInt32), summed over every series of a metric.
 type histogram struct {
 	schema  int32
-	zero    uint64
-	count   uint64
-	buckets map[int32]uint64
+	buckets map[int32]int64
 }
 
 func nativeHistogram(families map[string]*dto.MetricFamily, name string) histogram {
-	h := histogram{buckets: map[int32]uint64{}}
+	h := histogram{buckets: map[int32]int64{}}
 	for _, m := range families[name].GetMetric() {
 		mh := m.GetHistogram()
-		if mh == nil {
-			continue
-		}
-		h.schema, h.zero, h.count = mh.GetSchema(), h.zero+mh.GetZeroCount(), h.count+mh.GetSampleCount()
-		idx, d, count := int32(0), 0, int64(0)
-		deltas := mh.GetPositiveDelta()
+		h.schema, h.buckets[math.MinInt32] = mh.GetSchema(), h.buckets[math.MinInt32]+int64(mh.GetZeroCount())
+		idx, d, count, deltas := int32(0), 0, int64(0), mh.GetPositiveDelta()
 		for _, span := range mh.GetPositiveSpan() {
 			idx += span.GetOffset()
-			for j := uint32(0); j < span.GetLength() && d < len(deltas); j++ {
+			for j := uint32(0); j < span.GetLength() && d < len(deltas); j, d, idx = j+1, d+1, idx+1 {
 				count += deltas[d]
-				d++
-				h.buckets[idx] += uint64(count)
-				idx++
+				h.buckets[idx] += count
 			}
 		}
 	}
 	return h
 }
 
-// sub returns the observations made between an earlier reading and h.
-func (h histogram) sub(earlier histogram) histogram {
-	out := histogram{schema: h.schema, buckets: map[int32]uint64{}}
-	if h.count < earlier.count || h.zero < earlier.zero {
-		return out // a reset or a failed reading: nothing can be said
+// plus returns h plus sign times o: the observations of two intervals
+// (sign 1), or those made between an earlier reading o and h (sign -1).
+func (h histogram) plus(o histogram, sign int64) histogram {
+	out := histogram{schema: max(h.schema, o.schema), buckets: maps.Clone(h.buckets)}
+	if out.buckets == nil {
+		out.buckets = map[int32]int64{}
 	}
-	out.zero, out.count = h.zero-earlier.zero, h.count-earlier.count
-	for i, c := range h.buckets {
-		if c > earlier.buckets[i] {
-			out.buckets[i] = c - earlier.buckets[i]
-		}
-	}
-	return out
-}
-
-// add sums the observations of two intervals.
-func (h histogram) add(o histogram) histogram {
-	out := histogram{schema: max(h.schema, o.schema), zero: h.zero + o.zero, count: h.count + o.count, buckets: map[int32]uint64{}}
-	for _, src := range []histogram{h, o} {
-		for i, c := range src.buckets {
-			out.buckets[i] += c
-		}
+	for i, c := range o.buckets {
+		out.buckets[i] += sign * c
 	}
 	return out
 }
@@ -279,23 +234,17 @@ func (h histogram) add(o histogram) histogram {
 // quantile returns the upper bound of the bucket holding the q-quantile,
 // so it never understates; NaN without observations.
 func (h histogram) quantile(q float64) float64 {
-	if h.count == 0 {
-		return math.NaN()
+	var count int64
+	for _, c := range h.buckets {
+		count += c
 	}
-	rank := max(uint64(math.Ceil(q*float64(h.count))), 1)
-	if h.zero >= rank {
-		return 0
-	}
-	idx := make([]int32, 0, len(h.buckets))
-	for i := range h.buckets {
-		idx = append(idx, i)
-	}
-	slices.Sort(idx)
-	base, seen := math.Pow(2, math.Pow(2, -float64(h.schema))), h.zero
-	for _, i := range idx {
-		if seen += h.buckets[i]; seen >= rank {
-			return math.Pow(base, float64(i))
+	rank, seen := max(int64(math.Ceil(q*float64(count))), 1), int64(0)
+	for _, i := range slices.Sorted(maps.Keys(h.buckets)) {
+		if seen += h.buckets[i]; seen >= rank && i == math.MinInt32 {
+			return 0
+		} else if seen >= rank {
+			return math.Pow(2, math.Pow(2, -float64(h.schema))*float64(i))
 		}
 	}
-	return math.Inf(1)
+	return math.NaN()
 }

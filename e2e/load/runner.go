@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -15,24 +16,20 @@ import (
 // op performs one write; seq counts the writer's writes.
 type op func(ctx context.Context, seq int) error
 
-// outcome is how the API server answered one write.
-type outcome int
-
+// Outcomes of a write: stored, refused by admission (a webhook's or a
+// policy's denial), or anything else (timeouts, failed webhook calls, 5xx,
+// conflicts).
 const (
-	succeeded outcome = iota
-	// denied is a refusal by admission (a webhook's or a policy's).
+	succeeded = iota
 	denied
-	// failed is anything else: timeouts, webhook call failures, 5xx,
-	// conflicts.
 	failed
 )
 
-func classify(err error) outcome {
-	switch {
+func classify(err error) int {
+	switch msg := fmt.Sprint(err); {
 	case err == nil:
 		return succeeded
-	case (apierrors.IsForbidden(err) || apierrors.IsInvalid(err)) &&
-		(strings.Contains(err.Error(), "denied the request") || strings.Contains(err.Error(), "ValidatingAdmissionPolicy")):
+	case (apierrors.IsForbidden(err) || apierrors.IsInvalid(err)) && (strings.Contains(msg, "denied the request") || strings.Contains(msg, "ValidatingAdmissionPolicy")):
 		return denied
 	}
 	return failed

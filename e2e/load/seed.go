@@ -20,14 +20,6 @@ type seeded struct {
 	Took                               time.Duration
 }
 
-// count is the number of objects seeded; 0 for none.
-func (s *seeded) count() int {
-	if s == nil {
-		return 0
-	}
-	return s.XRs + s.MRs + s.Flux
-}
-
 // compositeFor picks a seeded XR (and its claim) for the i-th write.
 func (s *seeded) compositeFor(i int) (xr, claim string) {
 	if len(s.composites) == 0 {
@@ -100,11 +92,11 @@ func seed(ctx context.Context, c *cluster, xrs, mrs, flux int) (*seeded, error) 
 		switch {
 		case i < nKs:
 			s.kustomizations = append(s.kustomizations, fmt.Sprintf("app-%05d", i))
-			obj, res = kustomization(s.kustomizations[i], i%2 == 1), ksGVR
+			obj, res = fluxObject("Kustomization", s.kustomizations[i], i%2 == 1), ksGVR
 		case i%2 == 0:
-			obj, res = helmRelease(fmt.Sprintf("release-%05d", i), i%4 == 1), hrGVR
+			obj, res = fluxObject("HelmRelease", fmt.Sprintf("release-%05d", i), i%4 == 1), hrGVR
 		default:
-			obj, res = gitRepository(fmt.Sprintf("repo-%05d", i), i%4 == 1), gitRepoGVR
+			obj, res = fluxObject("GitRepository", fmt.Sprintf("repo-%05d", i), i%4 == 1), gitRepoGVR
 		}
 		g.Go(func() error {
 			_, err := createRetry(ctx, c.as("").dyn.Resource(res).Namespace(fluxNamespace), obj)

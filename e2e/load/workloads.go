@@ -3,37 +3,34 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/types"
 )
 
-// workload is one kind of write traffic.
+// workload is one kind of write traffic: Name for -workloads, Title for
+// the report and Short for the chart; Phase 1 runs before the large caches
+// are seeded, phase 2 after; Verb is "create" or "update", User who writes;
+// Denies are the configurations that refuse every write. prepare returns
+// one op per writer; cleanup removes what the workload created.
 type workload struct {
-	// Name is the workload's identifier (the -workloads flag).
-	Name string
-	// Title describes it in the report; Short labels it in the chart.
-	Title string
-	Short string
-	// Phase 1 runs before the large caches are seeded, phase 2 after.
-	Phase int
-	// Verb is "create" or "update".
-	Verb string
-	// User is who writes.
-	User string
-	// Denies lists the configurations expected to refuse every write.
-	Denies map[configID]bool
-	// prepare returns one op per writer.
-	prepare func(ctx context.Context, b *bench, writers int) ([]op, error)
-	// cleanup removes what the workload created, after each configuration.
-	cleanup func(ctx context.Context, b *bench) error
+	Name, Title, Short, Verb, User string
+	Phase                          int
+	Denies                         map[configID]bool
+	prepare                        func(ctx context.Context, b *bench, writers int) ([]op, error)
+	cleanup                        func(ctx context.Context, c *cluster) error
+}
+
+// creates is a prepare whose writers each create new objects with write.
+func creates(write func(ctx context.Context, b *bench, w, seq int) error) func(context.Context, *bench, int) ([]op, error) {
+	return func(_ context.Context, b *bench, writers int) ([]op, error) {
+		return perWriter(writers, func(w int) op {
+			return func(ctx context.Context, seq int) error { return write(ctx, b, w, seq) }
+		}), nil
+	}
 }
 
 // workloadNamed returns the workload of that name, or nil.
@@ -55,232 +52,104 @@ var humanDenied = map[configID]bool{cfgPolicy: true, cfgSteward: true}
 var workloads = []*workload{
 	{
 		Name: "fleet-configmap-create-agent", Short: "CM create (agent)", Title: "Fleet agent creates Fleet-managed ConfigMaps", Phase: 1, Verb: "create", User: agentUser,
-		prepare: func(ctx context.Context, b *bench, writers int) ([]op, error) {
-			kube := b.c.as(agentUser).kube
-			return perWriter(writers, func(w int) op {
-				return func(ctx context.Context, seq int) error {
-					cm := fleetConfigMap(fmt.Sprintf("new-%s-%d-%d", b.nonce, w, seq))
-					cm.Labels[benchLabel] = "configmap-create"
-					_, err := kube.CoreV1().ConfigMaps(fleetNamespace).Create(ctx, cm, metav1.CreateOptions{})
-					return err
-				}
-			}), nil
-		},
-		cleanup: func(ctx context.Context, b *bench) error {
-			return b.c.deleteMarked(ctx, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, fleetNamespace, "configmap-create")
-		},
+		prepare: creates(func(ctx context.Context, b *bench, w, seq int) error {
+			cm := fleetConfigMap(fmt.Sprintf("new-%s-%d-%d", b.nonce, w, seq))
+			cm.Labels[benchLabel] = "configmap-create"
+			_, err := b.c.as(agentUser).kube.CoreV1().ConfigMaps(fleetNamespace).Create(ctx, cm, metav1.CreateOptions{})
+			return err
+		}),
+		cleanup: deleteMarked(configMapsGVR, fleetNamespace, "configmap-create"),
 	},
 	{
 		Name: "fleet-configmap-update-agent", Short: "CM update (agent)", Title: "Fleet agent updates Fleet-managed ConfigMaps", Phase: 1, Verb: "update", User: agentUser,
-		prepare: func(ctx context.Context, b *bench, writers int) ([]op, error) {
-			agent := configMaps(b.c.as(agentUser).kube)
-			return agentCMs.ops(ctx, writers, agent, agent, func(cm *corev1.ConfigMap, seq int) error {
-				cm.Data["revision"] = strconv.Itoa(seq)
-				return nil
-			})
-		},
+		prepare: patches(configMapsGVR, "agent-cm", agentUser, agentUser, types.MergePatchType, asUnstructured(fleetConfigMap),
+			func(seq int) string { return fmt.Sprintf(`{"data":{"revision":"%d"}}`, seq) }),
 	},
 	{
 		Name: "fleet-deployment-update-agent", Short: "Deploy update (agent)", Title: "Fleet agent updates Fleet-managed Deployments (new image and config checksum)", Phase: 1, Verb: "update", User: agentUser,
-		prepare: func(ctx context.Context, b *bench, writers int) ([]op, error) {
-			agent := deployments(b.c.as(agentUser).kube)
-			return agentDeploys.ops(ctx, writers, agent, agent, func(d *appsv1.Deployment, seq int) error {
-				d.Spec.Template.Spec.Containers[0].Image = "registry.example.com/shop/web:1.42." + strconv.Itoa(seq)
-				d.Spec.Template.Annotations["checksum/config"] = strconv.Itoa(seq)
-				return nil
-			})
-		},
+		prepare: patches(deploymentsGVR, "agent-web", agentUser, agentUser, types.StrategicMergePatchType, asUnstructured(fleetDeployment), func(seq int) string {
+			return fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"checksum/config":"%d"}},"spec":{"containers":[{"name":"web","image":"registry.example.com/shop/web:1.42.%d"}]}}}}`, seq, seq)
+		}),
 	},
 	{
-		Name: "fleet-configmap-update-human", Short: "CM update (person)", Title: "a person edits Fleet-managed ConfigMaps (Steward denies)", Phase: 1, Verb: "update", User: humanUser, Denies: humanDenied,
-		prepare: func(ctx context.Context, b *bench, writers int) ([]op, error) {
-			human := configMaps(b.c.as(humanUser).kube)
-			return humanCMs.ops(ctx, writers, configMaps(b.c.as(agentUser).kube), human, func(cm *corev1.ConfigMap, seq int) error {
-				cm.Data["LOG_LEVEL"] = "debug-" + strconv.Itoa(seq)
-				return nil
-			})
-		},
+		Name: "fleet-configmap-update-human", Short: "CM update (person)", Title: "A person edits Fleet-managed ConfigMaps (Steward denies)", Phase: 1, Verb: "update", User: humanUser, Denies: humanDenied,
+		prepare: patches(configMapsGVR, "human-cm", agentUser, humanUser, types.MergePatchType, asUnstructured(fleetConfigMap),
+			func(seq int) string { return fmt.Sprintf(`{"data":{"LOG_LEVEL":"debug-%d"}}`, seq) }),
 	},
 	{
-		Name: "fleet-deployment-update-human", Short: "Deploy update (person)", Title: "a person changes the image of Fleet-managed Deployments (Steward denies)", Phase: 1, Verb: "update", User: humanUser, Denies: humanDenied,
-		prepare: func(ctx context.Context, b *bench, writers int) ([]op, error) {
-			human := deployments(b.c.as(humanUser).kube)
-			return humanDeploys.ops(ctx, writers, deployments(b.c.as(agentUser).kube), human, func(d *appsv1.Deployment, seq int) error {
-				d.Spec.Template.Spec.Containers[0].Image = "registry.example.com/shop/web:hotfix-" + strconv.Itoa(seq)
-				return nil
-			})
-		},
+		Name: "fleet-deployment-update-human", Short: "Deploy update (person)", Title: "A person changes the image of Fleet-managed Deployments (Steward denies)", Phase: 1, Verb: "update", User: humanUser, Denies: humanDenied,
+		prepare: patches(deploymentsGVR, "human-web", agentUser, humanUser, types.StrategicMergePatchType, asUnstructured(fleetDeployment), func(seq int) string {
+			return fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"registry.example.com/shop/web:hotfix-%d"}]}}}}`, seq)
+		}),
 	},
 	{
-		Name: "claim-create", Short: "claim create", Title: "a developer creates Crossplane claims (PostgreSQLInstance), large caches present", Phase: 2, Verb: "create", User: humanUser,
-		prepare: func(ctx context.Context, b *bench, writers int) ([]op, error) {
-			dyn := b.c.as(humanUser).dyn.Resource(claimGVR).Namespace(claimsNamespace)
-			return perWriter(writers, func(w int) op {
-				return func(ctx context.Context, seq int) error {
-					_, err := dyn.Create(ctx, claim(fmt.Sprintf("db-%s-%d-%d", b.nonce, w, seq)), metav1.CreateOptions{})
-					return err
-				}
-			}), nil
-		},
-		cleanup: func(ctx context.Context, b *bench) error {
-			return b.c.deleteMarked(ctx, claimGVR, claimsNamespace, "claim-create")
-		},
+		Name: "claim-create", Short: "claim create", Title: "A developer creates Crossplane claims (PostgreSQLInstance), large caches present", Phase: 2, Verb: "create", User: humanUser,
+		prepare: creates(func(ctx context.Context, b *bench, w, seq int) error {
+			_, err := b.c.as(humanUser).dyn.Resource(claimGVR).Namespace(claimsNamespace).Create(ctx, claim(fmt.Sprintf("db-%s-%d-%d", b.nonce, w, seq)), metav1.CreateOptions{})
+			return err
+		}),
+		cleanup: deleteMarked(claimGVR, claimsNamespace, "claim-create"),
 	},
 	{
 		Name: "managed-create", Short: "MR create", Title: "Crossplane composes managed resources (RDSInstance with an external name), large caches present", Phase: 2, Verb: "create", User: crossplaneUser,
-		prepare: func(ctx context.Context, b *bench, writers int) ([]op, error) {
-			dyn := b.c.as(crossplaneUser).dyn.Resource(managedGVR)
-			return perWriter(writers, func(w int) op {
-				return func(ctx context.Context, seq int) error {
-					xr, claimName := b.seeded.compositeFor(w*7919 + seq)
-					mr := managed(fmt.Sprintf("%s-%s-%d-%d", xr, b.nonce, w, seq), xr, claimName)
-					mr.SetLabels(withLabel(mr.GetLabels(), benchLabel, "managed-create"))
-					_, err := dyn.Create(ctx, mr, metav1.CreateOptions{})
-					return err
-				}
-			}), nil
-		},
-		cleanup: func(ctx context.Context, b *bench) error {
-			return b.c.deleteMarked(ctx, managedGVR, "", "managed-create")
-		},
+		prepare: creates(func(ctx context.Context, b *bench, w, seq int) error {
+			xr, claimName := b.seeded.compositeFor(w*7919 + seq)
+			mr := managed(fmt.Sprintf("%s-%s-%d-%d", xr, b.nonce, w, seq), xr, claimName)
+			_ = unstructured.SetNestedField(mr.Object, "managed-create", "metadata", "labels", benchLabel)
+			_, err := b.c.as(crossplaneUser).dyn.Resource(managedGVR).Create(ctx, mr, metav1.CreateOptions{})
+			return err
+		}),
+		cleanup: deleteMarked(managedGVR, "", "managed-create"),
 	},
 	{
-		Name: "helmrelease-update-v2beta1", Short: "HelmRelease v2beta1", Title: "kustomize-controller applies HelmReleases written as v2beta1 (deprecated)", Phase: 2, Verb: "update", User: fluxUser,
-		prepare: func(ctx context.Context, b *bench, writers int) ([]op, error) {
-			flux := helmReleasesAs(b, fluxUser)
-			return helmReleases.ops(ctx, writers, flux, flux, func(hr *unstructured.Unstructured, seq int) error {
-				return unstructured.SetNestedField(hr.Object, int64(seq), "spec", "values", "replicaCount")
-			})
-		},
+		Name: "helmrelease-update-v2beta1", Short: "HelmRelease v2beta1", Title: "Kustomize-controller applies HelmReleases written as v2beta1 (deprecated)", Phase: 2, Verb: "update", User: fluxUser,
+		// Created as v2 by the admin, written through v2beta1.
+		prepare: patches(hrOldGVR, "bench-hr", "", fluxUser, types.MergePatchType, func(name string) *unstructured.Unstructured { return fluxObject("HelmRelease", name, false) },
+			func(seq int) string { return fmt.Sprintf(`{"spec":{"values":{"replicaCount":%d}}}`, seq) }),
 	},
 	{
-		Name: "flux-event-create", Short: "Flux Event", Title: "kustomize-controller records Events about Kustomizations (every other one suspended)", Phase: 2, Verb: "create", User: fluxUser,
-		prepare: func(ctx context.Context, b *bench, writers int) ([]op, error) {
-			kube := b.c.as(fluxUser).kube
-			return perWriter(writers, func(w int) op {
-				return func(ctx context.Context, seq int) error {
-					ks := b.seeded.kustomizations[(w+seq)%len(b.seeded.kustomizations)]
-					_, err := kube.CoreV1().Events(fluxNamespace).Create(ctx, fluxEvent(ks, w*1_000_000+seq), metav1.CreateOptions{})
-					return err
-				}
-			}), nil
-		},
+		Name: "flux-event-create", Short: "Flux Event", Title: "Kustomize-controller records Events about Kustomizations (every other one suspended)", Phase: 2, Verb: "create", User: fluxUser,
+		prepare: creates(func(ctx context.Context, b *bench, w, seq int) error {
+			ks := b.seeded.kustomizations[(w+seq)%len(b.seeded.kustomizations)]
+			_, err := b.c.as(fluxUser).kube.CoreV1().Events(fluxNamespace).Create(ctx, fluxEvent(ks, w*1_000_000+seq), metav1.CreateOptions{})
+			return err
+		}),
 		// No cleanup: it is the last workload, and a cluster expires
 		// Events by itself.
 	},
 }
 
-func withLabel(labels map[string]string, k, v string) map[string]string {
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[k] = v
-	return labels
-}
-
-// Pools of objects the update workloads change, one per writer.
-var (
-	agentCMs     = &pool[*corev1.ConfigMap]{prefix: "agent-cm"}
-	humanCMs     = &pool[*corev1.ConfigMap]{prefix: "human-cm"}
-	agentDeploys = &pool[*appsv1.Deployment]{prefix: "agent-web"}
-	humanDeploys = &pool[*appsv1.Deployment]{prefix: "human-web"}
-	helmReleases = &pool[*unstructured.Unstructured]{prefix: "bench-hr"}
-)
-
-// pool holds one object per writer, created by its owner; each writer
-// keeps its latest copy, so writers never conflict with each other.
-type pool[T interface {
-	runtime.Object
-	metav1.Object
-}] struct {
-	prefix string
-	objs   []T
-}
-
-// access is what a pool needs of a typed or dynamic client.
-type access[T any] struct {
-	create func(ctx context.Context, name string) (T, error)
-	get    func(ctx context.Context, name string) (T, error)
-	update func(ctx context.Context, obj T) (T, error)
-}
-
-// ops creates the objects missing for writers with owner, and returns
-// one op per writer that changes its copy and updates it as writer, reading
-// it again (as owner) after a conflict.
-func (p *pool[T]) ops(ctx context.Context, writers int, owner, writer access[T], change func(T, int) error) ([]op, error) {
-	for len(p.objs) < writers {
-		obj, err := owner.create(ctx, fmt.Sprintf("%s-%d", p.prefix, len(p.objs)))
-		if err != nil {
-			return nil, fmt.Errorf("creating the objects to update: %w", err)
+// patches is a prepare for updates. Each writer has an object of its own,
+// which owner creates first, and patches it as user with patch(seq), as
+// Helm (the Fleet agent), kubectl and Flux write: the API server turns a
+// patch into an update that admission sees whole.
+func patches(res schema.GroupVersionResource, prefix, owner, user string, pt types.PatchType, newObj func(string) *unstructured.Unstructured, patch func(seq int) string) func(context.Context, *bench, int) ([]op, error) {
+	created := 0
+	return func(ctx context.Context, b *bench, writers int) ([]op, error) {
+		for ; created < writers; created++ {
+			obj := newObj(fmt.Sprintf("%s-%d", prefix, created)) // through its own version
+			at := schema.GroupVersionResource{Group: res.Group, Version: obj.GroupVersionKind().Version, Resource: res.Resource}
+			if _, err := b.c.as(owner).dyn.Resource(at).Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+				return nil, fmt.Errorf("creating the objects to update: %w", err)
+			}
 		}
-		p.objs = append(p.objs, obj)
-	}
-	return perWriter(writers, func(w int) op {
-		return func(ctx context.Context, seq int) error {
-			obj := p.objs[w].DeepCopyObject().(T)
-			if err := change(obj, seq); err != nil {
+		c := b.c.as(user).dyn.Resource(res).Namespace(newObj("").GetNamespace())
+		return perWriter(writers, func(w int) op {
+			return func(ctx context.Context, seq int) error {
+				_, err := c.Patch(ctx, fmt.Sprintf("%s-%d", prefix, w), pt, []byte(patch(seq)), metav1.PatchOptions{})
 				return err
 			}
-			updated, err := writer.update(ctx, obj)
-			switch {
-			case err == nil:
-				p.objs[w] = updated
-			case apierrors.IsConflict(err):
-				if fresh, gerr := owner.get(ctx, obj.GetName()); gerr == nil {
-					p.objs[w] = fresh
-				}
-			}
-			return err
+		}), nil
+	}
+}
+
+// asUnstructured converts a typed object for patches.
+func asUnstructured[T runtime.Object](f func(string) T) func(string) *unstructured.Unstructured {
+	return func(name string) *unstructured.Unstructured {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(f(name))
+		if err != nil {
+			panic(err) // typed fixtures always convert
 		}
-	}), nil
-}
-
-func configMaps(kube kubernetes.Interface) access[*corev1.ConfigMap] {
-	c := kube.CoreV1().ConfigMaps(fleetNamespace)
-	return access[*corev1.ConfigMap]{
-		create: func(ctx context.Context, name string) (*corev1.ConfigMap, error) {
-			return c.Create(ctx, fleetConfigMap(name), metav1.CreateOptions{})
-		},
-		get: func(ctx context.Context, name string) (*corev1.ConfigMap, error) {
-			return c.Get(ctx, name, metav1.GetOptions{})
-		},
-		update: func(ctx context.Context, obj *corev1.ConfigMap) (*corev1.ConfigMap, error) {
-			return c.Update(ctx, obj, metav1.UpdateOptions{})
-		},
-	}
-}
-
-func deployments(kube kubernetes.Interface) access[*appsv1.Deployment] {
-	c := kube.AppsV1().Deployments(fleetNamespace)
-	return access[*appsv1.Deployment]{
-		create: func(ctx context.Context, name string) (*appsv1.Deployment, error) {
-			return c.Create(ctx, fleetDeployment(name), metav1.CreateOptions{})
-		},
-		get: func(ctx context.Context, name string) (*appsv1.Deployment, error) {
-			return c.Get(ctx, name, metav1.GetOptions{})
-		},
-		update: func(ctx context.Context, obj *appsv1.Deployment) (*appsv1.Deployment, error) {
-			return c.Update(ctx, obj, metav1.UpdateOptions{})
-		},
-	}
-}
-
-// helmReleasesAs reads and writes HelmReleases through v2beta1; the owner
-// (the admin) creates them through v2 first.
-func helmReleasesAs(b *bench, user string) access[*unstructured.Unstructured] {
-	old := b.c.as(user).dyn.Resource(hrOldGVR).Namespace(fluxNamespace)
-	return access[*unstructured.Unstructured]{
-		create: func(ctx context.Context, name string) (*unstructured.Unstructured, error) {
-			if _, err := b.c.as("").dyn.Resource(hrGVR).Namespace(fluxNamespace).Create(ctx, helmRelease(name, false), metav1.CreateOptions{}); err != nil {
-				return nil, err
-			}
-			return old.Get(ctx, name, metav1.GetOptions{})
-		},
-		get: func(ctx context.Context, name string) (*unstructured.Unstructured, error) {
-			return old.Get(ctx, name, metav1.GetOptions{})
-		},
-		update: func(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-			return old.Update(ctx, obj, metav1.UpdateOptions{})
-		},
+		return &unstructured.Unstructured{Object: m}
 	}
 }
