@@ -172,14 +172,8 @@ func fluxEvent(ks string, seq int) *corev1.Event {
 		InvolvedObject: corev1.ObjectReference{
 			Kind: "Kustomization", APIVersion: "kustomize.toolkit.fluxcd.io/v1", Namespace: fluxNamespace, Name: ks,
 		},
-		Reason:              "ReconciliationSucceeded",
-		Message:             "Reconciliation finished in 1.27s, next run in 10m0s",
-		Source:              corev1.EventSource{Component: "kustomize-controller"},
-		FirstTimestamp:      now,
-		LastTimestamp:       now,
-		Count:               1,
-		Type:                corev1.EventTypeNormal,
-		ReportingController: "kustomize-controller",
-		ReportingInstance:   "kustomize-controller-7f9d8c6b5-x2x7q",
+		Reason: "ReconciliationSucceeded", Message: "Reconciliation finished in 1.27s, next run in 10m0s", Type: corev1.EventTypeNormal,
+		Source: corev1.EventSource{Component: "kustomize-controller"}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
+		ReportingController: "kustomize-controller", ReportingInstance: "kustomize-controller-7f9d8c6b5-x2x7q",
 	}
 }
