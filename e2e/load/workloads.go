@@ -47,8 +47,8 @@ func workloadNamed(name string) *workload {
 // Fleet-managed objects.
 var humanDenied = map[configID]bool{cfgPolicy: true, cfgSteward: true}
 
-// workloads are every workload, in the order they run. The update
-// workloads keep one object per writer, created by its owner, in a pool.
+// workloads are every workload, in the order they run; the update
+// workloads patch one object per writer (patches).
 var workloads = []*workload{
 	{
 		Name: "fleet-configmap-create-agent", Short: "CM create (agent)", Title: "Fleet agent creates Fleet-managed ConfigMaps", Phase: 1, Verb: "create", User: agentUser,
