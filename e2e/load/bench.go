@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -42,7 +43,10 @@ func measureAll(ctx context.Context, opts options, root string) (*results, error
 	b.res = &results{Started: time.Now(), Options: opts}
 	data, _ := os.ReadFile("/proc/cpuinfo")
 	_, model, _ := strings.Cut(string(data), "model name")
-	commit, _ := exec.CommandContext(ctx, "git", "describe", "--always", "--dirty").Output()
+	commit, _ := exec.CommandContext(ctx, "git", "rev-parse", "--short", "HEAD").Output()
+	if exec.CommandContext(ctx, "git", "diff", "--quiet", "HEAD", "--", "cmd", "webhooks", "certs", "manifests", "e2e").Run() != nil {
+		commit = append(bytes.TrimSpace(commit), " with uncommitted changes to the code"...)
+	}
 	b.res.Machine = machine{CPUs: runtime.NumCPU(), CPUModel: strings.Trim(strings.SplitN(model, "\n", 2)[0], "\t :"), Commit: strings.TrimSpace(string(commit))}
 	b.nonce = strconv.FormatInt(time.Now().UnixNano()%(1<<30), 36)
 	if err := os.MkdirAll(b.workDir, 0o755); err != nil {
