@@ -106,7 +106,8 @@ fuzz:
 # load generator (e2e/load) against the real API server: four admission
 # configurations, every workload, about an hour with its defaults on two
 # cores. It writes docs/benchmarks.md and docs/benchmark-latency.svg; pass
-# flags with BENCH_FLAGS, e.g. make bench BENCH_FLAGS="-rounds 3 -xrs 2000 -mrs 10000".
+# flags with BENCH_FLAGS, e.g. a ten-minute check at reduced scale:
+# make bench BENCH_FLAGS="-rounds 2 -concurrency 1,16 -xrs 200 -mrs 1000 -flux-objects 100 -burst-writers 100".
 BENCH_FLAGS ?=
 bench: tools
 	@mkdir -p bin

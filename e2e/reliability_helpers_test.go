@@ -2,18 +2,12 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -205,81 +199,31 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(max(i, 0), len(s)-1)]
 }
 
-// testCA is a certificate authority for serving and client certificates.
+// testCA is the harness's CA, with its PEM at hand and failures reported
+// to the test.
 type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-var serial struct {
-	sync.Mutex
-	n int64
-}
-
-func nextSerial() *big.Int {
-	serial.Lock()
-	defer serial.Unlock()
-	serial.n++
-	return big.NewInt(time.Now().UnixNano() + serial.n)
+	*harness.CA
+	pem []byte
 }
 
 func newTestCA(t testing.TB, name string) *testCA {
 	t.Helper()
-	key, der, cert := newCert(t, &x509.Certificate{
-		Subject:               pkix.Name{CommonName: name},
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}, nil)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	ca, err := harness.NewCA(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testCA{CA: ca, pem: ca.PEM}
 }
 
 // issue signs a leaf certificate; serving ones are for 127.0.0.1 and
 // localhost, the names the API server and the tests dial Steward by.
 func (ca *testCA) issue(t testing.TB, name string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte, leaf *x509.Certificate) {
 	t.Helper()
-	tmpl := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: name},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{usage},
-	}
-	if usage == x509.ExtKeyUsageServerAuth {
-		tmpl.DNSNames = []string{"localhost"}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-	}
-	key, der, leaf := newCert(t, tmpl, ca)
-	keyDER, err := x509.MarshalECPrivateKey(key)
+	certPEM, keyPEM, leaf, err := ca.Issue(name, usage)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), leaf
-}
-
-// newCert makes a new key and a certificate for it from tmpl, valid from
-// an hour ago for a day, signed by issuer (self-signed when issuer is nil).
-func newCert(t testing.TB, tmpl *x509.Certificate, issuer *testCA) (*ecdsa.PrivateKey, []byte, *x509.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl.SerialNumber = nextSerial()
-	tmpl.NotBefore = time.Now().Add(-time.Hour)
-	tmpl.NotAfter = time.Now().Add(24 * time.Hour)
-	parent, parentKey := tmpl, key
-	if issuer != nil {
-		parent, parentKey = issuer.cert, issuer.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key, der, cert
+	return certPEM, keyPEM, leaf
 }
 
 func (ca *testCA) clientCert(t testing.TB, name string) tls.Certificate {

@@ -1,10 +1,14 @@
 package harness
 
 import (
+	"crypto/ecdsa"
+	"crypto/tls"
+	"crypto/x509"
 	"os"
 	"os/exec"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -141,5 +145,56 @@ func TestProcessesWithFindsOnlyMarkedProcesses(t *testing.T) {
 	}
 	if diff := cmp.Diff([]int{marked.Process.Pid}, pids); diff != "" {
 		t.Errorf("processes with the mark (-want +got):\n%s", diff)
+	}
+}
+
+func TestProcessCPUAndMachineBusyGrowWhileThisProcessSpins(t *testing.T) {
+	before, err := ProcessCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	busyBefore, err := MachineBusy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The times move in clock ticks; on a busy machine a short spin may
+	// get none, so only a long one without any is a failure.
+	after := before
+	for end := time.Now().Add(5 * time.Second); after <= before && time.Now().Before(end); {
+		for spin := time.Now().Add(20 * time.Millisecond); time.Now().Before(spin); {
+		}
+		if after, err = ProcessCPU(os.Getpid()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	busyAfter, err := MachineBusy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after <= before || busyAfter <= busyBefore {
+		t.Errorf("CPU time %s then %s, machine busy %s then %s: want both to grow", before, after, busyBefore, busyAfter)
+	}
+}
+
+func TestServingCertificateIsAnECDSALeafSignedByItsCA(t *testing.T) {
+	sc, err := NewServingCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(sc.Cert, sc.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(sc.CA)
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "localhost"}); err != nil {
+		t.Errorf("the serving certificate does not verify against its CA for localhost: %v", err)
+	}
+	if _, ok := leaf.PublicKey.(*ecdsa.PublicKey); !ok || len(pair.Certificate) != 2 {
+		t.Errorf("want an ECDSA leaf followed by its CA, got a %T key and a chain of %d", leaf.PublicKey, len(pair.Certificate))
 	}
 }

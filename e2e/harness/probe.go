@@ -38,7 +38,7 @@ type probeServer struct {
 }
 
 func startProbeServer() (*probeServer, error) {
-	sc, err := newServingCert()
+	sc, err := NewServingCert()
 	if err != nil {
 		return nil, err
 	}

@@ -148,11 +148,11 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 		}
 	}
 	if opts.ProvideCerts {
-		sc, err := newServingCert()
+		sc, err := NewServingCert()
 		if err != nil {
 			return nil, err
 		}
-		if err := sc.write(s.certDir); err != nil {
+		if err := sc.Write(s.certDir); err != nil {
 			return nil, err
 		}
 		s.caBundle = sc.CA

@@ -142,8 +142,45 @@ func (w Webhooks) forEndpoint(ep endpoint) (Webhooks, error) {
 	return out, nil
 }
 
-// objects returns the configurations as a list, validating first.
-func (w Webhooks) objects() []client.Object {
+// PointedAt returns copies of the configurations, named name, whose every
+// webhook is sent to https://host:port at its own path and verified with
+// caBundle: the same rules, selectors, match conditions, failure policies
+// and timeouts, so the API server does the same work deciding whom to call.
+func (w Webhooks) PointedAt(name, host string, port int, caBundle []byte) (Webhooks, error) {
+	out, err := w.forEndpoint(endpoint{host: host, port: port, caBundle: caBundle})
+	for _, obj := range out.Objects() {
+		obj.SetName(name)
+		obj.SetAnnotations(nil)
+	}
+	return out, err
+}
+
+// Paths lists every webhook's path, validating ones first.
+func (w Webhooks) Paths() ([]string, error) {
+	local, err := w.forEndpoint(endpoint{host: "x", port: 1})
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	add := func(cc admissionregistrationv1.WebhookClientConfig) {
+		u, _ := url.Parse(*cc.URL)
+		paths = append(paths, u.Path)
+	}
+	if local.Validating != nil {
+		for _, wh := range local.Validating.Webhooks {
+			add(wh.ClientConfig)
+		}
+	}
+	if local.Mutating != nil {
+		for _, wh := range local.Mutating.Webhooks {
+			add(wh.ClientConfig)
+		}
+	}
+	return paths, nil
+}
+
+// Objects returns the configurations as a list, validating first.
+func (w Webhooks) Objects() []client.Object {
 	var objs []client.Object
 	if w.Validating != nil {
 		objs = append(objs, w.Validating)
@@ -189,7 +226,7 @@ func (e *Env) registerWebhooks(ctx context.Context, ep endpoint, namespace strin
 	if err != nil {
 		return err
 	}
-	for _, obj := range local.objects() {
+	for _, obj := range local.Objects() {
 		if err := applyTyped(ctx, e.Client, obj); err != nil {
 			return fmt.Errorf("registering Steward's webhooks: %w", err)
 		}

@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,113 +24,86 @@ import (
 )
 
 // allowAllCommand is the hidden subcommand that serves the allow-all
-// webhook. It runs as a child process of the load tool (the same binary) so
-// that its CPU time and memory are its own, as they are for Steward.
+// webhook. It runs as a child process of the load tool (the same binary),
+// so that its CPU time and memory are its own, as Steward's are.
 const allowAllCommand = "serve-allow-all"
 
-// runAllowAllServer serves every path in -paths with a controller-runtime
-// webhook that allows every request, configured as Steward's server is
-// (TLS 1.2 minimum, HTTP/1.1 only), with controller-runtime's metrics on
-// -metrics-port.
-func runAllowAllServer(args []string) error {
-	fs := flag.NewFlagSet(allowAllCommand, flag.ContinueOnError)
-	port := fs.Int("port", 0, "webhook port on 127.0.0.1")
-	metricsPort := fs.Int("metrics-port", 0, "metrics and readiness port on 127.0.0.1")
-	certDir := fs.String("cert-dir", "", "directory with tls.crt and tls.key")
-	paths := fs.String("paths", "", "comma-separated paths to serve")
-	if err := fs.Parse(args); err != nil {
+// serveAllowAll serves every path in paths (comma-separated) on port with
+// a controller-runtime webhook that allows every request, configured as
+// Steward's server is (TLS 1.2 minimum, HTTP/1.1 only, the certificate in
+// certDir), and controller-runtime's metrics on metricsPort.
+func serveAllowAll(port, metricsPort, certDir, paths string) error {
+	p, err := strconv.Atoi(port)
+	if err != nil {
 		return err
 	}
-	srv := webhook.NewServer(webhook.Options{
-		Host:    "127.0.0.1",
-		Port:    *port,
-		CertDir: *certDir,
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
-			c.MinVersion = tls.VersionTLS12
-			c.NextProtos = []string{"http/1.1"}
-		}},
-	})
-	allow := admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: p, CertDir: certDir, TLSOpts: []func(*tls.Config){func(c *tls.Config) {
+		c.MinVersion, c.NextProtos = tls.VersionTLS12, []string{"http/1.1"}
+	}}})
+	allow := &webhook.Admission{Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
 		return admission.Allowed("")
-	})
-	rec := newRecorder()
-	for _, p := range strings.Split(*paths, ",") {
-		if p != "" {
-			srv.Register(p, rec.wrap(p, &webhook.Admission{Handler: allow}))
-		}
+	})}
+	for _, path := range strings.Split(paths, ",") {
+		srv.Register(path, allow)
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer cancel()
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
-	rec.serve(mux)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := srv.StartedChecker()(r); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		}
 	})
-	ms := &http.Server{Addr: "127.0.0.1:" + strconv.Itoa(*metricsPort), Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	ms := &http.Server{Addr: "127.0.0.1:" + metricsPort, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = ms.ListenAndServe() }()
 	defer ms.Close()
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer cancel()
 	return srv.Start(ctx)
 }
 
 // allowAll is the running allow-all webhook process.
 type allowAll struct {
-	cmd         *exec.Cmd
-	port        int
-	metricsPort int
-	ca          []byte
-	exited      chan struct{}
+	cmd               *exec.Cmd
+	port, metricsPort int
+	cert              harness.ServingCert
+	exited            chan struct{}
 }
 
-// startAllowAll runs the allow-all webhook as a child process serving
-// paths, and waits until it answers.
+// startAllowAll runs the allow-all webhook serving paths, with a CA and
+// serving certificate from the harness's generator, the one Steward's come
+// from: the same key type and chain, so a TLS handshake costs both the same.
 func startAllowAll(ctx context.Context, dir string, paths []string) (*allowAll, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	sc, err := newServingCert()
-	if err != nil {
-		return nil, err
-	}
+	a := &allowAll{exited: make(chan struct{})}
 	certDir := filepath.Join(dir, "allow-all-certs")
-	if err := sc.write(certDir); err != nil {
-		return nil, err
+	if a.cert, err = harness.NewServingCert(); err == nil {
+		err = a.cert.Write(certDir)
 	}
-	a := &allowAll{ca: sc.CA, exited: make(chan struct{})}
-	if a.port, err = harness.FreePort(); err != nil {
-		return nil, err
+	for _, p := range []*int{&a.port, &a.metricsPort} {
+		if err == nil {
+			*p, err = harness.FreePort()
+		}
 	}
-	if a.metricsPort, err = harness.FreePort(); err != nil {
-		return nil, err
-	}
-	log, err := os.Create(filepath.Join(dir, "allow-all.log"))
-	if err != nil {
+	log, err2 := os.Create(filepath.Join(dir, "allow-all.log"))
+	if err = errors.Join(err, err2); err != nil {
 		return nil, err
 	}
 	defer log.Close()
-	a.cmd = exec.Command(self, allowAllCommand,
-		"-port", strconv.Itoa(a.port), "-metrics-port", strconv.Itoa(a.metricsPort),
-		"-cert-dir", certDir, "-paths", strings.Join(paths, ","))
+	a.cmd = exec.Command(self, allowAllCommand, strconv.Itoa(a.port), strconv.Itoa(a.metricsPort), certDir, strings.Join(paths, ","))
 	a.cmd.Stdout, a.cmd.Stderr = log, log
-	// Its own process group, and killed if this process dies first.
-	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL} // killed if this process dies first
 	if err := a.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the allow-all webhook: %w", err)
 	}
 	go func() { _ = a.cmd.Wait(); close(a.exited) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := scrapeClient.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", a.metricsPort))
-		if err == nil {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if resp, err := http.Get(a.local("/readyz")); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(a.port)); err == nil {
-					c.Close()
-					return a, nil
-				}
+				return a, nil
 			}
 		}
 		select {
@@ -141,32 +112,22 @@ func startAllowAll(ctx context.Context, dir string, paths []string) (*allowAll, 
 		case <-ctx.Done():
 			a.stop()
 			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			a.stop()
-			return nil, errors.New("the allow-all webhook was not ready within 30s")
+		default:
 		}
 	}
+	a.stop()
+	return nil, errors.New("the allow-all webhook did not get ready within 30s; see allow-all.log")
 }
 
 func (a *allowAll) pid() int { return a.cmd.Process.Pid }
 
-func (a *allowAll) metricsURL() string {
-	return fmt.Sprintf("http://127.0.0.1:%d/metrics", a.metricsPort)
-}
-
-func (a *allowAll) url(path string) string {
-	return fmt.Sprintf("https://127.0.0.1:%d%s", a.port, path)
+// local is a URL of the plain-HTTP metrics port.
+func (a *allowAll) local(path string) string {
+	return fmt.Sprintf("http://127.0.0.1:%d%s", a.metricsPort, path)
 }
 
 // stop ends the process: SIGTERM, then SIGKILL after 10 seconds.
 func (a *allowAll) stop() {
-	select {
-	case <-a.exited:
-		return
-	default:
-	}
 	_ = a.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-a.exited:

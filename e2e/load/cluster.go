@@ -4,43 +4,39 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
+	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/e2e/harness"
 )
 
-// cluster is the environment under load: the harness's API server and
-// etcd, the Steward it runs, and clients for the identities the workloads
-// write as.
+// cluster is the environment under load: the harness's API server, etcd
+// and Steward, the allow-all webhook, and clients for the identities the
+// workloads write as.
 type cluster struct {
-	env     *harness.Env
-	base    *rest.Config
-	kube    kubernetes.Interface
-	dyn     dynamic.Interface
-	apiPID  int
-	etcdPID int
-	// pprofAddr is Steward's pprof endpoint (host:port).
-	pprofAddr string
-	// slow are admin clients without the usual request timeout, for
-	// cleanup.
-	slow *clients
-	// warnings counts the warning headers the API server returned.
-	warnings atomic.Int64
-
-	mu      sync.Mutex
-	clients map[string]*clients
+	env              *harness.Env
+	users            map[string]*clients // by user name; "" is the admin
+	slow             dynamic.Interface   // the admin, for cleanups of thousands of objects
+	apiPID, etcdPID  int
+	pprofAddr        string // Steward's pprof endpoint (host:port)
+	aa               *allowAll
+	steward, allowed harness.Webhooks
+	policy           *admissionregistrationv1.ValidatingAdmissionPolicy
+	binding          *admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	current          configID
 }
 
 // clients reach the API server as one identity: typed (protobuf, as
@@ -51,167 +47,229 @@ type clients struct {
 	dyn  dynamic.Interface
 }
 
-// countWarnings counts warning headers instead of printing one line per
-// request, as client-go would by default.
-type countWarnings struct{ n *atomic.Int64 }
-
-func (w countWarnings) HandleWarningHeader(int, string, string) { w.n.Add(1) }
-
-// startCluster starts the API server and etcd and Steward, with every rule
-// at its defaults and pprof on a local port.
-func startCluster(ctx context.Context, stewardConfig string) (*cluster, error) {
+// startCluster starts the API server, etcd and Steward (every rule at its
+// defaults, pprof on a local port) through the harness, then the allow-all
+// webhook with a certificate from the same generator as Steward's.
+func startCluster(ctx context.Context, workDir string) (c *cluster, err error) {
 	env, err := harness.Start(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("starting the API server: %w", err)
 	}
-	c := &cluster{env: env, clients: map[string]*clients{}}
-	fail := func(err error) (*cluster, error) {
-		env.Stop()
-		return nil, err
+	c = &cluster{env: env, users: map[string]*clients{}, current: cfgSteward}
+	defer func() {
+		if err != nil {
+			c.stop()
+		}
+	}()
+	for user, groups := range map[string][]string{"": nil, agentUser: nil, humanUser: humanGroups, crossplaneUser: nil, fluxUser: nil} {
+		cfg := rest.CopyConfig(env.Config)
+		// Closed-loop writers must not be throttled by the client: the
+		// server is what is measured.
+		cfg.QPS, cfg.Burst, cfg.Timeout, cfg.WarningHandler = -1, 0, time.Minute, rest.NoWarnings{}
+		if user != "" {
+			cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+		}
+		proto := rest.CopyConfig(cfg)
+		proto.ContentType = "application/vnd.kubernetes.protobuf"
+		c.users[user] = &clients{kube: kubernetes.NewForConfigOrDie(proto), dyn: dynamic.NewForConfigOrDie(cfg)}
+		if user == "" {
+			cfg.Timeout = 15 * time.Minute
+			c.slow = dynamic.NewForConfigOrDie(cfg)
+		}
 	}
-	c.base = rest.CopyConfig(env.Config)
-	// Closed-loop writers must not be throttled by the client: the server
-	// is what is measured.
-	c.base.QPS = -1
-	c.base.Burst = 0
-	c.base.Timeout = 60 * time.Second
-	c.base.WarningHandler = countWarnings{&c.warnings}
-	admin := c.as("")
-	c.kube, c.dyn = admin.kube, admin.dyn
-	// Cleanup deletes thousands of objects in one request; it may take
-	// minutes on a busy machine.
-	long := rest.CopyConfig(c.base)
-	long.Timeout = 15 * time.Minute
-	c.slow = &clients{kube: kubernetes.NewForConfigOrDie(long), dyn: dynamic.NewForConfigOrDie(long)}
-
-	apis := childrenNamed(os.Getpid(), "kube-apiserver")
-	etcds := childrenNamed(os.Getpid(), "etcd")
-	if len(apis) != 1 || len(etcds) != 1 {
-		return fail(fmt.Errorf("expected one kube-apiserver and one etcd child process, found %v and %v", apis, etcds))
+	if c.apiPID, c.etcdPID, err = env.ControlPlanePIDs(); err != nil {
+		return c, err
 	}
-	c.apiPID, c.etcdPID = apis[0], etcds[0]
-
 	port, err := harness.FreePort()
 	if err != nil {
-		return fail(err)
+		return c, err
 	}
 	c.pprofAddr = "127.0.0.1:" + strconv.Itoa(port)
-	if _, err := env.StartSteward(ctx, stewardConfig, "--pprof-bind-address", c.pprofAddr); err != nil {
-		return fail(fmt.Errorf("starting steward: %w", err))
+	if _, err := env.StartSteward(ctx, harness.DefaultConfig, "--pprof-bind-address", c.pprofAddr); err != nil {
+		return c, fmt.Errorf("starting steward: %w", err)
 	}
-	return c, nil
+	if c.steward, err = c.liveWebhooks(ctx, time.Minute); err != nil {
+		return c, err
+	}
+	paths, err := c.steward.Paths()
+	if err != nil {
+		return c, err
+	}
+	if c.aa, err = startAllowAll(ctx, workDir, paths); err != nil {
+		return c, err
+	}
+	if c.allowed, err = c.steward.PointedAt(allowAllName, "127.0.0.1", c.aa.port, c.aa.cert.CA); err != nil {
+		return c, err
+	}
+	if c.policy, c.binding, err = fleetPolicy(c.steward); err != nil {
+		return c, err
+	}
+	for _, ns := range []string{fleetNamespace, fluxNamespace, claimsNamespace} {
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return c, fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
+	}
+	_, err = c.as(agentUser).kube.CoreV1().ConfigMaps(fleetNamespace).Create(ctx, fleetConfigMap(policyProbeName), metav1.CreateOptions{})
+	return c, err
 }
 
-// stop ends Steward, the API server and etcd.
-func (c *cluster) stop() { c.env.Stop() }
-
-// steward is the running Steward process.
-func (c *cluster) steward() *harness.Steward { return c.env.Steward }
-
-// as returns clients for user with groups; "" is the admin.
-func (c *cluster) as(user string, groups ...string) *clients {
-	key := fmt.Sprint(user, groups)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cl, ok := c.clients[key]; ok {
-		return cl
+func (c *cluster) stop() {
+	if c.aa != nil {
+		c.aa.stop()
 	}
-	cfg := rest.CopyConfig(c.base)
-	if user != "" {
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
-	}
-	dyn := dynamic.NewForConfigOrDie(cfg)
-	proto := rest.CopyConfig(cfg)
-	proto.ContentType = "application/vnd.kubernetes.protobuf"
-	proto.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	cl := &clients{kube: kubernetes.NewForConfigOrDie(proto), dyn: dyn}
-	c.clients[key] = cl
-	return cl
+	c.env.Stop()
 }
 
-// ensureNamespace creates a namespace unless it exists.
-func (c *cluster) ensureNamespace(ctx context.Context, name string) error {
-	_, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", name, err)
+// stewardProc is the running Steward process.
+func (c *cluster) stewardProc() *harness.Steward { return c.env.Steward }
+
+// as returns the clients of a workload's user ("" for the admin).
+func (c *cluster) as(user string) *clients { return c.users[user] }
+
+// deleteMarked is a cleanup that deletes what a workload created (labelled
+// benchLabel=mark).
+func deleteMarked(res schema.GroupVersionResource, namespace, mark string) func(context.Context, *cluster) error {
+	return func(ctx context.Context, c *cluster) error {
+		return c.slow.Resource(res).Namespace(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: benchLabel + "=" + mark})
 	}
+}
+
+// liveWebhooks reads Steward's configurations as the API server holds
+// them once every webhook has rules (claimguard fills in its claim and
+// composite kinds at run time), keeping only their names and webhooks.
+func (c *cluster) liveWebhooks(ctx context.Context, timeout time.Duration) (w harness.Webhooks, err error) {
+	for deadline := time.Now().Add(timeout); ; time.Sleep(500 * time.Millisecond) {
+		vwc, mwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{}
+		for _, obj := range []client.Object{vwc, mwc} {
+			if err := c.env.Client.Get(ctx, client.ObjectKey{Name: harness.WebhookConfigurationName}, obj); err != nil {
+				return w, fmt.Errorf("reading steward's webhook configurations: %w", err)
+			}
+		}
+		w.Validating = &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: vwc.Name}, Webhooks: vwc.Webhooks}
+		w.Mutating = &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: mwc.Name}, Webhooks: mwc.Webhooks}
+		empty := slices.ContainsFunc(vwc.Webhooks, func(wh admissionregistrationv1.ValidatingWebhook) bool { return len(wh.Rules) == 0 })
+		if !empty || time.Now().After(deadline) {
+			if empty {
+				logf("warning: some of steward's webhooks still have no rules after %s; measuring without them", timeout)
+			}
+			return w, nil
+		}
+	}
+}
+
+// switchTo removes the configuration in effect and installs id, returning
+// once the API server uses it. Steward and the allow-all webhook run
+// throughout; a configuration is which of them (or the policy) is
+// registered.
+func (c *cluster) switchTo(ctx context.Context, id configID) error {
+	for _, step := range []struct {
+		id      configID
+		install bool
+	}{{c.current, false}, {id, true}} {
+		if step.id == cfgNone || c.current == id {
+			continue
+		}
+		objs := map[configID][]client.Object{cfgPolicy: {c.policy, c.binding}, cfgAllowAll: c.allowed.Objects(), cfgSteward: c.steward.Objects()}[step.id]
+		for _, obj := range objs {
+			var err error
+			if step.install {
+				err = c.env.Client.Create(ctx, obj.DeepCopyObject().(client.Object))
+			} else if err = c.env.Client.Delete(ctx, obj); apierrors.IsNotFound(err) {
+				err = nil
+			}
+			if err != nil {
+				return fmt.Errorf("switching from configuration (%s) to (%s): %w", c.current, id, err)
+			}
+		}
+		var err error
+		if step.id == cfgPolicy {
+			err = c.waitPolicy(ctx, step.install)
+		} else {
+			err = c.env.WaitWebhooksEffective(ctx, time.Minute)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	c.current = id
 	return nil
 }
 
-// stewardWebhooks are Steward's webhook configurations as the API server
-// holds them once Steward runs: the rendered manifests plus whatever rules
-// Steward fills in at run time (claimguard's claim and composite kinds).
-type stewardWebhooks struct {
-	validating *admissionregistrationv1.ValidatingWebhookConfiguration
-	mutating   *admissionregistrationv1.MutatingWebhookConfiguration
-}
-
-// snapshotWebhooks waits until no entry of Steward's configurations is
-// missing its rules (those Steward fills in at run time), then copies them
-// so they can be removed and restored between configurations.
-func (c *cluster) snapshotWebhooks(ctx context.Context, timeout time.Duration) (stewardWebhooks, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		var w stewardWebhooks
-		var empty []string
-		vwc, err := c.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, harness.WebhookConfigurationName, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return w, err
-		default:
-			w.validating = cleanMeta(vwc).(*admissionregistrationv1.ValidatingWebhookConfiguration)
-			for _, wh := range vwc.Webhooks {
-				if len(wh.Rules) == 0 {
-					empty = append(empty, wh.Name)
-				}
-			}
+// waitPolicy dry-runs a person's change of a Fleet-managed ConfigMap until
+// the policy's denial appears (present) or disappears.
+func (c *cluster) waitPolicy(ctx context.Context, present bool) error {
+	human := c.as(humanUser).kube.CoreV1().ConfigMaps(fleetNamespace)
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		patch := fmt.Appendf(nil, `{"data":{"probe":"%d"}}`, time.Now().UnixNano())
+		_, err := human.Patch(ctx, policyProbeName, types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		denied := err != nil && strings.Contains(err.Error(), policyName)
+		if err != nil && !denied && !apierrors.IsForbidden(err) {
+			return fmt.Errorf("probing the policy: %w", err)
 		}
-		mwc, err := c.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, harness.WebhookConfigurationName, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return w, err
-		default:
-			w.mutating = cleanMeta(mwc).(*admissionregistrationv1.MutatingWebhookConfiguration)
-			for _, wh := range mwc.Webhooks {
-				if len(wh.Rules) == 0 {
-					empty = append(empty, wh.Name)
-				}
-			}
-		}
-		if w.validating == nil && w.mutating == nil {
-			return w, errors.New("steward registered no webhook configuration")
-		}
-		if len(empty) == 0 {
-			return w, nil
-		}
-		if time.Now().After(deadline) {
-			logf("warning: webhooks %v still have no rules after %s; measuring without them", empty, timeout)
-			return w, nil
-		}
-		select {
-		case <-ctx.Done():
-			return w, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+		if denied == present {
+			return nil
 		}
 	}
+	return fmt.Errorf("the policy did not take effect (present=%v) within a minute", present)
 }
 
-// cleanMeta strips what the API server sets, so the object can be created
-// again.
-func cleanMeta(obj interface {
-	metav1.Object
-}) metav1.Object {
-	obj.SetResourceVersion("")
-	obj.SetUID("")
-	obj.SetManagedFields(nil)
-	obj.SetCreationTimestamp(metav1.Time{})
-	obj.SetGeneration(0)
-	return obj
-}
+// Names of the configurations the load tool registers itself.
+const (
+	allowAllName = "bench-allow-all"
+	policyName   = "bench-fleetguard"
+)
 
-// logf prints a progress line to stderr.
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
+// policyExpression is fleetguard's core decision in CEL, as a platform team
+// would write it without Steward: of a Fleet-managed object, anyone the
+// match conditions let through (everyone but the Fleet agent and
+// Kubernetes' controllers) may only make updates that leave its labels,
+// spec and data alone. Creates carrying Fleet's label and deletes are
+// refused.
+const policyExpression = `request.operation == 'UPDATE' &&
+  object.metadata.?labels.orValue({}) == oldObject.metadata.?labels.orValue({}) &&
+  object.?spec.orValue({}) == oldObject.?spec.orValue({}) &&
+  object.?data.orValue({}) == oldObject.?data.orValue({}) &&
+  object.?binaryData.orValue({}) == oldObject.?binaryData.orValue({})`
+
+// fleetPolicy builds the ValidatingAdmissionPolicy equivalent of
+// fleetguard, matched exactly as fleetguard's webhook is (its rules,
+// selectors and match conditions), and its binding.
+func fleetPolicy(steward harness.Webhooks) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
+	var fg *admissionregistrationv1.ValidatingWebhook
+	for i := range steward.Validating.Webhooks {
+		if steward.Validating.Webhooks[i].Name == "fleetguard.steward.dev" {
+			fg = &steward.Validating.Webhooks[i]
+		}
+	}
+	if fg == nil {
+		return nil, nil, errors.New("steward's configuration has no fleetguard.steward.dev entry to model the policy on")
+	}
+	var rules []admissionregistrationv1.NamedRuleWithOperations
+	for _, r := range fg.Rules {
+		rules = append(rules, admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: r})
+	}
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: policyName},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: fg.NamespaceSelector, ObjectSelector: fg.ObjectSelector,
+				ResourceRules: rules, MatchPolicy: fg.MatchPolicy,
+			},
+			MatchConditions: fg.MatchConditions,
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: policyExpression,
+				MessageExpression: `'fleetguard policy: ' + request.kind.kind + ' ' + request.namespace + '/' + request.name +
+  ' is managed by Fleet; change it in the Git repository instead'`,
+				Reason: ptr(metav1.StatusReasonForbidden), // 403, as a webhook's denial
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policyName},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: policyName, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	return policy, binding, nil
 }

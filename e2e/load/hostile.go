@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -13,18 +14,16 @@ import (
 	"github.com/stewardhq/steward/e2e/harness"
 )
 
-// hostileClients are the flood sizes the hostile-load scenario measures.
-var hostileClients = []int{20, 50, 100}
-
 // unbounded is the --request-memory that switches the bound off in effect,
 // the baseline the bounded Steward is compared with.
 const unbounded = "--request-memory=1Ti"
 
 // runHostile measures Steward under floods of unauthenticated reviews of
-// 7 MiB sent straight to its webhook port (harness.RunHostileLoad), with
-// its shipped bound on request memory and, in the same round right after,
-// without it. Each point runs on a freshly started Steward, so its peak
-// resident memory is its own. It prints a Markdown table.
+// 7 MiB sent straight to its webhook port (harness.RunHostileLoad) from 20,
+// 50 and 100 clients, with its shipped bound on request memory and, in the
+// same round right after, without it. Each flood hits a freshly started
+// Steward, so its peak resident memory is its own. It prints a Markdown
+// table and writes it to outPath.
 func runHostile(ctx context.Context, rounds int, d time.Duration, outPath string) error {
 	env, err := harness.Start(ctx)
 	if err != nil {
@@ -35,16 +34,15 @@ func runHostile(ctx context.Context, rounds int, d time.Duration, outPath string
 	if err != nil {
 		return err
 	}
-	type point struct{ bounded, unbounded []harness.HostileLoad }
-	points := map[int]*point{}
+	clients := []int{20, 50, 100}
+	runs := map[string][]harness.HostileLoad{} // by clients and bound
 	for round := 1; round <= rounds; round++ {
-		for _, n := range hostileClients {
-			p := points[n]
-			if p == nil {
-				p = &point{}
-				points[n] = p
-			}
-			for _, args := range [][]string{nil, {unbounded}} {
+		for _, n := range clients {
+			for _, bound := range []string{"bounded", "unbounded"} {
+				var args []string
+				if bound == "unbounded" {
+					args = []string{unbounded}
+				}
 				if _, err := env.RestartSteward(ctx, harness.DefaultConfig, args...); err != nil {
 					return err
 				}
@@ -52,82 +50,58 @@ func runHostile(ctx context.Context, rounds int, d time.Duration, outPath string
 				if err != nil {
 					return err
 				}
-				logf("round %d, %d clients, %s: peak %s, answers %v, ordinary writes %d answered, %d failed",
-					round, n, boundName(args), mib(r.Peak), r.Flood.Statuses, r.Answered, r.Failed)
-				if args == nil {
-					p.bounded = append(p.bounded, r)
-				} else {
-					p.unbounded = append(p.unbounded, r)
-				}
+				logf("round %d, %d clients, %s: peak %s, answers %v, ordinary writes %d answered, %d failed", round, n, bound, mib(r.Peak), r.Flood.Statuses, r.Answered, r.Failed)
+				key := fmt.Sprint(n, bound)
+				runs[key] = append(runs[key], r)
 			}
 		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Peak resident memory (VmHWM) of a freshly started Steward while N clients post unauthenticated AdmissionReviews of 7 MiB to `/validate/fleetguard`, one after another for %s, "+
 		"and a person's write that Steward judges goes through the API server every 250 ms. Bounded: the shipped defaults (`--request-memory` 3/8 of the %.0f MiB limit); "+
-		"unbounded: `%s`, measured right after in the same round. %d rounds; median, with the range.\n\n", d, float64(limit)/(1<<20), unbounded, rounds)
+		"unbounded: `%s`, measured right after in the same round. %d round%s; median, with the range.\n\n", d, float64(limit)/(1<<20), unbounded, rounds, plural(rounds))
 	b.WriteString("| clients | peak, bounded | peak, unbounded | unbounded / bounded | within the limit | reviews refused 429, bounded | ordinary writes answered / failed, bounded | unbounded | slowest, bounded | unbounded |\n")
 	b.WriteString("|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n")
-	for _, n := range hostileClients {
-		p := points[n]
-		bPeak, uPeak := peaks(p.bounded), peaks(p.unbounded)
-		within := "yes"
-		if slices.Max(bPeak) > float64(limit) {
-			within = "**no**"
-		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %.2f× | %s | %d of %d | %s | %s | %s | %s |\n", n,
-			mibRange(bPeak), mibRange(uPeak), median(uPeak)/median(bPeak), within,
-			count(p.bounded, func(r harness.HostileLoad) int { return r.Flood.Statuses[http.StatusTooManyRequests] }),
-			count(p.bounded, func(r harness.HostileLoad) int { return r.Flood.Sent }),
-			answered(p.bounded), answered(p.unbounded), slowest(p.bounded), slowest(p.unbounded))
+	for _, n := range clients {
+		bounded, unb := runs[fmt.Sprint(n, "bounded")], runs[fmt.Sprint(n, "unbounded")]
+		bPeak, uPeak := peaks(bounded), peaks(unb)
+		within := map[bool]string{true: "yes", false: "**no**"}[bPeak[len(bPeak)-1] <= float64(limit)]
+		fmt.Fprintf(&b, "| %d | %s | %s | %.2f× | %s | %d of %d | %s | %s | %s | %s |\n", n, mibRange(bPeak), mibRange(uPeak), median(uPeak)/median(bPeak), within,
+			total(bounded, func(r harness.HostileLoad) int { return r.Flood.Statuses[http.StatusTooManyRequests] }), total(bounded, func(r harness.HostileLoad) int { return r.Flood.Sent }),
+			writes(bounded), writes(unb), slowest(bounded), slowest(unb))
 	}
 	fmt.Print(b.String())
-	if outPath == "" {
-		return nil
-	}
 	if err := os.MkdirAll(filepath.Dir(outPath), 0o755); err != nil {
 		return err
 	}
 	return os.WriteFile(outPath, []byte(b.String()), 0o644)
 }
 
-func boundName(args []string) string {
-	if len(args) == 0 {
-		return "bounded"
-	}
-	return "unbounded"
-}
-
 // peaks are the rounds' peaks in bytes, sorted.
-func peaks(rs []harness.HostileLoad) []float64 {
-	out := make([]float64, len(rs))
-	for i, r := range rs {
-		out[i] = float64(r.Peak)
+func peaks(rs []harness.HostileLoad) (out []float64) {
+	for _, r := range rs {
+		out = append(out, float64(r.Peak))
 	}
-	slices.Sort(out) // median wants them sorted
+	slices.Sort(out)
 	return out
 }
 
 func mibRange(xs []float64) string {
-	return fmt.Sprintf("%.0f MiB (%.0f–%.0f)", median(xs)/(1<<20), slices.Min(xs)/(1<<20), slices.Max(xs)/(1<<20))
+	return fmt.Sprintf("%.0f MiB (%.0f–%.0f)", median(xs)/(1<<20), xs[0]/(1<<20), xs[len(xs)-1]/(1<<20))
 }
 
-func count(rs []harness.HostileLoad, f func(harness.HostileLoad) int) int {
-	n := 0
+func total(rs []harness.HostileLoad, f func(harness.HostileLoad) int) (n int) {
 	for _, r := range rs {
 		n += f(r)
 	}
 	return n
 }
 
-func answered(rs []harness.HostileLoad) string {
-	return fmt.Sprintf("%d / %d", count(rs, func(r harness.HostileLoad) int { return r.Answered }), count(rs, func(r harness.HostileLoad) int { return r.Failed }))
+// writes are the ordinary writes answered and failed; slowest the longest.
+func writes(rs []harness.HostileLoad) string {
+	return fmt.Sprintf("%d / %d", total(rs, func(r harness.HostileLoad) int { return r.Answered }), total(rs, func(r harness.HostileLoad) int { return r.Failed }))
 }
 
 func slowest(rs []harness.HostileLoad) string {
-	var d time.Duration
-	for _, r := range rs {
-		d = max(d, r.Slowest)
-	}
-	return d.Round(time.Millisecond).String()
+	return slices.MaxFunc(rs, func(a, b harness.HostileLoad) int { return cmp.Compare(a.Slowest, b.Slowest) }).Slowest.Round(time.Millisecond).String()
 }

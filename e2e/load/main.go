@@ -1,109 +1,129 @@
 // Command load measures what admission costs the API server: closed-loop
 // writers drive realistic GitOps and control-plane traffic through a real
 // kube-apiserver and etcd (the e2e harness) under four configurations,
-// alternated: (a) no admission webhooks, (b) a ValidatingAdmissionPolicy
-// with fleetguard's core decision in CEL, (c) an allow-all
-// controller-runtime webhook registered exactly as Steward's webhooks are,
-// and (d) Steward with every rule, registered from its rendered manifests.
-// It writes docs/benchmarks.md and a latency chart. `make bench` runs it.
+// alternated round by round: (a) no admission webhooks, (b) a
+// ValidatingAdmissionPolicy with fleetguard's core decision in CEL, (c) an
+// allow-all controller-runtime webhook registered exactly as Steward's
+// webhooks are and serving the same kind of certificate, and (d) Steward
+// with every rule. It writes docs/benchmarks.md and a latency chart; with
+// -hostile it runs the hostile-load scenario instead. `make bench` and
+// `make bench-hostile` run it.
 package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/stewardhq/steward/e2e/harness"
 )
 
-func main() {
-	if len(os.Args) > 1 && os.Args[1] == allowAllCommand {
-		if err := runAllowAllServer(os.Args[2:]); err != nil {
-			fmt.Fprintf(os.Stderr, "allow-all webhook: %v\n", err)
-			os.Exit(1)
-		}
-		return
-	}
-	os.Exit(realMain(os.Args[1:]))
+// options are the load tool's flags. The defaults keep a full run, seeding
+// included, to about an hour on two cores: seven rounds per point keep the
+// median of paired rounds where the undisturbed rounds put it, and the
+// caches are seeded at the goals' scale.
+type options struct {
+	duration, warmup, burstDuration, hostileDuration time.Duration
+	rounds, burstWriters, xrs, mrs, flux             int
+	concurrency                                      []int
+	workloads                                        map[string]bool
+	profile, hostile                                 bool
+	out, handlerBench                                string
 }
 
-func realMain(args []string) int {
-	opts, err := parseOptions(args, os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
+func parseOptions(args []string) (o options, err error) {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	fs.DurationVar(&o.duration, "duration", 2*time.Second, "measured time of each round of a point (workload, configuration, writers)")
+	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "unmeasured time before each round")
+	fs.IntVar(&o.rounds, "rounds", 7, "rounds of each point; each round measures every configuration in turn")
+	conc := fs.String("concurrency", "1,16,64", "comma-separated numbers of closed-loop writers")
+	fs.IntVar(&o.burstWriters, "burst-writers", 500, "writers in the burst")
+	fs.DurationVar(&o.burstDuration, "burst-duration", 5*time.Second, "measured time of the burst, per configuration")
+	fs.IntVar(&o.xrs, "xrs", fullXRs, "composite resources (XRs) present during the Crossplane workloads")
+	fs.IntVar(&o.mrs, "mrs", fullMRs, "managed resources (MRs) present during the Crossplane workloads")
+	fs.IntVar(&o.flux, "flux-objects", fullFlux, "Flux objects present during the Flux workloads")
+	wl := fs.String("workloads", "", "comma-separated workloads to run (all when empty), plus \"burst\"")
+	fs.BoolVar(&o.profile, "profile", true, "take CPU and heap profiles of Steward during judged workloads")
+	fs.StringVar(&o.out, "out", "docs/benchmarks.md", "report to write, relative to the repository root; the chart is written beside it")
+	fs.StringVar(&o.handlerBench, "handler-bench", "", "output of `go test -bench` over ./webhooks/... to include in the report")
+	fs.BoolVar(&o.hostile, "hostile", false, "run only the hostile-load scenario (floods of unauthenticated 7 MiB reviews at 20, 50 and 100 clients, Steward bounded and unbounded, -rounds rounds); writes bin/hostile-load.md")
+	fs.DurationVar(&o.hostileDuration, "hostile-duration", 10*time.Second, "how long each hostile flood lasts")
+	if err := fs.Parse(args); err != nil {
+		return o, err
 	}
-	if err != nil {
+	for _, s := range strings.Split(*conc, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return o, fmt.Errorf("-concurrency: %q is not a positive number", s)
+		}
+		o.concurrency = append(o.concurrency, n)
+	}
+	if *wl != "" {
+		o.workloads = map[string]bool{}
+		for _, s := range strings.Split(*wl, ",") {
+			if s = strings.TrimSpace(s); s != "burst" && workloadNamed(s) == nil {
+				return o, fmt.Errorf("-workloads: unknown workload %q", s)
+			}
+			o.workloads[s] = true
+		}
+	}
+	switch {
+	case fs.NArg() > 0:
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	case o.duration <= 0 || o.rounds < 1 || o.warmup < 0 || o.burstWriters < 1 || o.burstDuration <= 0:
+		return o, errors.New("-duration, -rounds, -burst-writers and -burst-duration must be positive, -warmup not negative")
+	case o.xrs < 0 || o.mrs < 0 || o.flux < 0 || o.mrs > 0 && o.xrs == 0:
+		return o, errors.New("-xrs, -mrs and -flux-objects must not be negative, and MRs need XRs to compose them")
+	}
+	return o, nil
+}
+
+// runs says whether a workload was selected.
+func (o options) runs(name string) bool { return o.workloads == nil || o.workloads[name] }
+
+func main() {
+	var err error
+	if len(os.Args) == 6 && os.Args[1] == allowAllCommand {
+		err = serveAllowAll(os.Args[2], os.Args[3], os.Args[4], os.Args[5])
+	} else if opts, perr := parseOptions(os.Args[1:]); perr != nil {
+		err = perr
+	} else {
+		err = run(context.Background(), opts)
+	}
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(os.Stderr, "load: %v\n", err)
-		return 2
+		os.Exit(1)
 	}
+}
+
+func run(ctx context.Context, opts options) error {
 	root, err := harness.RepoRoot()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "load: %v\n", err)
-		return 1
+		return err
 	}
 	if opts.hostile {
-		out := ""
-		if opts.hostileOut != "" {
-			out = inRoot(root, opts.hostileOut)
-		}
-		if err := runHostile(context.Background(), opts.rounds, opts.hostileDuration, out); err != nil {
-			fmt.Fprintf(os.Stderr, "load: %v\n", err)
-			return 1
-		}
-		return 0
+		return runHostile(ctx, opts.rounds, opts.hostileDuration, inRoot(root, "bin/hostile-load.md"))
 	}
-	var res *results
-	if opts.renderOnly != "" {
-		data, err := os.ReadFile(opts.renderOnly)
-		if err == nil {
-			res = &results{}
-			err = json.Unmarshal(data, res)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "load: reading %s: %v\n", opts.renderOnly, err)
-			return 1
-		}
-	} else {
-		if res, err = run(context.Background(), opts, root); err != nil {
-			fmt.Fprintf(os.Stderr, "load: %v\n", err)
-			return 1
-		}
+	res, err := measureAll(ctx, opts, root)
+	if err != nil {
+		return err
 	}
 	if opts.handlerBench != "" {
 		data, err := os.ReadFile(inRoot(root, opts.handlerBench))
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "load: %v\n", err)
-			return 1
-		}
 		res.HandlerBench = benchLines(string(data))
-	}
-	// The report first: a measurement that cannot be saved as JSON must
-	// still be reported.
-	if err := writeReport(root, opts, res); err != nil {
-		fmt.Fprintf(os.Stderr, "load: %v\n", err)
-		return 1
-	}
-	if opts.renderOnly == "" && opts.jsonOut != "" {
-		if err := writeJSON(inRoot(root, opts.jsonOut), res); err != nil {
-			fmt.Fprintf(os.Stderr, "load: writing the raw results: %v\n", err)
-			return 1
+		if err != nil {
+			return err
 		}
 	}
-	logf("wrote %s and %s", opts.out, opts.chart)
-	return 0
+	return writeReport(inRoot(root, opts.out), res)
 }
 
-func writeJSON(path string, res *results) error {
-	data, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(path, data, 0o644)
+// logf prints a progress line to stderr.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
 }

@@ -10,64 +10,60 @@ import (
 	"time"
 )
 
-// Markers around the hand-written part of docs/benchmarks.md, which a new
-// run keeps.
-const (
-	notesBegin = "<!-- notes:begin (kept when the report is regenerated) -->"
-	notesEnd   = "<!-- notes:end -->"
-)
-
-// writeReport renders the chart and the markdown report.
-func writeReport(root string, opts options, res *results) error {
-	chartPath := inRoot(root, opts.chart)
-	outPath := inRoot(root, opts.out)
-	if err := os.MkdirAll(filepath.Dir(chartPath), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(chartPath, []byte(svgChart(chartPanels(res))), 0o644); err != nil {
-		return err
-	}
-	notes := "\n_No notes yet._\n"
-	if old, err := os.ReadFile(outPath); err == nil {
-		if _, rest, ok := strings.Cut(string(old), notesBegin); ok {
-			if kept, _, ok := strings.Cut(rest, notesEnd); ok {
-				notes = kept
-			}
-		}
-	}
-	rel, err := filepath.Rel(filepath.Dir(outPath), chartPath)
-	if err != nil {
-		rel = opts.chart
-	}
-	md := renderMarkdown(res, filepath.ToSlash(rel), notes)
-	return os.WriteFile(outPath, []byte(md), 0o644)
+// results is everything a run measured.
+type results struct {
+	Machine            machine
+	Options            options
+	Points             []*point
+	Memory             memReport
+	Seeded             *seeded
+	Profiles           []profile
+	Webhooks, Warnings []string
+	Started, Finished  time.Time
+	HandlerBench       string
 }
 
-// find returns the point measured for a workload, configuration and
-// number of writers (burst points only when burst is set).
-func (r *results) find(wl string, cfg configID, writers int, burst bool) *point {
-	for _, p := range r.Points {
-		if p.Workload == wl && p.Config == cfg && p.Writers == writers && p.Burst == burst {
-			return p
-		}
+type machine struct {
+	CPUs             int
+	CPUModel, Commit string
+}
+
+// memReport is Steward's resident memory started and synced, the peaks
+// (VmHWM) of each phase, and synced again with the large caches; and what
+// claimguard held after the restart and at most before a cleanup.
+type memReport struct {
+	IdleRSS, PeakBeforeBurst, PeakSmall, CachedRSS, PeakLarge, SoftLimit int64
+	CachedObjects, MostCachedObjects                                     float64
+}
+
+type profile struct{ Title, Path, Top string }
+
+func (r *results) first(match func(*point) bool) *point {
+	if i := slices.IndexFunc(r.Points, match); i >= 0 {
+		return r.Points[i]
 	}
 	return nil
 }
 
-func (r *results) workload(name string) wlInfo {
-	for _, w := range r.Workloads {
-		if w.Name == name {
-			return w
-		}
-	}
-	return wlInfo{Name: name, Title: name, Short: name}
+// find returns a workload's point under cfg with writers (not the burst).
+func (r *results) find(wl string, cfg configID, writers int) *point {
+	return r.first(func(p *point) bool { return p.Workload == wl && p.Config == cfg && p.Writers == writers && !p.Burst })
 }
 
-// measuredWorkloads are the workloads with points, in run order.
-func (r *results) measuredWorkloads() []wlInfo {
-	var out []wlInfo
-	for _, w := range r.Workloads {
-		if slices.ContainsFunc(r.Points, func(p *point) bool { return p.Workload == w.Name && !p.Burst }) {
+// level is the number of writers the goals are judged at: 16, or the most
+// measured when 16 was not.
+func (r *results) level() int {
+	if c := r.Options.concurrency; !slices.Contains(c, 16) {
+		return slices.Max(c)
+	}
+	return 16
+}
+
+// measured are the workloads with points, in run order.
+func (r *results) measured() []*workload {
+	var out []*workload
+	for _, w := range workloads {
+		if r.find(w.Name, cfgNone, r.Options.concurrency[0]) != nil {
 			out = append(out, w)
 		}
 	}
@@ -77,279 +73,157 @@ func (r *results) measuredWorkloads() []wlInfo {
 // judged says whether the API server called Steward for (nearly) every
 // write of a workload.
 func (r *results) judged(wl string) bool {
-	n, calls := 0, 0.0
-	for _, p := range r.Points {
-		if p.Workload == wl && p.Config == cfgSteward && !p.Burst {
-			n += p.Answered()
-			calls += p.StewardCalls
+	p := r.find(wl, cfgSteward, r.level())
+	return p != nil && p.Answered() > 0 && p.Calls/float64(p.Answered()) >= 0.5
+}
+
+// fullCaches says whether the caches were seeded at the goals' scale.
+func (r *results) fullCaches() bool {
+	s := r.Seeded
+	return s != nil && s.XRs >= fullXRs && s.MRs >= fullMRs && s.Flux >= fullFlux
+}
+
+// Markers around the hand-written notes, which a new run keeps.
+const (
+	notesBegin = "<!-- notes:begin (kept when the report is regenerated) -->"
+	notesEnd   = "<!-- notes:end -->"
+)
+
+// writeReport writes the chart and the report, keeping the notes of the
+// report it replaces.
+func writeReport(path string, res *results) error {
+	chart := filepath.Join(filepath.Dir(path), "benchmark-latency.svg")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(chart, []byte(svgChart(chartPanels(res))), 0o644); err != nil {
+		return err
+	}
+	notes := "\n_No notes yet._\n"
+	if old, err := os.ReadFile(path); err == nil {
+		if _, rest, ok := strings.Cut(string(old), notesBegin); ok {
+			notes, _, _ = strings.Cut(rest, notesEnd)
 		}
 	}
-	return n > 0 && calls/float64(n) >= 0.5
+	logf("writing %s and %s", path, chart)
+	return os.WriteFile(path, []byte(renderMarkdown(res, filepath.Base(chart), notes)), 0o644)
 }
 
 func renderMarkdown(res *results, chart, notes string) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	o := res.Options
-	w("# Benchmarks\n\n")
-	w("What admission costs the API server, measured by `make bench` (the load generator in [`e2e/load`](../e2e/load)) against a real kube-apiserver and etcd. ")
-	w("This file is generated by that run, except the notes section, which a new run keeps. ")
-	w("Run on %s, commit `%s`; %d points, each %s of %s after a %s warm-up.\n\n",
-		res.Started.UTC().Format("2006-01-02 15:04 MST"), res.Machine.Commit, len(res.Points), roundsOf(o.Rounds), o.Duration, o.Warmup)
-	w("![p50 latency at one writer and throughput at 16 writers, per workload and configuration](%s)\n\n", chart)
-
-	w("## How it is measured\n\n")
-	w("One invocation starts kube-apiserver and etcd (the e2e harness), the real `steward` binary with every rule at its defaults, ")
-	w("and an allow-all webhook process, then measures each workload at each number of writers under four configurations in turn (a b c d, then d c b a at the next level, ...), ")
-	w("so that the points compared with each other are measured seconds apart and drift in the machine's load does not favour one of them:\n\n")
-	w("| | configuration |\n|---|---|\n")
-	w("| (a) | no admission webhooks: the API server's own floor |\n")
-	w("| (b) | a ValidatingAdmissionPolicy with fleetguard's core decision in CEL (people may not change labels, spec or data of objects labelled `objectset.rio.cattle.io/hash`; creates and deletes by people are refused), matched with fleetguard's own rules, selectors and match conditions, and a binding with `Deny` |\n")
-	w("| (c) | an allow-all controller-runtime webhook (its own process, TLS 1.2, HTTP/1.1 as Steward) registered exactly as Steward is: a copy of Steward's webhook configurations, every entry with its rules, selectors, match conditions, failure policy and timeout, pointed at the allow-all server |\n")
-	w("| (d) | Steward with every rule, registered from `manifests/base/webhooks.yaml` plus the rules Steward fills in at run time: %s |\n\n", strings.Join(res.Webhooks, ", "))
-	w("Each point runs closed-loop writers (each sends its next write when the previous one is answered) at %s writers, in %s of %s after a %s warm-up; ", joinInts(o.Concurrency), roundsOf(o.Rounds), o.Duration, o.Warmup)
-	w("each round measures all four configurations in turn, alternating the direction, and a point's figures sum its rounds (writes, time, CPU; latencies pooled), so a passing disturbance of the machine weighs on one round of one configuration only. ")
-	w("The throughput targets compare configurations round by round instead: the machine's speed drifts by a third over tens of seconds (its two cores share a host), so each round's ratio compares measurements taken seconds apart, and the target is judged on the median of those paired ratios (their range is given beside it, with the ratio of the summed rounds). ")
-	w("the burst runs %d writers for %s. ", o.BurstWriters, o.BurstDuration)
-	w("Writers share one client-go connection (protobuf for built-in kinds, JSON for custom resources, no client-side rate limit) and impersonate the workload's user; the harness makes every authenticated user a cluster-admin, so only admission refuses anything. ")
-	w("A write counts when the API server answers it as the configuration intends (stored, or refused by admission: the person's edits in (b) and (d)); anything else is an error. ")
-	w("Latency is the client's, per write. CPU time is read from `/proc/<pid>/stat` (utime + stime) of each process before and after the measurement; ")
-	w("\"webhook CPU per call\" divides the webhook process's CPU time by the calls it served (controller-runtime's request counter), so in (d) it includes Steward's informers' share. ")
-	w("The webhook handler's latency, Steward's in (d) and the allow-all webhook's in (c), comes from controller-runtime's `controller_runtime_webhook_latency_seconds` native histogram (buckets about 9%% wide; the upper bound is reported): it covers the HTTP exchange from the request's headers on, reading the body, decoding the review, the rule and writing the answer. ")
-	w("Steward's decision latency comes from its own `steward_decision_duration_seconds` native histogram (buckets about 10%% wide, upper bound reported): the rule alone, from the decoded request to its answer. Both are wall-clock times, so they include any wait for a core. ")
-	w("The API server writes a Metadata-level audit log of every write (the harness's audit policy) in every configuration.\n\n")
+	o, m, n := res.Options, res.Machine, res.level()
+	scale := fmt.Sprintf("%d round%s of %s per point at %s writers", o.rounds, plural(o.rounds), o.duration, joinInts(o.concurrency))
 	if s := res.Seeded; s != nil {
-		w("The Crossplane and Flux workloads run after seeding %d XRs (one in %d terminating, with Crossplane's finalizer, as during a slow Foreground deletion), %d MRs (owned by their XR, each with an external name) and %d Flux objects (Kustomizations, HelmReleases, GitRepositories; a quarter of them suspended) in %s; Steward is restarted then, so its caches hold them.\n\n",
-			s.XRs, terminatingEvery, s.MRs, s.Flux, s.Took.Round(time.Second))
+		scale += fmt.Sprintf(", caches of %d XRs, %d MRs and %d Flux objects", s.XRs, s.MRs, s.Flux)
+	}
+	label := "full scale"
+	if o.rounds < 7 || !res.fullCaches() {
+		label = fmt.Sprintf("**reduced scale**, noisier than the full run (7 rounds, caches of %dk XRs, %dk MRs, %dk Flux objects)", fullXRs/1000, fullMRs/1000, fullFlux/1000)
+	}
+	var busy, secs float64 // the cores other processes kept busy, weighted by time
+	for _, p := range res.Points {
+		busy, secs = busy+p.OtherCores()*p.Elapsed.Seconds(), secs+p.Elapsed.Seconds()
+	}
+	w("# Benchmarks\n\nWhat admission costs the API server, measured by `make bench` (the load generator in [`e2e/load`](../e2e/load)) against a real kube-apiserver and etcd. Generated by that run on %s at commit `%s`, on %d × %s, while other processes kept %.2f cores busy on average; %s: %s.\n\n",
+		res.Started.UTC().Format("2006-01-02 15:04 MST"), m.Commit, m.CPUs, m.CPUModel, busy/max(secs, 1e-9), label, scale)
+
+	w("## Summary\n\nEach goal is judged on the median of paired rounds (each round measures every configuration within seconds of the others); the range over the rounds is in brackets.\n\n| goal | measured | |\n|---|---|---|\n")
+	for _, g := range evaluateGoals(res) {
+		w("| %s | %s | %s |\n", g.Goal, g.Measured, g.Verdict)
+	}
+	w("\nSteward's throughput at %d writers as a multiple of each other configuration's, median of the paired rounds (range):\n\n", n)
+	w("| workload | Steward calls per write | ÷ no admission (a) | ÷ allow-all webhook, same certificates (c) | ÷ CEL policy (b) |\n|---|---:|---:|---:|---:|\n")
+	for _, wl := range res.measured() {
+		calls := ""
+		if p := res.find(wl.Name, cfgSteward, n); p != nil && p.Answered() > 0 {
+			calls = fmt.Sprintf("%.2f", p.Calls/float64(p.Answered()))
+		}
+		w("| %s | %s | %s | %s | %s |\n", wl.Short, calls, res.paired(wl.Name, cfgSteward, cfgNone, n), res.paired(wl.Name, cfgSteward, cfgAllowAll, n), res.paired(wl.Name, cfgSteward, cfgPolicy, n))
 	}
 
-	w("## Machine\n\n")
-	m := res.Machine
-	w("| | |\n|---|---|\n")
-	w("| CPU | %d × %s |\n", m.CPUs, m.CPUModel)
-	w("| memory | %.1f GiB |\n", float64(m.MemoryBytes)/(1<<30))
-	w("| kernel | %s |\n", m.Kernel)
-	w("| Go | %s |\n", m.GoVersion)
-	w("| kube-apiserver | %s |\n", m.KubeAPIServer)
-	w("| etcd | %s |\n", m.Etcd)
-	w("| load average (1, 5, 15 min) | %s at the start, %s at the end |\n", m.LoadAvgStart, m.LoadAvgEnd)
-	if res.MeasuredTime > 0 {
-		w("| other processes during the measurements | %.2f cores on average |\n", res.OtherCPU.Seconds()/res.MeasuredTime.Seconds())
-	}
-	other := 0.0
-	if res.MeasuredTime > 0 {
-		other = res.OtherCPU.Seconds() / res.MeasuredTime.Seconds()
-	}
-	if other < 0.1 {
-		w("\nThe generator, the API server, etcd, Steward and the allow-all webhook share these cores; other processes were nearly idle during the measurements (last column of each table).\n\n")
-	} else {
-		w("\nThe generator, the API server, etcd, Steward and the allow-all webhook share these cores, and other processes kept %.2f cores busy on average during the measurements (last column of each table): ratios between configurations are noisy.\n\n", other)
-	}
+	w("\n## Reproducing\n\n`make tools` once, then `make bench` (about an hour on two cores): the handler benchmarks (`go test -bench . -benchmem ./webhooks/...`), then `go run ./e2e/load` with its defaults, which rewrites this file (keeping the notes) and [the chart](%s). ", chart)
+	w("A check of the tool in about ten minutes, labelled as reduced scale: `make bench BENCH_FLAGS=\"-rounds 2 -concurrency 1,16 -xrs 200 -mrs 1000 -flux-objects 100 -burst-writers 100\"`. Other flags: `-duration`, `-warmup`, `-burst-duration`, `-workloads`, `-profile`, `-out`. `make bench-hostile` runs the hostile-load scenario (`-hostile`, in the notes).\n\n")
 
-	w("## Targets\n\n")
-	w("| target | measured | |\n|---|---|---|\n")
-	for _, t := range evaluateTargets(res) {
-		w("| %s | %s | %s |\n", t.Target, t.Measured, t.Verdict)
+	w("## Methodology\n\nOne invocation starts kube-apiserver and etcd through the e2e harness (`e2e/harness`), the real `steward` binary with every rule at its defaults and its Deployment's memory limit, and an allow-all webhook process. Each workload is measured at each number of writers under four configurations:\n\n")
+	w("| | configuration |\n|---|---|\n| (a) | no admission webhooks: the API server's own floor |\n")
+	w("| (b) | a ValidatingAdmissionPolicy with fleetguard's core decision in CEL (people may not change the labels, spec or data of objects labelled `objectset.rio.cattle.io/hash`), matched with fleetguard's own rules, selectors and match conditions |\n")
+	w("| (c) | an allow-all controller-runtime webhook in its own process (TLS 1.2, HTTP/1.1, as Steward), registered as a copy of Steward's configurations (every entry's rules, selectors, match conditions, failure policy and timeout) pointed at it. Its CA and serving certificate come from the harness's generator, as Steward's do: an ECDSA P-256 key and a leaf-plus-CA chain for both, so a TLS handshake costs both the same |\n")
+	w("| (d) | Steward, registered from `manifests/base/webhooks.yaml` plus the rules it fills in at run time: %s |\n\n", strings.Join(res.Webhooks, ", "))
+	w("A point runs closed-loop writers (each sends its next write when the previous one is answered) for %s after a %s warm-up, in %d round%s; each round measures the four configurations in turn, alternating the direction (a b c d, then d c b a). ", o.duration, o.warmup, o.rounds, plural(o.rounds))
+	w("Ratios are taken round by round and their median is reported with the range: a shared machine's speed drifts by a third over tens of seconds, so only measurements seconds apart compare like with like; the tables in the appendix sum the rounds. ")
+	w("Writers impersonate the workload's user (the harness makes every authenticated user a cluster-admin, so only admission refuses); a write counts when it is answered as the configuration intends (stored, or refused by admission). CPU time comes from `/proc/<pid>/stat`; a webhook's CPU per call divides its process's CPU by the calls it served, so Steward's includes its informers. Steward's decision latency is its `steward_decision_duration_seconds` native histogram (buckets about 10%% wide; the upper bound is reported). ")
+	if s := res.Seeded; s != nil {
+		w("The Crossplane and Flux workloads run after seeding %d XRs (one in %d terminating), %d MRs and %d Flux objects (some suspended) in %s and restarting Steward, so its caches hold them. ", s.XRs, terminatingEvery, s.MRs, s.Flux, s.Took.Round(time.Second))
 	}
-	w("\n")
+	w("The burst runs %d writers for %s. The API server writes a Metadata-level audit log in every configuration.\n\n", o.burstWriters, o.burstDuration)
 
-	w("## Results per workload\n\n")
-	w("Columns: writes answered per second, and as a multiple of (a) at the same number of writers; client latency percentiles; p50 added to (a)'s; ")
-	w("writes refused by admission and errors; webhook calls per write (Steward's in (d), the allow-all's in (c)); CPU per write of the API server (ms); ")
-	w("CPU per webhook call of the webhook process (ms); CPU per write of everything serving it (API server, etcd, and the configuration's webhook process; ms), and (a)'s divided by it, ")
-	w("which is the throughput multiple when the server side is CPU-bound and, unlike measured throughput, hardly moves with the machine's other load; the webhook handler's p50/p99 (ms; Steward's in (d), the allow-all's in (c)); Steward's decision p50/p99 (ms); cores kept busy by other processes on the machine.\n\n")
-	for _, wl := range res.measuredWorkloads() {
+	w("## Appendix\n\n### Notes\n\n%s%s%s\n\n", notesBegin, notes, notesEnd)
+	w("### Raw runs\n\n![p50 latency at the fewest writers and throughput relative to (a), per workload and configuration](%s)\n\n", chart)
+	w("Columns: writes answered per second, summed over the rounds, and as a multiple of (a); client latency (ms); p50 added to (a)'s; writes refused by admission, and errors; webhook calls per write and the webhook's CPU per call (ms); CPU per write of everything serving it (API server, etcd, the webhook; ms) and (a)'s divided by it; Steward's decision p99 (ms); cores busy with other processes.\n\n")
+	for _, wl := range res.measured() {
 		judged := "the API server never calls Steward for these writes"
 		if res.judged(wl.Name) {
 			judged = "Steward judges every write"
 		}
-		w("### %s\n\n", upperFirst(wl.Title))
-		w("`%s`, %s by `%s`; %s.\n\n", wl.Name, pluralVerb(wl.Verb), wl.User, judged)
-		writeTable(&b, res, wl.Name, false, res.Options.Concurrency)
+		w("#### %s\n\n`%s`, %ss by `%s`; %s.\n\n", wl.Title, wl.Name, wl.Verb, wl.User, judged)
+		writeTable(&b, func(cfg configID, n int) *point { return res.find(wl.Name, cfg, n) }, o.concurrency)
 	}
-	if ps := burstPoints(res); len(ps) > 0 {
-		w("### Burst: %d people edit Fleet-managed ConfigMaps at once\n\n", res.Options.BurstWriters)
-		w("`fleet-configmap-update-human` with %d writers for %s, one Steward process.\n\n", res.Options.BurstWriters, res.Options.BurstDuration)
-		writeTable(&b, res, "fleet-configmap-update-human", true, []int{res.Options.BurstWriters})
-		for _, p := range ps {
-			for _, e := range p.Errors {
-				w("- (%s) error: `%s`\n", p.Config, oneLine(e))
-			}
-		}
-		w("\n")
+	if res.first(func(p *point) bool { return p.Burst }) != nil {
+		w("#### Burst: %d people edit Fleet-managed ConfigMaps at once\n\n", o.burstWriters)
+		writeTable(&b, func(cfg configID, _ int) *point {
+			return res.first(func(p *point) bool { return p.Burst && p.Config == cfg })
+		}, []int{o.burstWriters})
 	}
-
-	if len(res.MatchCosts) > 0 {
-		w("## What the API server spends deciding not to call\n\n")
-		w("The API server's own histogram `%s` times each request that a webhook's matchConditions kept from it (preparing the CEL activation and evaluating the conditions), over the whole run: the agent workloads in (c) and (d), and everything else the conditions exclude.\n\n", matchConditionMetric)
-		w("| webhook | requests excluded | mean per request |\n|---|---:|---:|\n")
-		for _, m := range res.MatchCosts {
-			w("| %s | %.0f | %.1f µs |\n", m.Webhook, m.Exclusion, m.MeanMicros())
-		}
-		w("\n")
-	}
-
-	if len(res.Alone) > 0 {
-		writeAlone(&b, res)
-	}
-
-	w("## Steward's memory\n\n")
 	mem := res.Memory
-	if mem.SoftLimit > 0 {
-		w("Steward ran with the soft memory limit its Deployment gives it: %s (90%% of the container's memory limit, passed as `MEMORY_LIMIT`).\n\n", mib(mem.SoftLimit))
+	w("### Steward's memory\n\nSoft memory limit, from the Deployment's memory limit: %s.\n\n| | resident |\n|---|---|\n", mib(mem.SoftLimit))
+	w("| started, caches synced | %s |\n| peak, Fleet workloads before the burst | %s |\n| peak, with the burst | %s |\n", mib(mem.IdleRSS), mib(mem.PeakBeforeBurst), mib(mem.PeakSmall))
+	if s := res.Seeded; s != nil {
+		w("| restarted with the large caches, synced | %s |\n| peak, Crossplane and Flux workloads | %s |\n\n", mib(mem.CachedRSS), mib(mem.PeakLarge))
+		w("%.0f resident bytes per seeded object; claimguard held %.0f objects after the restart and up to %.0f before a workload's cleanup (the MRs a workload creates stay cached until then).\n",
+			float64(mem.CachedRSS-mem.IdleRSS)/float64(max(s.XRs+s.MRs+s.Flux, 1)), mem.CachedObjects, mem.MostCachedObjects)
 	}
-	w("| | resident (VmRSS / VmHWM) | live heap after GC |\n|---|---|---|\n")
-	w("| started, caches synced, before any load | %s | %s |\n", mib(mem.IdleRSS), mib(mem.IdleHeap))
-	if mem.PeakBeforeBurst > 0 {
-		w("| peak during the Fleet workloads, before the burst | %s | |\n", mib(mem.PeakBeforeBurst))
-	}
-	w("| peak during the Fleet workloads and the burst | %s | |\n", mib(mem.PeakSmall))
-	if res.Seeded != nil {
-		w("| restarted with the large caches, synced | %s | %s |\n", mib(mem.CachedRSS), mib(mem.CachedHeap))
-		w("| peak during the Crossplane and Flux workloads | %s | |\n", mib(mem.PeakLarge))
-		if mem.MostCachedObjects > mem.CachedObjects {
-			w("\nThe MRs a workload creates stay in claimguard's caches until the workload's cleanup, so the peak covers up to %.0f objects in claimguard's caches, against %.0f after the restart.\n", mem.MostCachedObjects, mem.CachedObjects)
-		}
-		objs := float64(res.Seeded.XRs + res.Seeded.MRs + res.Seeded.Flux)
-		w("\nPer cached object: %s of live heap and %s of resident memory, over the %.0f seeded XRs, MRs and Flux objects",
-			bytesPer(mem.CachedHeap-mem.IdleHeap, objs), bytesPer(mem.CachedRSS-mem.IdleRSS, objs), objs)
-		if mem.ClaimguardSeen {
-			w(" (claimguard reports %.0f objects in its caches)", mem.CachedObjects)
-		}
-		w(".\n\n")
-	}
-
 	if res.HandlerBench != "" {
-		w("## Handler benchmarks\n\n")
-		w("`go test -run '^$' -bench . -benchmem ./webhooks/...`, run by `make bench` just before the load generator, on the same machine: each rule's handler on realistic requests, without the API server. ")
-		w("`BenchmarkWrapAllowAll` (package `webhooks/rule`) is the floor: `rule.Wrap` around a rule that allows everything, on a Fleet-managed Deployment update; its `ServeHTTP` case adds controller-runtime's decoding and encoding of the AdmissionReview, which every call pays.\n\n")
-		w("```\n%s```\n\n", res.HandlerBench)
+		w("\n### Handler benchmarks\n\n`go test -run '^$' -bench . -benchmem ./webhooks/...`, run by `make bench` just before, on the same machine; `BenchmarkWrapAllowAll` is the floor, `rule.Wrap` around a rule that allows everything.\n\n```\n%s```\n", res.HandlerBench)
 	}
 	if len(res.Profiles) > 0 {
-		w("## Profiles\n\n")
-		w("CPU profiles of Steward (`--pprof-bind-address`) during an extra, unmeasured run of each judged workload at 16 writers in (d), and a heap profile with the large caches. The files are left in `%s`.\n\n", filepath.Dir(res.Profiles[0].Path))
+		w("\n### Profiles\n\nSteward's CPU during an extra, unmeasured run of each judged workload in (d), and its heap with the large caches; the files are in `%s`.\n\n", filepath.Dir(res.Profiles[0].Path))
 		for _, p := range res.Profiles {
-			title := p.Kind + " profile"
-			if p.Workload != "" {
-				title += ", " + p.Workload
-			}
-			w("<details><summary>%s</summary>\n\n```\n%s```\n\n</details>\n\n", title, trimTop(p.Top))
+			top := slices.DeleteFunc(strings.Split(p.Top, "\n"), func(l string) bool { return strings.HasPrefix(l, "File: ") || strings.HasPrefix(l, "Build ID: ") })
+			w("<details><summary>%s</summary>\n\n```\n%s```\n\n</details>\n\n", p.Title, strings.Join(top, "\n"))
 		}
 	}
 	if len(res.Warnings) > 0 {
-		w("## Warnings during the run\n\n")
-		for _, m := range res.Warnings {
-			w("- %s\n", oneLine(m))
+		w("\n### Warnings during the run\n\n")
+		for _, msg := range res.Warnings {
+			w("- %s\n", strings.NewReplacer("\n", " ", "|", `\|`).Replace(msg))
 		}
-		w("\n")
 	}
-	w("## Notes\n\n%s%s%s\n\n", notesBegin, notes, notesEnd)
-	w("## Reproducing\n\n")
-	w("`make bench` runs the handler benchmarks (`go test -bench . -benchmem ./webhooks/...`) and then this load generator with its defaults. ")
-	w("The generator's flags: `-duration`, `-rounds`, `-warmup`, `-concurrency`, `-burst-writers`, `-burst-duration`, `-xrs`, `-mrs`, `-flux-objects`, `-workloads`, `-profile`; ")
-	w("for example `go run ./e2e/load -duration 10s -xrs 10000 -mrs 50000` (with `KUBEBUILDER_ASSETS` set as the Makefile does). ")
-	w("It writes the raw results to `bin/benchmarks.json`; `go run ./e2e/load -render bin/benchmarks.json` renders this file and the chart again without measuring.\n")
-	return b.String()
+	return strings.TrimRight(b.String(), "\n") + "\n"
 }
 
-func writeTable(b *strings.Builder, res *results, wl string, burst bool, levels []int) {
-	fmt.Fprintf(b, "| | writers | writes/s | × (a) | p50 | p90 | p99 | +p50 | refused | errors | calls/write | API server CPU/write | webhook CPU/call | server CPU/write | × (a) by CPU | handler p50/p99 | decision p50/p99 | other load |\n")
-	fmt.Fprintf(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+func writeTable(b *strings.Builder, find func(configID, int) *point, levels []int) {
+	b.WriteString("| | writers | writes/s | × (a) | p50 | p90 | p99 | +p50 | refused | errors | calls/write | webhook CPU/call | server CPU/write | × (a) by CPU | decision p99 | other load |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, n := range levels {
-		base := res.find(wl, cfgNone, n, burst)
+		base := find(cfgNone, n)
 		for _, cfg := range allConfigs {
-			p := res.find(wl, cfg, n, burst)
+			p := find(cfg, n)
 			if p == nil {
 				continue
 			}
-			ratio, added, cpuRatio := "", "", ""
+			var x, added, byCPU, calls string
 			if base != nil && base.Rate() > 0 {
-				ratio = fmt.Sprintf("%.2f", p.Rate()/base.Rate())
-				added = signedMs(p.P50 - base.P50)
-				if v := base.ServerCPUPerWrite() / p.ServerCPUPerWrite(); !math.IsNaN(v) && !math.IsInf(v, 0) {
-					cpuRatio = fmt.Sprintf("%.2f", v)
-				}
+				x, added, byCPU = fmt.Sprintf("%.2f", p.Rate()/base.Rate()), fmt.Sprintf("%+.2f", ms(p.P50-base.P50)), fmtMs(base.ServerCPUPerWrite()/p.ServerCPUPerWrite())
 			}
-			webhookCPU, handler, decision := "", "", ""
-			switch cfg {
-			case cfgSteward:
-				webhookCPU = fmtMs(p.CPUPerCall(procSteward))
-				if p.StewardCalls >= 1 {
-					handler = fmtP50P99(p.HandlerP50, p.HandlerP99)
-					decision = fmtP50P99(p.DecisionP50, p.DecisionP99)
-				}
-			case cfgAllowAll:
-				webhookCPU = fmtMs(p.CPUPerCall(procAllowAll))
-				if p.AllowAllCalls >= 1 {
-					handler = fmtP50P99(p.HandlerP50, p.HandlerP99)
-				}
+			if webhookProc[cfg] != "" && p.Answered() > 0 {
+				calls = fmt.Sprintf("%.2f", p.Calls/float64(p.Answered()))
 			}
-			calls := ""
-			if cfg == cfgSteward || cfg == cfgAllowAll {
-				calls = fmt.Sprintf("%.2f", p.CallsPerWrite())
-			}
-			fmt.Fprintf(b, "| (%s) | %d | %.0f | %s | %.2f | %.2f | %.2f | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %.2f |\n",
-				cfg, n, p.Rate(), ratio, ms(p.P50), ms(p.P90), ms(p.P99), added, p.Denied, p.Failed, calls,
-				fmtMs(p.CPUPerWrite(procAPIServer)), webhookCPU, fmtMs(p.ServerCPUPerWrite()), cpuRatio, handler, decision, p.OtherCores())
+			fmt.Fprintf(b, "| (%s) | %d | %.0f | %s | %.2f | %.2f | %.2f | %s | %d | %d | %s | %s | %s | %s | %s | %.2f |\n", cfg, n, p.Rate(), x, ms(p.P50), ms(p.P90), ms(p.P99),
+				added, p.Denied, p.Failed, calls, fmtMs(p.CPUPerCall()), fmtMs(p.ServerCPUPerWrite()), byCPU, fmtMs(p.DecisionP99*1000), p.OtherCores())
 		}
 	}
-	fmt.Fprintf(b, "\n")
-}
-
-func burstPoints(res *results) []*point {
-	var out []*point
-	for _, p := range res.Points {
-		if p.Burst {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// chartPanels are p50 latency at one writer (p90 marked) and throughput at
-// 16 writers relative to (a), per workload and configuration.
-func chartPanels(res *results) []barPanel {
-	wls := res.measuredWorkloads()
-	var cats []string
-	for _, w := range wls {
-		cats = append(cats, w.Short)
-	}
-	lowest := slices.Min(append([]int{math.MaxInt}, res.Options.Concurrency...))
-	mid := 16
-	if !slices.Contains(res.Options.Concurrency, 16) && len(res.Options.Concurrency) > 0 {
-		mid = slices.Max(res.Options.Concurrency)
-	}
-	lat := barPanel{
-		Title:  fmt.Sprintf("Client latency at %d writer%s: p50 (bar) and p90 (mark)", lowest, plural(lowest)),
-		YLabel: "milliseconds", Categories: cats, MarkName: "p90",
-	}
-	thr := barPanel{
-		Title:  fmt.Sprintf("Throughput at %d writers, relative to (a) no admission", mid),
-		YLabel: "× (a)", Categories: cats, RefLine: 1,
-	}
-	for _, cfg := range allConfigs {
-		name := fmt.Sprintf("(%s) %s", cfg, configShort[cfg])
-		ls := series{Name: name, Color: configColors[cfg]}
-		ts := series{Name: name, Color: configColors[cfg]}
-		for _, w := range wls {
-			if p := res.find(w.Name, cfg, lowest, false); p != nil {
-				ls.Values = append(ls.Values, ms(p.P50))
-				ls.Marks = append(ls.Marks, ms(p.P90))
-			} else {
-				ls.Values = append(ls.Values, math.NaN())
-				ls.Marks = append(ls.Marks, math.NaN())
-			}
-			p, base := res.find(w.Name, cfg, mid, false), res.find(w.Name, cfgNone, mid, false)
-			if p != nil && base != nil && base.Rate() > 0 {
-				ts.Values = append(ts.Values, p.Rate()/base.Rate())
-			} else {
-				ts.Values = append(ts.Values, math.NaN())
-			}
-		}
-		lat.Series = append(lat.Series, ls)
-		thr.Series = append(thr.Series, ts)
-	}
-	return []barPanel{lat, thr}
+	b.WriteString("\n")
 }
 
 // inRoot resolves a path relative to the repository root.
@@ -361,33 +235,19 @@ func inRoot(root, path string) string {
 }
 
 func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, n := range v {
-		s[i] = fmt.Sprint(n)
-	}
-	return strings.Join(s, ", ")
+	return strings.ReplaceAll(strings.Trim(fmt.Sprint(v), "[]"), " ", ", ")
 }
 
+// fmtMs prints milliseconds, empty when unknown or zero.
 func fmtMs(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0) || v == 0:
 		return ""
-	}
-	if v < 0.1 {
+	case v < 0.1:
 		return fmt.Sprintf("%.3f", v)
 	}
 	return fmt.Sprintf("%.2f", v)
 }
-
-// roundsOf names a number of rounds ("1 round", "3 rounds"); results
-// written before rounds existed have 0, which was one round.
-func roundsOf(n int) string {
-	if n <= 1 {
-		return "1 round"
-	}
-	return fmt.Sprintf("%d rounds", n)
-}
-
-func signedMs(d time.Duration) string { return fmt.Sprintf("%+.2f", ms(d)) }
 
 func mib(n int64) string {
 	if n == 0 {
@@ -396,41 +256,11 @@ func mib(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
-func bytesPer(delta int64, objs float64) string {
-	if objs <= 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.0f bytes", float64(delta)/objs)
-}
-
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-func pluralVerb(v string) string {
-	if v == "create" {
-		return "creates"
-	}
-	return "updates"
-}
-
 func plural(n int) string {
 	if n == 1 {
 		return ""
 	}
 	return "s"
-}
-
-func oneLine(s string) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	s = strings.ReplaceAll(s, "|", "\\|")
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
 }
 
 // benchLines keeps the package and result lines of `go test -bench`.
@@ -442,52 +272,4 @@ func benchLines(out string) string {
 		}
 	}
 	return b.String()
-}
-
-// trimTop keeps pprof's summary and its table, dropping file paths.
-func trimTop(s string) string {
-	var out []string
-	for _, line := range strings.Split(s, "\n") {
-		if strings.HasPrefix(line, "File: ") || strings.HasPrefix(line, "Build ID: ") {
-			continue
-		}
-		out = append(out, line)
-	}
-	return strings.Join(out, "\n")
-}
-
-// fmtP50P99 prints a pair of latencies given in seconds as "p50 / p99" ms;
-// empty when unknown (a reading from before the histogram existed).
-func fmtP50P99(p50, p99 float64) string {
-	if p50 == 0 && p99 == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%s / %s", fmtMs(p50*1000), fmtMs(p99*1000))
-}
-
-// writeAlone reports the webhook processes driven directly (alone.go).
-func writeAlone(b *strings.Builder, res *results) {
-	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	w("## The webhook processes alone\n\n")
-	w("The first review the API server sent the allow-all webhook for each judged workload in (c), on each webhook path, recorded as sent, is posted straight to Steward and to the allow-all webhook ")
-	w("(TLS verified against each one's CA, HTTP/1.1, a kept-alive connection per writer, closed loops as above), with (a) in effect, so the API server is out of the loop and nothing is written: ")
-	w("CPU per call is each process's request path alone, without informer events and without waiting on the API server. The two processes are measured in turn, in alternating order, at each number of writers, in the same rounds as above. ")
-	w("Steward answers each review as it would in the cluster (its caches are those of the workloads above); the client checks every answer is a verdict, and anything else is an error.\n\n")
-	w("| workload | writers | Steward calls/s | allow-all calls/s | Steward p50 / p99 | allow-all p50 / p99 | Steward CPU/call | allow-all CPU/call | Steward ÷ allow-all CPU | errors |\n")
-	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, wl := range res.measuredWorkloads() {
-		for _, n := range res.Options.Concurrency {
-			s, a := res.findAlone(wl.Name, targetSteward, n), res.findAlone(wl.Name, targetAllowAll, n)
-			if s == nil || a == nil {
-				continue
-			}
-			ratio := ""
-			if a.CPUPerCall() > 0 {
-				ratio = fmt.Sprintf("%.2f", s.CPUPerCall()/a.CPUPerCall())
-			}
-			w("| %s | %d | %.0f | %.0f | %.2f / %.2f | %.2f / %.2f | %.3f | %.3f | %s | %d |\n",
-				wl.Short, n, s.Rate(), a.Rate(), ms(s.P50), ms(s.P99), ms(a.P50), ms(a.P99), s.CPUPerCall(), a.CPUPerCall(), ratio, s.Failed+a.Failed)
-		}
-	}
-	w("\n")
 }

@@ -2,8 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,88 +13,44 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// op performs one write; seq counts the worker's writes from 0.
+// op performs one write; seq counts the writer's writes.
 type op func(ctx context.Context, seq int) error
 
-// outcome is how the API server answered one write.
-type outcome int
-
+// Outcomes of a write: stored, refused by admission (a webhook's or a
+// policy's denial), or anything else (timeouts, failed webhook calls, 5xx,
+// conflicts).
 const (
-	succeeded outcome = iota
-	// denied is a refusal by admission (403 from a webhook or policy).
+	succeeded = iota
 	denied
-	// failed is anything else: timeouts, webhook call failures, 5xx,
-	// conflicts.
 	failed
 )
 
-func classify(err error) outcome {
-	switch {
+func classify(err error) int {
+	switch msg := fmt.Sprint(err); {
 	case err == nil:
 		return succeeded
-	case (apierrors.IsForbidden(err) || apierrors.IsInvalid(err)) &&
-		(strings.Contains(err.Error(), "denied the request") || strings.Contains(err.Error(), "ValidatingAdmissionPolicy")):
-		// A webhook's denial is a 403; a policy's is a 403 or 422,
-		// depending on the validation's reason.
+	case (apierrors.IsForbidden(err) || apierrors.IsInvalid(err)) && (strings.Contains(msg, "denied the request") || strings.Contains(msg, "ValidatingAdmissionPolicy")):
 		return denied
 	}
 	return failed
 }
 
-// load is what a closed loop of writers achieved.
-type load struct {
-	Writers   int
-	Elapsed   time.Duration
-	Succeeded int
-	Denied    int
-	Failed    int
-	// FirstErrors are a few distinct error messages, for the report.
-	FirstErrors []string
-	// Latencies of every answered write (succeeded or denied), sorted.
-	latencies []time.Duration
-}
-
-// Answered is the number of writes the API server answered as intended.
-func (l load) Answered() int { return l.Succeeded + l.Denied }
-
-// Rate is answered writes per second.
-func (l load) Rate() float64 {
-	if l.Elapsed <= 0 {
-		return 0
+func perWriter(writers int, f func(w int) op) []op {
+	ops := make([]op, writers)
+	for w := range ops {
+		ops[w] = f(w)
 	}
-	return float64(l.Answered()) / l.Elapsed.Seconds()
-}
-
-// Percentile returns the q-quantile of the answered writes' latencies.
-func (l load) Percentile(q float64) time.Duration {
-	return percentile(l.latencies, q)
-}
-
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	if i < 0 {
-		i = 0
-	}
-	if i >= len(sorted) {
-		i = len(sorted) - 1
-	}
-	return sorted[i]
+	return ops
 }
 
 // runLoad runs ops (one per writer) in closed loops: each writer sends its
 // next write as soon as the previous one is answered. After warmup,
 // onStart reads the processes' counters and the measurement window opens;
-// after duration, onEnd reads them again and the window closes, while the
-// writers are still running, so the load is steady across the whole
-// window. A write counts when it completes inside the window; since writes
-// in flight at either edge are cut alike, counts of webhook calls read by
-// onStart and onEnd match the writes counted. seqStart offsets every
-// writer's sequence numbers so that repeated runs write fresh values and
-// names.
-func runLoad(ctx context.Context, ops []op, warmup, duration time.Duration, seqStart int, onStart, onEnd func()) load {
+// after duration, onEnd reads them again and the window closes while the
+// writers still run, so the load is steady across the window. A write
+// counts when it completes inside the window. seqStart offsets the
+// sequence numbers so that repeated runs write fresh values and names.
+func runLoad(ctx context.Context, ops []op, warmup, duration time.Duration, seqStart int, onStart, onEnd func()) *point {
 	type result struct {
 		lat []time.Duration
 		out [3]int
@@ -104,11 +61,8 @@ func runLoad(ctx context.Context, ops []op, warmup, duration time.Duration, seqS
 	windowEnd.Store(math.MaxInt64)
 	var wg sync.WaitGroup
 	for i, o := range ops {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			r := &results[i]
-			r.lat = make([]time.Duration, 0, 4096)
 			for seq := seqStart; stop.Load() == 0 && ctx.Err() == nil; seq++ {
 				t0 := time.Now()
 				err := o(ctx, seq)
@@ -126,7 +80,7 @@ func runLoad(ctx context.Context, ops []op, warmup, duration time.Duration, seqS
 				}
 				r.lat = append(r.lat, t1.Sub(t0))
 			}
-		}()
+		})
 	}
 	sleep(ctx, warmup)
 	onStart()
@@ -139,22 +93,27 @@ func runLoad(ctx context.Context, ops []op, warmup, duration time.Duration, seqS
 	stop.Store(1)
 	wg.Wait()
 
-	l := load{Writers: len(ops), Elapsed: to.Sub(from)}
-	seen := map[string]bool{}
+	p := &point{Writers: len(ops), Elapsed: to.Sub(from)}
 	for _, r := range results {
-		l.Succeeded += r.out[succeeded]
-		l.Denied += r.out[denied]
-		l.Failed += r.out[failed]
-		l.latencies = append(l.latencies, r.lat...)
+		p.Succeeded += r.out[succeeded]
+		p.Denied += r.out[denied]
+		p.Failed += r.out[failed]
+		p.latencies = append(p.latencies, r.lat...)
 		for _, e := range r.err {
-			if !seen[e] && len(l.FirstErrors) < 5 {
-				seen[e] = true
-				l.FirstErrors = append(l.FirstErrors, e)
+			if !slices.Contains(p.Errors, e) && len(p.Errors) < 5 {
+				p.Errors = append(p.Errors, e)
 			}
 		}
 	}
-	sort.Slice(l.latencies, func(a, b int) bool { return l.latencies[a] < l.latencies[b] })
-	return l
+	slices.Sort(p.latencies)
+	return p
+}
+
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(max(int(math.Ceil(q*float64(len(sorted))))-1, 0), len(sorted)-1)]
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -3,278 +3,153 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
-// workload is one kind of write traffic.
+// workload is one kind of write traffic: Name for -workloads, Title for
+// the report and Short for the chart; Phase 1 runs before the large caches
+// are seeded, phase 2 after; Verb is "create" or "update", User who writes;
+// Denies are the configurations that refuse every write. prepare returns
+// one op per writer; cleanup removes what the workload created.
 type workload struct {
-	// Name is the workload's identifier (the -workloads flag).
-	Name string
-	// Title describes it in the report; Short labels it in the chart.
-	Title string
-	Short string
-	// Phase 1 runs before the large caches are seeded, phase 2 after.
-	Phase int
-	// Verb is "create" or "update".
-	Verb string
-	// User is who writes.
-	User string
-	// Denies lists the configurations expected to refuse every write.
-	Denies map[configID]bool
-	// prepare returns one op per writer.
-	prepare func(ctx context.Context, b *bench, writers int) ([]op, error)
-	// cleanup removes what the workload created, after each configuration.
-	cleanup func(ctx context.Context, b *bench) error
+	Name, Title, Short, Verb, User string
+	Phase                          int
+	Denies                         map[configID]bool
+	prepare                        func(ctx context.Context, b *bench, writers int) ([]op, error)
+	cleanup                        func(ctx context.Context, c *cluster) error
 }
 
-// workloads returns every workload, in the order they run.
-func workloads() []*workload {
-	agentCMs := &configMapPool{prefix: "agent-cm"}
-	humanCMs := &configMapPool{prefix: "human-cm"}
-	agentDeploys := &deploymentPool{prefix: "agent-web"}
-	humanDeploys := &deploymentPool{prefix: "human-web"}
-	hrs := &helmReleasePool{prefix: "bench-hr"}
-	humanDenied := map[configID]bool{cfgPolicy: true, cfgSteward: true}
-	return []*workload{
-		{
-			Name: "fleet-configmap-create-agent", Short: "CM create (agent)", Title: "Fleet agent creates Fleet-managed ConfigMaps", Phase: 1, Verb: "create", User: agentUser,
-			prepare: func(ctx context.Context, b *bench, writers int) ([]op, error) {
-				kube := b.c.as(agentUser).kube
-				return perWriter(writers, func(w int) op {
-					return func(ctx context.Context, seq int) error {
-						cm := fleetConfigMap(fmt.Sprintf("new-%s-%d-%d", b.nonce, w, seq))
-						cm.Labels[benchLabel] = "configmap-create"
-						_, err := kube.CoreV1().ConfigMaps(fleetNamespace).Create(ctx, cm, metav1.CreateOptions{})
-						return err
-					}
-				}), nil
-			},
-			cleanup: func(ctx context.Context, b *bench) error {
-				return b.c.slow.kube.CoreV1().ConfigMaps(fleetNamespace).DeleteCollection(ctx, metav1.DeleteOptions{},
-					metav1.ListOptions{LabelSelector: benchLabel + "=configmap-create"})
-			},
-		},
-		{
-			Name: "fleet-configmap-update-agent", Short: "CM update (agent)", Title: "Fleet agent updates Fleet-managed ConfigMaps", Phase: 1, Verb: "update", User: agentUser,
-			prepare: func(ctx context.Context, b *bench, writers int) ([]op, error) {
-				return agentCMs.ops(ctx, b, writers, b.c.as(agentUser).kube, func(cm *corev1.ConfigMap, seq int) {
-					cm.Data["revision"] = strconv.Itoa(seq)
-				})
-			},
-		},
-		{
-			Name: "fleet-deployment-update-agent", Short: "Deploy update (agent)", Title: "Fleet agent updates Fleet-managed Deployments (new image and config checksum)", Phase: 1, Verb: "update", User: agentUser,
-			prepare: func(ctx context.Context, b *bench, writers int) ([]op, error) {
-				return agentDeploys.ops(ctx, b, writers, b.c.as(agentUser).kube, func(d *appsv1.Deployment, seq int) {
-					d.Spec.Template.Spec.Containers[0].Image = "registry.example.com/shop/web:1.42." + strconv.Itoa(seq)
-					d.Spec.Template.Annotations["checksum/config"] = strconv.Itoa(seq)
-				})
-			},
-		},
-		{
-			Name: "fleet-configmap-update-human", Short: "CM update (person)", Title: "a person edits Fleet-managed ConfigMaps (Steward denies)", Phase: 1, Verb: "update", User: humanUser, Denies: humanDenied,
-			prepare: func(ctx context.Context, b *bench, writers int) ([]op, error) {
-				return humanCMs.ops(ctx, b, writers, b.c.as(humanUser, humanGroups...).kube, func(cm *corev1.ConfigMap, seq int) {
-					cm.Data["LOG_LEVEL"] = "debug-" + strconv.Itoa(seq)
-				})
-			},
-		},
-		{
-			Name: "fleet-deployment-update-human", Short: "Deploy update (person)", Title: "a person changes the image of Fleet-managed Deployments (Steward denies)", Phase: 1, Verb: "update", User: humanUser, Denies: humanDenied,
-			prepare: func(ctx context.Context, b *bench, writers int) ([]op, error) {
-				return humanDeploys.ops(ctx, b, writers, b.c.as(humanUser, humanGroups...).kube, func(d *appsv1.Deployment, seq int) {
-					d.Spec.Template.Spec.Containers[0].Image = "registry.example.com/shop/web:hotfix-" + strconv.Itoa(seq)
-				})
-			},
-		},
-		{
-			Name: "claim-create", Short: "claim create", Title: "a developer creates Crossplane claims (PostgreSQLInstance), large caches present", Phase: 2, Verb: "create", User: humanUser,
-			prepare: func(ctx context.Context, b *bench, writers int) ([]op, error) {
-				dyn := b.c.as(humanUser, humanGroups...).dyn.Resource(claimGVR).Namespace(claimsNamespace)
-				return perWriter(writers, func(w int) op {
-					return func(ctx context.Context, seq int) error {
-						_, err := dyn.Create(ctx, claim(fmt.Sprintf("db-%s-%d-%d", b.nonce, w, seq)), metav1.CreateOptions{})
-						return err
-					}
-				}), nil
-			},
-			cleanup: func(ctx context.Context, b *bench) error {
-				return b.c.slow.dyn.Resource(claimGVR).Namespace(claimsNamespace).DeleteCollection(ctx, metav1.DeleteOptions{},
-					metav1.ListOptions{LabelSelector: benchLabel + "=claim-create"})
-			},
-		},
-		{
-			Name: "managed-create", Short: "MR create", Title: "Crossplane composes managed resources (RDSInstance with an external name), large caches present", Phase: 2, Verb: "create", User: crossplaneUser,
-			prepare: func(ctx context.Context, b *bench, writers int) ([]op, error) {
-				dyn := b.c.as(crossplaneUser).dyn.Resource(managedGVR)
-				return perWriter(writers, func(w int) op {
-					return func(ctx context.Context, seq int) error {
-						xr, claimName := b.seeded.compositeFor(w*7919 + seq)
-						mr := managed(fmt.Sprintf("%s-%s-%d-%d", xr, b.nonce, w, seq), xr, claimName)
-						mr.SetLabels(withLabel(mr.GetLabels(), benchLabel, "managed-create"))
-						_, err := dyn.Create(ctx, mr, metav1.CreateOptions{})
-						return err
-					}
-				}), nil
-			},
-			cleanup: func(ctx context.Context, b *bench) error {
-				return b.c.slow.dyn.Resource(managedGVR).DeleteCollection(ctx, metav1.DeleteOptions{},
-					metav1.ListOptions{LabelSelector: benchLabel + "=managed-create"})
-			},
-		},
-		{
-			Name: "helmrelease-update-v2beta1", Short: "HelmRelease v2beta1", Title: "kustomize-controller applies HelmReleases written as v2beta1 (deprecated)", Phase: 2, Verb: "update", User: fluxUser,
-			prepare: func(ctx context.Context, b *bench, writers int) ([]op, error) {
-				return hrs.ops(ctx, b, writers)
-			},
-		},
-		{
-			Name: "flux-event-create", Short: "Flux Event", Title: "kustomize-controller records Events about Kustomizations (every other one suspended)", Phase: 2, Verb: "create", User: fluxUser,
-			prepare: func(ctx context.Context, b *bench, writers int) ([]op, error) {
-				kube := b.c.as(fluxUser).kube
-				return perWriter(writers, func(w int) op {
-					return func(ctx context.Context, seq int) error {
-						ks := b.seeded.kustomizationFor(w + seq)
-						_, err := kube.CoreV1().Events(fluxNamespace).Create(ctx, fluxEvent(ks, w*1_000_000+seq), metav1.CreateOptions{})
-						return err
-					}
-				}), nil
-			},
-			// No cleanup: it is the last workload, and a cluster expires
-			// Events by itself.
-		},
+// creates is a prepare whose writers each create new objects with write.
+func creates(write func(ctx context.Context, b *bench, w, seq int) error) func(context.Context, *bench, int) ([]op, error) {
+	return func(_ context.Context, b *bench, writers int) ([]op, error) {
+		return perWriter(writers, func(w int) op {
+			return func(ctx context.Context, seq int) error { return write(ctx, b, w, seq) }
+		}), nil
 	}
 }
 
-func perWriter(writers int, f func(w int) op) []op {
-	ops := make([]op, writers)
-	for w := range ops {
-		ops[w] = f(w)
-	}
-	return ops
-}
-
-func withLabel(labels map[string]string, k, v string) map[string]string {
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[k] = v
-	return labels
-}
-
-// configMapPool holds one Fleet-managed ConfigMap per writer, created by
-// the agent; each writer keeps its latest copy so it never conflicts.
-type configMapPool struct {
-	prefix string
-	objs   []*corev1.ConfigMap
-}
-
-func (p *configMapPool) ops(ctx context.Context, b *bench, writers int, kube kubernetes.Interface, change func(*corev1.ConfigMap, int)) ([]op, error) {
-	agent := b.c.as(agentUser).kube.CoreV1().ConfigMaps(fleetNamespace)
-	for len(p.objs) < writers {
-		cm, err := agent.Create(ctx, fleetConfigMap(fmt.Sprintf("%s-%d", p.prefix, len(p.objs))), metav1.CreateOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("creating the ConfigMaps to update: %w", err)
+// workloadNamed returns the workload of that name, or nil.
+func workloadNamed(name string) *workload {
+	for _, w := range workloads {
+		if w.Name == name {
+			return w
 		}
-		p.objs = append(p.objs, cm)
 	}
-	client := kube.CoreV1().ConfigMaps(fleetNamespace)
-	return perWriter(writers, func(w int) op {
-		return func(ctx context.Context, seq int) error {
-			cm := p.objs[w].DeepCopy()
-			change(cm, seq)
-			updated, err := client.Update(ctx, cm, metav1.UpdateOptions{})
-			switch {
-			case err == nil:
-				p.objs[w] = updated
-			case apierrors.IsConflict(err):
-				if fresh, gerr := agent.Get(ctx, cm.Name, metav1.GetOptions{}); gerr == nil {
-					p.objs[w] = fresh
-				}
-			}
+	return nil
+}
+
+// humanDenied are the configurations that refuse a person's edits of
+// Fleet-managed objects.
+var humanDenied = map[configID]bool{cfgPolicy: true, cfgSteward: true}
+
+// workloads are every workload, in the order they run; the update
+// workloads patch one object per writer (patches).
+var workloads = []*workload{
+	{
+		Name: "fleet-configmap-create-agent", Short: "CM create (agent)", Title: "Fleet agent creates Fleet-managed ConfigMaps", Phase: 1, Verb: "create", User: agentUser,
+		prepare: creates(func(ctx context.Context, b *bench, w, seq int) error {
+			cm := fleetConfigMap(fmt.Sprintf("new-%s-%d-%d", b.nonce, w, seq))
+			cm.Labels[benchLabel] = "configmap-create"
+			_, err := b.c.as(agentUser).kube.CoreV1().ConfigMaps(fleetNamespace).Create(ctx, cm, metav1.CreateOptions{})
 			return err
-		}
-	}), nil
-}
-
-// deploymentPool is configMapPool for Deployments.
-type deploymentPool struct {
-	prefix string
-	objs   []*appsv1.Deployment
-}
-
-func (p *deploymentPool) ops(ctx context.Context, b *bench, writers int, kube kubernetes.Interface, change func(*appsv1.Deployment, int)) ([]op, error) {
-	agent := b.c.as(agentUser).kube.AppsV1().Deployments(fleetNamespace)
-	for len(p.objs) < writers {
-		d, err := agent.Create(ctx, fleetDeployment(fmt.Sprintf("%s-%d", p.prefix, len(p.objs))), metav1.CreateOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("creating the Deployments to update: %w", err)
-		}
-		p.objs = append(p.objs, d)
-	}
-	client := kube.AppsV1().Deployments(fleetNamespace)
-	return perWriter(writers, func(w int) op {
-		return func(ctx context.Context, seq int) error {
-			d := p.objs[w].DeepCopy()
-			change(d, seq)
-			updated, err := client.Update(ctx, d, metav1.UpdateOptions{})
-			switch {
-			case err == nil:
-				p.objs[w] = updated
-			case apierrors.IsConflict(err):
-				if fresh, gerr := agent.Get(ctx, d.Name, metav1.GetOptions{}); gerr == nil {
-					p.objs[w] = fresh
-				}
-			}
+		}),
+		cleanup: deleteMarked(configMapsGVR, fleetNamespace, "configmap-create"),
+	},
+	{
+		Name: "fleet-configmap-update-agent", Short: "CM update (agent)", Title: "Fleet agent updates Fleet-managed ConfigMaps", Phase: 1, Verb: "update", User: agentUser,
+		prepare: patches(configMapsGVR, "agent-cm", agentUser, agentUser, types.MergePatchType, asUnstructured(fleetConfigMap),
+			func(seq int) string { return fmt.Sprintf(`{"data":{"revision":"%d"}}`, seq) }),
+	},
+	{
+		Name: "fleet-deployment-update-agent", Short: "Deploy update (agent)", Title: "Fleet agent updates Fleet-managed Deployments (new image and config checksum)", Phase: 1, Verb: "update", User: agentUser,
+		prepare: patches(deploymentsGVR, "agent-web", agentUser, agentUser, types.StrategicMergePatchType, asUnstructured(fleetDeployment), func(seq int) string {
+			return fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"checksum/config":"%d"}},"spec":{"containers":[{"name":"web","image":"registry.example.com/shop/web:1.42.%d"}]}}}}`, seq, seq)
+		}),
+	},
+	{
+		Name: "fleet-configmap-update-human", Short: "CM update (person)", Title: "A person edits Fleet-managed ConfigMaps (Steward denies)", Phase: 1, Verb: "update", User: humanUser, Denies: humanDenied,
+		prepare: patches(configMapsGVR, "human-cm", agentUser, humanUser, types.MergePatchType, asUnstructured(fleetConfigMap),
+			func(seq int) string { return fmt.Sprintf(`{"data":{"LOG_LEVEL":"debug-%d"}}`, seq) }),
+	},
+	{
+		Name: "fleet-deployment-update-human", Short: "Deploy update (person)", Title: "A person changes the image of Fleet-managed Deployments (Steward denies)", Phase: 1, Verb: "update", User: humanUser, Denies: humanDenied,
+		prepare: patches(deploymentsGVR, "human-web", agentUser, humanUser, types.StrategicMergePatchType, asUnstructured(fleetDeployment), func(seq int) string {
+			return fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"registry.example.com/shop/web:hotfix-%d"}]}}}}`, seq)
+		}),
+	},
+	{
+		Name: "claim-create", Short: "claim create", Title: "A developer creates Crossplane claims (PostgreSQLInstance), large caches present", Phase: 2, Verb: "create", User: humanUser,
+		prepare: creates(func(ctx context.Context, b *bench, w, seq int) error {
+			_, err := b.c.as(humanUser).dyn.Resource(claimGVR).Namespace(claimsNamespace).Create(ctx, claim(fmt.Sprintf("db-%s-%d-%d", b.nonce, w, seq)), metav1.CreateOptions{})
 			return err
-		}
-	}), nil
+		}),
+		cleanup: deleteMarked(claimGVR, claimsNamespace, "claim-create"),
+	},
+	{
+		Name: "managed-create", Short: "MR create", Title: "Crossplane composes managed resources (RDSInstance with an external name), large caches present", Phase: 2, Verb: "create", User: crossplaneUser,
+		prepare: creates(func(ctx context.Context, b *bench, w, seq int) error {
+			xr, claimName := b.seeded.compositeFor(w*7919 + seq)
+			mr := managed(fmt.Sprintf("%s-%s-%d-%d", xr, b.nonce, w, seq), xr, claimName)
+			_ = unstructured.SetNestedField(mr.Object, "managed-create", "metadata", "labels", benchLabel)
+			_, err := b.c.as(crossplaneUser).dyn.Resource(managedGVR).Create(ctx, mr, metav1.CreateOptions{})
+			return err
+		}),
+		cleanup: deleteMarked(managedGVR, "", "managed-create"),
+	},
+	{
+		Name: "helmrelease-update-v2beta1", Short: "HelmRelease v2beta1", Title: "Kustomize-controller applies HelmReleases written as v2beta1 (deprecated)", Phase: 2, Verb: "update", User: fluxUser,
+		// Created as v2 by the admin, written through v2beta1.
+		prepare: patches(hrOldGVR, "bench-hr", "", fluxUser, types.MergePatchType, func(name string) *unstructured.Unstructured { return fluxObject("HelmRelease", name, false) },
+			func(seq int) string { return fmt.Sprintf(`{"spec":{"values":{"replicaCount":%d}}}`, seq) }),
+	},
+	{
+		Name: "flux-event-create", Short: "Flux Event", Title: "Kustomize-controller records Events about Kustomizations (every other one suspended)", Phase: 2, Verb: "create", User: fluxUser,
+		prepare: creates(func(ctx context.Context, b *bench, w, seq int) error {
+			ks := b.seeded.kustomizations[(w+seq)%len(b.seeded.kustomizations)]
+			_, err := b.c.as(fluxUser).kube.CoreV1().Events(fluxNamespace).Create(ctx, fluxEvent(ks, w*1_000_000+seq), metav1.CreateOptions{})
+			return err
+		}),
+		// No cleanup: it is the last workload, and a cluster expires
+		// Events by itself.
+	},
 }
 
-// helmReleasePool holds one HelmRelease per writer, read and written
-// through v2beta1.
-type helmReleasePool struct {
-	prefix string
-	objs   []*unstructured.Unstructured
-}
-
-func (p *helmReleasePool) ops(ctx context.Context, b *bench, writers int) ([]op, error) {
-	admin := b.c.dyn.Resource(hrGVR).Namespace(fluxNamespace)
-	old := b.c.as(fluxUser).dyn.Resource(hrOldGVR).Namespace(fluxNamespace)
-	for len(p.objs) < writers {
-		name := fmt.Sprintf("%s-%d", p.prefix, len(p.objs))
-		if _, err := admin.Create(ctx, helmRelease(name, false), metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("creating the HelmReleases to update: %w", err)
+// patches is a prepare for updates. Each writer has an object of its own,
+// which owner creates first, and patches it as user with patch(seq), as
+// Helm (the Fleet agent), kubectl and Flux write: the API server turns a
+// patch into an update that admission sees whole.
+func patches(res schema.GroupVersionResource, prefix, owner, user string, pt types.PatchType, newObj func(string) *unstructured.Unstructured, patch func(seq int) string) func(context.Context, *bench, int) ([]op, error) {
+	created := 0
+	return func(ctx context.Context, b *bench, writers int) ([]op, error) {
+		for ; created < writers; created++ {
+			obj := newObj(fmt.Sprintf("%s-%d", prefix, created)) // through its own version
+			at := schema.GroupVersionResource{Group: res.Group, Version: obj.GroupVersionKind().Version, Resource: res.Resource}
+			if _, err := b.c.as(owner).dyn.Resource(at).Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+				return nil, fmt.Errorf("creating the objects to update: %w", err)
+			}
 		}
-		hr, err := old.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("reading HelmRelease %s as v2beta1: %w", name, err)
-		}
-		p.objs = append(p.objs, hr)
-	}
-	return perWriter(writers, func(w int) op {
-		return func(ctx context.Context, seq int) error {
-			hr := p.objs[w].DeepCopy()
-			if err := unstructured.SetNestedField(hr.Object, int64(seq), "spec", "values", "replicaCount"); err != nil {
+		c := b.c.as(user).dyn.Resource(res).Namespace(newObj("").GetNamespace())
+		return perWriter(writers, func(w int) op {
+			return func(ctx context.Context, seq int) error {
+				_, err := c.Patch(ctx, fmt.Sprintf("%s-%d", prefix, w), pt, []byte(patch(seq)), metav1.PatchOptions{})
 				return err
 			}
-			updated, err := old.Update(ctx, hr, metav1.UpdateOptions{})
-			switch {
-			case err == nil:
-				p.objs[w] = updated
-			case apierrors.IsConflict(err):
-				if fresh, gerr := old.Get(ctx, hr.GetName(), metav1.GetOptions{}); gerr == nil {
-					p.objs[w] = fresh
-				}
-			}
-			return err
+		}), nil
+	}
+}
+
+// asUnstructured converts a typed object for patches.
+func asUnstructured[T runtime.Object](f func(string) T) func(string) *unstructured.Unstructured {
+	return func(name string) *unstructured.Unstructured {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(f(name))
+		if err != nil {
+			panic(err) // typed fixtures always convert
 		}
-	}), nil
+		return &unstructured.Unstructured{Object: m}
+	}
 }

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// The goals Steward is measured against, and the scale of the caches they
+// name.
+const (
+	agentCreateRatio, agentUpdateRatio, allowAllRatio = 0.85, 0.90, 0.95
+	addedP50Create, addedP50Update                    = 0.6, 0.8 // ms
+	webhookCPUPerCall, decisionP99                    = 0.3, 1.0 // ms
+	rssSmall, rssLarge                                = 64 << 20, 150 << 20
+	fullXRs, fullMRs, fullFlux                        = 10000, 50000, 5000
+)
+
+// ratio is one configuration's rate over another's, round by round. Each
+// round measures every configuration within seconds, while a shared
+// machine's speed drifts by a third over tens of seconds, so each round's
+// ratio compares two measurements taken under the same conditions; a goal
+// is judged on the median, and the range is the spread.
+type ratio struct{ median, lo, hi float64 }
+
+func (r *results) paired(wl string, cfg, base configID, writers int) ratio {
+	p, b := r.find(wl, cfg, writers), r.find(wl, base, writers)
+	var rs []float64
+	for i := 0; p != nil && b != nil && i < min(len(p.RoundRates), len(b.RoundRates)); i++ {
+		if b.RoundRates[i] > 0 {
+			rs = append(rs, p.RoundRates[i]/b.RoundRates[i])
+		}
+	}
+	if len(rs) == 0 {
+		return ratio{math.NaN(), math.NaN(), math.NaN()}
+	}
+	slices.Sort(rs)
+	return ratio{median(rs), rs[0], rs[len(rs)-1]}
+}
+
+func (x ratio) String() string {
+	switch {
+	case math.IsNaN(x.median):
+		return "–"
+	case x.lo == x.hi:
+		return fmt.Sprintf("%.2f×", x.median)
+	}
+	return fmt.Sprintf("%.2f× (%.2f–%.2f)", x.median, x.lo, x.hi)
+}
+
+// median of sorted xs.
+func median(xs []float64) float64 {
+	if n := len(xs); n%2 == 0 {
+		return (xs[n/2-1] + xs[n/2]) / 2
+	}
+	return xs[len(xs)/2]
+}
+
+// goal is one row of the summary.
+type goal struct{ Goal, Measured, Verdict string }
+
+func verdict(ok bool) string {
+	if ok {
+		return "**met**"
+	}
+	return "**missed**"
+}
+
+// straddles notes when some ratio's rounds fall on both sides of a goal:
+// one run cannot separate the two there.
+func straddles(v string, xs []ratio, goal float64) string {
+	for _, x := range xs {
+		if x.lo < goal && x.hi >= goal {
+			return v + " (rounds on both sides)"
+		}
+	}
+	return v
+}
+
+// worstOf keeps the text of the worst case seen, by how far it is past its
+// goal (larger is worse).
+type worstOf struct {
+	by   float64
+	text string
+}
+
+func (w *worstOf) see(by float64, text string) {
+	if w.text == "" || by > w.by {
+		w.by, w.text = by, text
+	}
+}
+
+func evaluateGoals(r *results) []goal {
+	var out []goal
+	n, fewest := r.level(), r.Options.concurrency[0]
+	add := func(g, measured, verdict string) {
+		if measured == "" {
+			measured, verdict = "not run", "not measured"
+		}
+		out = append(out, goal{g, measured, verdict})
+	}
+	// when is text if measured is true and "" otherwise, so that add says
+	// "not run".
+	when := func(measured bool, text string) string {
+		if !measured {
+			return ""
+		}
+		return text
+	}
+
+	// Agent writes: the match conditions keep them from Steward.
+	for _, group := range []struct {
+		verb  string
+		names []string
+		min   float64
+	}{{"creates", []string{"fleet-configmap-create-agent"}, agentCreateRatio},
+		{"updates", []string{"fleet-configmap-update-agent", "fleet-deployment-update-agent"}, agentUpdateRatio}} {
+		var parts []string
+		var spread []ratio
+		ok := true
+		for _, wl := range group.names {
+			d, b, p := r.paired(wl, cfgSteward, cfgNone, n), r.paired(wl, cfgPolicy, cfgNone, n), r.find(wl, cfgSteward, n)
+			if p != nil {
+				parts = append(parts, fmt.Sprintf("%s: Steward %s, policy %s; %.0f Steward calls", workloadNamed(wl).Short, d, b, p.Calls))
+				spread, ok = append(spread, d), ok && d.median >= group.min && d.median >= b.median
+			}
+		}
+		add(fmt.Sprintf("Fleet agent %s, %d writers: ≥ %.2f× no admission (a), and ≥ the CEL policy (b)", group.verb, n, group.min),
+			strings.Join(parts, "; "), straddles(verdict(ok), spread, group.min))
+	}
+
+	// Writes Steward judges: the worst workload of each goal; the table
+	// below the goals has them all.
+	var spread []ratio
+	var worst, added, cpu worstOf
+	for _, w := range r.measured() {
+		if !r.judged(w.Name) {
+			continue
+		}
+		c := r.paired(w.Name, cfgSteward, cfgAllowAll, n)
+		spread = append(spread, c)
+		worst.see(-c.median, fmt.Sprintf("%s %s", w.Short, c))
+		if d, a, c := r.find(w.Name, cfgSteward, 1), r.find(w.Name, cfgNone, 1), r.find(w.Name, cfgAllowAll, 1); d != nil && a != nil && c != nil {
+			limit := map[string]float64{"create": addedP50Create, "update": addedP50Update}[w.Verb]
+			added.see(ms(d.P50-a.P50)-limit, fmt.Sprintf("%s %+.2f ms (the allow-all adds %+.2f ms)", w.Short, ms(d.P50-a.P50), ms(c.P50-a.P50)))
+		}
+		if d, c := r.find(w.Name, cfgSteward, n), r.find(w.Name, cfgAllowAll, n); d != nil && c != nil {
+			cpu.see(d.CPUPerCall()-webhookCPUPerCall, fmt.Sprintf("%s %.3f ms (the allow-all %.3f)", w.Short, d.CPUPerCall(), c.CPUPerCall()))
+		}
+	}
+	add(fmt.Sprintf("Writes Steward judges, %d writers: ≥ %.2f× the allow-all webhook (c)", n, allowAllRatio),
+		when(worst.text != "", fmt.Sprintf("lowest of %d workloads: %s", len(spread), worst.text)), straddles(verdict(worst.by <= -allowAllRatio), spread, allowAllRatio))
+	add(fmt.Sprintf("Writes Steward judges, 1 writer: p50 added to (a) ≤ %.1f ms (create) / %.1f ms (update)", addedP50Create, addedP50Update),
+		when(added.text != "", "largest: "+added.text), verdict(added.by <= 0))
+	add(fmt.Sprintf("Steward's CPU per webhook call, %d writers: ≤ %.1f ms", n, webhookCPUPerCall), when(cpu.text != "", "highest: "+cpu.text), verdict(cpu.by <= 0))
+
+	burst := r.first(func(p *point) bool { return p.Burst && p.Config == cfgSteward })
+	if burst == nil {
+		burst = &point{}
+	}
+	add(fmt.Sprintf("Zero errors in the %d-writer burst with one Steward process", r.Options.burstWriters),
+		when(burst.Elapsed > 0, fmt.Sprintf("%d errors in %d writes, p99 %.0f ms", burst.Failed, burst.Answered()+burst.Failed, ms(burst.P99))), verdict(burst.Failed == 0))
+	m, s := r.Memory, r.Seeded
+	if s == nil {
+		s = &seeded{}
+	}
+	add("Steward's resident memory ≤ 64 MiB under load, without large caches",
+		when(m.PeakSmall > 0, fmt.Sprintf("peak %s with the burst (idle %s)", mib(m.PeakSmall), mib(m.IdleRSS))), verdict(m.PeakSmall <= rssSmall))
+	large, v := fmt.Sprintf("peak %s with %d XRs, %d MRs, %d Flux objects", mib(m.PeakLarge), s.XRs, s.MRs, s.Flux), verdict(m.PeakLarge <= rssLarge)
+	if !r.fullCaches() {
+		// Extrapolating from small caches would add each object's cost,
+		// dominated by noise at this scale, to a peak that already holds
+		// the workloads' transient: a figure that says nothing.
+		large, v = large+" (smaller caches than the goal names)", "not judged at this scale"
+	}
+	add(fmt.Sprintf("Steward's resident memory ≤ 150 MiB with %dk XRs, %dk MRs and %dk Flux objects cached", fullXRs/1000, fullMRs/1000, fullFlux/1000),
+		when(m.PeakLarge > 0, large), v)
+	var parts []string
+	ok := true
+	for _, wl := range []string{"claim-create", "managed-create"} {
+		// Judged at the fewest writers: with more, a decision mostly waits
+		// for a core.
+		if p := r.find(wl, cfgSteward, fewest); p != nil && p.DecisionP99 > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.3f ms", workloadNamed(wl).Short, p.DecisionP99*1000))
+			ok = ok && p.DecisionP99*1000 < decisionP99
+		}
+	}
+	add(fmt.Sprintf("Claim and MR decisions with the large caches, %d writer%s: p99 < %.0f ms", fewest, plural(fewest), decisionP99), strings.Join(parts, "; "), verdict(ok))
+	return out
+}
