@@ -113,10 +113,10 @@ func TestASpecAloneDeterminesTheRegistration(t *testing.T) {
 			bindings = append(bindings, o.RoleRef.Name+" to "+o.Subjects[0].Namespace+"/"+o.Subjects[0].Name)
 		}
 	}
-	wantPolicy := append([]rbacv1.PolicyRule{readWidgets, {
+	wantPolicy := append(append(webhooks.ClusterCacheRBAC(), readWidgets, rbacv1.PolicyRule{
 		APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"},
 		ResourceNames: []string{Name}, Verbs: []string{"get", "patch"},
-	}}, metricsAuthRules...)
+	}), metricsAuthRules...)
 	if diff := cmp.Diff(wantPolicy, roles[0].Rules); diff != "" {
 		t.Errorf("Steward's ClusterRole (-want +got):\n%s", diff)
 	}

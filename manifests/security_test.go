@@ -80,9 +80,11 @@ func kustomizeBuild(t *testing.T, overlay string) installed {
 var overlayNames = []string{"cert-manager", "self-managed-certs"}
 
 // declaredPermissions is everything Steward's code says it uses in an
-// overlay: what each rule's Spec declares and, in self-managed mode, what
+// overlay: what the cluster cache and each rule's Spec declare and, in
+// self-managed mode, what
 // the certificate manager needs.
 func declaredPermissions(overlay string) (cluster, namespaced []rbacv1.PolicyRule) {
+	cluster = webhooks.ClusterCacheRBAC()
 	for _, c := range webhooks.Rules(webhooks.DefaultConfig()) {
 		cluster = append(cluster, c.Rule.Spec().PolicyRules()...)
 	}
