@@ -36,6 +36,11 @@ type Options struct {
 	// subjects, the serving certificate's DNS names, cert-manager's CA
 	// injection and the webhooks' exclusion of Steward's own namespace.
 	Namespace string
+	// Config is the configuration the install runs with, the default when
+	// nil. What it implies is rendered: the identities its rules exempt in
+	// matchConditions, no registration or RBAC for rules it turns off, and
+	// the file itself in the ConfigMap Steward reads.
+	Config *webhooks.Config
 }
 
 // install is one rendering of the manifests: where Steward runs and with
@@ -59,6 +64,9 @@ func Render(o Options) (map[string][]byte, error) {
 	}
 	in := install{ns: o.Namespace, image: o.Image}
 	cfg := webhooks.DefaultConfig()
+	if o.Config != nil {
+		cfg = *o.Config
+	}
 	rules := webhooks.Rules(cfg)
 	files := map[string][]byte{}
 	add := func(path string, objs ...any) error {

@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,6 +33,11 @@ func TestParseConfigRefusesBadInputNamingTheField(t *testing.T) {
 			reason:  "the header identifies the format",
 			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: Config\n",
 			wantErr: "kind: Unsupported value: \"Config\"",
+		},
+		"ModeOnIsNoMode": {
+			reason:  "YAML reads an unquoted on as true, which is no mode",
+			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  fleetguard:\n    mode: on\n",
+			wantErr: "a mode is one of enforce, warn, audit or off, not true",
 		},
 		"UnknownNestedFieldNamesItsPath": {
 			reason:  "an unknown field inside a rule's section is reported with its full path",
@@ -98,6 +104,25 @@ func TestParseConfigDefaultsWhatIsUnset(t *testing.T) {
 	want.ExemptUsers = []string{"ci-bot"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("a minimal file gets every default (-want +got):\n%s", diff)
+	}
+}
+
+// TestModeOffLeavesTheRuleOut: `mode: off`, unquoted (YAML reads it as
+// false), turns the rule off, and Rules no longer builds it, so neither the
+// server nor the manifests register it.
+func TestModeOffLeavesTheRuleOut(t *testing.T) {
+	for _, mode := range []string{"off", `"off"`} {
+		c, err := ParseConfig([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  suspendnotice:\n    mode: "+mode+"\n"), "test.yaml")
+		if err != nil {
+			t.Fatalf("mode: %s: %v", mode, err)
+		}
+		var names []string
+		for _, r := range Rules(c) {
+			names = append(names, r.Rule.Spec().Name)
+		}
+		if slices.Contains(names, "suspendnotice") || len(names) != len(list)-1 {
+			t.Errorf("mode: %s: Rules built %v; want every rule but suspendnotice", mode, names)
+		}
 	}
 }
 

@@ -30,7 +30,8 @@ type Configured struct {
 	Mode rule.Mode
 }
 
-// Rules returns every Steward rule, built from its configuration.
+// Rules returns every Steward rule its configuration does not turn off,
+// built from that configuration.
 func Rules(c Config) []Configured {
 	out := make([]Configured, 0, len(list))
 	for _, e := range list {
@@ -38,6 +39,9 @@ func Rules(c Config) []Configured {
 		if s == nil {
 			s = e.newSettings()
 			s.Default()
+		}
+		if s.RuleMode() == rule.Off {
+			continue
 		}
 		out = append(out, Configured{Rule: e.build(s, c), Mode: s.RuleMode()})
 	}

@@ -177,3 +177,30 @@ func TestFishCompletionCompletes(t *testing.T) {
 		}
 	}
 }
+
+func TestManifestsRendersForTheGivenConfiguration(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(good, []byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  installplanguard:\n    mode: off\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  installplanguard:\n    mode: block\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"manifests", "--config", bad, "--dir", filepath.Join(dir, "bad")}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "rules.installplanguard.mode") {
+		t.Errorf("an invalid configuration: exit %d, stderr %q; want 2 naming rules.installplanguard.mode", code, stderr.String())
+	}
+	out := filepath.Join(dir, "install")
+	if code := run([]string{"manifests", "--config", good, "--dir", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("steward manifests --config: exit %d: %s", code, stderr.String())
+	}
+	webhooks, err := os.ReadFile(filepath.Join(out, "base", "webhooks.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(webhooks), "installplanguard") || !strings.Contains(string(webhooks), "fleetguard.steward.dev") {
+		t.Errorf("rendered with installplanguard off, the webhook configurations are:\n%s", webhooks)
+	}
+}

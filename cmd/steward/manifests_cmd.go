@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/stewardhq/steward/manifests"
+	"github.com/stewardhq/steward/webhooks"
 )
 
 const manifestsUsageText = `Usage: steward manifests [flags]
@@ -23,7 +24,11 @@ Examples:
   # Regenerate manifests/ in a checkout:
   steward manifests
 
-  # Render for another namespace and image into a directory of your own:
+  # Render for the configuration Steward will run with (exempt identities,
+  # rules turned off), into a directory of your own:
+  steward manifests --config steward-config.yaml --dir ./steward-install
+
+  # Render for another namespace and image:
   steward manifests --dir ./steward-install --namespace platform-guards \
     --image registry.example.com/steward:v0.3.0
   kubectl apply -k ./steward-install/overlays/self-managed-certs
@@ -31,7 +36,7 @@ Examples:
 
 // manifestsOptions are the flags of `steward manifests`.
 type manifestsOptions struct {
-	dir, image, namespace string
+	dir, image, namespace, config string
 }
 
 func manifestsFlagSet(o *manifestsOptions, out io.Writer) *flag.FlagSet {
@@ -41,6 +46,7 @@ func manifestsFlagSet(o *manifestsOptions, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.dir, "dir", "manifests", "directory to write the kustomize base and overlays into")
 	fs.StringVar(&o.image, "image", manifests.DefaultImage, "Steward container image")
 	fs.StringVar(&o.namespace, "namespace", manifests.DefaultNamespace, "namespace Steward runs in; its objects, RBAC, certificate names and the webhooks' exclusion of its own namespace follow")
+	fs.StringVar(&o.config, "config", "", "StewardConfiguration file to render for: its exempt identities in matchConditions, no registration for rules in mode off, and the file in the ConfigMap; the defaults when empty")
 	return fs
 }
 
@@ -63,7 +69,16 @@ func runManifests(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "steward manifests: --namespace %q: %s\n", o.namespace, strings.Join(errs, "; "))
 		return 2
 	}
-	files, err := manifests.Render(manifests.Options{Image: o.image, Namespace: o.namespace})
+	opts := manifests.Options{Image: o.image, Namespace: o.namespace}
+	if o.config != "" {
+		cfg, err := webhooks.LoadConfig(o.config)
+		if err != nil {
+			fmt.Fprintf(stderr, "steward manifests: --config: %v\n", err)
+			return 2
+		}
+		opts.Config = &cfg
+	}
+	files, err := manifests.Render(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "steward manifests: %v\n", err)
 		return 1

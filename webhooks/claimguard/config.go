@@ -14,7 +14,7 @@ const DefaultWebhookConfigurationName = "steward"
 
 // Config is claimguard's section of the configuration file.
 type Config struct {
-	// Mode is how denials take effect (enforce, warn or audit).
+	// Mode is how denials take effect (enforce, warn or audit), or off.
 	Mode rule.Mode `json:"mode,omitempty"`
 	// RequireForegroundDelete denies deleting a composite resource that has
 	// no claim and no owner unless the request asks for Foreground

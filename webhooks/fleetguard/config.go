@@ -8,7 +8,7 @@ import (
 
 // Config is the fleetguard section of Steward's configuration file.
 type Config struct {
-	// Mode is how denials take effect: enforce, warn or audit.
+	// Mode is how denials take effect: enforce, warn or audit; or off.
 	Mode rule.Mode `json:"mode,omitempty"`
 	// AgentUsers are the identities the Fleet agent writes as. Their
 	// requests never reach Steward (the webhook's matchConditions exclude

@@ -54,7 +54,7 @@ func TestConfigValidate(t *testing.T) {
 		"BadMode": {
 			reason: "Only enforce, warn and audit exist.",
 			in:     Config{Mode: "block"},
-			want:   field.ErrorList{field.NotSupported(p.Child("mode"), rule.Mode("block"), []string{"enforce", "warn", "audit"})},
+			want:   field.ErrorList{field.NotSupported(p.Child("mode"), rule.Mode("block"), []string{"enforce", "warn", "audit", "off"})},
 		},
 		"BadPointersAreNamedByPath": {
 			reason: "Each invalid pointer is reported at its own index.",

@@ -23,7 +23,7 @@ func TestConfig(t *testing.T) {
 			Config: Config{Mode: "block", OLMUsers: []string{"a", "a", " b", ""}},
 			Want:   Config{Mode: "block", OLMUsers: []string{"a", "a", " b", ""}, ClusterControllerUsers: defaultClusterControllerUsers},
 			WantErrs: []string{
-				`rules.installplanguard.mode: Unsupported value: "block": supported values: "enforce", "warn", "audit"`,
+				`rules.installplanguard.mode: Unsupported value: "block": supported values: "enforce", "warn", "audit", "off"`,
 				`rules.installplanguard.olmUsers[1]: Duplicate value: "a"`,
 				`rules.installplanguard.olmUsers[2]: Invalid value: " b": must not have surrounding spaces or control characters`,
 				`rules.installplanguard.olmUsers[3]: Required value: a user name`,

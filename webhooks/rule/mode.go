@@ -1,6 +1,9 @@
 package rule
 
 import (
+	"encoding/json"
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -15,13 +18,34 @@ const (
 	// Audit allows the request silently; only the audit annotation, the log
 	// line and the metric record what would have been denied.
 	Audit Mode = "audit"
+	// Off leaves the rule out entirely: no webhook entry, route, cache or
+	// RBAC. Manifests must be rendered with the same configuration
+	// (`steward manifests --config`), or the API server keeps calling a
+	// path Steward no longer serves.
+	Off Mode = "off"
 )
 
 // Validate reports a Mode that is not one of the three known ones.
 func (m Mode) Validate(path *field.Path) field.ErrorList {
 	switch m {
-	case Enforce, Warn, Audit:
+	case Enforce, Warn, Audit, Off:
 		return nil
 	}
-	return field.ErrorList{field.NotSupported(path, m, []string{string(Enforce), string(Warn), string(Audit)})}
+	return field.ErrorList{field.NotSupported(path, m, []string{string(Enforce), string(Warn), string(Audit), string(Off)})}
+}
+
+// UnmarshalJSON reads a mode. YAML 1.1, which the configuration file is
+// read as, turns an unquoted off into false; that is taken as Off, so
+// `mode: off` means what it says. Other non-strings are refused.
+func (m *Mode) UnmarshalJSON(data []byte) error {
+	if string(data) == "false" {
+		*m = Off
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("a mode is one of enforce, warn, audit or off, not %s", data)
+	}
+	*m = Mode(s)
+	return nil
 }

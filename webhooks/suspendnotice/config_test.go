@@ -23,7 +23,7 @@ func TestConfig(t *testing.T) {
 			Config: Config{Mode: "on", Controllers: []string{"a", "a", "b ", ""}},
 			Want:   Config{Mode: "on", Controllers: []string{"a", "a", "b ", ""}},
 			WantErrs: []string{
-				`rules.suspendnotice.mode: Unsupported value: "on": supported values: "enforce", "warn", "audit"`,
+				`rules.suspendnotice.mode: Unsupported value: "on": supported values: "enforce", "warn", "audit", "off"`,
 				`rules.suspendnotice.controllers[1]: Duplicate value: "a"`,
 				`rules.suspendnotice.controllers[2]: Invalid value: "b ": must not have surrounding spaces`,
 				`rules.suspendnotice.controllers[3]: Required value: a controller name`,
