@@ -41,19 +41,13 @@ func completionWriter(shell string) (func(io.Writer, []completedCommand), bool) 
 func completionShellNames() []string { return []string{"bash", "zsh", "fish"} }
 
 func completionFlagSet(out io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("steward completion", flag.ContinueOnError)
-	fs.SetOutput(out)
-	setUsage(fs, completionUsageText)
-	return fs
+	return newFlagSet("completion", completionUsageText, out)
 }
 
 func runCompletion(args []string, stdout, stderr io.Writer) int {
 	fs := completionFlagSet(stderr)
-	if helpAsked(fs, args, stdout) {
-		return 0
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if stop, code := parseFlags(fs, args, stdout); stop {
+		return code
 	}
 	write, ok := completionWriter(fs.Arg(0))
 	if fs.NArg() != 1 || !ok {

@@ -106,6 +106,28 @@ func usage() string {
 	return b.String()
 }
 
+// newFlagSet is the flag set of `steward name`, whose help is usageText
+// followed by its flags.
+func newFlagSet(name, usageText string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("steward "+name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	setUsage(fs, usageText)
+	return fs
+}
+
+// parseFlags parses args into fs, printing the help to stdout when it is
+// asked for. stop says the command is done, exiting with code: 0 after
+// help, 2 after an error the flag package has already printed.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (stop bool, code int) {
+	if helpAsked(fs, args, stdout) {
+		return true, 0
+	}
+	if err := fs.Parse(args); err != nil {
+		return true, 2
+	}
+	return false, 0
+}
+
 // setUsage gives a flag set the help every steward command prints: what the
 // command does and examples (text), then its flags.
 func setUsage(fs *flag.FlagSet, text string) {

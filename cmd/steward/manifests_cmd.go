@@ -40,9 +40,7 @@ type manifestsOptions struct {
 }
 
 func manifestsFlagSet(o *manifestsOptions, out io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("steward manifests", flag.ContinueOnError)
-	fs.SetOutput(out)
-	setUsage(fs, manifestsUsageText)
+	fs := newFlagSet("manifests", manifestsUsageText, out)
 	fs.StringVar(&o.dir, "dir", "manifests", "directory to write the kustomize base and overlays into")
 	fs.StringVar(&o.image, "image", manifests.DefaultImage, "Steward container image")
 	fs.StringVar(&o.namespace, "namespace", manifests.DefaultNamespace, "namespace Steward runs in; its objects, RBAC, certificate names and the webhooks' exclusion of its own namespace follow")
@@ -55,11 +53,8 @@ func manifestsFlagSet(o *manifestsOptions, out io.Writer) *flag.FlagSet {
 func runManifests(args []string, stdout, stderr io.Writer) int {
 	var o manifestsOptions
 	fs := manifestsFlagSet(&o, stderr)
-	if helpAsked(fs, args, stdout) {
-		return 0
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if stop, code := parseFlags(fs, args, stdout); stop {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "steward manifests: unexpected arguments: %v\n", fs.Args())

@@ -88,9 +88,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
 // serveFlagSet binds `steward serve`'s flags to o; o's certificate settings
 // are their defaults.
 func serveFlagSet(o *serveOptions, out io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("steward serve", flag.ContinueOnError)
-	fs.SetOutput(out)
-	setUsage(fs, serveUsageText)
+	fs := newFlagSet("serve", serveUsageText, out)
 	fs.StringVar(&o.configFile, "config", "", "path of a StewardConfiguration YAML file; defaults apply when empty")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig to reach the API server; in-cluster config or $KUBECONFIG when empty")
 	fs.StringVar(&o.host, "host", "", "address the webhook server listens on (all when empty)")

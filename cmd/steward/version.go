@@ -53,19 +53,13 @@ Examples:
 `
 
 func versionFlagSet(out io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("steward version", flag.ContinueOnError)
-	fs.SetOutput(out)
-	setUsage(fs, versionUsageText)
-	return fs
+	return newFlagSet("version", versionUsageText, out)
 }
 
 func runVersion(args []string, stdout, stderr io.Writer) int {
 	fs := versionFlagSet(stderr)
-	if helpAsked(fs, args, stdout) {
-		return 0
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if stop, code := parseFlags(fs, args, stdout); stop {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "steward version: unexpected arguments: %v\n", fs.Args())
