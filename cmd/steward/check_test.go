@@ -27,7 +27,7 @@ func TestCheckGolden(t *testing.T) {
 		stdin  string
 	}{
 		"helm-rendered-default": {
-			reason: "helm template output (leading --- and # Source comments, an empty document); at the default target nothing is removed",
+			reason: "helm template output (leading --- and # Source comments, an empty document); the default target is the newest release Steward knows, so both old versions are removed",
 			args:   []string{in("helm-rendered.yaml")},
 		},
 		"helm-rendered-2.7": {
@@ -69,10 +69,40 @@ func TestCheckGolden(t *testing.T) {
 		},
 		"fail-on-deprecated": {
 			reason: "--fail-on-deprecated turns deprecated versions into failures",
-			args:   []string{"--fail-on-deprecated", in("helm-rendered.yaml")},
+			args:   []string{"--fail-on-deprecated", "--flux-version", "2.6", in("helm-rendered.yaml")},
+		},
+		"unknown-version": {
+			reason: "a version of a known Flux kind that no release serves is reported and fails; unknown kinds are left alone",
+			args:   []string{in("unknown.yaml")},
+		},
+		"exclude": {
+			reason: "--exclude skips by path relative to the argument (a directory whole) and by base name",
+			args:   []string{"--exclude", "apps/podinfo", "--exclude=apps.yaml", in("repo")},
+		},
+		"exclude-bad-glob": {
+			reason: "a glob that cannot match is a usage error",
+			args:   []string{"--exclude", "[", in("repo")},
+		},
+		"output-unknown": {
+			reason: "an unknown output format is a usage error",
+			args:   []string{"-o", "xml", in("current.yaml")},
+		},
+		"output-json": {
+			reason: "-o json: findings, input errors and a summary in one document",
+			args:   []string{"-o", "json", "--flux-version", "2.8", in("list.yaml"), in("unknown.yaml"), in("malformed/syntax.yaml"), "-"},
+			stdin:  "apiVersion: helm.toolkit.fluxcd.io/v2beta2\nkind: HelmRelease\nmetadata:\n  name: podinfo\n  namespace: apps\n",
+		},
+		"output-sarif": {
+			reason: "-o sarif: SARIF 2.1.0 for code scanning, input errors as malformed-input results",
+			args:   []string{"-o", "sarif", "--flux-version", "2.8", in("list.yaml"), in("unknown.yaml"), in("malformed/syntax.yaml"), "-"},
+			stdin:  "apiVersion: helm.toolkit.fluxcd.io/v2beta2\nkind: HelmRelease\nmetadata:\n  name: podinfo\n  namespace: apps\n",
+		},
+		"output-github": {
+			reason: "--output github: workflow commands that annotate the pull request",
+			args:   []string{"--output", "github", "--flux-version", "2.8", in("list.yaml"), in("unknown.yaml"), in("malformed/syntax.yaml")},
 		},
 		"malformed": {
-			reason: "syntax errors, wrong types, duplicate keys and bad List items name file, line and document; good documents before them are still checked; exit 3",
+			reason: "syntax errors, wrong types, duplicate keys and bad List items name file, line and document; the documents before and after them are still checked; exit 3",
 			args:   []string{"--flux-version", "2.7", in("malformed"), in("current.yaml")},
 		},
 		"missing-path": {
@@ -104,6 +134,11 @@ func TestCheckGolden(t *testing.T) {
 			args:   []string{"--flux-version", "2.8", "--", in("current.yaml"), "--fail-on-deprecated"},
 		},
 	}
+	// SARIF names Steward's version; builds stamp it, the golden files
+	// must not depend on it.
+	stamped := version
+	version = "devel"
+	defer func() { version = stamped }()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			checkStdin = strings.NewReader(tc.stdin)
