@@ -20,12 +20,17 @@ func (c *checker) writeGitHub() {
 	fmt.Fprintln(c.stdout, c.summary())
 }
 
+// annotate prints one workflow command; standard input has no file in the
+// repository, so its annotations are not attached to one.
 func (c *checker) annotate(level, file string, line int, title, msg string) {
-	props := "file=" + ghProperty(file)
-	if line > 0 {
-		props += fmt.Sprintf(",line=%d", line)
+	var props string
+	if file != stdinName {
+		props = "file=" + ghProperty(file) + ","
+		if line > 0 {
+			props += fmt.Sprintf("line=%d,", line)
+		}
 	}
-	props += ",title=" + ghProperty(title)
+	props += "title=" + ghProperty(title)
 	fmt.Fprintf(c.stdout, "::%s %s::%s\n", level, props, ghData(msg))
 }
 

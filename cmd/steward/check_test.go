@@ -21,6 +21,12 @@ var update = flag.Bool("update", false, "rewrite the golden files of `steward ch
 func TestCheckGolden(t *testing.T) {
 	const dir = "testdata/check"
 	in := func(p string) string { return filepath.Join(dir, p) }
+	// What every output format is shown on: findings of each kind, a
+	// broken document, standard input.
+	formatInput := func(format string) []string {
+		return []string{"-o", format, "--flux-version", "2.8", in("list.yaml"), in("unknown.yaml"), in("malformed/syntax.yaml"), "-"}
+	}
+	const helmRelease = "apiVersion: helm.toolkit.fluxcd.io/v2beta2\nkind: HelmRelease\nmetadata:\n  name: podinfo\n  namespace: apps\n"
 	cases := map[string]struct {
 		reason string
 		args   []string
@@ -57,7 +63,7 @@ func TestCheckGolden(t *testing.T) {
 		"stdin": {
 			reason: "- reads standard input, e.g. `kustomize build | steward check -`",
 			args:   []string{"--flux-version", "2.8", "-"},
-			stdin:  "apiVersion: helm.toolkit.fluxcd.io/v2beta2\nkind: HelmRelease\nmetadata:\n  name: podinfo\n  namespace: apps\n",
+			stdin:  helmRelease,
 		},
 		"config-file": {
 			reason: "the target comes from the Steward configuration file",
@@ -89,17 +95,18 @@ func TestCheckGolden(t *testing.T) {
 		},
 		"output-json": {
 			reason: "-o json: findings, input errors and a summary in one document",
-			args:   []string{"-o", "json", "--flux-version", "2.8", in("list.yaml"), in("unknown.yaml"), in("malformed/syntax.yaml"), "-"},
-			stdin:  "apiVersion: helm.toolkit.fluxcd.io/v2beta2\nkind: HelmRelease\nmetadata:\n  name: podinfo\n  namespace: apps\n",
+			args:   formatInput("json"),
+			stdin:  helmRelease,
 		},
 		"output-sarif": {
 			reason: "-o sarif: SARIF 2.1.0 for code scanning, input errors as malformed-input results",
-			args:   []string{"-o", "sarif", "--flux-version", "2.8", in("list.yaml"), in("unknown.yaml"), in("malformed/syntax.yaml"), "-"},
-			stdin:  "apiVersion: helm.toolkit.fluxcd.io/v2beta2\nkind: HelmRelease\nmetadata:\n  name: podinfo\n  namespace: apps\n",
+			args:   formatInput("sarif"),
+			stdin:  helmRelease,
 		},
 		"output-github": {
-			reason: "--output github: workflow commands that annotate the pull request",
-			args:   []string{"--output", "github", "--flux-version", "2.8", in("list.yaml"), in("unknown.yaml"), in("malformed/syntax.yaml")},
+			reason: "-o github: workflow commands that annotate the pull request (standard input has no file to annotate)",
+			args:   formatInput("github"),
+			stdin:  helmRelease,
 		},
 		"malformed": {
 			reason: "syntax errors, wrong types, duplicate keys and bad List items name file, line and document; the documents before and after them are still checked; exit 3",
