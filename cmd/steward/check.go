@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"slices"
 	"strings"
 
@@ -17,7 +18,8 @@ const (
 	// checkOK: nothing fails the check.
 	checkOK = 0
 	// checkFindings: an object uses a Flux API version the target release
-	// removed (or, with --fail-on-deprecated, a deprecated one).
+	// removed, or one no release serves (or, with --fail-on-deprecated, a
+	// deprecated one).
 	checkFindings = 1
 	// checkUsage: bad flags or configuration; nothing was checked.
 	checkUsage = 2
@@ -28,23 +30,41 @@ const (
 
 const checkUsageText = `Usage: steward check [flags] PATH...
 
-Checks Kubernetes YAML for Flux objects written with deprecated or removed
-API versions, with the same table and decision as the apimigration rule.
+Checks Kubernetes YAML for Flux objects written with deprecated, removed or
+unknown API versions, with the same table and decision as the apimigration
+rule. The target is the newest Flux release Steward knows unless
+--flux-version or --config says otherwise, so CI learns what the next
+upgrade breaks.
+
 PATH is a file, a directory (searched recursively for .yaml and .yml files;
 hidden directories and Helm chart templates are skipped) or - for standard
 input, e.g. 'kustomize build . | steward check -'. Files may hold many
-documents, and List objects are looked into.
+documents, and List objects are looked into. A document that does not
+parse is reported and the rest of the file is still checked. --exclude
+globs are matched against each path relative to its PATH argument and
+against its base name.
 
-Exit status: 0 nothing removed; 1 an object uses a version removed in the
-target Flux release; 2 bad flags or configuration; 3 unreadable or
-malformed input (reported with file, line and document number).
+Output (-o): text (file:line: level: ...), json (one document: findings,
+inputErrors, summary), sarif (SARIF 2.1.0, for GitHub code scanning) or
+github (::error/::warning workflow commands, annotations in GitHub Actions).
+
+Exit status: 0 nothing fails; 1 an object uses a version removed in the
+target Flux release, or a version of a Flux kind no release serves (a typo
+such as v1beta3); 2 bad flags or configuration; 3 unreadable or malformed
+input (reported with file, line and document number).
 
 Examples:
-  # A GitOps repository, against the default target release:
+  # A GitOps repository, against the newest Flux release Steward knows:
   steward check ./clusters ./infrastructure
 
   # What kustomize renders, against Flux 2.8, deprecated versions too:
   kustomize build ./clusters/production | steward check --flux-version 2.8 --fail-on-deprecated -
+
+  # In GitHub Actions: annotations on the pull request, SOPS files skipped:
+  steward check -o github --exclude '*.enc.yaml' ./clusters
+
+  # SARIF for github/codeql-action/upload-sarif:
+  steward check -o sarif . > steward.sarif
 `
 
 // checkStdin is where "-" reads from; tests replace it.
@@ -54,15 +74,37 @@ var checkStdin io.Reader = os.Stdin
 type checkOptions struct {
 	configPath, fluxVersion string
 	failOnDeprecated        bool
+	output                  string
+	exclude                 []string
 }
+
+// checkFormats are the values of -o.
+var checkFormats = []string{"text", "json", "sarif", "github"}
 
 func checkFlagSet(o *checkOptions, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("steward check", flag.ContinueOnError)
 	fs.SetOutput(out)
 	setUsage(fs, checkUsageText)
 	fs.StringVar(&o.configPath, "config", "", "Steward configuration file; its rules.apimigration.fluxVersion is the target release")
-	fs.StringVar(&o.fluxVersion, "flux-version", "", "target Flux release, MAJOR.MINOR (overrides --config; default "+apimigration.DefaultFluxVersion+")")
+	fs.StringVar(&o.fluxVersion, "flux-version", "", "target Flux release, MAJOR.MINOR (overrides --config; default "+apimigration.NewestRelease().String()+", the newest release Steward knows)")
 	fs.BoolVar(&o.failOnDeprecated, "fail-on-deprecated", false, "also exit 1 for versions that are deprecated but not yet removed")
+	o.output = "text"
+	format := func(v string) error {
+		if !slices.Contains(checkFormats, v) {
+			return fmt.Errorf("want one of %s", strings.Join(checkFormats, ", "))
+		}
+		o.output = v
+		return nil
+	}
+	fs.Func("o", "short for --output `format`", format)
+	fs.Func("output", "output `format`: text (default), json, sarif (code scanning) or github (Actions annotations)", format)
+	fs.Func("exclude", "skip files and directories whose path relative to PATH, or whose base name, matches this `glob` (repeatable)", func(v string) error {
+		if _, err := path.Match(v, ""); err != nil {
+			return err
+		}
+		o.exclude = append(o.exclude, v)
+		return nil
+	})
 	return fs
 }
 
@@ -89,11 +131,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return checkUsage
 	}
 
-	c := &checker{target: target, failOnDeprecated: o.failOnDeprecated, stdout: stdout, stderr: stderr}
+	c := &checker{target: target, failOnDeprecated: o.failOnDeprecated, exclude: o.exclude, stdout: stdout, stderr: stderr}
 	for _, p := range paths {
 		c.checkPath(p)
 	}
-	return c.finish()
+	return c.finish(o.output)
 }
 
 // parseInterspersed lets flags follow paths (`steward check . --flux-version
@@ -118,17 +160,21 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // checkTarget is the release to check against: --flux-version, else the
-// configuration file's, else the rule's default.
+// configuration file's (what the server it configures enforces), else the
+// newest release Steward knows, so CI learns what the next upgrade breaks
+// rather than what the server's cautious default refuses.
 func checkTarget(configPath, fluxVersion string) (apimigration.Release, error) {
-	cfg := webhooks.DefaultConfig()
 	if configPath != "" {
-		var err error
-		if cfg, err = webhooks.LoadConfig(configPath); err != nil {
+		cfg, err := webhooks.LoadConfig(configPath)
+		if err != nil {
 			return apimigration.Release{}, err
+		}
+		if fluxVersion == "" {
+			return webhooks.SettingsOf[apimigration.Config](cfg.Rules).Target(), nil
 		}
 	}
 	if fluxVersion == "" {
-		return webhooks.SettingsOf[apimigration.Config](cfg.Rules).Target(), nil
+		return apimigration.NewestRelease(), nil
 	}
 	r, err := apimigration.ParseRelease(fluxVersion)
 	if err != nil {
@@ -137,66 +183,68 @@ func checkTarget(configPath, fluxVersion string) (apimigration.Release, error) {
 	return r, nil
 }
 
-// checker accumulates what the check found.
+// checker accumulates what the check found; the chosen format prints it
+// at the end.
 type checker struct {
 	target           apimigration.Release
 	failOnDeprecated bool
+	exclude          []string
 	stdout, stderr   io.Writer
 
-	files, objects      int
-	removed, deprecated int
-	inputErrors         int
+	files, objects int
+	findings       []finding
+	problems       []inputProblem
 }
 
-// report prints one object that uses an old version, compiler-style
-// (file:line: severity: ...) so editors and CI annotations can jump to it.
-func (c *checker) report(o manifest, f apimigration.Finding) {
-	severity := "warning"
-	switch f.Status {
-	case apimigration.RemovedVersion:
-		c.removed++
-		severity = "error"
-	case apimigration.DeprecatedVersion:
-		c.deprecated++
-		if c.failOnDeprecated {
-			severity = "error"
+// report records one object that uses a removed, deprecated or unknown
+// version.
+func (c *checker) report(f finding) {
+	c.findings = append(c.findings, f)
+}
+
+// inputError records why a file or document could not be checked, and
+// tells stderr at once, whatever the output format, so the CI log shows it.
+func (c *checker) inputError(p inputProblem) {
+	c.problems = append(c.problems, p)
+	fmt.Fprintf(c.stderr, "steward check: %s\n", p)
+}
+
+// exitCode: input problems take precedence over findings, as the check is
+// incomplete.
+func (c *checker) exitCode() int {
+	if len(c.problems) > 0 {
+		return checkBadInput
+	}
+	for _, f := range c.findings {
+		if c.failing(f) {
+			return checkFindings
 		}
 	}
-	fmt.Fprintf(c.stdout, "%s:%d: %s: %s (%s): %s\n", o.file, o.line, severity, o.object(), o.position(), f.Advice())
-}
-
-// inputError prints why a file or document could not be checked.
-func (c *checker) inputError(err error) {
-	c.inputErrors++
-	fmt.Fprintf(c.stderr, "steward check: %v\n", err)
-}
-
-// finish prints the summary and picks the exit code.
-func (c *checker) finish() int {
-	var parts []string
-	if c.removed > 0 {
-		parts = append(parts, fmt.Sprintf("%d removed", c.removed))
-	}
-	if c.deprecated > 0 {
-		parts = append(parts, fmt.Sprintf("%d deprecated", c.deprecated))
-	}
-	found := "no deprecated or removed Flux API versions"
-	if len(parts) > 0 {
-		found = strings.Join(parts, ", ")
-	}
-	fmt.Fprintf(c.stdout, "steward check: %s in %s: %s (target Flux %s)\n",
-		plural(c.objects, "object"), plural(c.files, "file"), found, c.target)
-	if c.removed+c.deprecated > 0 {
-		fmt.Fprintln(c.stdout, "steward check: change apiVersion as shown, or let `flux migrate -f <dir>` rewrite the manifests")
-	}
-	switch {
-	case c.inputErrors > 0:
-		fmt.Fprintf(c.stderr, "steward check: %s could not be checked\n", plural(c.inputErrors, "input"))
-		return checkBadInput
-	case c.removed > 0, c.failOnDeprecated && c.deprecated > 0:
-		return checkFindings
-	}
 	return checkOK
+}
+
+// finish prints the findings in the chosen format and picks the exit code.
+func (c *checker) finish(format string) int {
+	code := c.exitCode()
+	var err error
+	switch format {
+	case "json":
+		err = c.writeJSON(code)
+	case "sarif":
+		err = c.writeSARIF()
+	case "github":
+		c.writeGitHub()
+	default:
+		c.writeText()
+	}
+	if err != nil {
+		fmt.Fprintf(c.stderr, "steward check: writing %s: %v\n", format, err)
+		return checkBadInput
+	}
+	if len(c.problems) > 0 {
+		fmt.Fprintf(c.stderr, "steward check: %s could not be checked\n", plural(len(c.problems), "input"))
+	}
+	return code
 }
 
 func plural(n int, noun string) string {

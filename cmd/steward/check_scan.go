@@ -1,19 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
-
-	"github.com/stewardhq/steward/webhooks/apimigration"
 )
 
 // maxListDepth bounds how deep Lists of Lists are followed.
@@ -55,25 +54,33 @@ func (c *checker) checkPath(path string) {
 	if path == "-" {
 		data, err := io.ReadAll(checkStdin)
 		if err != nil {
-			c.inputError(fmt.Errorf("<stdin>: %w", err))
+			c.inputError(inputProblem{file: stdinName, msg: fmt.Sprintf("%s: %v", stdinName, err)})
 			return
 		}
-		c.checkFile("<stdin>", data)
+		c.checkFile(stdinName, data)
 		return
 	}
 	info, err := os.Stat(path)
 	if err != nil {
-		c.inputError(err)
+		c.inputError(readProblem(path, err))
 		return
 	}
 	if !info.IsDir() {
-		c.readAndCheck(path)
+		if !c.excluded(path, ".") {
+			c.readAndCheck(path)
+		}
 		return
 	}
 	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			c.inputError(err)
+			c.inputError(readProblem(p, err))
 			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if p != path && c.excluded(p, relTo(path, p)) {
+			if d.IsDir() {
 				return fs.SkipDir
 			}
 			return nil
@@ -96,8 +103,41 @@ func (c *checker) checkPath(path string) {
 		return nil
 	})
 	if err != nil {
-		c.inputError(err)
+		c.inputError(readProblem(path, err))
 	}
+}
+
+// stdinName is the file name findings in standard input are reported under.
+const stdinName = "<stdin>"
+
+// readProblem is a path that could not be read; the error names it.
+func readProblem(path string, err error) inputProblem {
+	return inputProblem{file: path, msg: err.Error()}
+}
+
+// relTo is p relative to the PATH argument root, slash-separated.
+func relTo(root, p string) string {
+	rel, err := filepath.Rel(root, p)
+	if err != nil {
+		return p
+	}
+	return filepath.ToSlash(rel)
+}
+
+// excluded reports whether an --exclude glob matches the path relative to
+// its PATH argument or the base name, so "*.enc.yaml" works at any depth
+// and "clusters/staging" names one directory.
+func (c *checker) excluded(p, rel string) bool {
+	base := filepath.Base(p)
+	for _, g := range c.exclude {
+		if ok, _ := path.Match(g, base); ok {
+			return true
+		}
+		if ok, _ := path.Match(g, rel); ok && rel != "." {
+			return true
+		}
+	}
+	return false
 }
 
 // skipDir leaves out hidden directories (.git, .github) and the templates
@@ -123,34 +163,10 @@ func isYAML(name string) bool {
 func (c *checker) readAndCheck(path string) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		c.inputError(err)
+		c.inputError(readProblem(path, err))
 		return
 	}
 	c.checkFile(path, data)
-}
-
-// checkFile checks every document of one file. A document that does not
-// parse ends the file (YAML cannot resynchronise after a syntax error);
-// the error names the file, the document and the line.
-func (c *checker) checkFile(name string, data []byte) {
-	c.files++
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	for doc := 1; ; doc++ {
-		var n yaml.Node
-		err := dec.Decode(&n)
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		if err != nil {
-			c.inputError(located(name, doc, nil, err))
-			return
-		}
-		if len(n.Content) == 0 {
-			continue
-		}
-		m := manifest{file: name, document: doc, line: n.Content[0].Line}
-		c.checkNode(m, n.Content[0], false, 0)
-	}
 }
 
 // checkNode checks one document or List item. A top-level document that is
@@ -165,7 +181,7 @@ func (c *checker) checkNode(m manifest, n *yaml.Node, inList bool, depth int) {
 	n = resolve(n)
 	m.line = n.Line
 	if err := c.checkObject(m, n, inList, depth); err != nil {
-		c.inputError(located(m.file, m.document, m.item, err))
+		c.inputError(located(m.file, m.document, m.item, 0, err))
 	}
 }
 
@@ -207,9 +223,8 @@ func (c *checker) checkObject(m manifest, n *yaml.Node, inList bool, depth int) 
 		}
 	}
 	c.objects++
-	group, version := splitAPIVersion(apiVersion)
-	if f := apimigration.Classify(group, kind, version, c.target); f.Status != apimigration.Untouched {
-		c.report(m, f)
+	if f, ok := c.classify(m, apiVersion); ok {
+		c.report(f)
 	}
 	return nil
 }
@@ -225,18 +240,20 @@ func (e lineError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.
 // yamlLine matches the line the YAML parser reports in its errors.
 var yamlLine = regexp.MustCompile(`^yaml: line ([0-9]+): (.*)$`)
 
-// located formats an input error compiler-style: file:line: document N
-// [item M]: what is wrong.
-func located(file string, doc int, items []int, err error) error {
-	m := manifest{file: file, document: doc, item: items}
+// located turns an error in document doc (and List items) into an input
+// problem with its line; offset is the number of lines before the text the
+// YAML parser was given.
+func located(file string, doc int, items []int, offset int, err error) inputProblem {
+	p := inputProblem{file: file, document: doc, item: items, msg: err.Error()}
 	var le lineError
 	if errors.As(err, &le) {
-		return fmt.Errorf("%s:%d: %s: %s", file, le.line, m.position(), le.msg)
+		p.line, p.msg = le.line, le.msg
+	} else if g := yamlLine.FindStringSubmatch(err.Error()); g != nil {
+		p.line, _ = strconv.Atoi(g[1])
+		p.line += offset
+		p.msg = g[2]
 	}
-	if g := yamlLine.FindStringSubmatch(err.Error()); g != nil {
-		return fmt.Errorf("%s:%s: %s: %s", file, g[1], m.position(), g[2])
-	}
-	return fmt.Errorf("%s: %s: %w", file, m.position(), err)
+	return p
 }
 
 // resolve follows aliases (*anchor) to the node they name.

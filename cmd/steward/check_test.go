@@ -21,13 +21,19 @@ var update = flag.Bool("update", false, "rewrite the golden files of `steward ch
 func TestCheckGolden(t *testing.T) {
 	const dir = "testdata/check"
 	in := func(p string) string { return filepath.Join(dir, p) }
+	// What every output format is shown on: findings of each kind, a
+	// broken document, standard input.
+	formatInput := func(format string) []string {
+		return []string{"-o", format, "--flux-version", "2.8", in("list.yaml"), in("unknown.yaml"), in("malformed/syntax.yaml"), "-"}
+	}
+	const helmRelease = "apiVersion: helm.toolkit.fluxcd.io/v2beta2\nkind: HelmRelease\nmetadata:\n  name: podinfo\n  namespace: apps\n"
 	cases := map[string]struct {
 		reason string
 		args   []string
 		stdin  string
 	}{
 		"helm-rendered-default": {
-			reason: "helm template output (leading --- and # Source comments, an empty document); at the default target nothing is removed",
+			reason: "helm template output (leading --- and # Source comments, an empty document); the default target is the newest release Steward knows, so both old versions are removed",
 			args:   []string{in("helm-rendered.yaml")},
 		},
 		"helm-rendered-2.7": {
@@ -57,7 +63,7 @@ func TestCheckGolden(t *testing.T) {
 		"stdin": {
 			reason: "- reads standard input, e.g. `kustomize build | steward check -`",
 			args:   []string{"--flux-version", "2.8", "-"},
-			stdin:  "apiVersion: helm.toolkit.fluxcd.io/v2beta2\nkind: HelmRelease\nmetadata:\n  name: podinfo\n  namespace: apps\n",
+			stdin:  helmRelease,
 		},
 		"config-file": {
 			reason: "the target comes from the Steward configuration file",
@@ -69,10 +75,41 @@ func TestCheckGolden(t *testing.T) {
 		},
 		"fail-on-deprecated": {
 			reason: "--fail-on-deprecated turns deprecated versions into failures",
-			args:   []string{"--fail-on-deprecated", in("helm-rendered.yaml")},
+			args:   []string{"--fail-on-deprecated", "--flux-version", "2.6", in("helm-rendered.yaml")},
+		},
+		"unknown-version": {
+			reason: "a version of a known Flux kind that no release serves is reported and fails; unknown kinds are left alone",
+			args:   []string{in("unknown.yaml")},
+		},
+		"exclude": {
+			reason: "--exclude skips by path relative to the argument (a directory whole) and by base name",
+			args:   []string{"--exclude", "apps/podinfo", "--exclude=apps.yaml", in("repo")},
+		},
+		"exclude-bad-glob": {
+			reason: "a glob that cannot match is a usage error",
+			args:   []string{"--exclude", "[", in("repo")},
+		},
+		"output-unknown": {
+			reason: "an unknown output format is a usage error",
+			args:   []string{"-o", "xml", in("current.yaml")},
+		},
+		"output-json": {
+			reason: "-o json: findings, input errors and a summary in one document",
+			args:   formatInput("json"),
+			stdin:  helmRelease,
+		},
+		"output-sarif": {
+			reason: "-o sarif: SARIF 2.1.0 for code scanning, input errors as malformed-input results",
+			args:   formatInput("sarif"),
+			stdin:  helmRelease,
+		},
+		"output-github": {
+			reason: "-o github: workflow commands that annotate the pull request (standard input has no file to annotate)",
+			args:   formatInput("github"),
+			stdin:  helmRelease,
 		},
 		"malformed": {
-			reason: "syntax errors, wrong types, duplicate keys and bad List items name file, line and document; good documents before them are still checked; exit 3",
+			reason: "syntax errors, wrong types, duplicate keys and bad List items name file, line and document; the documents before and after them are still checked; exit 3",
 			args:   []string{"--flux-version", "2.7", in("malformed"), in("current.yaml")},
 		},
 		"missing-path": {
@@ -104,6 +141,11 @@ func TestCheckGolden(t *testing.T) {
 			args:   []string{"--flux-version", "2.8", "--", in("current.yaml"), "--fail-on-deprecated"},
 		},
 	}
+	// SARIF names Steward's version; builds stamp it, the golden files
+	// must not depend on it.
+	stamped := version
+	version = "devel"
+	defer func() { version = stamped }()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			checkStdin = strings.NewReader(tc.stdin)

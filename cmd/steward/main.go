@@ -148,7 +148,11 @@ func printFlags(out io.Writer, fs *flag.FlagSet) {
 			first = false
 		}
 		typ, usage := flag.UnquoteUsage(f)
-		fmt.Fprintf(out, "  --%s", f.Name)
+		dashes := "--"
+		if len(f.Name) == 1 {
+			dashes = "-" // a short flag, such as check's -o
+		}
+		fmt.Fprintf(out, "  %s%s", dashes, f.Name)
 		if typ != "" {
 			fmt.Fprintf(out, " %s", typ)
 		}

@@ -102,3 +102,36 @@ func (a *API) deprecated(version string) *Deprecated {
 	}
 	return nil
 }
+
+// Knows reports whether version is the current version of the kind or one
+// of its deprecated ones. `steward check` reports any other version of a
+// known kind (a typo, or a version newer than the table), which the
+// webhook leaves alone.
+func (a *API) Knows(version string) bool {
+	return version == a.Current || a.deprecated(version) != nil
+}
+
+// Versions lists every version the table knows for the kind, the current
+// one first.
+func (a *API) Versions() []string {
+	vs := []string{a.Current}
+	for _, d := range a.Deprecated {
+		vs = append(vs, d.Version)
+	}
+	return vs
+}
+
+// NewestRelease is the latest Flux release the table records a removal in:
+// the release whose upgrade breaks the most, which `steward check` checks
+// against unless told otherwise.
+func NewestRelease() Release {
+	newest := MustParseRelease(DefaultFluxVersion)
+	for _, a := range apis {
+		for _, d := range a.Deprecated {
+			if d.RemovedIn.AtLeast(newest) {
+				newest = d.RemovedIn
+			}
+		}
+	}
+	return newest
+}

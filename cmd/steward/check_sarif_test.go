@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// TestCheckSARIFValidates holds `steward check -o sarif` to the OASIS
+// SARIF 2.1.0 schema (testdata/sarif-schema-2.1.0.json, see its .SOURCE
+// note), for findings of every kind and for every kind of input problem:
+// a document with a location and line, a file without a line, stdin.
+func TestCheckSARIFValidates(t *testing.T) {
+	f, err := os.Open("testdata/sarif-schema-2.1.0.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat() // uri and uri-reference are checked too
+	if err := c.AddResource("sarif-schema-2.1.0.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile("sarif-schema-2.1.0.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string][]string{
+		"findings of every kind and malformed input": {"--flux-version", "2.8", "testdata/check/list.yaml", "testdata/check/unknown.yaml", "testdata/check/malformed", "testdata/check/does-not-exist.yaml", "-"},
+		"nothing found":      {"testdata/check/current.yaml"},
+		"fail on deprecated": {"--fail-on-deprecated", "--flux-version", "2.6", "testdata/check/repo"},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			checkStdin = strings.NewReader("apiVersion: helm.toolkit.fluxcd.io/v2beta2\nkind: HelmRelease\nmetadata: {name: x}\n---\n[\n")
+			defer func() { checkStdin = os.Stdin }()
+			var stdout, stderr bytes.Buffer
+			runCheck(append([]string{"-o", "sarif"}, args...), &stdout, &stderr)
+			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(stdout.Bytes()))
+			if err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, stdout.String())
+			}
+			if err := schema.Validate(inst); err != nil {
+				t.Errorf("not SARIF 2.1.0: %v", err)
+			}
+			checkSARIFRuleRefs(t, stdout.Bytes())
+		})
+	}
+}
+
+// checkSARIFRuleRefs holds what the schema cannot: every result's ruleId
+// and ruleIndex name the same rule of the driver.
+func checkSARIFRuleRefs(t *testing.T, out []byte) {
+	t.Helper()
+	var log sarifLog
+	if err := json.Unmarshal(out, &log); err != nil {
+		t.Fatal(err)
+	}
+	run := log.Runs[0]
+	for _, r := range run.Results {
+		if r.RuleIndex >= len(run.Tool.Driver.Rules) || run.Tool.Driver.Rules[r.RuleIndex].ID != r.RuleID {
+			t.Errorf("result %q: ruleIndex %d does not name rule %s", r.Message.Text, r.RuleIndex, r.RuleID)
+		}
+	}
+}
