@@ -36,7 +36,7 @@ STEWARD_LDFLAGS := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 build:
 	$(GO) build -ldflags "$(STEWARD_LDFLAGS)" -o bin/steward ./cmd/steward
 
-tools: $(ASSETS)/kube-apiserver $(ASSETS)/etcd $(PROMTOOL)
+tools: $(ASSETS)/kube-apiserver $(ASSETS)/etcd
 
 $(ASSETS)/kube-apiserver:
 	@mkdir -p $(ASSETS)
