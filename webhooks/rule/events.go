@@ -184,19 +184,18 @@ func regardingRef(req admission.Request) (*corev1.ObjectReference, bool) {
 
 // objectUID is the written object's uid, read from the stored object (the
 // old one of an UPDATE or DELETE); it is only decoded for a request that
-// gets an Event.
+// gets an Event. A CREATE's object carries the uid the API server gave it
+// before admission, which names nothing once the create is refused.
 func objectUID(req admission.Request) types.UID {
-	for _, raw := range [][]byte{req.OldObject.Raw, req.Object.Raw} {
-		var m struct {
-			Metadata struct {
-				UID types.UID `json:"uid"`
-			} `json:"metadata"`
-		}
-		if len(raw) > 0 && json.Unmarshal(raw, &m) == nil && m.Metadata.UID != "" {
-			return m.Metadata.UID
-		}
+	var m struct {
+		Metadata struct {
+			UID types.UID `json:"uid"`
+		} `json:"metadata"`
 	}
-	return ""
+	if len(req.OldObject.Raw) == 0 || json.Unmarshal(req.OldObject.Raw, &m) != nil {
+		return ""
+	}
+	return m.Metadata.UID
 }
 
 // eventNote says who was refused what, then the denial, cut to the API

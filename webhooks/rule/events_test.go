@@ -82,7 +82,8 @@ func (denyingRule) Spec() Spec { return Spec{Name: "fleetguard", Type: Validatin
 // does: people, exempt users, break-glass, warn and audit mode.
 func TestDenialEventsRecordOnlyStandingRefusalsOfServiceAccounts(t *testing.T) {
 	update := admissiontest.Update(deploymentsGVR, "Deployment", deployment("u-1"), deployment("u-1"))
-	create := admissiontest.Create(deploymentsGVR, "Deployment", map[string]any{"metadata": map[string]any{"name": "web", "namespace": "apps"}})
+	// The API server gives a created object its uid before admission.
+	create := admissiontest.Create(deploymentsGVR, "Deployment", deployment("u-never-stored"))
 	web := corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "apps", Name: "web"}
 	withUID := web
 	withUID.UID = "u-1"
