@@ -87,6 +87,17 @@ func TestDenialEventsRecordOnlyStandingRefusalsOfServiceAccounts(t *testing.T) {
 	web := corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "apps", Name: "web"}
 	withUID := web
 	withUID.UID = "u-1"
+	// refused is the Event fleetguard records for what kustomize-controller was refused.
+	refused := func(regarding corev1.ObjectReference, action, what string) []recorded {
+		return []recorded{{
+			Controller: "steward.dev/fleetguard", Regarding: regarding, Type: "Warning", Reason: "StewardDenied", Action: action,
+			Note: "Refused " + what + " by " + kustomizeController + ": fleetguard: no",
+		}}
+	}
+	// agentUpdate is kustomize-controller's update of the Deployment.
+	agentUpdate := func() *admissiontest.Request {
+		return admissiontest.Update(deploymentsGVR, "Deployment", deployment("u-1"), deployment("u-1")).User(kustomizeController)
+	}
 	tests := map[string]struct {
 		reason string
 		opts   Options
@@ -97,28 +108,19 @@ func TestDenialEventsRecordOnlyStandingRefusalsOfServiceAccounts(t *testing.T) {
 			reason: "a GitOps agent's refused update is recorded on the object, with its uid",
 			opts:   Options{Mode: Enforce},
 			req:    update.User(kustomizeController, "system:serviceaccounts", "system:serviceaccounts:flux-system").Build(),
-			want: []recorded{{
-				Controller: "steward.dev/fleetguard", Regarding: withUID, Type: "Warning", Reason: "StewardDenied", Action: "UPDATE",
-				Note: "Refused UPDATE by " + kustomizeController + ": fleetguard: no",
-			}},
+			want:   refused(withUID, "UPDATE", "UPDATE"),
 		},
 		"ServiceAccountRefusedCreate": {
 			reason: "a refused create names the object that does not exist yet, without a uid",
 			opts:   Options{Mode: Enforce},
 			req:    create.User(kustomizeController).Build(),
-			want: []recorded{{
-				Controller: "steward.dev/fleetguard", Regarding: web, Type: "Warning", Reason: "StewardDenied", Action: "CREATE",
-				Note: "Refused CREATE by " + kustomizeController + ": fleetguard: no",
-			}},
+			want:   refused(web, "CREATE", "CREATE"),
 		},
 		"DryRunIsSaidSo": {
 			reason: "agents validate with server-side dry runs first; the note says it was one",
 			opts:   Options{Mode: Enforce},
-			req:    admissiontest.Update(deploymentsGVR, "Deployment", deployment("u-1"), deployment("u-1")).User(kustomizeController).DryRun().Build(),
-			want: []recorded{{
-				Controller: "steward.dev/fleetguard", Regarding: withUID, Type: "Warning", Reason: "StewardDenied", Action: "UPDATE",
-				Note: "Refused dry-run UPDATE by " + kustomizeController + ": fleetguard: no",
-			}},
+			req:    agentUpdate().DryRun().Build(),
+			want:   refused(withUID, "UPDATE", "dry-run UPDATE"),
 		},
 		"Person": {
 			reason: "a person reads the denial in the terminal",
@@ -133,7 +135,7 @@ func TestDenialEventsRecordOnlyStandingRefusalsOfServiceAccounts(t *testing.T) {
 		"ExemptServiceAccount": {
 			reason: "an exempt writer is allowed, so nothing was refused",
 			opts:   Options{Mode: Enforce, ExemptUsers: []string{kustomizeController}},
-			req:    admissiontest.Update(deploymentsGVR, "Deployment", deployment("u-1"), deployment("u-1")).User(kustomizeController).Build(),
+			req:    agentUpdate().Build(),
 		},
 		"BreakGlass": {
 			reason: "break-glass is allowed, so nothing was refused",
@@ -143,12 +145,12 @@ func TestDenialEventsRecordOnlyStandingRefusalsOfServiceAccounts(t *testing.T) {
 		"WarnMode": {
 			reason: "warn mode allows the write",
 			opts:   Options{Mode: Warn},
-			req:    admissiontest.Update(deploymentsGVR, "Deployment", deployment("u-1"), deployment("u-1")).User(kustomizeController).Build(),
+			req:    agentUpdate().Build(),
 		},
 		"AuditMode": {
 			reason: "audit mode allows the write silently",
 			opts:   Options{Mode: Audit},
-			req:    admissiontest.Update(deploymentsGVR, "Deployment", deployment("u-1"), deployment("u-1")).User(kustomizeController).Build(),
+			req:    agentUpdate().Build(),
 		},
 		"Scale": {
 			reason: "a Scale is not the object, and the request does not carry the object's kind",
