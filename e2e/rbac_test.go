@@ -153,6 +153,40 @@ func TestStewardRunsOnTheRenderedRBAC(t *testing.T) {
 		}
 	})
 
+	t.Run("RefusalEventIsRecordedWithTheRenderedGrants", func(t *testing.T) {
+		// A GitOps agent's refused write leaves an Event, created with the
+		// rendered grants on events.events.k8s.io.
+		deployment := func(replicas int) []byte {
+			return mustJSON(t, map[string]any{
+				"apiVersion": "apps/v1", "kind": "Deployment",
+				"metadata": map[string]any{"name": "web-events", "namespace": ns, "uid": "0b7c6f0e-5d1a-4c7e-9f59-2a1f3c4d5e6f", "labels": map[string]string{fleetHashLabel: "x"}},
+				"spec":     map[string]any{"replicas": replicas},
+			})
+		}
+		req := janeRequest(admissionv1.Update, metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
+			metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, ns, "web-events", deployment(2), deployment(1))
+		req.UserInfo = authenticationv1.UserInfo{Username: kustomizeController, Groups: kustomizeControllerGroups}
+		res, err := postReview(ctx, webhookClient(pool(p.ca.pem)), p.url("/validate/fleetguard"), "application/json", bytes.NewReader(reviewJSON(t, req)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.review.Response == nil || res.review.Response.Allowed {
+			t.Fatalf("fleetguard did not refuse kustomize-controller's change of a Fleet-managed Deployment: %s", res)
+		}
+		path := "/apis/events.k8s.io/v1/namespaces/" + ns + "/events"
+		harness.Eventually(t, 30*time.Second, func() error {
+			for _, r := range proxy.requests() {
+				if r.method == http.MethodPost && r.path == path {
+					if r.status != http.StatusCreated {
+						return fmt.Errorf("creating the Event: HTTP %d", r.status)
+					}
+					return nil
+				}
+			}
+			return fmt.Errorf("no Event created at %s yet", path)
+		})
+	})
+
 	requests := proxy.requests()
 	used := map[string]bool{}
 	for _, r := range requests {

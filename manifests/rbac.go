@@ -10,11 +10,11 @@ import (
 	"github.com/stewardhq/steward/webhooks"
 )
 
-// baseRBAC grants Steward exactly what its rules' Specs and the cluster
-// cache declare they read or write, and nothing else, plus the ClusterRoles
-// the rules aggregate.
-func (in install) baseRBAC(rules []webhooks.Configured) []any {
-	policy := webhooks.ClusterCacheRBAC()
+// baseRBAC grants Steward exactly what its rules' Specs, the cluster
+// cache and the Events for refused writes declare they read or write, and
+// nothing else, plus the ClusterRoles the rules aggregate.
+func (in install) baseRBAC(cfg webhooks.Config, rules []webhooks.Configured) []any {
+	policy := append(webhooks.ClusterCacheRBAC(), webhooks.EventsRBAC(cfg)...)
 	var aggregated []any
 	for _, c := range rules {
 		spec := c.Rule.Spec()

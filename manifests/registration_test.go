@@ -102,7 +102,7 @@ func TestASpecAloneDeterminesTheRegistration(t *testing.T) {
 		t.Errorf("a validating rule got mutating entries: %v", mutating.Webhooks)
 	}
 
-	objs := in.baseRBAC(rules)
+	objs := in.baseRBAC(webhooks.DefaultConfig(), rules)
 	var roles []*rbacv1.ClusterRole
 	var bindings []string
 	for _, o := range objs {
@@ -113,7 +113,7 @@ func TestASpecAloneDeterminesTheRegistration(t *testing.T) {
 			bindings = append(bindings, o.RoleRef.Name+" to "+o.Subjects[0].Namespace+"/"+o.Subjects[0].Name)
 		}
 	}
-	wantPolicy := append(append(webhooks.ClusterCacheRBAC(), readWidgets, rbacv1.PolicyRule{
+	wantPolicy := append(append(append(webhooks.ClusterCacheRBAC(), webhooks.EventsRBAC(webhooks.DefaultConfig())...), readWidgets, rbacv1.PolicyRule{
 		APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"},
 		ResourceNames: []string{Name}, Verbs: []string{"get", "patch"},
 	}), metricsAuthRules...)

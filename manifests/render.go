@@ -80,7 +80,7 @@ func Render(o Options) (map[string][]byte, error) {
 	base := map[string][]any{
 		"base/namespace.yaml":           {in.namespace()},
 		"base/serviceaccount.yaml":      {in.serviceAccount()},
-		"base/rbac.yaml":                in.baseRBAC(rules),
+		"base/rbac.yaml":                in.baseRBAC(cfg, rules),
 		"base/config.yaml":              {in.configMap(cfg)},
 		"base/deployment.yaml":          {in.deployment()},
 		"base/service.yaml":             {in.service()},

@@ -82,9 +82,9 @@ var overlayNames = []string{"cert-manager", "self-managed-certs"}
 // declaredPermissions is everything Steward's code says it uses in an
 // overlay: what the cluster cache and each rule's Spec declare and, in
 // self-managed mode, what
-// the certificate manager needs.
+// the certificate manager needs, and the Events for refused writes.
 func declaredPermissions(overlay string) (cluster, namespaced []rbacv1.PolicyRule) {
-	cluster = webhooks.ClusterCacheRBAC()
+	cluster = append(webhooks.ClusterCacheRBAC(), webhooks.EventsRBAC(webhooks.DefaultConfig())...)
 	for _, c := range webhooks.Rules(webhooks.DefaultConfig()) {
 		cluster = append(cluster, c.Rule.Spec().PolicyRules()...)
 	}
@@ -183,6 +183,13 @@ func checkPolicyRule(where string, r rbacv1.PolicyRule, namespaced bool) []strin
 		// the same for delegated authentication of /metrics).
 		return problems
 	}
+	if isEventNotes(r) {
+		// Events are notes about objects, not the objects: Steward records
+		// one on an object a service account was refused a write to, and
+		// patches it to count repeats. It never reads, updates or deletes
+		// them.
+		return problems
+	}
 	for _, res := range r.Resources {
 		isSecret := r.APIGroups != nil && slices.Contains(r.APIGroups, "") && (res == "secrets" || strings.HasPrefix(res, "secrets/"))
 		isOwnWebhookConfig := slices.Contains(r.APIGroups, "admissionregistration.k8s.io") && slices.Contains(webhookConfigs, res)
@@ -206,6 +213,13 @@ func checkPolicyRule(where string, r rbacv1.PolicyRule, namespaced bool) []strin
 		bad("grants create on %v: create cannot be limited by name", r.Resources)
 	}
 	return problems
+}
+
+// isEventNotes says whether r grants only create and patch on
+// events.k8s.io Events, cluster-wide and not in a Role.
+func isEventNotes(r rbacv1.PolicyRule) bool {
+	return slices.Equal(r.APIGroups, []string{"events.k8s.io"}) && slices.Equal(r.Resources, []string{"events"}) &&
+		slices.Equal(r.Verbs, []string{"create", "patch"}) && len(r.ResourceNames) == 0
 }
 
 // isReview says whether r grants only create on TokenReviews or

@@ -32,9 +32,25 @@ type Config struct {
 	// BreakGlassGroup members may repeat a denied request and have it
 	// allowed, with a warning and an audit annotation naming them.
 	BreakGlassGroup string `json:"breakGlassGroup,omitempty"`
+	// RecordEventsFor says whose refused writes get a Kubernetes Event on
+	// the object: serviceAccounts (the default) or none.
+	RecordEventsFor EventsFor `json:"recordEventsFor,omitempty"`
 	// Rules holds each rule's mode and settings.
 	Rules RulesConfig `json:"rules"`
 }
+
+// EventsFor is whose refused writes Steward records Kubernetes Events for.
+type EventsFor string
+
+const (
+	// EventsForServiceAccounts records an Event for each refusal of a
+	// service account (system:serviceaccount:<namespace>:<name>): GitOps
+	// agents and CI bots have no terminal to show a denial in. People see
+	// the denial in their terminal and get none.
+	EventsForServiceAccounts EventsFor = "serviceAccounts"
+	// EventsForNone records no Events.
+	EventsForNone EventsFor = "none"
+)
 
 // DefaultConfig is the configuration used when no file is given.
 func DefaultConfig() Config {
@@ -48,6 +64,9 @@ func (c *Config) Default() {
 	if c.BreakGlassGroup == "" {
 		c.BreakGlassGroup = DefaultBreakGlassGroup
 	}
+	if c.RecordEventsFor == "" {
+		c.RecordEventsFor = EventsForServiceAccounts
+	}
 	c.Rules.Default()
 }
 
@@ -59,6 +78,11 @@ func (c *Config) Validate() field.ErrorList {
 	}
 	if c.Kind != ConfigKind {
 		errs = append(errs, field.NotSupported(field.NewPath("kind"), c.Kind, []string{ConfigKind}))
+	}
+	switch c.RecordEventsFor {
+	case EventsForServiceAccounts, EventsForNone:
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("recordEventsFor"), c.RecordEventsFor, []string{string(EventsForServiceAccounts), string(EventsForNone)}))
 	}
 	return append(errs, c.Rules.Validate(field.NewPath("rules"))...)
 }

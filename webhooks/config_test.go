@@ -54,6 +54,11 @@ func TestParseConfigRefusesBadInputNamingTheField(t *testing.T) {
 			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nbreakGlassGroup: a\nbreakGlassGroup: b\n",
 			wantErr: `breakGlassGroup`,
 		},
+		"UnknownRecordEventsFor": {
+			reason:  "whose refusals get Events is one of the known values, named by its field",
+			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrecordEventsFor: everyone\n",
+			wantErr: `recordEventsFor: Unsupported value: "everyone": supported values: "serviceAccounts", "none"`,
+		},
 		"InvalidRuleMode": {
 			reason:  "a rule's invalid setting is reported with its full path",
 			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  fleetguard:\n    mode: block\n",
@@ -147,5 +152,26 @@ func TestEveryListedRuleHasASection(t *testing.T) {
 	}
 	if len(c.Rules) != len(list) {
 		t.Errorf("sections for %d rules, want one for each of %v", len(c.Rules), names)
+	}
+}
+
+// TestRecordEventsFor: Events for service accounts' refusals are on unless
+// the file says none, and turning them off also drops their RBAC.
+func TestRecordEventsFor(t *testing.T) {
+	if got := DefaultConfig().RecordEventsFor; got != EventsForServiceAccounts {
+		t.Errorf("default recordEventsFor = %q, want %q", got, EventsForServiceAccounts)
+	}
+	if len(EventsRBAC(DefaultConfig())) == 0 {
+		t.Error("the default configuration records Events but declares no RBAC for them")
+	}
+	c, err := ParseConfig([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrecordEventsFor: none\n"), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RecordEventsFor != EventsForNone {
+		t.Errorf("recordEventsFor = %q, want none", c.RecordEventsFor)
+	}
+	if got := EventsRBAC(c); got != nil {
+		t.Errorf("recordEventsFor: none still declares %v", got)
 	}
 }

@@ -39,3 +39,16 @@ func ClusterCacheRBAC() []rbacv1.PolicyRule {
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"list", "watch"}},
 	}
 }
+
+// EventsRBAC is what recording Events for refused writes needs
+// (recordEventsFor): creating Events, and patching them to count a
+// repeated refusal in the Event's series. Events are notes about objects,
+// never the objects themselves; none is granted when c records none.
+func EventsRBAC(c Config) []rbacv1.PolicyRule {
+	if c.RecordEventsFor == EventsForNone {
+		return nil
+	}
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}
+}

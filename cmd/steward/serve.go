@@ -16,9 +16,11 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -157,6 +159,10 @@ func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Co
 	if err := webhooks.SetupWithManager(mgr, rules); err != nil {
 		return err
 	}
+	events, err := denialEvents(mgr, cfg)
+	if err != nil {
+		return err
+	}
 	server := mgr.GetWebhookServer()
 	var specs []rule.Spec
 	for _, c := range rules {
@@ -173,6 +179,7 @@ func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Co
 			ExemptGroups:    cfg.ExemptGroups,
 			BreakGlassGroup: cfg.BreakGlassGroup,
 			Log:             log.WithName("decision"),
+			Events:          events,
 		}
 		for _, wh := range spec.Webhooks {
 			hook := rule.Serve(rule.Wrap(c.Rule, wh, opts), log.WithName("webhook"))
@@ -180,6 +187,36 @@ func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Co
 		}
 	}
 	return rule.AddRulesSyncer(mgr, specs)
+}
+
+// denialEvents returns the recorder of Events for service accounts'
+// refused writes, run by the manager, or nil when the configuration
+// records none. Events go through client-go's events.k8s.io/v1
+// broadcaster, which counts a repeated Event in its series instead of
+// creating another.
+func denialEvents(mgr manager.Manager, cfg webhooks.Config) (*rule.DenialEvents, error) {
+	if cfg.RecordEventsFor == webhooks.EventsForNone {
+		return nil, nil
+	}
+	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("events client: %w", err)
+	}
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clientset.EventsV1()})
+	recorder := rule.NewDenialEvents(func(controller string) rule.EventRecorder {
+		return broadcaster.NewRecorder(clientgoscheme.Scheme, controller)
+	})
+	run := manager.RunnableFunc(func(ctx context.Context) error {
+		if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+			return fmt.Errorf("starting the events broadcaster: %w", err)
+		}
+		defer broadcaster.Shutdown()
+		return recorder.Start(ctx)
+	})
+	if err := mgr.Add(run); err != nil {
+		return nil, fmt.Errorf("adding the events recorder to the manager: %w", err)
+	}
+	return recorder, nil
 }
 
 // addHealthChecks makes /readyz pass only once the webhook server accepts

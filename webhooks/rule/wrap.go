@@ -25,6 +25,9 @@ type Options struct {
 	BreakGlassGroup string
 	// Log receives one structured line per non-trivial decision.
 	Log logr.Logger
+	// Events, when set, records a Kubernetes Event for each denial of a
+	// service account's write.
+	Events *DenialEvents
 }
 
 // Wrap returns the handler the server registers at one of a rule's webhook
@@ -40,6 +43,7 @@ func Wrap(r Rule, wh Webhook, opts Options) admission.Handler {
 		failOpen: spec.Type == Mutating || wh.FailurePolicy == admissionregistrationv1.Ignore,
 		opts:     opts,
 		seconds:  decisionSeconds.WithLabelValues(spec.Name),
+		events:   opts.Events.forRule(spec.Name),
 	}
 }
 
@@ -50,6 +54,8 @@ type wrapped struct {
 	opts     Options
 	// seconds is the rule's decision duration histogram, looked up once.
 	seconds prometheus.Observer
+	// events records denials of service accounts (nil: none).
+	events *ruleEvents
 }
 
 func (w *wrapped) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
@@ -98,6 +104,10 @@ func (w *wrapped) finish(req admission.Request, resp admission.Response) admissi
 		}
 	case Denied:
 		decision, resp = w.soften(req, verdict, resp)
+		if decision == Denied {
+			// Only a refusal that stands: softened ones were allowed.
+			w.events.denied(req, verdict)
+		}
 	case Allowed, Warned:
 		if w.opts.Mode == Audit && (len(resp.Patches) > 0 || len(resp.Patch) > 0 || len(resp.Warnings) > 0) {
 			// Audit mode has no visible effect on the request; the log

@@ -1,0 +1,243 @@
+package rule
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/lru"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// Limits of DenialEvents. They bound what a writer retrying forever, or
+// denied on ever new objects, can make Steward spend: memory (the cooldown
+// cache and the queue are fixed in size) and API calls (the rate).
+const (
+	// EventCooldown is how long after recording an Event for an object and
+	// rule no other is recorded for them. A GitOps agent retrying every few
+	// seconds gets one Event per cooldown; the events library's own series
+	// counting turns the next into a count on the same Event.
+	EventCooldown = 5 * time.Minute
+	// eventCooldownKeys is how many (rule, object) pairs the cooldown
+	// remembers; the least recently denied is forgotten first.
+	eventCooldownKeys = 4096
+	// eventQPS and eventBurst bound the Events Steward sends the API server,
+	// across all rules and objects.
+	eventQPS   = 1
+	eventBurst = 20
+	// eventQueue is how many Events may wait for the recorder; more are
+	// dropped, never waited for on the request path.
+	eventQueue = 64
+	// MaxEventNote is the API server's limit on an events.k8s.io/v1
+	// Event's note, in bytes.
+	MaxEventNote = 1024
+)
+
+// EventReason is the reason of every Event Steward records for a denial.
+const EventReason = "StewardDenied"
+
+// EventRecorder is the one method of client-go's events.EventRecorder
+// that DenialEvents uses, so tests can record into a fake.
+type EventRecorder interface {
+	Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...interface{})
+}
+
+// DenialEvents records a Kubernetes Event on the object a service account
+// was refused a write to, so a GitOps agent's refusal shows up in
+// `kubectl describe` and in event-based alerting, not only in the agent's
+// log. It never slows the answer to a request: the decision and the
+// cooldown are a map lookup, and the Event is sent by Start's goroutine.
+type DenialEvents struct {
+	// recorder returns the recorder that reports as controller.
+	recorder func(controller string) EventRecorder
+	queue    chan pendingEvent
+	now      func() time.Time
+
+	mu       sync.Mutex
+	cooldown *lru.Cache // "rule/group/kind/namespace/name" -> time.Time recorded
+	limiter  flowcontrol.RateLimiter
+}
+
+type pendingEvent struct {
+	recorder  EventRecorder
+	regarding *corev1.ObjectReference
+	action    string
+	note      string
+}
+
+// NewDenialEvents returns DenialEvents that send through recorder, which
+// builds one recorder per reporting controller (a rule's "steward.dev/<rule>").
+func NewDenialEvents(recorder func(controller string) EventRecorder) *DenialEvents {
+	return &DenialEvents{
+		recorder: recorder,
+		queue:    make(chan pendingEvent, eventQueue),
+		now:      time.Now,
+		cooldown: lru.New(eventCooldownKeys),
+		limiter:  flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst),
+	}
+}
+
+// Start sends queued Events until ctx ends. It is a manager.Runnable.
+func (d *DenialEvents) Start(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e := <-d.queue:
+			// The recorder only hands the Event to the broadcaster, which
+			// aggregates and sends it on its own goroutine.
+			e.recorder.Eventf(e.regarding, nil, corev1.EventTypeWarning, EventReason, e.action, "%s", e.note)
+		}
+	}
+}
+
+// ruleEvents is DenialEvents for one rule, built once by Wrap.
+type ruleEvents struct {
+	*DenialEvents
+	rule     string
+	recorder EventRecorder
+}
+
+func (d *DenialEvents) forRule(name string) *ruleEvents {
+	if d == nil {
+		return nil
+	}
+	return &ruleEvents{DenialEvents: d, rule: name, recorder: d.recorder("steward.dev/" + name)}
+}
+
+// denied is called by Wrap for every request it denies (enforce mode, no
+// exemption, no break-glass) and records an Event when the writer is a
+// service account. Warn and audit mode, exempt users and break-glass
+// allow the request, so there is no refusal to report; people get the
+// denial message in their terminal, so an Event would only repeat it.
+func (r *ruleEvents) denied(req admission.Request, verdict string) {
+	if r == nil || !isServiceAccount(req.UserInfo.Username) {
+		return
+	}
+	regarding, ok := regardingRef(req)
+	if !ok {
+		return
+	}
+	key := r.rule + "/" + regarding.APIVersion + "/" + regarding.Kind + "/" + regarding.Namespace + "/" + regarding.Name
+	now := r.now()
+	r.mu.Lock()
+	if last, ok := r.cooldown.Get(key); ok && now.Sub(last.(time.Time)) < EventCooldown {
+		r.mu.Unlock()
+		eventsDropped.WithLabelValues(r.rule, "cooldown").Inc()
+		return
+	}
+	if !r.limiter.TryAccept() {
+		r.mu.Unlock()
+		eventsDropped.WithLabelValues(r.rule, "rate-limit").Inc()
+		return
+	}
+	regarding.UID = objectUID(req)
+	e := pendingEvent{recorder: r.recorder, regarding: regarding, action: string(req.Operation), note: eventNote(req, verdict)}
+	select {
+	case r.queue <- e:
+		r.cooldown.Add(key, now)
+		r.mu.Unlock()
+		eventsQueued.WithLabelValues(r.rule).Inc()
+	default:
+		r.mu.Unlock()
+		eventsDropped.WithLabelValues(r.rule, "queue-full").Inc()
+	}
+}
+
+// isServiceAccount says whether user is system:serviceaccount:<ns>:<name>.
+func isServiceAccount(user string) bool {
+	rest, ok := strings.CutPrefix(user, "system:serviceaccount:")
+	if !ok {
+		return false
+	}
+	ns, name, ok := strings.Cut(rest, ":")
+	return ok && ns != "" && name != "" && !strings.Contains(name, ":")
+}
+
+// regardingRef is the object the request writes. There is none to name
+// when a CREATE asks for a generated name (the Event's own name is built
+// from the object's), or when the request is for the scale subresource,
+// whose kind is Scale, not the object's (which the request does not carry).
+// A CREATE's object does not exist yet, so its reference has no uid; the
+// API server accepts that and `kubectl describe` matches by kind and name.
+func regardingRef(req admission.Request) (*corev1.ObjectReference, bool) {
+	if req.Name == "" || req.SubResource == "scale" {
+		return nil, false
+	}
+	return &corev1.ObjectReference{
+		APIVersion: schema.GroupVersion{Group: req.Kind.Group, Version: req.Kind.Version}.String(),
+		Kind:       req.Kind.Kind,
+		Namespace:  req.Namespace,
+		Name:       req.Name,
+	}, true
+}
+
+// objectUID is the written object's uid, read from the stored object (the
+// old one of an UPDATE or DELETE); it is only decoded for a request that
+// gets an Event. A CREATE's object carries the uid the API server gave it
+// before admission, which names nothing once the create is refused.
+func objectUID(req admission.Request) types.UID {
+	var m struct {
+		Metadata struct {
+			UID types.UID `json:"uid"`
+		} `json:"metadata"`
+	}
+	if len(req.OldObject.Raw) == 0 || json.Unmarshal(req.OldObject.Raw, &m) != nil {
+		return ""
+	}
+	return m.Metadata.UID
+}
+
+// eventNote says who was refused what, then the denial, cut to the API
+// server's limit on a whole character.
+func eventNote(req admission.Request, verdict string) string {
+	what := string(req.Operation)
+	if req.SubResource != "" {
+		what += " of " + req.SubResource
+	}
+	if req.DryRun != nil && *req.DryRun {
+		what = "dry-run " + what
+	}
+	return truncateNote("Refused " + what + " by " + req.UserInfo.Username + ": " + verdict)
+}
+
+// truncateNote cuts s to MaxEventNote bytes, ending with "…" when cut.
+func truncateNote(s string) string {
+	if len(s) <= MaxEventNote {
+		return s
+	}
+	const ellipsis = "…"
+	cut := MaxEventNote - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}
+
+// eventsQueued and eventsDropped count the Events DenialEvents handed to
+// the recorder, and those it did not record: within the cooldown of an
+// earlier one, over the rate limit, or with the queue full.
+var (
+	eventsQueued = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "steward_events_recorded_total",
+		Help: "Kubernetes Events Steward recorded for service accounts' refused writes, by rule.",
+	}, []string{"rule"})
+	eventsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "steward_events_dropped_total",
+		Help: "Refusals of service accounts' writes Steward recorded no Event for, by rule and reason (cooldown, rate-limit, queue-full).",
+	}, []string{"rule", "reason"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(eventsQueued, eventsDropped)
+}
