@@ -121,7 +121,10 @@ func (d *DenialEvents) forRule(name string) *ruleEvents {
 // allow the request, so there is no refusal to report; people get the
 // denial message in their terminal, so an Event would only repeat it.
 func (r *ruleEvents) denied(req admission.Request, verdict string) {
-	if r == nil || !isServiceAccount(req.UserInfo.Username) {
+	// A dry run must change nothing: Steward's webhooks promise
+	// sideEffects None, which is what lets the API server call them for
+	// dry runs at all. The agent learns of the refusal from its answer.
+	if r == nil || !isServiceAccount(req.UserInfo.Username) || (req.DryRun != nil && *req.DryRun) {
 		return
 	}
 	regarding, ok := regardingRef(req)
@@ -204,9 +207,6 @@ func eventNote(req admission.Request, verdict string) string {
 	what := string(req.Operation)
 	if req.SubResource != "" {
 		what += " of " + req.SubResource
-	}
-	if req.DryRun != nil && *req.DryRun {
-		what = "dry-run " + what
 	}
 	return truncateNote("Refused " + what + " by " + req.UserInfo.Username + ": " + verdict)
 }
