@@ -66,6 +66,16 @@ func TestMatchConditions(t *testing.T) {
 			Webhook: 1,
 			Request: admissiontest.Create(evV1GVR, "Event", eventsV1("source-controller", finished, otherRef)).Build(), Sent: true,
 		},
+		"ImageReflectorNextScanEventIsSent": {
+			Reason:  "image-reflector-controller announces its next scan, not run",
+			Webhook: 1,
+			Request: admissiontest.Create(coreEvGVR, "Event", coreEv("image-reflector-controller", "", "successful scan, next scan in 5m0s", otherRef)).Build(), Sent: true,
+		},
+		"ImageReflectorNextScanEventsV1IsSent": {
+			Reason:  "the same in events.k8s.io/v1's note",
+			Webhook: 1,
+			Request: admissiontest.Create(evV1GVR, "Event", eventsV1("image-reflector-controller", "tags did not change, next scan in 5m0s", otherRef)).Build(), Sent: true,
+		},
 		"OtherComponentStaysInTheAPIServer": {
 			Reason:  "events of other controllers never reach Steward",
 			Webhook: 1,

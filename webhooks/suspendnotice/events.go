@@ -6,25 +6,46 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strings"
 
 	"gomodules.xyz/jsonpatch/v2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// suspendedNote replaces "next run in <duration>" in the events of a
+// The announcements of a next run that Flux controllers put in their
+// events, from the controllers' sources:
+//   - kustomize-controller (internal/controller/kustomization_controller.go,
+//     v1.9.0): "Reconciliation finished in 1.2s, next run in 10m0s";
+//   - notification-controller, Receivers (internal/controller/receiver_controller.go,
+//     v1.9.0): "Reconciliation finished, next run in 10m0s";
+//   - image-reflector-controller, ImageRepositories
+//     (internal/controller/imagerepository_controller.go, v1.2.0):
+//     "successful scan, next scan in 5m0s", "tags did not change, next scan
+//     in 5m0s", "no change in repository configuration since last scan,
+//     next scan in 5m0s".
+//
+// The other controllers announce no next run in their events.
+// announcements lists the verbs; the webhook's match condition is built
+// from the same list, so the API server sends exactly these events.
+var announcements = []string{"run", "scan"}
+
+// suspendedNote replaces ", next <verb> in <duration>" in the events of a
 // suspended object.
-const suspendedNote = " (suspended: no further runs until resumed)"
+func suspendedNote(verb string) string {
+	return " (suspended: no further " + verb + "s until resumed)"
+}
 
 // maxMessage is the longest event message the API server accepts
 // (events.k8s.io/v1 note); a rewrite that would exceed it is not made.
 const maxMessage = 1024
 
-// nextRun matches ", next run in 10m0s" as Flux controllers write it (a Go
-// duration's String). Only a duration is replaced: the replacement starts
-// with " (", which no duration does, so rewriting is idempotent and a
-// rewrite never forms a new match with the text before it.
-var nextRun = regexp.MustCompile(`(?:,\s*|\s+)?next run in (?:[0-9]+(?:\.[0-9]+)?(?:ns|us|µs|ms|h|m|s))+`)
+// nextRun matches ", next run in 10m0s" (or "next scan in") as Flux
+// controllers write it (a Go duration's String). Only a duration is
+// replaced: the replacement starts with " (", which no duration does, so
+// rewriting is idempotent and a rewrite never forms a new match with the
+// text before it.
+var nextRun = regexp.MustCompile(`(?:,\s*|\s+)?next (` + strings.Join(announcements, "|") + `) in (?:[0-9]+(?:\.[0-9]+)?(?:ns|us|µs|ms|h|m|s))+`)
 
 // objectRef is the involved object of an event: involvedObject in
 // core/v1, regarding in events.k8s.io/v1.
@@ -79,14 +100,17 @@ func decodeEvent(group string, raw []byte) (*event, error) {
 // rewrite returns the message of an event about a suspended object, and
 // whether it differs.
 func rewrite(text string) (string, bool) {
-	out := nextRun.ReplaceAllLiteralString(text, suspendedNote)
+	out := nextRun.ReplaceAllStringFunc(text, func(m string) string {
+		return suspendedNote(nextRun.FindStringSubmatch(m)[1])
+	})
 	if out == text || len(out) > maxMessage {
 		return text, false
 	}
 	return out, true
 }
 
-// events rewrites the "next run in" message of a Flux controller's event
+// events rewrites the "next run in" or "next scan in" message of a Flux
+// controller's event
 // about a suspended object. Every other event passes untouched.
 func (r *Rule) events(req admission.Request) admission.Response {
 	if req.Kind.Group != "" && req.Kind.Group != "events.k8s.io" {

@@ -44,6 +44,7 @@ func FuzzRewrite(f *testing.F) {
 	f.Add("(combined from similar events): " + finished)
 	f.Add("next run in next run in 1s")
 	f.Add("a, next run in 1.5h2m, next run in 3µs")
+	f.Add("successful scan, next scan in 5m0s, next run in 1s")
 	f.Fuzz(func(t *testing.T, in string) {
 		out, changed := rewrite(in)
 		if !changed {

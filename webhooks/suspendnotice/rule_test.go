@@ -361,6 +361,17 @@ func TestRewrite(t *testing.T) {
 		want   string
 	}{
 		"KustomizeControllerMessage": {reason: "the message of flux2 #5174", in: finished, want: rewritten},
+		// One case for each message a Flux controller announces a next run
+		// with, worded as in its source (see announcements).
+		"NotificationControllerReceiver": {reason: "notification-controller, Receivers", in: "Reconciliation finished, next run in 10m0s", want: "Reconciliation finished (suspended: no further runs until resumed)"},
+		"ImageReflectorSuccessfulScan":   {reason: "image-reflector-controller, new tags", in: "successful scan, next scan in 5m0s", want: "successful scan (suspended: no further scans until resumed)"},
+		"ImageReflectorTagsUnchanged":    {reason: "image-reflector-controller, same tags", in: "tags did not change, next scan in 5m0s", want: "tags did not change (suspended: no further scans until resumed)"},
+		"ImageReflectorConfigUnchanged": {
+			reason: "image-reflector-controller, nothing to scan",
+			in:     "no change in repository configuration since last scan, next scan in 1m0s",
+			want:   "no change in repository configuration since last scan (suspended: no further scans until resumed)",
+		},
+		"NextTryIsNoAnnouncement": {reason: "a failed reconciliation's retry (kustomize-controller logs it) is not a schedule", in: "Reconciliation failed after 2s, next try in 30s", want: "Reconciliation failed after 2s, next try in 30s"},
 		"CombinedSimilarEvents": {
 			reason: "client-go's aggregator prefixes repeated messages",
 			in:     "(combined from similar events): " + finished,

@@ -71,9 +71,19 @@ var (
 		" || " + annotation("object", AnnotationSuspendedAt) + " != " + annotation("oldObject", AnnotationSuspendedAt) + ")"
 
 	announcesNextRun = "request.resource.group == '' ? " +
-		"(has(object.message) && object.message.contains('next run in')) : " +
-		"(has(object.note) && object.note.contains('next run in'))"
+		"(has(object.message) && " + containsAnnouncement("object.message") + ") : " +
+		"(has(object.note) && " + containsAnnouncement("object.note") + ")"
 )
+
+// containsAnnouncement is CEL saying field announces a next run, in any of
+// the words Flux controllers use.
+func containsAnnouncement(field string) string {
+	var parts []string
+	for _, verb := range announcements {
+		parts = append(parts, field+".contains('next "+verb+" in')")
+	}
+	return "(" + strings.Join(parts, " || ") + ")"
+}
 
 func suspended(obj string) string {
 	return "(has(" + obj + ".spec) && has(" + obj + ".spec.suspend) && " + obj + ".spec.suspend == true)"
