@@ -257,15 +257,17 @@ func (d *discoverer) start(ctx context.Context, want wanted) *watch {
 	if want.role == roleManaged {
 		indexers = managedIndexers()
 	}
+	count := &objectCount{}
 	cw := d.cluster.Watch(ctx, want.gvr, clustercache.Spec{
 		Metadata:    want.role == roleManaged,
 		Transform:   transform,
 		Indexers:    indexers,
+		Handler:     count.handler(),
 		OnSynced:    d.trigger,
 		OnForbidden: d.onForbidden(want.gvr.GroupResource().String()),
 	})
 	return &watch{gk: want.gk, gvr: want.gvr, namespaced: want.namespaced, role: want.role,
-		indexer: cw.Indexer(), synced: cw.HasSynced, forbidden: cw.Forbidden, cancel: cw.Stop}
+		indexer: cw.Indexer(), objects: count.get, synced: cw.HasSynced, forbidden: cw.Forbidden, cancel: cw.Stop}
 }
 
 // onForbidden logs that Steward may not list a kind, whose requests are

@@ -177,7 +177,7 @@ func (c *cluster) watch(gk schema.GroupKind, gvr schema.GroupVersionResource, na
 			panic(err)
 		}
 	}
-	w := &watch{gk: gk, gvr: gvr, namespaced: namespaced, role: r, indexer: idx, synced: func() bool { return st == stateSynced },
+	w := &watch{gk: gk, gvr: gvr, namespaced: namespaced, role: r, indexer: idx, objects: func() int { return len(idx.ListKeys()) }, synced: func() bool { return st == stateSynced },
 		forbidden: func() bool { return st == stateForbidden }, cancel: func() {}}
 	c.s.add(w)
 	return c

@@ -52,9 +52,9 @@ func (m *cacheMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.ignored
 }
 
-// Collect counts the cached objects at the scrape. Client-go's caches have
-// no length, so it lists their keys: about 3 ms and 800 KB for 50,000 MRs
-// on a 2-core machine, once per scrape.
+// Collect reads the kinds' states and object counts at the scrape; the
+// counts are kept from the informers' events, so a scrape costs nothing per
+// cached object.
 func (m *cacheMetrics) Collect(ch chan<- prometheus.Metric) {
 	kinds := map[[2]string]int{}
 	objects := map[role]int{}
@@ -63,7 +63,7 @@ func (m *cacheMetrics) Collect(ch chan<- prometheus.Metric) {
 		ignored = s.ignoredXRDs
 		for _, w := range s.all {
 			kinds[[2]string{string(w.role), stateNames[w.state()]}]++
-			objects[w.role] += len(w.indexer.ListKeys())
+			objects[w.role] += w.objects()
 		}
 	}
 	for _, r := range []role{roleComposite, roleManaged} {

@@ -20,6 +20,9 @@ type watch struct {
 	namespaced bool
 	role       role
 	indexer    cache.Indexer
+	// objects is how many objects the cache holds, kept from the
+	// informer's events (see objectCount) so a scrape lists nothing.
+	objects func() int
 	// synced reports whether the informer has listed the kind once.
 	synced func() bool
 	// forbidden reports whether listing fails because Steward may not list
