@@ -55,11 +55,12 @@ func (r *Rule) SetupWithManager(mgr manager.Manager, _ *clustercache.Cache) erro
 // business, and without the selector every Deployment, StatefulSet and
 // ReplicaSet written in the cluster (the deployment controller writes
 // ReplicaSets on every rollout) would reach Steward as a watch event and
-// stay in its memory.
+// stay in its memory. Of those it keeps, trimWorkload keeps only what a
+// scale decision reads.
 func (r *Rule) CacheByObject() map[client.Object]cache.ByObject {
 	out := map[client.Object]cache.ByObject{}
 	for _, gvk := range scaledKinds {
-		out[partialObject(gvk)] = cache.ByObject{Label: fleetManaged}
+		out[partialObject(gvk)] = cache.ByObject{Label: fleetManaged, Transform: trimWorkload}
 	}
 	return out
 }

@@ -1,0 +1,123 @@
+package fleetguard
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// fleetWorkload is a Fleet-managed Deployment's metadata as the API server
+// sends it to a metadata informer: Fleet's and Helm's keys, wrangler's
+// applied annotation (a gzipped, base64 copy of the object: incompressible
+// bytes), the deployment controller's revision, and managedFields of the
+// agent, the controller and kubectl.
+func fleetWorkload(tb testing.TB, i int) *metav1.PartialObjectMetadata {
+	tb.Helper()
+	applied := make([]byte, 3000)
+	if _, err := rand.Read(applied); err != nil {
+		tb.Fatal(err)
+	}
+	fields := func(n int) string {
+		var b strings.Builder
+		b.WriteString(`{"f:spec":{`)
+		for j := 0; j < n; j++ {
+			fmt.Fprintf(&b, `"f:field%d":{},`, j)
+		}
+		b.WriteString(`"f:replicas":{}}}`)
+		return b.String()
+	}
+	doc := fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{
+		"name":"web-%[1]d","namespace":"apps","uid":"0b6f1e9c-%08[1]d","resourceVersion":"%[1]d","generation":3,
+		"creationTimestamp":"2026-11-01T10:00:00Z",
+		"labels":{"objectset.rio.cattle.io/hash":"3e4c9a2f6b0d8e1a7c5b9d3f2e6a8c0b4d7f1e9a","app.kubernetes.io/managed-by":"Helm","app":"web-%[1]d"},
+		"annotations":{"objectset.rio.cattle.io/id":"default-web-app","meta.helm.sh/release-name":"web-app","meta.helm.sh/release-namespace":"apps",
+			"deployment.kubernetes.io/revision":"3","objectset.rio.cattle.io/applied":%[2]q},
+		"managedFields":[
+			{"manager":"fleetagent","operation":"Apply","apiVersion":"apps/v1","fieldsType":"FieldsV1","fieldsV1":%[3]s},
+			{"manager":"kube-controller-manager","operation":"Update","apiVersion":"apps/v1","subresource":"status","fieldsType":"FieldsV1","fieldsV1":%[4]s},
+			{"manager":"kubectl","operation":"Update","apiVersion":"apps/v1","fieldsType":"FieldsV1","fieldsV1":%[5]s}]}}`,
+		i, "H4sI"+base64.StdEncoding.EncodeToString(applied), fields(60), fields(20), fields(5))
+	var o metav1.PartialObjectMetadata
+	if err := json.Unmarshal([]byte(doc), &o); err != nil {
+		tb.Fatal(err)
+	}
+	return &o
+}
+
+func TestTrimWorkloadKeepsWhatScaleDecisionsRead(t *testing.T) {
+	in := fleetWorkload(t, 1)
+	got, err := trimWorkload(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := got.(*metav1.PartialObjectMetadata)
+	want := &metav1.PartialObjectMetadata{TypeMeta: in.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: "web-1", Namespace: "apps", ResourceVersion: "1", Labels: map[string]string{LabelHash: in.Labels[LabelHash]},
+		Annotations: map[string]string{AnnotationID: "default-web-app", AnnotationReleaseName: "web-app", AnnotationReleaseNamespace: "apps"},
+	}}
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("trimmed workload (-want +got):\n%s", diff)
+	}
+	if parent := (objectMeta{Labels: out.Labels, Annotations: out.Annotations}); !parent.managed() || parent.owner() != (objectMeta{Labels: in.Labels, Annotations: in.Annotations}).owner() {
+		t.Errorf("the trimmed workload no longer reads as the same Fleet-managed object: owner %q", parent.owner())
+	}
+	again, _ := trimWorkload(out)
+	if diff := cmp.Diff(out, again); diff != "" {
+		t.Errorf("trimming is not idempotent (-once +twice):\n%s", diff)
+	}
+	tombstone := cache.DeletedFinalStateUnknown{Key: "apps/web-1", Obj: in}
+	if passed, _ := trimWorkload(tombstone); passed != tombstone {
+		t.Errorf("a value that is no object's metadata is passed through, got %T", passed)
+	}
+}
+
+func TestWorkloadCachesAreTrimmed(t *testing.T) {
+	for obj, by := range New(Config{}, "").CacheByObject() {
+		if by.Transform == nil {
+			t.Errorf("the %s metadata cache keeps whole objects", obj.GetObjectKind().GroupVersionKind().Kind)
+		}
+	}
+}
+
+// BenchmarkFleetWorkloadCacheBytes measures the heap a cached Fleet-managed
+// workload holds in the metadata cache, as the API server sends it and as
+// trimWorkload keeps it (bytes/object; run with -benchtime=1x).
+func BenchmarkFleetWorkloadCacheBytes(b *testing.B) {
+	const n = 2000
+	for _, tc := range []struct {
+		name      string
+		transform cache.TransformFunc
+	}{{"Untrimmed", nil}, {"Trimmed", trimWorkload}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+				for j := 0; j < n; j++ {
+					// Decoded here, as the informer decodes each object;
+					// what the store does not keep is garbage by the end.
+					var o any = fleetWorkload(b, j)
+					if tc.transform != nil {
+						o, _ = tc.transform(o)
+					}
+					if err := store.Add(o); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/n, "bytes/object")
+				runtime.KeepAlive(store)
+			}
+		})
+	}
+}
