@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"strings"
+
+	"github.com/stewardhq/steward/webhooks/apimigration"
 )
 
 // writeText prints each finding compiler-style (file:line: level: ...) so
@@ -12,8 +14,12 @@ func (c *checker) writeText() {
 		fmt.Fprintf(c.stdout, "%s:%d: %s: %s (%s): %s\n", f.file, f.line, c.level(f), f.object(), f.position(), f.message)
 	}
 	fmt.Fprintln(c.stdout, c.summary())
-	if len(c.findings) > 0 {
+	switch {
+	case len(c.findings) == 0:
+	case c.target.AtLeast(apimigration.FluxMigrateSince):
 		fmt.Fprintln(c.stdout, "steward check: change apiVersion as shown, or let `flux migrate -f <dir>` rewrite the manifests")
+	default: // `flux migrate` first ships in Flux 2.7
+		fmt.Fprintln(c.stdout, "steward check: change apiVersion as shown")
 	}
 }
 

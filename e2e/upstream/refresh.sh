@@ -10,3 +10,31 @@ op=prometheus-operator/prometheus-operator
 for crd in servicemonitors prometheusrules; do
   fetch "$op" v0.93.0 "example/prometheus-operator-crd/monitoring.coreos.com_${crd}.yaml" "prometheus-operator/monitoring.coreos.com_${crd}.yaml"
 done
+# Flux: the CRDs of every kind apimigration guards, at the controller tags
+# each Flux release names (see SOURCES.md). image-reflector-controller is
+# v1.2.0 for 2.9: see SOURCES.md.
+flux_release() { # release, then controller:tag pairs
+  local r=$1
+  shift
+  mkdir -p "flux/$r"
+  for ct in "$@"; do
+    local c=${ct%%:*} t=${ct#*:}
+    for crd in $(flux_crds "$c"); do
+      fetch "fluxcd/$c-controller" "$t" "config/crd/bases/$crd.yaml" "flux/$r/$crd.yaml"
+    done
+  done
+}
+flux_crds() { # controller
+  case $1 in
+  kustomize) echo kustomize.toolkit.fluxcd.io_kustomizations ;;
+  helm) echo helm.toolkit.fluxcd.io_helmreleases ;;
+  source) echo source.toolkit.fluxcd.io_{gitrepositories,helmrepositories,helmcharts,buckets,ocirepositories} ;;
+  notification) echo notification.toolkit.fluxcd.io_{receivers,alerts,providers} ;;
+  image-reflector) echo image.toolkit.fluxcd.io_{imagerepositories,imagepolicies} ;;
+  image-automation) echo image.toolkit.fluxcd.io_imageupdateautomations ;;
+  esac
+}
+flux_release 2.6 kustomize:v1.6.0 source:v1.6.0 helm:v1.3.0 notification:v1.6.0 image-reflector:v0.35.0 image-automation:v0.41.0
+flux_release 2.7 kustomize:v1.7.0 source:v1.7.0 helm:v1.4.0 notification:v1.7.1 image-reflector:v1.0.1 image-automation:v1.0.1
+flux_release 2.8 kustomize:v1.8.0 source:v1.8.0 helm:v1.5.0 notification:v1.8.0 image-reflector:v1.1.0 image-automation:v1.1.0
+flux_release 2.9 kustomize:v1.9.1 source:v1.9.1 helm:v1.6.1 notification:v1.9.1 image-reflector:v1.2.0 image-automation:v1.2.1

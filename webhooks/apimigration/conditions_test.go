@@ -21,10 +21,8 @@ func TestMatchCondition(t *testing.T) {
 	}
 	for i := range apis {
 		a := &apis[i]
-		versions := []string{a.Current, "v9"}
-		for _, d := range a.Deprecated {
-			versions = append(versions, d.Version)
-		}
+		current := a.Preferred(NewestRelease())
+		versions := append(a.Versions(), "v9")
 		for _, v := range versions {
 			acts := Classify(a.Group, a.Kind, v, MustParseRelease("9.0")).Status != Untouched
 			reqs := map[string]*admissiontest.Request{
@@ -32,7 +30,7 @@ func TestMatchCondition(t *testing.T) {
 				"update": admissiontest.Update(gvr(a, v), a.Kind, obj(a, v, nil, spec1), obj(a, v, nil, spec2)),
 				// Converted by the API server to the current version: the
 				// client's version still decides.
-				"converted": admissiontest.Create(gvr(a, a.Current), a.Kind, obj(a, a.Current, nil, spec1)).
+				"converted": admissiontest.Create(gvr(a, current), a.Kind, obj(a, current, nil, spec1)).
 					RequestKind(schema.GroupVersionKind{Group: a.Group, Version: v, Kind: a.Kind}, a.Resource),
 			}
 			for how, req := range reqs {

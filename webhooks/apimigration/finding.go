@@ -6,8 +6,9 @@ import "fmt"
 type Status int
 
 const (
-	// Untouched: not a Flux kind this rule knows, a current version, or a
-	// version newer than the table. Steward leaves such writes alone.
+	// Untouched: not a Flux kind this rule knows, the version the target
+	// prefers (or another it serves and keeps), or a version no release in
+	// the table serves. Steward leaves such writes alone.
 	Untouched Status = iota
 	// DeprecatedVersion: still served by the target release; the write is
 	// allowed, annotated and warned about.
@@ -37,8 +38,12 @@ type Finding struct {
 	API *API
 	// Version is the version the client used.
 	Version string
-	// RemovedIn is the release that removes Version (deprecated versions).
+	// RemovedIn is the release that removes (or removed) Version; zero
+	// when no release in the table removes a deprecated version.
 	RemovedIn Release
+	// Use is the version the target release prefers: the one to write
+	// instead, and the only one a write is marked toward.
+	Use string
 	// Target is the Flux release the decision was made against.
 	Target Release
 }
@@ -50,16 +55,24 @@ func Classify(group, kind, version string, target Release) Finding {
 	if f.API == nil {
 		return f
 	}
-	d := f.API.deprecated(version)
-	if d == nil {
-		return f
-	}
-	f.RemovedIn = d.RemovedIn
-	f.Status = DeprecatedVersion
-	if target.AtLeast(d.RemovedIn) {
-		f.Status = RemovedVersion
-	}
+	f.Use = f.API.Preferred(target)
+	f.Status, f.RemovedIn = f.API.status(version, target)
 	return f
+}
+
+// migrate reports whether the target's Flux CLI has `flux migrate`, the
+// upstream command the messages advise.
+func (f Finding) migrate() bool {
+	return f.Target.AtLeast(FluxMigrateSince)
+}
+
+// removal is " and removed in Flux X" for a deprecated version whose
+// removal the table records, else "".
+func (f Finding) removal() string {
+	if f.RemovedIn == (Release{}) {
+		return ""
+	}
+	return " and removed in Flux " + f.RemovedIn.String()
 }
 
 // From is the group/version the client used, as written in apiVersion.
@@ -69,17 +82,20 @@ func (f Finding) From() string {
 
 // To is the group/version the client should use instead.
 func (f Finding) To() string {
-	return f.API.Group + "/" + f.API.Current
+	return f.API.Group + "/" + f.Use
 }
 
 // Warning is the admission warning for a write through a deprecated
 // version. kubectl prints it on one line, so it is kept to 120 characters
 // for every entry of the table (a test holds it to that): it names the
 // version used, the release that removes it, the version to use and the
-// upstream migration command.
+// upstream migration command when the target's Flux CLI has it.
 func (f Finding) Warning() string {
-	return Name + ": " + f.From() + " is deprecated and removed in Flux " + f.RemovedIn.String() +
-		"; use " + f.API.Current + " (flux migrate)"
+	w := Name + ": " + f.From() + " is deprecated" + f.removal() + "; use " + f.Use
+	if f.migrate() {
+		w += " (flux migrate)"
+	}
+	return w
 }
 
 // Refusal is the denial message for a write through a removed version.
@@ -90,9 +106,12 @@ func (f Finding) Refusal(object, source string) string {
 	if source != "" {
 		where = "in the manifest " + source + " applies"
 	}
-	return Name + ": " + object + " is written through " + f.From() + ", which Flux " + f.RemovedIn.String() +
-		" removed (this cluster targets Flux " + f.Target.String() + "); change apiVersion to " + f.To() + " " + where +
-		" (`flux migrate -f <dir>` rewrites a checkout, `flux migrate` the stored objects)"
+	msg := Name + ": " + object + " is written through " + f.From() + ", which Flux " + f.RemovedIn.String() +
+		" removed (this cluster targets Flux " + f.Target.String() + "); change apiVersion to " + f.To() + " " + where
+	if f.migrate() {
+		msg += " (`flux migrate -f <dir>` rewrites a checkout, `flux migrate` the stored objects)"
+	}
+	return msg
 }
 
 // Advice is what `steward check` prints for a finding: what is wrong and
@@ -102,7 +121,7 @@ func (f Finding) Advice() string {
 	case RemovedVersion:
 		return fmt.Sprintf("%s was removed in Flux %s (target %s): change apiVersion to %s", f.From(), f.RemovedIn, f.Target, f.To())
 	case DeprecatedVersion:
-		return fmt.Sprintf("%s is deprecated and removed in Flux %s: change apiVersion to %s", f.From(), f.RemovedIn, f.To())
+		return fmt.Sprintf("%s is deprecated%s: change apiVersion to %s", f.From(), f.removal(), f.To())
 	}
 	return ""
 }

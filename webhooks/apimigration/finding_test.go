@@ -13,15 +13,26 @@ import (
 // current one, the removing release and the migration command.
 func TestWarningFitsOnOneLine(t *testing.T) {
 	for _, a := range apis {
-		for _, d := range a.Deprecated {
-			f := Classify(a.Group, a.Kind, d.Version, MustParseRelease(DefaultFluxVersion))
-			w := f.Warning()
-			if len(w) > 120 {
-				t.Errorf("%s: warning is %d characters: %q", f.From(), len(w), w)
-			}
-			for _, part := range []string{a.Group + "/" + d.Version, "use " + a.Current, "Flux " + d.RemovedIn.String(), "flux migrate"} {
-				if !strings.Contains(w, part) {
-					t.Errorf("%s: warning %q does not name %q", f.From(), w, part)
+		for _, r := range releases {
+			for _, v := range a.Versions() {
+				f := Classify(a.Group, a.Kind, v, r)
+				if f.Status != DeprecatedVersion {
+					continue
+				}
+				w := f.Warning()
+				if len(w) > 120 {
+					t.Errorf("%s: warning is %d characters: %q", f.From(), len(w), w)
+				}
+				parts := []string{a.Group + "/" + v, "use " + a.Preferred(r), "Flux " + f.RemovedIn.String()}
+				if r.AtLeast(FluxMigrateSince) {
+					parts = append(parts, "(flux migrate)")
+				} else if strings.Contains(w, "flux migrate") {
+					t.Errorf("%s at Flux %s: warning %q advises flux migrate, which Flux %s does not have", f.From(), r, w, r)
+				}
+				for _, part := range parts {
+					if !strings.Contains(w, part) {
+						t.Errorf("%s at Flux %s: warning %q does not name %q", f.From(), r, w, part)
+					}
 				}
 			}
 		}
@@ -159,12 +170,12 @@ func TestSpec(t *testing.T) {
 	}
 	expr := wh.MatchConditions[0].Expression
 	for _, a := range apis {
-		for _, d := range a.Deprecated {
-			if !strings.Contains(expr, "'"+a.Group+"/"+a.Resource+"/"+d.Version+"'") {
-				t.Errorf("match condition misses %s/%s/%s", a.Group, a.Resource, d.Version)
+		for _, v := range a.Guarded() {
+			if !strings.Contains(expr, "'"+a.Group+"/"+a.Resource+"/"+v+"'") {
+				t.Errorf("match condition misses %s/%s/%s", a.Group, a.Resource, v)
 			}
 		}
-		if strings.Contains(expr, "'"+a.Group+"/"+a.Resource+"/"+a.Current+"'") {
+		if strings.Contains(expr, "'"+a.Group+"/"+a.Resource+"/"+a.Preferred(NewestRelease())+"'") {
 			t.Errorf("match condition sends the current version of %s", a.Kind)
 		}
 	}

@@ -37,11 +37,8 @@ func TestHandleEveryKind(t *testing.T) {
 	}{}
 	for i := range apis {
 		a := &apis[i]
-		versions := []string{a.Current}
-		for _, d := range a.Deprecated {
-			versions = append(versions, d.Version)
-		}
-		for _, target := range []string{"2.6", "2.9"} {
+		versions := a.Versions()
+		for _, target := range []string{"2.6", "2.7", "2.9"} {
 			for _, v := range versions {
 				for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
 					f := Classify(a.Group, a.Kind, v, MustParseRelease(target))

@@ -59,13 +59,15 @@ func webhookRules() []admissionregistrationv1.RuleWithOperations {
 }
 
 // deprecatedExpression is a CEL expression true when the client wrote
-// through a deprecated version of the resource, e.g.
+// through a version that is deprecated or removed under any release of the
+// table (whatever the target, so the rendered configuration does not depend
+// on it; Handle leaves alone what the target keeps), e.g.
 // request.requestResource.group + "/" + request.requestResource.resource + "/" + request.requestResource.version in [...].
 func deprecatedExpression() string {
 	var items []string
 	for _, a := range apis {
-		for _, d := range a.Deprecated {
-			items = append(items, fmt.Sprintf("'%s/%s/%s'", a.Group, a.Resource, d.Version))
+		for _, v := range a.Guarded() {
+			items = append(items, fmt.Sprintf("'%s/%s/%s'", a.Group, a.Resource, v))
 		}
 	}
 	return "(request.requestResource.group + '/' + request.requestResource.resource + '/' + request.requestResource.version) in [" +

@@ -1,27 +1,37 @@
 package apimigration
 
-// The Flux API versions this rule knows: for every Flux kind, its current
-// version and each deprecated version with the Flux release that removes
-// it. The webhook registration, the admission decision and `steward check`
-// all read this one table, so they cannot disagree.
+import "slices"
 
-// API is one Flux kind and the versions it is, or was, served at.
+// The Flux API versions this rule knows: for every Flux kind, what each
+// Flux release Steward knows serves (table.go). Whether a version is
+// deprecated or removed, and which version to use instead, is derived from
+// it for the target release (serving.go). The webhook registration, the
+// admission decision and `steward check` all read this one table, so they
+// cannot disagree; TestTableMatchesFluxCRDs holds it to each release's
+// real CRDs (e2e/upstream/flux/<release>/).
+
+// API is one Flux kind and the versions each known release serves it at.
 type API struct {
 	Group    string
 	Kind     string
 	Resource string
-	// Current is the version clients should write.
-	Current string
-	// Deprecated are the older versions, each with its removal release.
-	Deprecated []Deprecated
+	// Releases is what each release of Releases() serves, in that order.
+	Releases []Serving
 }
 
-// Deprecated is one deprecated version of a Flux kind.
-type Deprecated struct {
-	Version string
-	// RemovedIn is the first Flux release that no longer serves Version.
-	RemovedIn Release
+// Serving is one Flux kind as one release's CRD defines it.
+type Serving struct {
+	Release Release
+	// Served are the versions the CRD serves.
+	Served []string
+	// Storage is the CRD's storage version.
+	Storage string
+	// Deprecated are the served versions the CRD marks `deprecated: true`.
+	Deprecated []string
 }
+
+// serves reports whether the release serves version.
+func (s *Serving) serves(version string) bool { return slices.Contains(s.Served, version) }
 
 // The Flux API groups.
 const (
@@ -31,38 +41,6 @@ const (
 	NotificationGroup = "notification.toolkit.fluxcd.io"
 	ImageGroup        = "image.toolkit.fluxcd.io"
 )
-
-var (
-	flux27 = MustParseRelease("2.7")
-	flux28 = MustParseRelease("2.8")
-	flux29 = MustParseRelease("2.9")
-)
-
-// Removal schedules shared by several kinds.
-var (
-	// v1beta1 goes in 2.7, v1beta2 in 2.8 (kustomize and source).
-	betasTo28 = []Deprecated{{"v1beta1", flux27}, {"v1beta2", flux28}}
-	// v1beta1 goes in 2.7, v1beta2 in 2.9 (notification and image).
-	betasTo29 = []Deprecated{{"v1beta1", flux27}, {"v1beta2", flux29}}
-)
-
-// apis lists every Flux kind the rule guards, in a stable order (it is the
-// order of the rendered webhook rules).
-var apis = []API{
-	{KustomizeGroup, "Kustomization", "kustomizations", "v1", betasTo28},
-	{HelmGroup, "HelmRelease", "helmreleases", "v2", []Deprecated{{"v2beta1", flux27}, {"v2beta2", flux28}}},
-	{SourceGroup, "GitRepository", "gitrepositories", "v1", betasTo28},
-	{SourceGroup, "HelmRepository", "helmrepositories", "v1", betasTo28},
-	{SourceGroup, "HelmChart", "helmcharts", "v1", betasTo28},
-	{SourceGroup, "Bucket", "buckets", "v1", betasTo28},
-	{SourceGroup, "OCIRepository", "ocirepositories", "v1", []Deprecated{{"v1beta2", flux28}}},
-	{NotificationGroup, "Receiver", "receivers", "v1", betasTo29},
-	{NotificationGroup, "Alert", "alerts", "v1beta3", betasTo29},
-	{NotificationGroup, "Provider", "providers", "v1beta3", betasTo29},
-	{ImageGroup, "ImageRepository", "imagerepositories", "v1", betasTo29},
-	{ImageGroup, "ImagePolicy", "imagepolicies", "v1", betasTo29},
-	{ImageGroup, "ImageUpdateAutomation", "imageupdateautomations", "v1", betasTo29},
-}
 
 // groupName is a group and a kind or resource name, the key of the
 // indexes below (a struct, so a lookup builds no string).
@@ -92,46 +70,38 @@ func LookupResource(group, resource string) *API {
 	return byResource[groupName{group, resource}]
 }
 
-// deprecated returns the deprecation entry of version, or nil when the
-// version is current or unknown to the table.
-func (a *API) deprecated(version string) *Deprecated {
-	for i := range a.Deprecated {
-		if a.Deprecated[i].Version == version {
-			return &a.Deprecated[i]
+// Knows reports whether any release in the table serves version of the
+// kind. `steward check` reports any other version of a known kind (a typo,
+// or a version newer than the table), which the webhook leaves alone.
+func (a *API) Knows(version string) bool {
+	for i := range a.Releases {
+		if a.Releases[i].serves(version) {
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
-// Knows reports whether version is the current version of the kind or one
-// of its deprecated ones. `steward check` reports any other version of a
-// known kind (a typo, or a version newer than the table), which the
-// webhook leaves alone.
-func (a *API) Knows(version string) bool {
-	return version == a.Current || a.deprecated(version) != nil
-}
-
-// Versions lists every version the table knows for the kind, the current
-// one first.
+// Versions lists every version any release in the table serves: the one
+// the newest release prefers first, then the others oldest first.
 func (a *API) Versions() []string {
-	vs := []string{a.Current}
-	for _, d := range a.Deprecated {
-		vs = append(vs, d.Version)
-	}
-	return vs
-}
-
-// NewestRelease is the latest Flux release the table records a removal in:
-// the release whose upgrade breaks the most, which `steward check` checks
-// against unless told otherwise.
-func NewestRelease() Release {
-	newest := MustParseRelease(DefaultFluxVersion)
-	for _, a := range apis {
-		for _, d := range a.Deprecated {
-			if d.RemovedIn.AtLeast(newest) {
-				newest = d.RemovedIn
+	newest := a.Preferred(NewestRelease())
+	vs := []string{newest}
+	for i := range a.Releases {
+		for _, v := range a.Releases[i].Served {
+			if !slices.Contains(vs, v) {
+				vs = append(vs, v)
 			}
 		}
 	}
-	return newest
+	slices.SortStableFunc(vs[1:], compareVersions)
+	return vs
 }
+
+// Releases lists the Flux releases the table describes, oldest first.
+func Releases() []Release { return slices.Clone(releases) }
+
+// NewestRelease is the newest Flux release in the table: the release whose
+// upgrade breaks the most, which `steward check` checks against unless
+// told otherwise.
+func NewestRelease() Release { return releases[len(releases)-1] }
