@@ -92,13 +92,30 @@ lint:
 # earlier runs cached under GOCACHE grow with every run, and a target that
 # is still replaying them when FUZZTIME ends fails ("context deadline
 # exceeded") without having fuzzed at all.
+#
+# Go 1.26's fuzzing coordinator can also fail a target with a bare "context
+# deadline exceeded" at the FUZZTIME boundary, having found nothing
+# (go.dev/issue/75804, fixed in Go 1.27). A real failure always writes its
+# input under testdata/fuzz/<target>, so a run that fails with that message
+# and writes no input is reported and passed over; any other failure stops.
 FUZZTIME ?= 30s
 fuzz:
 	@rm -rf "$$($(GO) env GOCACHE)/fuzz/$$($(GO) list -m)"
-	@for pkg in $$($(GO) list ./webhooks/... ./cmd/...); do \
+	@out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
+	for pkg in $$($(GO) list ./webhooks/... ./cmd/...); do \
 		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "fuzzing $$pkg $$target for $(FUZZTIME)"; \
-			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s $$pkg || exit 1; \
+			inputs="$$($(GO) list -f '{{.Dir}}' $$pkg)/testdata/fuzz/$$target"; \
+			before=$$(ls "$$inputs" 2>/dev/null | wc -l); \
+			if $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s $$pkg >"$$out" 2>&1; then \
+				cat "$$out"; continue; \
+			fi; \
+			cat "$$out"; \
+			if grep -q '^    context deadline exceeded$$' "$$out" && [ "$$(ls "$$inputs" 2>/dev/null | wc -l)" -eq "$$before" ]; then \
+				echo "$$target: stopped by the fuzzing coordinator's deadline race (go.dev/issue/75804), no failing input written; not a failure"; \
+			else \
+				exit 1; \
+			fi; \
 		done; \
 	done
 
