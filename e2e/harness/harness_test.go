@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -143,8 +144,12 @@ func TestProcessesWithFindsOnlyMarkedProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]int{marked.Process.Pid}, pids); diff != "" {
-		t.Errorf("processes with the mark (-want +got):\n%s", diff)
+	// The marked shell may be caught forking its sleep: until the child
+	// execs, its command line is the shell's, mark included, and finding
+	// it is right (the watchdog kills children too). So the test asks only
+	// that the marked process is found and the unmarked one is not.
+	if !slices.Contains(pids, marked.Process.Pid) || slices.Contains(pids, unmarked.Process.Pid) {
+		t.Errorf("processes with the mark: %v; want %d (marked) and not %d (unmarked)", pids, marked.Process.Pid, unmarked.Process.Pid)
 	}
 }
 
