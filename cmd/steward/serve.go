@@ -216,6 +216,9 @@ func denialEvents(mgr manager.Manager, cfg webhooks.Config) (*rule.DenialEvents,
 	if err := mgr.Add(run); err != nil {
 		return nil, fmt.Errorf("adding the events recorder to the manager: %w", err)
 	}
+	if err := ctrlmetrics.Registry.Register(recorder); err != nil {
+		return nil, fmt.Errorf("registering the events metrics: %w", err)
+	}
 	return recorder, nil
 }
 

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/lru"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
@@ -66,6 +65,8 @@ type DenialEvents struct {
 	mu       sync.Mutex
 	cooldown *lru.Cache // "rule/group/kind/namespace/name" -> time.Time recorded
 	limiter  flowcontrol.RateLimiter
+
+	queued, dropped *prometheus.CounterVec
 }
 
 type pendingEvent struct {
@@ -78,13 +79,15 @@ type pendingEvent struct {
 // NewDenialEvents returns DenialEvents that send through recorder, which
 // builds one recorder per reporting controller (a rule's "steward.dev/<rule>").
 func NewDenialEvents(recorder func(controller string) EventRecorder) *DenialEvents {
-	return &DenialEvents{
+	d := &DenialEvents{
 		recorder: recorder,
 		queue:    make(chan pendingEvent, eventQueue),
 		now:      time.Now,
 		cooldown: lru.New(eventCooldownKeys),
 		limiter:  flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst),
 	}
+	d.queued, d.dropped = newEventMetrics()
+	return d
 }
 
 // Start sends queued Events until ctx ends. It is a manager.Runnable.
@@ -136,12 +139,12 @@ func (r *ruleEvents) denied(req admission.Request, verdict string) {
 	r.mu.Lock()
 	if last, ok := r.cooldown.Get(key); ok && now.Sub(last.(time.Time)) < EventCooldown {
 		r.mu.Unlock()
-		eventsDropped.WithLabelValues(r.rule, "cooldown").Inc()
+		r.dropped.WithLabelValues(r.rule, "cooldown").Inc()
 		return
 	}
 	if !r.limiter.TryAccept() {
 		r.mu.Unlock()
-		eventsDropped.WithLabelValues(r.rule, "rate-limit").Inc()
+		r.dropped.WithLabelValues(r.rule, "rate-limit").Inc()
 		return
 	}
 	regarding.UID = objectUID(req)
@@ -150,10 +153,10 @@ func (r *ruleEvents) denied(req admission.Request, verdict string) {
 	case r.queue <- e:
 		r.cooldown.Add(key, now)
 		r.mu.Unlock()
-		eventsQueued.WithLabelValues(r.rule).Inc()
+		r.queued.WithLabelValues(r.rule).Inc()
 	default:
 		r.mu.Unlock()
-		eventsDropped.WithLabelValues(r.rule, "queue-full").Inc()
+		r.dropped.WithLabelValues(r.rule, "queue-full").Inc()
 	}
 }
 
@@ -224,20 +227,30 @@ func truncateNote(s string) string {
 	return s[:cut] + ellipsis
 }
 
-// eventsQueued and eventsDropped count the Events DenialEvents handed to
-// the recorder, and those it did not record: within the cooldown of an
-// earlier one, over the rate limit, or with the queue full.
-var (
-	eventsQueued = prometheus.NewCounterVec(prometheus.CounterOpts{
+// newEventMetrics are the counters of one DenialEvents: the Events it
+// handed to the recorder, and the refusals it recorded none for (within the
+// cooldown of an earlier one, over the rate limit, or with the queue full).
+func newEventMetrics() (queued, dropped *prometheus.CounterVec) {
+	queued = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "steward_events_recorded_total",
 		Help: "Kubernetes Events Steward recorded for service accounts' refused writes, by rule.",
 	}, []string{"rule"})
-	eventsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+	dropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "steward_events_dropped_total",
 		Help: "Refusals of service accounts' writes Steward recorded no Event for, by rule and reason (cooldown, rate-limit, queue-full).",
 	}, []string{"rule", "reason"})
-)
+	return queued, dropped
+}
 
-func init() {
-	metrics.Registry.MustRegister(eventsQueued, eventsDropped)
+// Describe and Collect make DenialEvents a prometheus.Collector of its two
+// counters, for the server to register with the registry it serves.
+func (d *DenialEvents) Describe(ch chan<- *prometheus.Desc) {
+	d.queued.Describe(ch)
+	d.dropped.Describe(ch)
+}
+
+// Collect implements prometheus.Collector.
+func (d *DenialEvents) Collect(ch chan<- prometheus.Metric) {
+	d.queued.Collect(ch)
+	d.dropped.Collect(ch)
 }
