@@ -78,7 +78,8 @@ func NewRulesSyncer(kube kubernetes.Interface, specs []Spec, log logr.Logger) *R
 // AddRulesSyncer adds a RulesSyncer for specs to the manager, if any entry
 // has DynamicRules. Nothing talks to the cluster until the manager starts.
 func AddRulesSyncer(mgr manager.Manager, specs []Spec) error {
-	kube, err := kubernetes.NewForConfig(mgr.GetConfig())
+	// The client shares the manager's connections to the API server.
+	kube, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return fmt.Errorf("webhook rules syncer: kubernetes client: %w", err)
 	}
