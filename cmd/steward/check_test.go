@@ -56,6 +56,14 @@ func TestCheckGolden(t *testing.T) {
 			reason: "a GitOps repository: recursive .yaml/.yml, hidden directories and chart templates skipped, non-Kubernetes YAML ignored; flags may follow paths",
 			args:   []string{in("repo"), "--flux-version", "2.8"},
 		},
+		"flux2-example-default": {
+			reason: "a slice of Flux's own example repository (flux2-kustomize-helm-example at f249b51, vendored unmodified): the newest Flux rejects its HelmReleases and HelmRepositories, so the check fails",
+			args:   []string{in("flux2-kustomize-helm-example")},
+		},
+		"flux2-example-2.6": {
+			reason: "the same repository against Flux 2.6, which still serves those versions: warnings, exit 0",
+			args:   []string{"--flux-version", "2.6", in("flux2-kustomize-helm-example")},
+		},
 		"current-only": {
 			reason: "current versions only: nothing printed but the summary, exit 0",
 			args:   []string{"--flux-version", "2.9", in("current.yaml")},
