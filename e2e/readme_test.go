@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stewardhq/steward/e2e/harness"
+)
+
+// readmeBlock returns the first ```sh block of README.md after heading.
+func readmeBlock(t *testing.T, heading string) string {
+	t.Helper()
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("README.md has no heading %q", heading)
+	}
+	_, block, ok := strings.Cut(section, "```sh\n")
+	if !ok {
+		t.Fatalf("README.md has no sh block after %q", heading)
+	}
+	block, _, ok = strings.Cut(block, "\n```")
+	if !ok {
+		t.Fatalf("README.md's sh block after %q is not closed", heading)
+	}
+	return block
+}
+
+// runScript runs a shell script with the environment's admin kubeconfig
+// and returns what it printed, stdout and stderr interleaved as a reader of
+// the README would see them. The script goes on after a failing command, as
+// a walkthrough whose refusals are the point does.
+func runScript(t *testing.T, ctx context.Context, script string) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("running the script: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// TestReadmeOLMWalkthrough runs README.md's OLM walkthrough as written,
+// against OLM's real InstallPlan and Subscription CRDs: every object and
+// status it writes is valid, each refusal it promises happens, and the
+// plan is deleted at the end.
+func TestReadmeOLMWalkthrough(t *testing.T) {
+	env.LogOnFailure(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	script := readmeBlock(t, "### OLM: an InstallPlan in flight cannot be deleted or un-approved")
+	t.Cleanup(func() { _, _, _ = env.Kubectl(context.Background(), "", "delete", "namespace", "operators", "--wait=false") })
+	out := runScript(t, ctx, script)
+	for _, bad := range []string{"is invalid", "Required value", "Unsupported value", "error validating", "unknown field"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the walkthrough writes something OLM's CRDs reject (%q):\n%s", bad, out)
+		}
+	}
+	for _, want := range []string{
+		"installplanguard: InstallPlan operators/install-etcd-1 is Installing and owned by Subscription operators/etcd; deleting it while OLM is still working on it",
+		"Refused: spec.approved from true to false.",
+		"Warning: installplanguard: Subscription operators/etcd changes spec.installPlanApproval from Manual to Automatic while its InstallPlan operators/install-etcd-1 is Installing",
+		"Refused: status.phase from Installing to Complete.",
+		"(server dry run)",
+		`installplan.operators.coreos.com "install-etcd-1" deleted`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the walkthrough's output does not say %q:\n%s", want, out)
+		}
+	}
+	if _, _, err := env.Kubectl(ctx, "", "get", "installplan", "install-etcd-1", "-n", "operators"); err == nil || !strings.Contains(err.Error(), "NotFound") {
+		t.Errorf("the InstallPlan still exists after the walkthrough (%v):\n%s", err, out)
+	}
+}
