@@ -65,7 +65,9 @@ func TestReadmeOLMWalkthrough(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	script := readmeBlock(t, "### OLM: an InstallPlan in flight cannot be deleted or un-approved")
-	t.Cleanup(func() { _, _, _ = env.Kubectl(context.Background(), "", "delete", "namespace", "operators", "--wait=false") })
+	t.Cleanup(func() {
+		_, _, _ = env.Kubectl(context.Background(), "", "delete", "namespace", "operators", "--wait=false")
+	})
 	out := runScript(t, ctx, script)
 	for _, bad := range []string{"is invalid", "Required value", "Unsupported value", "error validating", "unknown field"} {
 		if strings.Contains(out, bad) {
