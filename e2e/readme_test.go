@@ -90,3 +90,77 @@ func TestReadmeOLMWalkthrough(t *testing.T) {
 		t.Errorf("the InstallPlan still exists after the walkthrough (%v):\n%s", err, out)
 	}
 }
+
+// waitLines are shell functions the Crossplane walkthrough's test runs
+// where a reader pauses: Steward's caches see a deletion (or its end) a
+// moment after the API server, and a script is faster than a reader.
+const waitLines = `
+cat > probe-claim.yaml <<'PROBE'
+apiVersion: database.example.org/v1alpha1
+kind: PostgreSQLInstance
+metadata: {name: db, namespace: default}
+spec: {}
+PROBE
+wait_refused() {
+  for _ in $(seq 1 120); do
+    kubectl create --dry-run=server -f probe-claim.yaml 2>&1 | grep -q 'claimguard: ' && return 0
+    sleep 0.5
+  done
+  echo "WAIT FAILED: the claim was never refused"
+}
+wait_allowed() {
+  for _ in $(seq 1 120); do
+    kubectl create --dry-run=server -f probe-claim.yaml >/dev/null 2>&1 &&
+      kubectl $CROSSPLANE create --dry-run=server -f mr.yaml >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  echo "WAIT FAILED: the claim and the MR were never allowed"
+}
+`
+
+// TestReadmeCrossplaneWalkthrough runs README.md's Crossplane walkthrough
+// as written, on Crossplane's real XRD CRD and provider-sql's real
+// Database CRD, pausing where a reader would until Steward's caches have
+// seen the deletion and its end: every refusal it promises happens, and
+// the claim and the MR are created at the end.
+func TestReadmeCrossplaneWalkthrough(t *testing.T) {
+	env.LogOnFailure(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	script := readmeBlock(t, "### Crossplane: re-creating during a Foreground deletion is refused")
+	for marker, wait := range map[string]string{
+		"# Someone applies the claim again": "wait_refused",
+		"# Now both are created.":           "wait_allowed",
+	} {
+		if !strings.Contains(script, "\n"+marker) {
+			t.Fatalf("the walkthrough has no step %q", marker)
+		}
+		script = strings.Replace(script, "\n"+marker, "\n"+wait+"\n"+marker, 1)
+	}
+	t.Cleanup(func() {
+		bg := context.Background()
+		_, _, _ = env.Kubectl(bg, "", "delete", "postgresqlinstance", "db", "-n", "default", "--ignore-not-found")
+		_, _, _ = env.Kubectl(bg, "", "delete", "databases.postgresql.sql.crossplane.io", "db-n3w11-xyz", "--ignore-not-found")
+		dropFinalizers(t, bg, legacyDBGVK, "", "db-x7k2p-abcde")
+		dropFinalizers(t, bg, pgXRGVK, "", "db-x7k2p")
+	})
+	out := runScript(t, ctx, strings.Replace(script, "\n", "\n"+waitLines, 1))
+	for _, bad := range []string{"is invalid", "Required value", "Unsupported value", "error validating", "unknown field", "WAIT FAILED"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the walkthrough failed where it must not (%q):\n%s", bad, out)
+		}
+	}
+	for _, want := range []string{
+		"Warning: claimguard: XPostgreSQLInstance db-x7k2p is deleted with Foreground propagation: it stays until its 1 composed resource is gone: Database db-x7k2p-abcde",
+		"claimguard: PostgreSQLInstance default/db cannot be created yet: XPostgreSQLInstance db-x7k2p, the composite resource of the previous claim default/db",
+		"claimguard: XPostgreSQLInstance db-n3w11 for claim default/db cannot be created yet",
+		`claimguard: Database db-n3w11-xyz with external name "db" cannot be created yet: Database db-x7k2p-abcde`,
+		"postgresqlinstance.database.example.org/db created",
+		"database.postgresql.sql.crossplane.io/db-n3w11-xyz created",
+		`["postgresqlinstances","xpostgresqlinstances"] ["database.example.org"]`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the walkthrough's output does not say %q:\n%s", want, out)
+		}
+	}
+}
