@@ -230,6 +230,8 @@ func fluxKustomization(ns, name, version string, suspend bool) *unstructured.Uns
 	u.SetName(name)
 	_ = unstructured.SetNestedField(u.Object, "10m", "spec", "interval")
 	_ = unstructured.SetNestedField(u.Object, "./apps", "spec", "path")
+	_ = unstructured.SetNestedField(u.Object, true, "spec", "prune")
+	_ = unstructured.SetNestedMap(u.Object, map[string]any{"kind": "GitRepository", "name": "apps"}, "spec", "sourceRef")
 	if suspend {
 		_ = unstructured.SetNestedField(u.Object, true, "spec", "suspend")
 	}
