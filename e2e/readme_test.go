@@ -16,25 +16,32 @@ import (
 // readmeBlock returns the first ```sh block of README.md after heading.
 func readmeBlock(t *testing.T, heading string) string {
 	t.Helper()
+	return markdownBlock(t, "README.md", heading)
+}
+
+// markdownBlock returns the first ```sh block after heading in the
+// repository's Markdown file at path.
+func markdownBlock(t *testing.T, path, heading string) string {
+	t.Helper()
 	root, err := harness.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(path)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(data), "\n"+heading+"\n")
 	if !ok {
-		t.Fatalf("README.md has no heading %q", heading)
+		t.Fatalf("%s has no heading %q", path, heading)
 	}
 	_, block, ok := strings.Cut(section, "```sh\n")
 	if !ok {
-		t.Fatalf("README.md has no sh block after %q", heading)
+		t.Fatalf("%s has no sh block after %q", path, heading)
 	}
 	block, _, ok = strings.Cut(block, "\n```")
 	if !ok {
-		t.Fatalf("README.md's sh block after %q is not closed", heading)
+		t.Fatalf("%s's sh block after %q is not closed", path, heading)
 	}
 	return block
 }
@@ -158,6 +165,58 @@ func TestReadmeCrossplaneWalkthrough(t *testing.T) {
 		"postgresqlinstance.database.example.org/db created",
 		"database.postgresql.sql.crossplane.io/db-n3w11-xyz created",
 		`["postgresqlinstances","xpostgresqlinstances"] ["database.example.org"]`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the walkthrough's output does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestClaimguardReadmeMigrationWalkthrough runs claimguard's README
+// walkthrough of an MR migrating to the namespaced .m. group, on
+// provider-sql's real CRDs, pausing where a reader would until Steward's
+// caches have seen the legacy Role's deletion and its end.
+func TestClaimguardReadmeMigrationWalkthrough(t *testing.T) {
+	env.LogOnFailure(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	script := markdownBlock(t, "webhooks/claimguard/README.md", "### Migrating an MR to the namespaced group")
+	waits := `
+wait_role() { # refused|created
+  for _ in $(seq 1 120); do
+    out=$(kubectl $CROSSPLANE create --dry-run=server -f role.yaml 2>&1)
+    case $1 in
+    refused) echo "$out" | grep -q 'claimguard: ' && return 0 ;;
+    created) echo "$out" | grep -q 'created' && return 0 ;;
+    esac
+    sleep 0.5
+  done
+  echo "WAIT FAILED: the namespaced Role was never $1"
+}
+`
+	first := strings.Index(script, "kubectl $CROSSPLANE create -f role.yaml")
+	last := strings.LastIndex(script, "kubectl $CROSSPLANE create -f role.yaml")
+	if first < 0 || first == last {
+		t.Fatalf("the walkthrough does not create role.yaml twice:\n%s", script)
+	}
+	script = script[:first] + "wait_role refused\n" + script[first:last] + "wait_role created\n" + script[last:]
+	script = strings.Replace(script, "\n", "\n"+waits, 1)
+	t.Cleanup(func() {
+		bg := context.Background()
+		dropFinalizers(t, bg, legacyRoleGVK, "", "app-x7k2p-role")
+		_, _, _ = env.Kubectl(bg, "", "delete", "roles.postgresql.sql.m.crossplane.io", "app-q8w2z", "-n", "team-a", "--ignore-not-found")
+		_, _, _ = env.Kubectl(bg, "", "delete", "namespace", "team-a", "--wait=false")
+	})
+	out := runScript(t, ctx, script)
+	for _, bad := range []string{"is invalid", "Required value", "unknown field", "WAIT FAILED"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the walkthrough failed where it must not (%q):\n%s", bad, out)
+		}
+	}
+	for _, want := range []string{
+		`claimguard: Role team-a/app-q8w2z with external name "app" cannot be created yet: Role app-x7k2p-role in postgresql.sql.crossplane.io (deleting for `,
+		"postgresql.sql.crossplane.io and postgresql.sql.m.crossplane.io are the legacy cluster-scoped and the namespaced group of the same provider kind",
+		"role.postgresql.sql.m.crossplane.io/app-q8w2z created",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the walkthrough's output does not say %q:\n%s", want, out)
