@@ -82,24 +82,24 @@ func TestAdversarialClaimguardDeletingResourcesKeepTheirKeys(t *testing.T) {
 	env.LogOnFailure(t)
 	ctx := context.Background()
 	const name = "adversary-db-abcde"
-	createUnstructured(t, ctx, composedRDS(name, "database.example.org/v1alpha1", "XPostgreSQLInstance", "adversary-db", "00000000-0000-0000-0000-0000000000aa", "adversary-ext", "", true))
-	t.Cleanup(func() { dropFinalizers(t, ctx, rdsGVK, "", name) })
-	kubectlOK(t, ctx, "", "delete", "rdsinstance", name, "--wait=false")
+	createUnstructured(t, ctx, composedDB(name, "database.example.org/v1alpha1", "XPostgreSQLInstance", "adversary-db", "00000000-0000-0000-0000-0000000000aa", "adversary-ext", "", true))
+	t.Cleanup(func() { dropFinalizers(t, ctx, legacyDBGVK, "", name) })
+	kubectlOK(t, ctx, "", "delete", "databases.postgresql.sql.crossplane.io", name, "--wait=false")
 
-	const refused = "claimguard: RDSInstance " + name + " is being deleted; changing "
+	const refused = "claimguard: Database " + name + " is being deleted; changing "
 	runChains(ctx, t, []chain{{
 		name: "HideADeletingMRThenReuseItsExternalName",
 		steps: []step{
 			{what: "rename the external name of the MR being deleted", refused: refused + `annotation crossplane.io/external-name from "adversary-ext" to "elsewhere"`,
-				kubectl: []string{"annotate", "rdsinstance", name, "crossplane.io/external-name=elsewhere", "--overwrite"}},
+				kubectl: []string{"annotate", "databases.postgresql.sql.crossplane.io", name, "crossplane.io/external-name=elsewhere", "--overwrite"}},
 			{what: "remove its external name", refused: refused + `annotation crossplane.io/external-name from "adversary-ext" to none`,
-				kubectl: []string{"annotate", "rdsinstance", name, "crossplane.io/external-name-"}},
+				kubectl: []string{"annotate", "databases.postgresql.sql.crossplane.io", name, "crossplane.io/external-name-"}},
 			{what: "remove its claim labels", refused: refused + `label crossplane.io/claim-name from "db" to none and label crossplane.io/claim-namespace from "default" to none`,
-				kubectl: []string{"label", "rdsinstance", name, "crossplane.io/claim-name-", "crossplane.io/claim-namespace-"}},
+				kubectl: []string{"label", "databases.postgresql.sql.crossplane.io", name, "crossplane.io/claim-name-", "crossplane.io/claim-namespace-"}},
 			{what: "remove its composite label", refused: refused + `label crossplane.io/composite from "adversary-db" to none`,
-				kubectl: []string{"label", "rdsinstance", name, "crossplane.io/composite-"}},
+				kubectl: []string{"label", "databases.postgresql.sql.crossplane.io", name, "crossplane.io/composite-"}},
 			{what: "label it otherwise", allowed: "labels claimguard does not read are not its business",
-				kubectl: []string{"label", "rdsinstance", name, "team=db"}},
+				kubectl: []string{"label", "databases.postgresql.sql.crossplane.io", name, "team=db"}},
 		},
 	}})
 }

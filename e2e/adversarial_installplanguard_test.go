@@ -28,7 +28,7 @@ func TestAdversarialInstallPlanGuard(t *testing.T) {
 	sub := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": olmAPIVersion, "kind": "Subscription",
 		"metadata": map[string]any{"name": "etcd", "namespace": advOLMNS},
-		"spec":     map[string]any{"channel": "singlenamespace-alpha", "name": "etcd", "source": "operatorhubio-catalog", "sourceNamespace": "olm"},
+		"spec":     map[string]any{"channel": "singlenamespace-alpha", "name": "etcd", "source": ipgCatalog, "sourceNamespace": "olm"},
 	}}
 	if err := env.Client.Create(ctx, sub); err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func TestAdversarialInstallPlanGuard(t *testing.T) {
 		if err := env.Client.Create(ctx, plan); err != nil {
 			t.Fatal(err)
 		}
-		patch, _ := json.Marshal(map[string]any{"status": map[string]any{"phase": phase}})
+		patch, _ := json.Marshal(map[string]any{"status": map[string]any{"phase": phase, "catalogSources": []any{ipgCatalog}}})
 		if err := env.Client.Status().Patch(ctx, plan, client.RawPatch(types.MergePatchType, patch)); err != nil {
 			t.Fatal(err)
 		}

@@ -209,7 +209,7 @@ func TestAPIMigration(t *testing.T) {
 			marked   bool
 		}{
 			"KustomizationV1beta2": {
-				manifest: "apiVersion: kustomize.toolkit.fluxcd.io/v1beta2\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: " + fluxNS + "\nspec:\n  interval: 10m\n  path: ./apps\n  prune: true\n",
+				manifest: "apiVersion: kustomize.toolkit.fluxcd.io/v1beta2\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: " + fluxNS + "\nspec:\n  interval: 10m\n  path: ./apps\n  prune: true\n  sourceRef: {kind: GitRepository, name: apps}\n",
 				gvk:      schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"},
 				warning:  "Warning: apimigration: kustomize.toolkit.fluxcd.io/v1beta2 is deprecated and removed in Flux 2.8; use v1",
 				marked:   true,

@@ -510,6 +510,8 @@ func (a *admissionCalls) mutating(i int) error {
 	u.SetNamespace("default")
 	u.SetName(fmt.Sprintf("certs-rotation-%d", i))
 	_ = unstructured.SetNestedField(u.Object, "10m", "spec", "interval")
+	_ = unstructured.SetNestedField(u.Object, true, "spec", "prune")
+	_ = unstructured.SetNestedMap(u.Object, map[string]any{"kind": "GitRepository", "name": "apps"}, "spec", "sourceRef")
 	a.warnings.reset()
 	err := a.flux.Create(a.ctx, u, client.DryRunAll)
 	if err != nil && strings.Contains(err.Error(), "apimigration:") {

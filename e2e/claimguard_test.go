@@ -151,7 +151,6 @@ func createUnstructured(t *testing.T, ctx context.Context, yamlDoc string) *unst
 
 var (
 	pgXRGVK  = schema.GroupVersionKind{Group: "database.example.org", Version: "v1alpha1", Kind: "XPostgreSQLInstance"}
-	rdsGVK   = schema.GroupVersionKind{Group: "database.aws.example.org", Version: "v1beta1", Kind: "RDSInstance"}
 	pgClaimY = `apiVersion: database.example.org/v1alpha1
 kind: PostgreSQLInstance
 metadata: {name: db, namespace: default}
@@ -159,8 +158,10 @@ spec: {parameters: {storageGB: 20}, compositeDeletePolicy: Foreground}
 `
 )
 
-// composedRDS is an RDSInstance as Crossplane composes it for XR owner.
-func composedRDS(name, ownerAPIVersion, ownerKind, owner string, ownerUID types.UID, extName, namespace string, claim bool) string {
+// composedDB is provider-sql's PostgreSQL Database as Crossplane composes
+// it for XR owner: in the legacy cluster-scoped group, or in the namespaced
+// .m. group when namespace is set.
+func composedDB(name, ownerAPIVersion, ownerKind, owner string, ownerUID types.UID, extName, namespace string, claim bool) string {
 	meta := fmt.Sprintf(`  name: %s
   labels: {crossplane.io/composite: %s%s}
   annotations: {crossplane.io/external-name: %s}
@@ -169,9 +170,9 @@ func composedRDS(name, ownerAPIVersion, ownerKind, owner string, ownerUID types.
   - {apiVersion: %s, kind: %s, name: %s, uid: %s, controller: true, blockOwnerDeletion: true}
 `, name, owner, map[bool]string{true: ", crossplane.io/claim-name: db, crossplane.io/claim-namespace: default"}[claim], extName, mrFinalizer, ownerAPIVersion, ownerKind, owner, ownerUID)
 	if namespace == "" {
-		return "apiVersion: database.aws.example.org/v1beta1\nkind: RDSInstance\nmetadata:\n" + meta + "spec: {forProvider: {region: eu-west-1}}\n"
+		return "apiVersion: postgresql.sql.crossplane.io/v1alpha1\nkind: Database\nmetadata:\n" + meta + "spec: {forProvider: {encoding: UTF8}}\n"
 	}
-	return "apiVersion: database.aws.m.example.org/v1beta1\nkind: RDSInstance\nmetadata:\n  namespace: " + namespace + "\n" + meta + "spec: {forProvider: {region: eu-west-1}}\n"
+	return "apiVersion: postgresql.sql.m.crossplane.io/v1alpha1\nkind: Database\nmetadata:\n  namespace: " + namespace + "\n" + meta + "spec: {forProvider: {encoding: UTF8}}\n"
 }
 
 // TestClaimguardClaimDuringForegroundDeletion is the issue's proof for a
@@ -204,13 +205,13 @@ metadata:
 spec:
   claimRef: {apiVersion: database.example.org/v1alpha1, kind: PostgreSQLInstance, namespace: default, name: db}
   resourceRefs:
-  - {apiVersion: database.aws.example.org/v1beta1, kind: RDSInstance, name: db-x7k2p-abcde}
+  - {apiVersion: postgresql.sql.crossplane.io/v1alpha1, kind: Database, name: db-x7k2p-abcde}
 `)
 	t.Cleanup(func() {
-		dropFinalizers(t, ctx, rdsGVK, "", "db-x7k2p-abcde")
+		dropFinalizers(t, ctx, legacyDBGVK, "", "db-x7k2p-abcde")
 		dropFinalizers(t, ctx, pgXRGVK, "", "db-x7k2p")
 	})
-	kubectlOK(t, ctx, composedRDS("db-x7k2p-abcde", "database.example.org/v1alpha1", "XPostgreSQLInstance", "db-x7k2p", xr.GetUID(), "e2e-db", "", true),
+	kubectlOK(t, ctx, composedDB("db-x7k2p-abcde", "database.example.org/v1alpha1", "XPostgreSQLInstance", "db-x7k2p", xr.GetUID(), "e2e-db", "", true),
 		"--as", crossplaneUser, "create", "-f", "-")
 
 	// Deleting the claim warns what kubectl will wait for (Crossplane's
@@ -218,7 +219,7 @@ spec:
 	_, stderr := kubectlOK(t, ctx, "", "--as", "jane", "delete", "postgresqlinstance", "db", "-n", "default", "--wait=false")
 	for _, want := range []string{
 		"Warning: claimguard: PostgreSQLInstance default/db is deleted with compositeDeletePolicy Foreground: it stays until these are gone: XPostgreSQLInstance db-x7k2p, held by 1 composed resource: ",
-		`RDSInstance db-x7k2p-abcde (external name "e2e-db"; finalizers: finalizer.managedresource.crossplane.io). kubectl delete waits until then; ` +
+		`Database db-x7k2p-abcde (external name "e2e-db"; finalizers: finalizer.managedresource.crossplane.io). kubectl delete waits until then; ` +
 			"follow progress with kubectl get managed -l crossplane.io/claim-namespace=default,crossplane.io/claim-name=db.",
 	} {
 		if !strings.Contains(stderr, want) {
@@ -230,7 +231,7 @@ spec:
 	_, stderr = kubectlOK(t, ctx, "", "delete", "xpostgresqlinstance", "db-x7k2p", "--cascade=foreground", "--wait=false")
 	for _, want := range []string{
 		"Warning: claimguard: XPostgreSQLInstance db-x7k2p is deleted with Foreground propagation: it stays until its 1 composed resource is gone: ",
-		`RDSInstance db-x7k2p-abcde (external name "e2e-db"; finalizers: finalizer.managedresource.crossplane.io)`,
+		`Database db-x7k2p-abcde (external name "e2e-db"; finalizers: finalizer.managedresource.crossplane.io)`,
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("kubectl delete does not warn %q:\n%s", want, stderr)
@@ -238,12 +239,12 @@ spec:
 	}
 	// The garbage collector deletes the dependent; the provider's finalizer
 	// keeps it while it deletes the external database.
-	kubectlOK(t, ctx, "", "delete", "rdsinstance", "db-x7k2p-abcde", "--wait=false")
+	kubectlOK(t, ctx, "", "delete", "databases.postgresql.sql.crossplane.io", "db-x7k2p-abcde", "--wait=false")
 
 	waitGuarded(t, ctx, pgClaimY)
 	refusedBy(t, ctx, claimguardHook, pgClaimY, []string{"--as", "jane", "apply", "-f", "-"},
 		"claimguard: PostgreSQLInstance default/db cannot be created yet: XPostgreSQLInstance db-x7k2p, the composite resource of the previous claim default/db, has been deleting for ",
-		` and is still held by 1 composed resource: RDSInstance db-x7k2p-abcde (external name "e2e-db"; deleting for `,
+		` and is still held by 1 composed resource: Database db-x7k2p-abcde (external name "e2e-db"; deleting for `,
 		"; finalizers: finalizer.managedresource.crossplane.io). A new claim would compose new resources with the same external names while the old ones are still deleting theirs.",
 		"Retry once XPostgreSQLInstance db-x7k2p is gone (kubectl get xpostgresqlinstances.database.example.org db-x7k2p).")
 
@@ -260,11 +261,11 @@ spec: {claimRef: {apiVersion: database.example.org/v1alpha1, kind: PostgreSQLIns
 		"claimguard: XPostgreSQLInstance db-n3w11 for claim default/db cannot be created yet: XPostgreSQLInstance db-x7k2p of the same claim has been deleting for ")
 
 	// An MR with the same external name, composed for another XR.
-	newMR := composedRDS("db-n3w11-xyz", "database.example.org/v1alpha1", "XPostgreSQLInstance", "db-n3w11", "0b1c2d3e-0000-4000-8000-000000000001", "e2e-db", "", true)
+	newMR := composedDB("db-n3w11-xyz", "database.example.org/v1alpha1", "XPostgreSQLInstance", "db-n3w11", "0b1c2d3e-0000-4000-8000-000000000001", "e2e-db", "", true)
 	refusedBy(t, ctx, claimguardManagedHook, newMR, []string{"--as", crossplaneUser, "create", "-f", "-"},
-		`claimguard: RDSInstance db-n3w11-xyz with external name "e2e-db" cannot be created yet: RDSInstance db-x7k2p-abcde (deleting for `,
+		`claimguard: Database db-n3w11-xyz with external name "e2e-db" cannot be created yet: Database db-x7k2p-abcde (deleting for `,
 		"; finalizers: finalizer.managedresource.crossplane.io; composed by XPostgreSQLInstance db-x7k2p for claim default/db) has the same external name and still manages that external resource",
-		"Retry once RDSInstance db-x7k2p-abcde is gone (kubectl get rdsinstances.database.aws.example.org db-x7k2p-abcde).")
+		"Retry once Database db-x7k2p-abcde is gone (kubectl get databases.postgresql.sql.crossplane.io db-x7k2p-abcde).")
 
 	denied, err := env.Steward.Counter("steward_decisions_total", map[string]string{"rule": "claimguard", "decision": "denied"})
 	if err != nil || denied < 3 {
@@ -272,7 +273,7 @@ spec: {claimRef: {apiVersion: database.example.org/v1alpha1, kind: PostgreSQLIns
 	}
 
 	// The provider finishes, then the garbage collector: both creates pass.
-	dropFinalizers(t, ctx, rdsGVK, "", "db-x7k2p-abcde")
+	dropFinalizers(t, ctx, legacyDBGVK, "", "db-x7k2p-abcde")
 	dropFinalizers(t, ctx, pgXRGVK, "", "db-x7k2p")
 	harness.Eventually(t, claimguardTimeout, func() error {
 		_, _, err := env.Kubectl(ctx, pgClaimY, "--as", "jane", "apply", "-f", "-")
@@ -285,16 +286,16 @@ spec: {claimRef: {apiVersion: database.example.org/v1alpha1, kind: PostgreSQLIns
 		_, _, err := env.Kubectl(ctx, newMR, "--as", crossplaneUser, "create", "-f", "-")
 		return err
 	})
-	t.Cleanup(func() { dropFinalizers(t, ctx, rdsGVK, "", "db-n3w11-xyz") })
-	kubectlOK(t, ctx, "", "delete", "rdsinstance", "db-n3w11-xyz", "--wait=false")
+	t.Cleanup(func() { dropFinalizers(t, ctx, legacyDBGVK, "", "db-n3w11-xyz") })
+	kubectlOK(t, ctx, "", "delete", "databases.postgresql.sql.crossplane.io", "db-n3w11-xyz", "--wait=false")
 }
 
-// The v2 fixtures: a namespaced XR kind from a v2 XRD, and namespaced MRs
-// (Crossplane v2's ".m." provider groups). The test installs them itself.
+// The v2 fixtures: a namespaced XR kind from a v2 XRD, which the test
+// installs itself, composing provider-sql's namespaced Databases (its ".m."
+// group, installed with the environment).
 var (
-	appGVK   = schema.GroupVersionKind{Group: "platform.example.org", Version: "v1", Kind: "XApp"}
-	nsRDSGVK = schema.GroupVersionKind{Group: "database.aws.m.example.org", Version: "v1beta1", Kind: "RDSInstance"}
-	appY     = `apiVersion: platform.example.org/v1
+	appGVK = schema.GroupVersionKind{Group: "platform.example.org", Version: "v1", Kind: "XApp"}
+	appY   = `apiVersion: platform.example.org/v1
 kind: XApp
 metadata: {name: db, namespace: default}
 spec: {parameters: {size: small}}
@@ -359,14 +360,13 @@ func installXRD(t *testing.T, ctx context.Context, doc string) {
 // old one deletes in the foreground, and again while it is gone but its
 // composed MR still deletes (what a Background delete leaves behind); an
 // MR with the same external name is refused; then everything passes. The
-// XRD, its kind and the namespaced MR kind are new to the running Steward.
+// XRD and its kind are new to the running Steward.
 func TestClaimguardV2NamespacedComposite(t *testing.T) {
 	env.LogOnFailure(t)
 	ctx := context.Background()
 	pid := env.Steward.PID()
 	installCRDs(t, ctx,
-		permissiveCRD("platform.example.org", "XApp", "xapps", apiextensionsv1.NamespaceScoped, "v1", "composite"),
-		permissiveCRD("database.aws.m.example.org", "RDSInstance", "rdsinstances", apiextensionsv1.NamespaceScoped, "v1beta1", "crossplane", "managed"))
+		permissiveCRD("platform.example.org", "XApp", "xapps", apiextensionsv1.NamespaceScoped, "v1", "composite"))
 	installXRD(t, ctx, `apiVersion: apiextensions.crossplane.io/v2
 kind: CompositeResourceDefinition
 metadata: {name: xapps.platform.example.org}
@@ -398,27 +398,27 @@ spec:
   parameters: {size: small}
   crossplane:
     resourceRefs:
-    - {apiVersion: database.aws.m.example.org/v1beta1, kind: RDSInstance, name: db-q8w2z}
+    - {apiVersion: postgresql.sql.m.crossplane.io/v1alpha1, kind: Database, name: db-q8w2z}
 `)
 	t.Cleanup(func() {
-		dropFinalizers(t, ctx, nsRDSGVK, "default", "db-q8w2z")
+		dropFinalizers(t, ctx, nsDBGVK, "default", "db-q8w2z")
 		dropFinalizers(t, ctx, appGVK, "default", "db")
 	})
-	kubectlOK(t, ctx, composedRDS("db-q8w2z", "platform.example.org/v1", "XApp", "db", xr.GetUID(), "e2e-app-db", "default", false),
+	kubectlOK(t, ctx, composedDB("db-q8w2z", "platform.example.org/v1", "XApp", "db", xr.GetUID(), "e2e-app-db", "default", false),
 		"--as", crossplaneUser, "create", "-f", "-")
 
 	_, stderr := kubectlOK(t, ctx, "", "delete", "xapp", "db", "-n", "default", "--cascade=foreground", "--wait=false")
-	if want := `Warning: claimguard: XApp default/db is deleted with Foreground propagation: it stays until its 1 composed resource is gone: RDSInstance default/db-q8w2z (external name "e2e-app-db"; finalizers: finalizer.managedresource.crossplane.io)`; !strings.Contains(stderr, want) {
+	if want := `Warning: claimguard: XApp default/db is deleted with Foreground propagation: it stays until its 1 composed resource is gone: Database default/db-q8w2z (external name "e2e-app-db"; finalizers: finalizer.managedresource.crossplane.io)`; !strings.Contains(stderr, want) {
 		t.Errorf("kubectl delete does not warn %q:\n%s", want, stderr)
 	}
-	kubectlOK(t, ctx, "", "delete", "rdsinstances.database.aws.m.example.org", "db-q8w2z", "-n", "default", "--wait=false")
+	kubectlOK(t, ctx, "", "delete", "databases.postgresql.sql.m.crossplane.io", "db-q8w2z", "-n", "default", "--wait=false")
 
 	// Re-created while the old XApp still deletes: claimguard explains what
 	// it waits for (the API server alone would only say AlreadyExists).
 	waitGuarded(t, ctx, appY)
 	refusedBy(t, ctx, claimguardHook, appY, []string{"--as", "jane", "create", "-f", "-"},
 		"claimguard: XApp default/db cannot be created yet: the previous XApp default/db has been deleting for ",
-		` and is still held by 1 composed resource: RDSInstance default/db-q8w2z (external name "e2e-app-db"; deleting for `,
+		` and is still held by 1 composed resource: Database default/db-q8w2z (external name "e2e-app-db"; deleting for `,
 		"Retry once it is gone (kubectl get xapps.platform.example.org -n default db).")
 
 	// The XR goes away (as after a Background delete) while its MR still
@@ -433,15 +433,15 @@ spec:
 	})
 	refusedBy(t, ctx, claimguardHook, appY, []string{"--as", "jane", "apply", "-f", "-"},
 		"claimguard: XApp default/db cannot be created yet: 1 resource composed by the previous XApp default/db is still being deleted or awaiting garbage collection: ",
-		`RDSInstance default/db-q8w2z (external name "e2e-app-db"; deleting for `,
+		`Database default/db-q8w2z (external name "e2e-app-db"; deleting for `,
 		"A new XApp would compose new resources with the same external names while the old ones are still deleting theirs.")
 
-	newMR := composedRDS("db-n3w11", "platform.example.org/v1", "XApp", "db-2", "0b1c2d3e-0000-4000-8000-000000000002", "e2e-app-db", "default", false)
+	newMR := composedDB("db-n3w11", "platform.example.org/v1", "XApp", "db-2", "0b1c2d3e-0000-4000-8000-000000000002", "e2e-app-db", "default", false)
 	refusedBy(t, ctx, claimguardManagedHook, newMR, []string{"--as", crossplaneUser, "create", "-f", "-"},
-		`claimguard: RDSInstance default/db-n3w11 with external name "e2e-app-db" cannot be created yet: RDSInstance default/db-q8w2z (deleting for `,
+		`claimguard: Database default/db-n3w11 with external name "e2e-app-db" cannot be created yet: Database default/db-q8w2z (deleting for `,
 		"; composed by XApp db) has the same external name")
 
-	dropFinalizers(t, ctx, nsRDSGVK, "default", "db-q8w2z")
+	dropFinalizers(t, ctx, nsDBGVK, "default", "db-q8w2z")
 	harness.Eventually(t, claimguardTimeout, func() error {
 		_, _, err := env.Kubectl(ctx, appY, "--as", "jane", "apply", "-f", "-")
 		return err
@@ -451,8 +451,8 @@ spec:
 		_, _, err := env.Kubectl(ctx, newMR, "--as", crossplaneUser, "create", "-f", "-")
 		return err
 	})
-	t.Cleanup(func() { dropFinalizers(t, ctx, nsRDSGVK, "default", "db-n3w11") })
-	kubectlOK(t, ctx, "", "delete", "rdsinstances.database.aws.m.example.org", "db-n3w11", "-n", "default", "--wait=false")
+	t.Cleanup(func() { dropFinalizers(t, ctx, nsDBGVK, "default", "db-n3w11") })
+	kubectlOK(t, ctx, "", "delete", "databases.postgresql.sql.m.crossplane.io", "db-n3w11", "-n", "default", "--wait=false")
 
 	if env.Steward.PID() != pid {
 		t.Errorf("Steward was restarted (pid %d -> %d); new kinds must be picked up while it runs", pid, env.Steward.PID())
@@ -579,8 +579,10 @@ func TestClaimguardCacheGaugeFollowsCreates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubectlOK(t, ctx, "apiVersion: database.aws.example.org/v1beta1\nkind: RDSInstance\nmetadata: {name: gauge-probe}\nspec: {forProvider: {region: eu-west-1}}\n", "create", "-f", "-")
-	t.Cleanup(func() { kubectlOK(t, context.Background(), "", "delete", "rdsinstance", "gauge-probe", "--wait=false") })
+	kubectlOK(t, ctx, "apiVersion: postgresql.sql.crossplane.io/v1alpha1\nkind: Database\nmetadata: {name: gauge-probe}\nspec: {forProvider: {}}\n", "create", "-f", "-")
+	t.Cleanup(func() {
+		kubectlOK(t, context.Background(), "", "delete", "databases.postgresql.sql.crossplane.io", "gauge-probe", "--wait=false")
+	})
 	harness.Eventually(t, 10*time.Second, func() error {
 		got, err := env.Steward.Counter("steward_claimguard_cached_objects", managed)
 		if err != nil {

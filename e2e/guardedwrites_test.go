@@ -101,6 +101,8 @@ func setupGuardedWrites(t *testing.T, ctx context.Context, ns string) map[string
 	sub := olmObject("Subscription", ns, "operator")
 	_ = unstructured.SetNestedField(sub.Object, "stable", "spec", "channel")
 	_ = unstructured.SetNestedField(sub.Object, "operator", "spec", "name")
+	_ = unstructured.SetNestedField(sub.Object, ipgCatalog, "spec", "source")
+	_ = unstructured.SetNestedField(sub.Object, "olm", "spec", "sourceNamespace")
 	if err := admin.Create(ctx, sub); err != nil {
 		t.Fatalf("creating Subscription: %v", err)
 	}
@@ -113,11 +115,13 @@ func setupGuardedWrites(t *testing.T, ctx context.Context, ns string) map[string
 		t.Fatalf("creating InstallPlan: %v", err)
 	}
 	_ = unstructured.SetNestedField(plan.Object, "Installing", "status", "phase")
+	_ = unstructured.SetNestedStringSlice(plan.Object, []string{ipgCatalog}, "status", "catalogSources")
 	if err := admin.Status().Update(ctx, plan); err != nil {
 		t.Fatalf("setting the InstallPlan's phase: %v", err)
 	}
 	_ = unstructured.SetNestedMap(sub.Object, map[string]any{"name": plan.GetName(), "namespace": ns, "kind": "InstallPlan", "apiVersion": "operators.coreos.com/v1alpha1"}, "status", "installPlanRef")
 	_ = unstructured.SetNestedField(sub.Object, "UpgradePending", "status", "state")
+	_ = unstructured.SetNestedField(sub.Object, time.Now().UTC().Format(time.RFC3339), "status", "lastUpdated")
 	if err := admin.Status().Update(ctx, sub); err != nil {
 		t.Fatalf("setting the Subscription's installPlanRef: %v", err)
 	}
@@ -226,6 +230,8 @@ func fluxKustomization(ns, name, version string, suspend bool) *unstructured.Uns
 	u.SetName(name)
 	_ = unstructured.SetNestedField(u.Object, "10m", "spec", "interval")
 	_ = unstructured.SetNestedField(u.Object, "./apps", "spec", "path")
+	_ = unstructured.SetNestedField(u.Object, true, "spec", "prune")
+	_ = unstructured.SetNestedMap(u.Object, map[string]any{"kind": "GitRepository", "name": "apps"}, "spec", "sourceRef")
 	if suspend {
 		_ = unstructured.SetNestedField(u.Object, true, "spec", "suspend")
 	}

@@ -22,9 +22,9 @@ import (
 	"github.com/stewardhq/steward/e2e/harness"
 )
 
-// TestSampleCRDsAreEstablishedAndServed proves that every sample CRD anyone
-// scripts against exists under its documented name, scope and kind, and
-// answers at each of its served versions.
+// TestSampleCRDsAreEstablishedAndServed proves that every CRD anyone
+// scripts against, sample or upstream, exists under its documented name,
+// scope and kind, and answers at each of its served versions.
 func TestSampleCRDsAreEstablishedAndServed(t *testing.T) {
 	cases := map[string]struct {
 		kind       string
@@ -34,15 +34,20 @@ func TestSampleCRDsAreEstablishedAndServed(t *testing.T) {
 		deprecated []string
 		categories []string
 	}{
-		"compositeresourcedefinitions.apiextensions.crossplane.io": {kind: "CompositeResourceDefinition", scope: apiextensionsv1.ClusterScoped, served: []string{"v1", "v2"}, storage: "v1"},
+		"compositeresourcedefinitions.apiextensions.crossplane.io": {kind: "CompositeResourceDefinition", scope: apiextensionsv1.ClusterScoped, served: []string{"v1", "v2"}, storage: "v1", deprecated: []string{"v1"}},
 		"xpostgresqlinstances.database.example.org":                {kind: "XPostgreSQLInstance", scope: apiextensionsv1.ClusterScoped, served: []string{"v1alpha1"}, storage: "v1alpha1"},
 		"postgresqlinstances.database.example.org":                 {kind: "PostgreSQLInstance", scope: apiextensionsv1.NamespaceScoped, served: []string{"v1alpha1"}, storage: "v1alpha1"},
 		"rdsinstances.database.aws.example.org":                    {kind: "RDSInstance", scope: apiextensionsv1.ClusterScoped, served: []string{"v1beta1"}, storage: "v1beta1", categories: []string{"crossplane", "managed"}},
-		"kustomizations.kustomize.toolkit.fluxcd.io":               {kind: "Kustomization", scope: apiextensionsv1.NamespaceScoped, served: []string{"v1beta2", "v1"}, storage: "v1"},
-		"helmreleases.helm.toolkit.fluxcd.io":                      {kind: "HelmRelease", scope: apiextensionsv1.NamespaceScoped, served: []string{"v2beta1", "v2beta2", "v2"}, storage: "v2", deprecated: []string{"v2beta1", "v2beta2"}},
-		"gitrepositories.source.toolkit.fluxcd.io":                 {kind: "GitRepository", scope: apiextensionsv1.NamespaceScoped, served: []string{"v1beta2", "v1"}, storage: "v1"},
+		"kustomizations.kustomize.toolkit.fluxcd.io":               {kind: "Kustomization", scope: apiextensionsv1.NamespaceScoped, served: []string{"v1", "v1beta1", "v1beta2"}, storage: "v1", deprecated: []string{"v1beta1", "v1beta2"}},
+		"helmreleases.helm.toolkit.fluxcd.io":                      {kind: "HelmRelease", scope: apiextensionsv1.NamespaceScoped, served: []string{"v2", "v2beta1", "v2beta2"}, storage: "v2", deprecated: []string{"v2beta1", "v2beta2"}},
+		"gitrepositories.source.toolkit.fluxcd.io":                 {kind: "GitRepository", scope: apiextensionsv1.NamespaceScoped, served: []string{"v1", "v1beta1", "v1beta2"}, storage: "v1", deprecated: []string{"v1beta1", "v1beta2"}},
 		"subscriptions.operators.coreos.com":                       {kind: "Subscription", scope: apiextensionsv1.NamespaceScoped, served: []string{"v1alpha1"}, storage: "v1alpha1"},
 		"installplans.operators.coreos.com":                        {kind: "InstallPlan", scope: apiextensionsv1.NamespaceScoped, served: []string{"v1alpha1"}, storage: "v1alpha1"},
+		"clusterserviceversions.operators.coreos.com":              {kind: "ClusterServiceVersion", scope: apiextensionsv1.NamespaceScoped, served: []string{"v1alpha1"}, storage: "v1alpha1"},
+		"roles.postgresql.sql.crossplane.io":                       {kind: "Role", scope: apiextensionsv1.ClusterScoped, served: []string{"v1alpha1"}, storage: "v1alpha1", categories: []string{"crossplane", "managed", "sql"}},
+		"databases.postgresql.sql.crossplane.io":                   {kind: "Database", scope: apiextensionsv1.ClusterScoped, served: []string{"v1alpha1"}, storage: "v1alpha1", categories: []string{"crossplane", "managed", "sql"}},
+		"roles.postgresql.sql.m.crossplane.io":                     {kind: "Role", scope: apiextensionsv1.NamespaceScoped, served: []string{"v1alpha1"}, storage: "v1alpha1", categories: []string{"crossplane", "managed", "sql"}},
+		"databases.postgresql.sql.m.crossplane.io":                 {kind: "Database", scope: apiextensionsv1.NamespaceScoped, served: []string{"v1alpha1"}, storage: "v1alpha1", categories: []string{"crossplane", "managed", "sql"}},
 	}
 	ctx := context.Background()
 	for name, tc := range cases {

@@ -26,6 +26,7 @@ const (
 	olmAPIVersion  = "operators.coreos.com/v1alpha1"
 	ipgInstalling  = "install-etcd-1"
 	ipgCSV         = "etcdoperator.v0.9.4"
+	ipgCatalog     = "operatorhubio-catalog"
 	ipgWebhookName = "installplanguard.steward.dev"
 )
 
@@ -40,7 +41,8 @@ func ipgObject(kind, name string, spec map[string]any) *unstructured.Unstructure
 }
 
 // createPlan creates an InstallPlan owned by the Subscription and writes
-// its phase through the status subresource, as OLM does.
+// its status through the status subresource, as OLM does: OLM's schema
+// requires the catalog sources the plan was resolved from with the phase.
 func ipgCreatePlan(ctx context.Context, t *testing.T, name, phase string, approved bool, owner *unstructured.Unstructured) {
 	t.Helper()
 	plan := ipgObject("InstallPlan", name, map[string]any{
@@ -54,7 +56,7 @@ func ipgCreatePlan(ctx context.Context, t *testing.T, name, phase string, approv
 	if err := env.Client.Create(ctx, plan); err != nil {
 		t.Fatalf("creating InstallPlan %s: %v", name, err)
 	}
-	ipgSetStatus(ctx, t, plan, map[string]any{"phase": phase})
+	ipgSetStatus(ctx, t, plan, map[string]any{"phase": phase, "catalogSources": []any{ipgCatalog}})
 }
 
 // ipgSetStatus writes status as OLM's service account: only OLM moves a
@@ -120,7 +122,7 @@ func TestInstallPlanGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	sub := ipgObject("Subscription", "etcd", map[string]any{
-		"channel": "singlenamespace-alpha", "name": "etcd", "source": "operatorhubio-catalog", "sourceNamespace": "olm",
+		"channel": "singlenamespace-alpha", "name": "etcd", "source": ipgCatalog, "sourceNamespace": "olm",
 		"installPlanApproval": "Manual",
 	})
 	if err := env.Client.Create(ctx, sub); err != nil {
@@ -128,6 +130,7 @@ func TestInstallPlanGuard(t *testing.T) {
 	}
 	ipgCreatePlan(ctx, t, ipgInstalling, "Installing", true, sub)
 	ipgSetStatus(ctx, t, sub, map[string]any{
+		"lastUpdated":    time.Now().UTC().Format(time.RFC3339),
 		"state":          "UpgradePending",
 		"installPlanRef": map[string]any{"apiVersion": olmAPIVersion, "kind": "InstallPlan", "name": ipgInstalling, "namespace": ipgNS},
 	})
@@ -214,23 +217,25 @@ func TestInstallPlanGuard(t *testing.T) {
 
 	t.Run("PlansWithMissingFieldsNeverFailTheMatchConditions", func(t *testing.T) {
 		// The webhook fails closed: a match condition that errored on a
-		// missing field would refuse these requests.
-		bare := &unstructured.Unstructured{Object: map[string]any{"apiVersion": olmAPIVersion, "kind": "InstallPlan", "metadata": map[string]any{"name": "bare", "namespace": ipgNS}}}
+		// missing field would refuse these requests. OLM's schemas require
+		// a plan's and a Subscription's spec, so what may be missing is
+		// the status, the owners and the optional spec fields.
+		bare := ipgObject("InstallPlan", "bare", map[string]any{"approval": "Automatic", "approved": false, "clusterServiceVersionNames": []any{}})
 		if err := env.Client.Create(ctx, bare); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := env.Kubectl(ctx, "", "--as", "jane", "-n", ipgNS, "label", "installplan", "bare", "a=b"); err != nil {
-			t.Fatalf("updating a plan without spec or status: %v", err)
+			t.Fatalf("updating a plan without status or owner: %v", err)
 		}
 		if _, _, err := env.Kubectl(ctx, "", "--as", "jane", "-n", ipgNS, "delete", "installplan", "bare"); err != nil {
-			t.Fatalf("deleting a plan without spec or status: %v", err)
+			t.Fatalf("deleting a plan without status or owner: %v", err)
 		}
-		bareSub := &unstructured.Unstructured{Object: map[string]any{"apiVersion": olmAPIVersion, "kind": "Subscription", "metadata": map[string]any{"name": "bare", "namespace": ipgNS}}}
+		bareSub := ipgObject("Subscription", "bare", map[string]any{"name": "bare", "source": ipgCatalog, "sourceNamespace": "olm"})
 		if err := env.Client.Create(ctx, bareSub); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := env.Kubectl(ctx, "", "--as", "jane", "-n", ipgNS, "patch", "subscription", "bare", "--type=merge", "-p", `{"spec":{"installPlanApproval":"Manual"}}`); err != nil {
-			t.Fatalf("updating a Subscription without status: %v", err)
+			t.Fatalf("updating a Subscription without status or approval: %v", err)
 		}
 		after := celErrors(ctx, t, ipgWebhookName) + celErrors(ctx, t, "installplanguard-subscriptions.steward.dev")
 		if after != errorsBefore {

@@ -329,8 +329,12 @@ spec:
 		if _, _, err := env.Kubectl(ctx, "", "--as", "jane", "-n", snNS, "label", "kustomization", "bare", "a=b"); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := env.Kubectl(ctx, "", "--as", "jane", "-n", snNS, "patch", "kustomization", "bare", "--type=merge", "-p", `{"spec":{"suspend":true}}`); err != nil {
-			t.Fatal(err)
+		// Flux's schema lets a Kustomization be stored without a spec but
+		// refuses a spec without its required fields: the patch passes
+		// suspendnotice (which runs first) and is refused by the schema.
+		_, _, err := env.Kubectl(ctx, "", "--as", "jane", "-n", snNS, "patch", "kustomization", "bare", "--type=merge", "-p", `{"spec":{"suspend":true}}`)
+		if err == nil || !strings.Contains(err.Error(), "spec.sourceRef: Required value") {
+			t.Fatalf("suspending a Kustomization without a spec: %v; want the schema's refusal", err)
 		}
 		c, err := env.As(snController)
 		if err != nil {

@@ -51,7 +51,7 @@ func newScheme() *runtime.Scheme {
 // Options change how Start runs the environment.
 type Options struct {
 	// CRDDir is the directory of CRDs and objects to install; e2e/crds when
-	// empty.
+	// empty. The upstream CRDs of UpstreamCRDDirs are installed regardless.
 	CRDDir string
 	// OnSignal, when set, is called after SIGINT or SIGTERM has stopped
 	// everything, instead of exiting with status 1. The sandbox uses it to
@@ -101,9 +101,10 @@ type Env struct {
 	started atomic.Bool
 }
 
-// Start starts etcd and kube-apiserver, installs the sample CRDs and objects,
-// creates Steward's namespace and the RBAC that lets every user through to
-// Steward, and writes an admin kubeconfig. ctx bounds the start-up only.
+// Start starts etcd and kube-apiserver, installs the upstream and sample
+// CRDs and the sample objects, creates Steward's namespace and the RBAC that
+// lets every user through to Steward, and writes an admin kubeconfig. ctx
+// bounds the start-up only.
 func Start(ctx context.Context) (*Env, error) {
 	return StartWith(ctx, Options{})
 }
@@ -121,6 +122,10 @@ func StartWith(ctx context.Context, opts Options) (env *Env, err error) {
 		if opts.CRDDir, err = CRDDir(); err != nil {
 			return nil, err
 		}
+	}
+	upstream, err := UpstreamCRDDirs()
+	if err != nil {
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "steward-e2e-")
 	if err != nil {
@@ -159,7 +164,7 @@ func StartWith(ctx context.Context, opts Options) (env *Env, err error) {
 	}
 	e.testEnv = &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        []string{opts.CRDDir},
+		CRDDirectoryPaths:        append([]string{opts.CRDDir}, upstream...),
 		ErrorIfCRDPathMissing:    true,
 		Scheme:                   Scheme,
 		ControlPlaneStartTimeout: 60 * time.Second,

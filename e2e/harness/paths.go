@@ -40,13 +40,44 @@ func isRepoRoot(dir string) bool {
 	return err == nil && strings.HasPrefix(string(data), "module github.com/stewardhq/steward\n")
 }
 
-// CRDDir returns the directory of the sample CRDs (e2e/crds).
+// CRDDir returns the directory of the sample CRDs (e2e/crds): the kinds no
+// upstream repository holds, such as the XR and claim CRDs Crossplane
+// generates from an XRD, and the objects installed with them.
 func CRDDir() (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
 	return filepath.Join(root, "e2e", "crds"), nil
+}
+
+// upstreamCRDDirs are the directories and files of e2e/upstream every
+// environment installs: the real CRDs of the Crossplane, provider, OLM and
+// Flux kinds the rules guard, copied unmodified from their releases (see
+// e2e/upstream/SOURCES.md). Of Flux, only the kinds every test scripts
+// against, at the release apimigration targets by default (2.6): tests
+// install the other Flux kinds themselves, as a cluster would later.
+var upstreamCRDDirs = [][]string{
+	{"crossplane", "2.3"},
+	{"provider-sql"},
+	{"olm"},
+	{"flux", "2.6", "kustomize.toolkit.fluxcd.io_kustomizations.yaml"},
+	{"flux", "2.6", "source.toolkit.fluxcd.io_gitrepositories.yaml"},
+	{"flux", "2.6", "helm.toolkit.fluxcd.io_helmreleases.yaml"},
+}
+
+// UpstreamCRDDirs returns the directories and files of the upstream CRDs
+// every environment installs next to CRDDir's samples.
+func UpstreamCRDDirs() ([]string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(upstreamCRDDirs))
+	for _, d := range upstreamCRDDirs {
+		out = append(out, filepath.Join(append([]string{root, "e2e", "upstream"}, d...)...))
+	}
+	return out, nil
 }
 
 // WebhooksFile returns the path of the rendered webhook configurations.

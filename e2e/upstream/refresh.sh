@@ -38,3 +38,25 @@ flux_release 2.6 kustomize:v1.6.0 source:v1.6.0 helm:v1.3.0 notification:v1.6.0 
 flux_release 2.7 kustomize:v1.7.0 source:v1.7.0 helm:v1.4.0 notification:v1.7.1 image-reflector:v1.0.1 image-automation:v1.0.1
 flux_release 2.8 kustomize:v1.8.0 source:v1.8.0 helm:v1.5.0 notification:v1.8.0 image-reflector:v1.1.0 image-automation:v1.1.0
 flux_release 2.9 kustomize:v1.9.1 source:v1.9.1 helm:v1.6.1 notification:v1.9.1 image-reflector:v1.2.0 image-automation:v1.2.1
+# OLM v0: the kinds installplanguard reads, and the CSVs InstallPlans name.
+for crd in installplans subscriptions clusterserviceversions; do
+  fetch operator-framework/api v0.45.0 "crds/operators.coreos.com_${crd}.yaml" "olm/operators.coreos.com_${crd}.yaml"
+done
+# Crossplane's own kinds, for a v1 and a v2 release.
+crossplane_release() { # release tag, then CRD file names
+  local r=$1 t=$2
+  shift 2
+  mkdir -p "crossplane/$r"
+  for crd in "$@"; do
+    fetch crossplane/crossplane "$t" "cluster/crds/$crd.yaml" "crossplane/$r/$crd.yaml"
+  done
+}
+crossplane_release 1.20 v1.20.11 apiextensions.crossplane.io_{compositeresourcedefinitions,compositions,usages}
+crossplane_release 2.3 v2.3.4 apiextensions.crossplane.io_{compositeresourcedefinitions,compositions,usages} protection.crossplane.io_{usages,clusterusages}
+# A real provider's managed resources, legacy and namespaced (.m.) groups.
+mkdir -p provider-sql
+for g in postgresql.sql.crossplane.io postgresql.sql.m.crossplane.io; do
+  for crd in roles databases; do
+    fetch crossplane-contrib/provider-sql v0.16.0 "package/crds/${g}_${crd}.yaml" "provider-sql/${g}_${crd}.yaml"
+  done
+done

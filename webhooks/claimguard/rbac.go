@@ -30,12 +30,16 @@ func KindRBAC(group string, resources ...string) rbacv1.PolicyRule {
 	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: []string{"list", "watch"}}
 }
 
-// SandboxRBAC is the aggregated rule set for the sandbox's sample
-// Crossplane kinds (the XRD xpostgresqlinstances.database.example.org and
-// the managed resource rdsinstances.database.aws.example.org).
+// SandboxRBAC is the aggregated rule set for the sandbox's Crossplane
+// kinds: the sample XRD xpostgresqlinstances.database.example.org, the
+// sample managed resource rdsinstances.database.aws.example.org, and
+// provider-sql's PostgreSQL roles and databases in its legacy and
+// namespaced (.m.) groups.
 func SandboxRBAC() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		KindRBAC("database.example.org", "xpostgresqlinstances"),
 		KindRBAC("database.aws.example.org", "rdsinstances"),
+		KindRBAC("postgresql.sql.crossplane.io", "roles", "databases"),
+		KindRBAC("postgresql.sql.m.crossplane.io", "roles", "databases"),
 	}
 }

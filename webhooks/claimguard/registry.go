@@ -62,6 +62,10 @@ type snapshot struct {
 	// composites and managed are the watches by kind.
 	composites map[schema.GroupKind]*watch
 	managed    map[schema.GroupKind]*watch
+	// providerKinds maps a provider kind (see providerKind) to the managed
+	// resource watches serving it: its legacy cluster-scoped kind and its
+	// namespaced ".m." kind, when both are served.
+	providerKinds map[schema.GroupKind][]*watch
 	// served are the resources the API server serves, for the webhook rules.
 	served map[schema.GroupResource]bool
 	// all lists every watch in a stable order, for lookups across kinds.
@@ -78,6 +82,8 @@ func newSnapshot() *snapshot {
 		composites: map[schema.GroupKind]*watch{},
 		managed:    map[schema.GroupKind]*watch{},
 		served:     map[schema.GroupResource]bool{},
+
+		providerKinds: map[schema.GroupKind][]*watch{},
 	}
 }
 
@@ -88,6 +94,8 @@ func (s *snapshot) add(w *watch) {
 		s.composites[w.gk] = w
 	} else {
 		s.managed[w.gk] = w
+		pk := providerKind(w.gk, w.namespaced)
+		s.providerKinds[pk] = append(s.providerKinds[pk], w)
 	}
 	s.all = append(s.all, w)
 }
