@@ -130,6 +130,9 @@ func dashboardQueries() []dashboardQuery {
 		{title: "Versions running", kind: "table", unit: "",
 			description: "steward_build_info of each replica.",
 			exprs:       []legendExpr{{fmt.Sprintf(`steward_build_info{%s}`, sel), ""}}},
+		{title: "apimigration target Flux release", kind: "table", unit: "",
+			description: "The Flux release each replica's apimigration decides against, and its source: config (pinned), cluster-label, served-versions or default.",
+			exprs:       []legendExpr{{fmt.Sprintf(`steward_apimigration_target_info{%s}`, sel), ""}}},
 	}
 }
 

@@ -9,12 +9,13 @@ import (
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
-// DefaultFluxVersion is the target release when none is configured: 2.6,
-// the newest Flux release that removes none of the versions in the table.
-// With it every old version is deprecated (annotated and warned about) and
-// none is refused, so installing Steward never starts failing writes that
-// the cluster's Flux still accepts. Set fluxVersion to the release you run,
-// or are about to upgrade to, to refuse what that release removed.
+// DefaultFluxVersion is the target release when the configuration pins
+// none and the cluster has no Flux CRDs (or Steward has not seen them yet),
+// and the target of `steward check --config` for a configuration without
+// fluxVersion: 2.6, the newest Flux release that removes none of the
+// versions in the table. With it every old version is deprecated (annotated
+// and warned about) and none is refused, so Steward never starts failing
+// writes that a Flux it cannot identify still accepts.
 const DefaultFluxVersion = "2.6"
 
 // Config is the apimigration section of Steward's configuration.
@@ -22,9 +23,10 @@ type Config struct {
 	// Mode is how refusals of removed versions take effect. In audit mode
 	// the rule also leaves deprecated writes unannotated.
 	Mode rule.Mode `json:"mode,omitempty"`
-	// FluxVersion is the Flux release the cluster runs or is being
-	// upgraded to, as MAJOR.MINOR ("2.8"). Writes through versions that
-	// release no longer serves are refused.
+	// FluxVersion pins the target: the Flux release the cluster runs or is
+	// being upgraded to, as MAJOR.MINOR ("2.8"). Writes through versions
+	// that release no longer serves are refused. Unset, the server follows
+	// the Flux release installed in the cluster (see ClusterTarget).
 	FluxVersion FluxRelease `json:"fluxVersion,omitempty"`
 }
 
@@ -55,22 +57,26 @@ func (c *Config) Default() {
 	if c.Mode == "" {
 		c.Mode = rule.Enforce
 	}
-	if c.FluxVersion == "" {
-		c.FluxVersion = DefaultFluxVersion
-	}
 }
 
 // Validate reports invalid settings by field path.
 func (c *Config) Validate(p *field.Path) field.ErrorList {
 	errs := c.Mode.Validate(p.Child("mode"))
+	if c.FluxVersion == "" {
+		return errs
+	}
 	if _, err := ParseRelease(string(c.FluxVersion)); err != nil {
 		errs = append(errs, field.Invalid(p.Child("fluxVersion"), string(c.FluxVersion), err.Error()))
 	}
 	return errs
 }
 
+// Pinned reports whether the configuration pins the target release.
+func (c Config) Pinned() bool { return c.FluxVersion != "" }
+
 // Target is the configured release; an unset or invalid value (which
-// Validate reports at start-up) falls back to the default.
+// Validate reports at start-up) falls back to the default. The server,
+// unless Pinned, follows the cluster instead; `steward check` reads this.
 func (c Config) Target() Release {
 	r, err := ParseRelease(string(c.FluxVersion))
 	if err != nil {

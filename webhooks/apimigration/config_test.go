@@ -22,9 +22,9 @@ func TestConfig(t *testing.T) {
 		wantErr string
 	}{
 		"Defaults": {
-			reason: "no section: enforce, and the newest release that removes nothing",
+			reason: "no section: enforce, and no pinned release (the server follows the cluster's Flux)",
 			file:   header + "rules: {}\n",
-			want:   apimigration.Config{Mode: rule.Enforce, FluxVersion: "2.6"},
+			want:   apimigration.Config{Mode: rule.Enforce},
 		},
 		"TargetSet": {
 			reason: "the target release is read as written",

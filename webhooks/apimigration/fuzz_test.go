@@ -68,7 +68,7 @@ func FuzzHandle(f *testing.F) {
 			return admissiontest.Create(res, "HelmRelease", o)
 		}
 		req := build(raw).Build()
-		if f := Classify(HelmGroup, "HelmRelease", version, r.target); f.Status == DeprecatedVersion {
+		if f := Classify(HelmGroup, "HelmRelease", version, r.Target().Release); f.Status == DeprecatedVersion {
 			checkMark(t, r, req, f)
 		}
 		resp := handle(r, req)

@@ -57,7 +57,7 @@ func TestPatchAppliesToTheObject(t *testing.T) {
 		},
 	}
 	r := newRule(t, DefaultFluxVersion)
-	f := Classify(HelmGroup, "HelmRelease", "v2beta1", r.target)
+	f := Classify(HelmGroup, "HelmRelease", "v2beta1", r.Target().Release)
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			if _, ok := decodeFast(tc.req.Object.Raw); !ok {

@@ -9,8 +9,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -20,16 +22,35 @@ const Name = "apimigration"
 
 // Rule is the apimigration admission handler.
 type Rule struct {
-	target Release
+	// pinned is set when the configuration names the target; otherwise
+	// SetupWithManager makes the rule follow the cluster's Flux release.
+	pinned bool
+	// target is the release requests are decided against. It is replaced
+	// as a whole while requests are in flight, so Handle loads it once.
+	target atomic.Pointer[Target]
+	log    logr.Logger
+	// followed is set once the target was chosen from the cluster.
+	followed atomic.Bool
 	// now is the clock for fresh marks; tests replace it.
 	now func() time.Time
 }
 
 // New builds the rule from its (defaulted, validated) configuration. It
-// needs no cluster access.
+// needs no cluster access: until SetupWithManager, a configuration that
+// pins no release targets DefaultFluxVersion.
 func New(c Config) *Rule {
-	return &Rule{target: c.Target(), now: time.Now}
+	r := &Rule{now: time.Now, log: logr.Discard()}
+	t := defaultTarget
+	if c.Pinned() {
+		t = Target{Release: c.Target(), Source: SourceConfig}
+		r.pinned = true
+	}
+	r.target.Store(&t)
+	return r
 }
+
+// Target is the release the rule decides against now, and its source.
+func (r *Rule) Target() Target { return *r.target.Load() }
 
 // Handle answers one admission request. See the package README for what is
 // decided and why; the decision itself is Classify, shared with `steward
@@ -46,7 +67,7 @@ func (r *Rule) Handle(_ context.Context, req admission.Request) admission.Respon
 	if req.RequestKind != nil {
 		gvk = *req.RequestKind
 	}
-	f := Classify(gvk.Group, gvk.Kind, gvk.Version, r.target)
+	f := Classify(gvk.Group, gvk.Kind, gvk.Version, r.target.Load().Release)
 	if f.Status == Untouched {
 		return admission.Allowed("")
 	}

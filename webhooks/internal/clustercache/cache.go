@@ -180,10 +180,14 @@ func (c *Cache) discover(ctx context.Context) bool {
 		c.log.Error(err, "discovery failed; keeping the previous view")
 		return false
 	}
-	s := &Served{Resources: resourcesFrom(groups, lists), CRDs: map[schema.GroupResource]bool{}, Partial: err != nil}
+	s := &Served{Resources: resourcesFrom(groups, lists), CRDs: map[schema.GroupResource]bool{}, CRDAppVersions: map[schema.GroupResource]string{}, Partial: err != nil}
 	for _, item := range c.crds.GetStore().List() {
 		if m, ok := item.(*metav1.PartialObjectMetadata); ok {
-			s.CRDs[schema.ParseGroupResource(m.Name)] = true
+			gr := schema.ParseGroupResource(m.Name)
+			s.CRDs[gr] = true
+			if v := m.Labels[AppVersionLabel]; v != "" {
+				s.CRDAppVersions[gr] = v
+			}
 		}
 	}
 	c.served.Store(s)
@@ -210,12 +214,25 @@ func (c *Cache) discover(ctx context.Context) bool {
 	return true
 }
 
-// nameOnly keeps a CRD's name (its group and resource) and nothing else:
-// no schemas are kept.
+// AppVersionLabel is the recommended Kubernetes label naming the version
+// of the application an object belongs to. Flux's installation (`flux
+// install`, the release's install.yaml) sets it on every object, its CRDs
+// included, to the Flux release ("v2.8.1"), which is how apimigration
+// tells which Flux release the cluster runs.
+const AppVersionLabel = "app.kubernetes.io/version"
+
+// nameOnly keeps a CRD's name (its group and resource) and its
+// AppVersionLabel, and nothing else: no schemas, no other labels are kept.
+// A change of the label is a CRD update like any other, so it triggers a
+// discovery and every subscriber hears of it.
 func nameOnly(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return obj, nil
 	}
-	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: m.Name, ResourceVersion: m.ResourceVersion}}, nil
+	keep := metav1.ObjectMeta{Name: m.Name, ResourceVersion: m.ResourceVersion}
+	if v, ok := m.Labels[AppVersionLabel]; ok {
+		keep.Labels = map[string]string{AppVersionLabel: v}
+	}
+	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: keep}, nil
 }

@@ -222,6 +222,40 @@ func TestServedListsCRDsAndSubscribersHearOfEachDiscovery(t *testing.T) {
 	}
 }
 
+func TestServedKeepsTheCRDsReleaseLabelAndFollowsItsChanges(t *testing.T) {
+	disco := &fakeDiscovery{}
+	disco.serve(nil, kustomizationsAt("v1"))
+	labelled := crd("kustomizations.kustomize.toolkit.fluxcd.io")
+	labelled.Labels = map[string]string{AppVersionLabel: "v2.7.0", "app.kubernetes.io/part-of": "flux"}
+	c, _ := newTestCache(t, disco, labelled, crd("gitrepositories.source.toolkit.fluxcd.io"))
+	start(t, c)
+	eventually(t, "the first discovery", func() bool { return c.Served() != nil })
+	want := map[schema.GroupResource]string{kustomizations: "v2.7.0"}
+	if diff := cmp.Diff(want, c.Served().CRDAppVersions); diff != "" {
+		t.Fatalf("CRDAppVersions (-want +got):\n%s", diff)
+	}
+	// The transform keeps the label and nothing else of the labels.
+	kept, err := nameOnly(labelled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{AppVersionLabel: "v2.7.0"}, kept.(*metav1.PartialObjectMetadata).Labels); diff != "" {
+		t.Errorf("labels kept (-want +got):\n%s", diff)
+	}
+
+	// An upgrade relabels the CRD: the next answer has the new release.
+	labelled.Labels[AppVersionLabel] = "v2.8.0"
+	if _, err := c.meta.Resource(crdGVR).(fakeUpdater).UpdateFake(labelled, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the relabelled CRD is seen", func() bool { return c.Served().CRDAppVersions[kustomizations] == "v2.8.0" })
+}
+
+// fakeUpdater is the fake metadata client's update.
+type fakeUpdater interface {
+	UpdateFake(obj *metav1.PartialObjectMetadata, opts metav1.UpdateOptions, subresources ...string) (*metav1.PartialObjectMetadata, error)
+}
+
 func TestResourcesFrom(t *testing.T) {
 	groups := []*metav1.APIGroup{{Name: "database.example.org", PreferredVersion: metav1.GroupVersionForDiscovery{Version: "v1beta1"}}}
 	lists := []*metav1.APIResourceList{

@@ -4,10 +4,12 @@
 //
 // A Cache asks discovery which resources are served (one discovery client,
 // created once from the manager's config and HTTP client), watches
-// CustomResourceDefinitions (metadata only) to ask again when a kind is
-// added, removed or changes its served versions, and runs informers for the
-// rules over metadata and dynamic clients it also creates once. Rules get
-// the Cache through rule.ManagerSetup and use it in one of two ways:
+// CustomResourceDefinitions (metadata only, keeping each one's name and its
+// app.kubernetes.io/version label) to ask again when a kind is added,
+// removed or changes its served versions or its label, and runs informers
+// for the rules over metadata and dynamic clients it also creates once.
+// Rules get the Cache through rule.ManagerSetup and use it in one of three
+// ways:
 //
 //   - Follow: a fixed list of resources (suspendnotice's Flux kinds,
 //     installplanguard's InstallPlans), each watched once served, at the
@@ -18,6 +20,8 @@
 //     kinds to watch (the "managed" category, the XRDs' composite kinds) and
 //     starts and stops watches itself; Subscribe tells it when to decide
 //     again.
+//   - Served and Subscribe alone: apimigration reads which Flux release
+//     the cluster runs from the Flux CRDs' labels and served versions.
 //
 // Why not the controller-runtime manager's cache, which can also add and
 // remove informers at run time (GetInformer, RemoveInformer)? Four reasons,

@@ -17,6 +17,9 @@ type Served struct {
 	// CRDs are the group and resource of every CustomResourceDefinition,
 	// served yet or not. Empty when Steward may not list them.
 	CRDs map[schema.GroupResource]bool
+	// CRDAppVersions are the values of the CRDs' AppVersionLabel, by
+	// group and resource, for the CRDs that carry it.
+	CRDAppVersions map[schema.GroupResource]string
 	// Partial is set when some API groups failed discovery: a resource
 	// missing from Resources may still be served.
 	Partial bool

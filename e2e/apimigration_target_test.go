@@ -1,0 +1,308 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/stewardhq/steward/e2e/harness"
+)
+
+// targetNS is the namespace of the Flux objects written here.
+const targetNS = "flux-target"
+
+// The labels `flux install` (and the release's install.yaml) put on every
+// object it installs, the CRDs included.
+const (
+	fluxVersionLabel  = "app.kubernetes.io/version"
+	fluxPartOfLabel   = "app.kubernetes.io/part-of"
+	fluxInstanceLabel = "app.kubernetes.io/instance"
+)
+
+// TestAPIMigrationFollowsTheInstalledFluxRelease installs Flux 2.6's real
+// CRDs, labelled as Flux's installation labels them, under the running
+// Steward, then upgrades them to 2.7 and 2.8: without fluxVersion in its
+// configuration, Steward's target follows each upgrade without a restart
+// (the metric and the log say so), and so does its advice: image v1beta2 is
+// left alone at 2.6, where it is current, and advised toward v1 from 2.7,
+// the first release serving image v1. Without the label the target is
+// inferred from the served versions; a pinned fluxVersion is kept whatever
+// the CRDs say.
+func TestAPIMigrationFollowsTheInstalledFluxRelease(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	env.LogOnFailure(t)
+	testNamespace(t, ctx, targetNS)
+	t.Cleanup(restoreEnvironmentFluxCRDs(t))
+
+	// The sample CRDs serve versions of two releases (HelmRelease as 2.6,
+	// Kustomization and GitRepository as 2.7), and carry no label: the
+	// oldest release they match.
+	waitForTarget(ctx, t, "2.6", "served-versions")
+
+	installFluxCRDs(ctx, t, "2.6", "v2.6.0")
+	waitForTarget(ctx, t, "2.6", "cluster-label")
+	t.Run("Flux26", func(t *testing.T) {
+		applyExpecting(ctx, t, imageRepositoryYAML("v1beta2", "at-26"), "")
+		applyExpecting(ctx, t, imageRepositoryYAML("v1beta1", "old-at-26"),
+			"Warning: apimigration: image.toolkit.fluxcd.io/v1beta1 is deprecated and removed in Flux 2.7; use v1beta2\n")
+		applyExpecting(ctx, t, targetHelmReleaseYAML("v2beta1", "hr-26"),
+			"Warning: apimigration: helm.toolkit.fluxcd.io/v2beta1 is deprecated and removed in Flux 2.7; use v2\n")
+	})
+
+	installFluxCRDs(ctx, t, "2.7", "v2.7.0")
+	waitForTarget(ctx, t, "2.7", "cluster-label")
+	t.Run("Flux27", func(t *testing.T) {
+		applyExpecting(ctx, t, imageRepositoryYAML("v1beta2", "at-27"),
+			"Warning: apimigration: image.toolkit.fluxcd.io/v1beta2 is deprecated and removed in Flux 2.9; use v1 (flux migrate)\n")
+		applyExpecting(ctx, t, imageRepositoryYAML("v1", "current-at-27"), "")
+		applyExpecting(ctx, t, targetHelmReleaseYAML("v2beta2", "hr-27"),
+			"Warning: apimigration: helm.toolkit.fluxcd.io/v2beta2 is deprecated and removed in Flux 2.8; use v2 (flux migrate)\n")
+	})
+	if !logged(env.Steward.Log(), `"msg":"target Flux release changed"`, `"fluxVersion":"2.7"`, `"source":"cluster-label"`, `"previousFluxVersion":"2.6"`) {
+		t.Errorf("no log line for the change to 2.7 in:\n%s", env.Steward.LogTail(40))
+	}
+
+	installFluxCRDs(ctx, t, "2.8", "v2.8.0")
+	waitForTarget(ctx, t, "2.8", "cluster-label")
+	t.Run("Flux28", func(t *testing.T) {
+		applyExpecting(ctx, t, imageRepositoryYAML("v1beta2", "at-28"),
+			"Warning: apimigration: image.toolkit.fluxcd.io/v1beta2 is deprecated and removed in Flux 2.9; use v1 (flux migrate)\n")
+	})
+
+	t.Run("UnlabelledCRDsAreReadFromTheirServedVersions", func(t *testing.T) {
+		installFluxCRDs(ctx, t, "2.8", "")
+		waitForTarget(ctx, t, "2.8", "served-versions")
+	})
+
+	t.Run("APinnedReleaseIsKept", func(t *testing.T) {
+		if _, err := env.RestartSteward(ctx, harness.DefaultConfig+"rules:\n  apimigration:\n    fluxVersion: \"2.9\"\n"); err != nil {
+			t.Fatalf("starting steward with fluxVersion 2.9: %v", err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if _, err := env.RestartSteward(ctx, harness.DefaultConfig); err != nil {
+				t.Errorf("restoring steward's default configuration: %v", err)
+			}
+		})
+		waitForTarget(ctx, t, "2.9", "config")
+		// Relabelling the CRDs asks discovery again; the target stays.
+		installFluxCRDs(ctx, t, "2.8", "v2.8.0")
+		time.Sleep(3 * time.Second)
+		waitForTarget(ctx, t, "2.9", "config")
+		_, _, err := env.Kubectl(ctx, imageRepositoryYAML("v1beta2", "pinned"), "--as", "jane", "apply", "-f", "-")
+		want := "ImageRepository flux-target/pinned is written through image.toolkit.fluxcd.io/v1beta2, which Flux 2.9 removed (this cluster targets Flux 2.9)"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("an image v1beta2 write with fluxVersion 2.9 pinned:\n%v\nwant the refusal containing:\n%s", err, want)
+		}
+	})
+}
+
+// imageRepositoryYAML is an ImageRepository manifest at apiVersion version.
+func imageRepositoryYAML(version, name string) string {
+	return fmt.Sprintf(`apiVersion: image.toolkit.fluxcd.io/%s
+kind: ImageRepository
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  image: ghcr.io/stefanprodan/podinfo
+  interval: 5m
+`, version, name, targetNS)
+}
+
+// targetHelmReleaseYAML is a HelmRelease manifest at apiVersion version.
+func targetHelmReleaseYAML(version, name string) string {
+	return strings.Replace(helmReleaseYAML(version, name, "6.5.0"), "namespace: "+fluxNS, "namespace: "+targetNS, 1)
+}
+
+// applyExpecting applies manifest as a user and wants Steward's warning
+// (or none, when warning is empty) in kubectl's output. The first write
+// after an upgrade may find the API server not serving the version yet,
+// so a failed apply is repeated.
+func applyExpecting(ctx context.Context, t *testing.T, manifest, warning string) {
+	t.Helper()
+	var stderr string
+	harness.Eventually(t, 30*time.Second, func() error {
+		var err error
+		_, stderr, err = env.Kubectl(ctx, manifest, "--as", "jane", "apply", "-f", "-")
+		return err
+	})
+	if warning == "" && strings.Contains(stderr, "apimigration") {
+		t.Errorf("%s: unexpected warning:\n%s", firstLine(manifest), stderr)
+	}
+	if warning != "" && !strings.Contains(stderr, warning) {
+		t.Errorf("%s: kubectl's stderr:\n%s\nwant the warning:\n%s", firstLine(manifest), stderr, warning)
+	}
+}
+
+// logged reports whether one line of log has every part.
+func logged(log string, parts ...string) bool {
+	for _, line := range strings.Split(log, "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// waitForTarget waits until steward_apimigration_target_info names the
+// release and source.
+func waitForTarget(ctx context.Context, t *testing.T, release, source string) {
+	t.Helper()
+	harness.Eventually(t, 60*time.Second, func() error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		text, err := env.Steward.MetricsText()
+		if err != nil {
+			return err
+		}
+		families, err := harness.ParseMetrics(text)
+		if err != nil {
+			return err
+		}
+		f := families["steward_apimigration_target_info"]
+		if f == nil || len(f.GetMetric()) != 1 {
+			return fmt.Errorf("want one steward_apimigration_target_info series, have %v", f)
+		}
+		m := f.GetMetric()[0]
+		if !harness.HasLabels(m, map[string]string{"flux_version": release, "source": source}) || m.GetGauge().GetValue() != 1 {
+			return fmt.Errorf("steward_apimigration_target_info is %v, want flux_version=%s source=%s", m, release, source)
+		}
+		return nil
+	})
+}
+
+// fluxCRDs reads the vendored CRDs of a Flux release.
+func fluxCRDs(t *testing.T, release string) []*apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "e2e", "upstream", "flux", release, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs vendored for Flux %s: %v", release, err)
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, file := range files {
+		out = append(out, readCRDFile(t, file))
+	}
+	return out
+}
+
+func readCRDFile(t *testing.T, file string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(b, crd); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return crd
+}
+
+// installFluxCRDs installs or upgrades to a Flux release's CRDs, labelled
+// with label as `flux install` labels them (unlabelled when label is
+// empty, as the controllers' repositories ship them).
+func installFluxCRDs(ctx context.Context, t *testing.T, release, label string) {
+	t.Helper()
+	for _, crd := range fluxCRDs(t, release) {
+		if label != "" {
+			crd.Labels = map[string]string{fluxVersionLabel: label, fluxPartOfLabel: "flux", fluxInstanceLabel: "flux-system"}
+		}
+		upsertCRD(ctx, t, crd)
+	}
+}
+
+// upsertCRD creates crd, or replaces the CRD of that name with it
+// (labels included).
+func upsertCRD(ctx context.Context, t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	harness.Eventually(t, 30*time.Second, func() error {
+		cur := &apiextensionsv1.CustomResourceDefinition{}
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(crd), cur)
+		if apierrors.IsNotFound(err) {
+			return env.Client.Create(ctx, crd.DeepCopy())
+		}
+		if err != nil {
+			return err
+		}
+		next := crd.DeepCopy()
+		next.ResourceVersion = cur.ResourceVersion
+		return env.Client.Update(ctx, next)
+	})
+}
+
+// restoreEnvironmentFluxCRDs returns the cleanup that puts the shared
+// environment's Flux CRDs back as harness.Start installed them: Flux 2.6's
+// own CRDs from e2e/upstream, unlabelled, and no other Flux CRD.
+func restoreEnvironmentFluxCRDs(t *testing.T) func() {
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		dirs, err := harness.UpstreamCRDDirs()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		var files []string
+		for _, d := range dirs {
+			if strings.Contains(d, string(filepath.Separator)+"flux"+string(filepath.Separator)) {
+				files = append(files, d)
+			}
+		}
+		if len(files) == 0 {
+			t.Errorf("the environment installs no Flux CRDs: %v", dirs)
+			return
+		}
+		samples := map[string]bool{}
+		for _, file := range files {
+			crd := readCRDFile(t, file)
+			samples[crd.Name] = true
+			upsertCRD(ctx, t, crd)
+		}
+		var deleted []*apiextensionsv1.CustomResourceDefinition
+		for _, crd := range fluxCRDs(t, "2.8") {
+			if samples[crd.Name] {
+				continue
+			}
+			if err := env.Client.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("removing the CRD %s: %v", crd.Name, err)
+			}
+			deleted = append(deleted, crd)
+		}
+		harness.Eventually(t, 90*time.Second, func() error {
+			var errs []error
+			for _, crd := range deleted {
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
+					errs = append(errs, fmt.Errorf("CRD %s is still there (%v)", crd.Name, err))
+				}
+			}
+			return errors.Join(errs...)
+		})
+	}
+}

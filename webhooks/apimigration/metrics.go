@@ -1,0 +1,35 @@
+package apimigration
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// targetInfo reports the target release at each scrape, so exactly one
+// series exists: the current one.
+type targetInfo struct {
+	desc *prometheus.Desc
+	rule *Rule
+}
+
+// Collector reports the target release as
+// steward_apimigration_target_info{flux_version,source} = 1; the server
+// registers it with the registry it serves.
+func (r *Rule) Collector() prometheus.Collector {
+	return &targetInfo{
+		rule: r,
+		desc: prometheus.NewDesc("steward_apimigration_target_info",
+			"The Flux release apimigration decides against (1), and where it came from: config (pinned by rules.apimigration.fluxVersion), cluster-label (the Flux CRDs' app.kubernetes.io/version), served-versions (inferred from the versions the Flux CRDs serve) or default (no Flux CRDs).",
+			[]string{"flux_version", "source"}, nil),
+	}
+}
+
+var _ rule.MetricsCollector = (*Rule)(nil)
+
+func (m *targetInfo) Describe(ch chan<- *prometheus.Desc) { ch <- m.desc }
+
+func (m *targetInfo) Collect(ch chan<- prometheus.Metric) {
+	t := m.rule.Target()
+	ch <- prometheus.MustNewConstMetric(m.desc, prometheus.GaugeValue, 1, t.Release.String(), string(t.Source))
+}
