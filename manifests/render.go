@@ -67,7 +67,6 @@ func Render(o Options) (map[string][]byte, error) {
 	if o.Config != nil {
 		cfg = *o.Config
 	}
-	rules := webhooks.Rules(cfg)
 	files := map[string][]byte{}
 	add := func(path string, objs ...any) error {
 		data, err := toYAML(objs...)
@@ -77,16 +76,7 @@ func Render(o Options) (map[string][]byte, error) {
 		files[path] = data
 		return nil
 	}
-	base := map[string][]any{
-		"base/namespace.yaml":           {in.namespace()},
-		"base/serviceaccount.yaml":      {in.serviceAccount()},
-		"base/rbac.yaml":                in.baseRBAC(cfg, rules),
-		"base/config.yaml":              {in.configMap(cfg)},
-		"base/deployment.yaml":          {in.deployment()},
-		"base/service.yaml":             {in.service()},
-		"base/poddisruptionbudget.yaml": {in.podDisruptionBudget()},
-		"base/webhooks.yaml":            in.webhookConfigurations(rules),
-	}
+	base := in.baseObjects(cfg)
 	for path, objs := range base {
 		if err := add(path, objs...); err != nil {
 			return nil, err
@@ -109,6 +99,22 @@ func Render(o Options) (map[string][]byte, error) {
 	}
 	files["monitoring/kustomization.yaml"] = kustomization(sortedNames(monitoring, "monitoring/"), nil)
 	return files, nil
+}
+
+// baseObjects are the objects of the kustomize base, keyed by file, for
+// the configuration the install runs with.
+func (in install) baseObjects(cfg webhooks.Config) map[string][]any {
+	rules := webhooks.Rules(cfg)
+	return map[string][]any{
+		"base/namespace.yaml":           {in.namespace()},
+		"base/serviceaccount.yaml":      {in.serviceAccount()},
+		"base/rbac.yaml":                in.baseRBAC(cfg, rules),
+		"base/config.yaml":              {in.configMap(cfg)},
+		"base/deployment.yaml":          {in.deployment()},
+		"base/service.yaml":             {in.service()},
+		"base/poddisruptionbudget.yaml": {in.podDisruptionBudget()},
+		"base/webhooks.yaml":            in.webhookConfigurations(rules),
+	}
 }
 
 // Write writes the rendered files under dir, replacing what is there.
