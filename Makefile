@@ -84,7 +84,7 @@ test: tools unit
 unit: $(PROMTOOL) $(HELM)
 	$(GO) test $$($(GO) list ./... | grep -v '/e2e$$')
 
-e2e: tools
+e2e: tools $(HELM)
 	$(GO) test ./e2e/... -count=1 -v
 
 # Renders manifests/ and the Helm chart from the typed objects and the
