@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // ChartDir is where `make generate` writes the Helm chart, relative to the
@@ -120,6 +122,9 @@ func RenderChart(o Options) (map[string][]byte, error) {
 	if o.Config != nil {
 		cfg = *o.Config
 	}
+	if err := chartRenders(cfg); err != nil {
+		return nil, err
+	}
 	tokens, err := tokenConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -193,6 +198,31 @@ func RenderChart(o Options) (map[string][]byte, error) {
 	files["templates/_helpers.tpl"] = helpers
 	files[".helmignore"] = []byte(header + "*.orig\n*.tmp\n.git/\n")
 	return files, nil
+}
+
+// chartRenders refuses, as the chart does, a default configuration the
+// chart cannot render.
+func chartRenders(cfg webhooks.Config) error {
+	for _, name := range sortedKeys(cfg.Rules) {
+		if cfg.Rules[name].RuleMode() == rule.Off {
+			return fmt.Errorf("chart: rules.%s.mode: off is not rendered by the chart; render the manifests instead", name)
+		}
+	}
+	m, err := toMap(cfg)
+	if err != nil {
+		return err
+	}
+	for _, r := range chartRefused {
+		var v any = m
+		for _, k := range strings.Split(r.path, ".") {
+			sub, _ := v.(map[string]any)
+			v = sub[k]
+		}
+		if v != nil && !slices.Contains(r.allowed, fmt.Sprint(v)) {
+			return fmt.Errorf("chart: %s: %v %s, which the chart does not render; render the manifests instead", r.path, v, r.why)
+		}
+	}
+	return nil
 }
 
 // tokenConfig is cfg with every chartList replaced by its token, so the

@@ -129,14 +129,21 @@ monitoring:
 # config is Steward's configuration file (StewardConfiguration), written
 # into the ConfigMap Steward reads. Every rule's mode (enforce, warn,
 # audit) and settings go here; see the README's Configuration section.
-# The identity lists the webhooks' matchConditions hold
-# (%s) are written into them from here.
-# Settings that change what is registered beyond that (%s)
-# are refused: render those installs with
-# "steward manifests --config FILE".
-config:
+# The identity lists the webhooks' matchConditions hold are written into
+# them from here:
+%s# Settings that change what is registered beyond that are refused; render
+# those installs with "steward manifests --config FILE":
+%sconfig:
 %s`, imageRepository(image), *d.Spec.Replicas, res, pod.PriorityClassName, pdb.Spec.MaxUnavailable.String(),
-		SecretName, MetricsReaderRole, strings.Join(listPaths(), ", "), strings.Join(refusedSettings(), ", "), indent(string(config), "  "))), nil
+		SecretName, MetricsReaderRole, commentList(listPaths()), commentList(refusedSettings()), indent(string(config), "  "))), nil
+}
+
+func commentList(items []string) string {
+	var b strings.Builder
+	for _, i := range items {
+		fmt.Fprintf(&b, "#   %s\n", i)
+	}
+	return b.String()
 }
 
 func indent(s, prefix string) string {

@@ -582,3 +582,23 @@ func setLeaf(m map[string]any, path string, v any) {
 	}
 	m[keys[len(keys)-1]] = v
 }
+
+// TestRenderChartRefusesWhatTheChartRefuses: `steward manifests
+// --chart-dir` with a configuration the chart cannot render fails, rather
+// than write a chart whose defaults `helm install` refuses.
+func TestRenderChartRefusesWhatTheChartRefuses(t *testing.T) {
+	for name, file := range map[string]string{
+		"a rule turned off": "rules:\n  claimguard: {mode: \"off\"}\n",
+		"no Events":         "recordEventsFor: none\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := webhooks.ParseConfig([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\n"+file), "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := RenderChart(Options{Config: &cfg}); err == nil {
+				t.Error("the chart was rendered")
+			}
+		})
+	}
+}

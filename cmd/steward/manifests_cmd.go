@@ -79,18 +79,20 @@ func runManifests(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "steward manifests: %v\n", err)
 		return 1
 	}
+	var chart map[string][]byte
+	if o.chartDir != "" {
+		if chart, err = manifests.RenderChart(manifests.Options{Image: o.image, Config: opts.Config}); err != nil {
+			fmt.Fprintf(stderr, "steward manifests: %v\n", err)
+			return 1
+		}
+	}
 	if err := manifests.Write(o.dir, files); err != nil {
 		fmt.Fprintf(stderr, "steward manifests: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %d files under %s\n", len(files), o.dir)
-	if o.chartDir == "" {
+	if chart == nil {
 		return 0
-	}
-	chart, err := manifests.RenderChart(manifests.Options{Image: o.image, Config: opts.Config})
-	if err != nil {
-		fmt.Fprintf(stderr, "steward manifests: %v\n", err)
-		return 1
 	}
 	if err := manifests.Write(o.chartDir, chart); err != nil {
 		fmt.Fprintf(stderr, "steward manifests: %v\n", err)
