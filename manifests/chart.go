@@ -191,6 +191,9 @@ func RenderChart(o Options) (map[string][]byte, error) {
 	}
 	files["values.yaml"] = values
 	files["Chart.yaml"] = chartMetadata(o.Image)
+	if files["values.schema.json"], err = chartSchema(); err != nil {
+		return nil, err
+	}
 	helpers, err := chartHelpers()
 	if err != nil {
 		return nil, err

@@ -398,14 +398,16 @@ rules:
 // TestChartRefusesWhatItCannotRender: a rule turned off, or Events turned
 // off, change Steward's registration and RBAC beyond what the chart
 // templates, so the chart fails and says how to render such an install,
-// rather than register webhooks Steward does not serve.
+// rather than register webhooks Steward does not serve. Values the chart
+// does not know fail too (values.schema.json), rather than be ignored.
 func TestChartRefusesWhatItCannotRender(t *testing.T) {
 	tests := map[string]struct {
 		set, want string
 	}{
 		"a rule turned off":    {set: "config.rules.claimguard.mode=off", want: `config.rules.claimguard.mode: off`},
 		"no Events":            {set: "config.recordEventsFor=none", want: `config.recordEventsFor: none`},
-		"an unknown cert mode": {set: "certificates.mode=vault", want: `certificates.mode "vault"`},
+		"an unknown cert mode": {set: "certificates.mode=vault", want: `/certificates/mode`},
+		"a misspelt value":     {set: "replica=5", want: `'replica' not allowed`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
