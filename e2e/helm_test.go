@@ -120,7 +120,7 @@ config:
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	if out, errOut, err := env.Kubectl(ctx, install.String(), "apply", "--server-side", "--validate=strict", "-f", "-"); err != nil {
+	if out, errOut, err := env.Kubectl(ctx, install.String(), "apply", "--server-side", "--force-conflicts", "--validate=strict", "-f", "-"); err != nil {
 		t.Fatalf("applying the chart's objects: %v\n%s%s", err, out, errOut)
 	}
 	t.Cleanup(func() {
