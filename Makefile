@@ -23,6 +23,19 @@ STATICCHECK_VERSION := v0.8.2
 PROMTOOL_VERSION := $(shell awk '/^require github.com\/prometheus\/prometheus / {print $$3}' e2e/tools/promtool/go.mod)
 export PROMTOOL := $(CACHE_DIR)/promtool-$(PROMTOOL_VERSION)/promtool
 
+# helm lints and renders the chart (charts/steward), and the chart tests
+# compare what it renders with the kustomize overlays. It is built from the
+# Helm module e2e/tools/helm pins, keyed by that version, with the version
+# stamps Helm's own release build sets (its default Kubernetes version for
+# `helm template` follows the client-go it is built with); the tests read
+# its path from HELM.
+HELM_VERSION := $(shell awk '/^require helm.sh\/helm\/v3 / {print $$3}' e2e/tools/helm/go.mod)
+HELM_KUBE_MINOR := $(shell awk '$$1 == "k8s.io/client-go" {split($$2, v, "."); print v[2]}' e2e/tools/helm/go.mod)
+HELM_LDFLAGS := -s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_KUBE_MINOR) \
+	-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_KUBE_MINOR)
+export HELM := $(CACHE_DIR)/helm-$(HELM_VERSION)/helm
+
 .PHONY: all build test unit e2e fuzz lint generate verify sandbox bench bench-hostile tools clean
 
 all: build
@@ -53,6 +66,11 @@ $(PROMTOOL):
 	@echo "building promtool $(PROMTOOL_VERSION) into $(dir $@) (first time only, a few minutes)"
 	cd e2e/tools/promtool && $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp github.com/prometheus/prometheus/cmd/promtool && mv $@.tmp $@
 
+$(HELM):
+	@mkdir -p $(dir $@)
+	@echo "building helm $(HELM_VERSION) into $(dir $@) (first time only, a few minutes)"
+	cd e2e/tools/helm && $(GO) build -trimpath -ldflags "$(HELM_LDFLAGS)" -o $@.tmp helm.sh/helm/v3/cmd/helm && mv $@.tmp $@
+
 # The one command that runs every test: unit, golden, fuzz seed corpora and
 # the e2e suite against a real kube-apiserver and etcd. The e2e package runs
 # after the others rather than beside them: its burst and load tests need
@@ -63,20 +81,27 @@ test: tools unit
 
 # Every package but the e2e suite (e2e/load, e2e/harness and e2e/sandbox
 # have no API server in their tests and run here).
-unit: $(PROMTOOL)
+unit: $(PROMTOOL) $(HELM)
 	$(GO) test $$($(GO) list ./... | grep -v '/e2e$$')
 
-e2e: tools
+e2e: tools $(HELM)
 	$(GO) test ./e2e/... -count=1 -v
 
-# Renders manifests/ from the typed objects and the rule list.
+# Renders manifests/ and the Helm chart from the typed objects and the
+# rule list.
 generate:
-	$(GO) run ./cmd/steward manifests
+	$(GO) run ./cmd/steward manifests --chart-dir charts/steward
 
-# Fails when generated files are stale or code is unformatted or suspicious.
-verify: generate lint
-	@git diff --exit-code -- manifests || (echo "manifests/ is stale: run make generate and commit" && exit 1)
-	@test -z "$$(git status --porcelain --untracked-files=all -- manifests)" || (git status --short -- manifests; echo "manifests/ has uncommitted files: run make generate and commit" && exit 1)
+# Fails when generated files are stale, the chart does not lint or render,
+# or code is unformatted or suspicious.
+verify: generate lint $(HELM)
+	@git diff --exit-code -- manifests charts || (echo "manifests/ or charts/ is stale: run make generate and commit" && exit 1)
+	@test -z "$$(git status --porcelain --untracked-files=all -- manifests charts)" || (git status --short -- manifests charts; echo "manifests/ or charts/ has uncommitted files: run make generate and commit" && exit 1)
+	$(HELM) lint --strict charts/steward
+	$(HELM) lint --strict charts/steward --set certificates.mode=self-managed
+	$(HELM) template steward charts/steward --namespace steward-system >/dev/null
+	$(HELM) template steward charts/steward --namespace steward-system --set certificates.mode=self-managed \
+		--set monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true >/dev/null
 
 lint:
 	@test -z "$$(gofmt -l cmd webhooks certs manifests e2e)" || (gofmt -l cmd webhooks certs manifests e2e; echo "gofmt needed" && exit 1)

@@ -21,8 +21,8 @@ self-managed-certs. 'make generate' runs it from the repository root, and
 'make verify' fails when the committed files differ.
 
 Examples:
-  # Regenerate manifests/ in a checkout:
-  steward manifests
+  # Regenerate manifests/ and the Helm chart in a checkout:
+  steward manifests --chart-dir charts/steward
 
   # Render for the configuration Steward will run with (exempt identities,
   # rules turned off), into a directory of your own:
@@ -36,7 +36,7 @@ Examples:
 
 // manifestsOptions are the flags of `steward manifests`.
 type manifestsOptions struct {
-	dir, image, namespace, config string
+	dir, image, namespace, config, chartDir string
 }
 
 func manifestsFlagSet(o *manifestsOptions, out io.Writer) *flag.FlagSet {
@@ -45,6 +45,7 @@ func manifestsFlagSet(o *manifestsOptions, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.image, "image", manifests.DefaultImage, "Steward container image")
 	fs.StringVar(&o.namespace, "namespace", manifests.DefaultNamespace, "namespace Steward runs in; its objects, RBAC, certificate names and the webhooks' exclusion of its own namespace follow")
 	fs.StringVar(&o.config, "config", "", "StewardConfiguration file to render for: its exempt identities in matchConditions, no registration for rules in mode off, and the file in the ConfigMap; the defaults when empty")
+	fs.StringVar(&o.chartDir, "chart-dir", "", "also write the Helm chart into this directory (make generate: "+manifests.ChartDir+"); its values default to --image and --config, and it installs into the release's namespace")
 	return fs
 }
 
@@ -78,10 +79,25 @@ func runManifests(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "steward manifests: %v\n", err)
 		return 1
 	}
+	var chart map[string][]byte
+	if o.chartDir != "" {
+		if chart, err = manifests.RenderChart(manifests.Options{Image: o.image, Config: opts.Config}); err != nil {
+			fmt.Fprintf(stderr, "steward manifests: %v\n", err)
+			return 1
+		}
+	}
 	if err := manifests.Write(o.dir, files); err != nil {
 		fmt.Fprintf(stderr, "steward manifests: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %d files under %s\n", len(files), o.dir)
+	if chart == nil {
+		return 0
+	}
+	if err := manifests.Write(o.chartDir, chart); err != nil {
+		fmt.Fprintf(stderr, "steward manifests: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "wrote %d files under %s\n", len(chart), o.chartDir)
 	return 0
 }

@@ -12,9 +12,10 @@ import (
 )
 
 // ensureCertSecret creates the empty Secret that self-managed certificates
-// are kept in, as the self-managed-certs overlay ships it, unless it exists:
-// Steward fills it but may not create it. --cert-secret in args renames it.
-func (e *Env) ensureCertSecret(ctx context.Context, args []string) error {
+// are kept in, as the self-managed-certs overlay ships it, in Steward's
+// namespace, unless it exists: Steward fills it but may not create it.
+// --cert-secret in args renames it.
+func (e *Env) ensureCertSecret(ctx context.Context, namespace string, args []string) error {
 	secret := &corev1.Secret{}
 	root, err := RepoRoot()
 	if err != nil {
@@ -31,7 +32,7 @@ func (e *Env) ensureCertSecret(ctx context.Context, args []string) error {
 	if name, ok := flagValue(args, "cert-secret"); ok {
 		secret.Name = name
 	}
-	secret.Namespace = StewardNamespace
+	secret.Namespace = namespace
 	if err := e.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating Secret %s/%s for self-managed certificates: %w", secret.Namespace, secret.Name, err)
 	}

@@ -59,6 +59,10 @@ type StewardOptions struct {
 	// one its webhook configurations are rendered to exclude;
 	// StewardNamespace when empty. The harness creates it.
 	Namespace string
+	// Webhooks are the webhook configurations to register, pointed at
+	// Steward, in place of those `steward manifests` renders for
+	// Namespace (for example the ones a Helm chart renders).
+	Webhooks *Webhooks
 }
 
 // optionsFromArgs derives StewardOptions from a configuration and flags:
@@ -189,7 +193,7 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 	s.args = append(s.args, opts.Args...)
 
 	if !opts.ProvideCerts {
-		if err := e.ensureCertSecret(ctx, opts.Args); err != nil {
+		if err := e.ensureCertSecret(ctx, opts.Namespace, opts.Args); err != nil {
 			return nil, err
 		}
 	}
@@ -210,7 +214,7 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 	}
 	// Registered before Steward is ready: in self-managed mode it injects its
 	// CA into these configurations, and may wait for them to exist.
-	if err := e.registerWebhooks(ctx, endpoint{host: opts.Host, port: s.port, caBundle: s.caBundle}, opts.Namespace); err != nil {
+	if err := e.registerWebhooks(ctx, endpoint{host: opts.Host, port: s.port, caBundle: s.caBundle}, opts.Namespace, opts.Webhooks); err != nil {
 		return fail(err)
 	}
 	if err := s.waitReady(ctx, ReadyTimeout); err != nil {

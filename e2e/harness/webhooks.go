@@ -57,6 +57,13 @@ func WebhooksFor(namespace string) (Webhooks, error) {
 	return parseWebhooks(path, files[path])
 }
 
+// ParseWebhooks reads the webhook configurations among the documents of
+// rendered YAML (a webhooks.yaml, or all `helm template` prints); source
+// names it in errors.
+func ParseWebhooks(source string, data []byte) (Webhooks, error) {
+	return parseWebhooks(source, data)
+}
+
 // parseWebhooks reads the configurations of a rendered webhooks.yaml.
 func parseWebhooks(path string, data []byte) (Webhooks, error) {
 	docs, err := splitYAML(data)
@@ -215,12 +222,17 @@ func applyTyped(ctx context.Context, c client.Client, obj client.Object) error {
 	return nil
 }
 
-// registerWebhooks writes the configurations rendered for Steward in
-// namespace, pointed at ep.
-func (e *Env) registerWebhooks(ctx context.Context, ep endpoint, namespace string) error {
-	rendered, err := WebhooksFor(namespace)
-	if err != nil {
-		return err
+// registerWebhooks writes the given configurations, or when nil those
+// rendered for Steward in namespace, pointed at ep.
+func (e *Env) registerWebhooks(ctx context.Context, ep endpoint, namespace string, given *Webhooks) error {
+	var rendered Webhooks
+	if given != nil {
+		rendered = *given
+	} else {
+		var err error
+		if rendered, err = WebhooksFor(namespace); err != nil {
+			return err
+		}
 	}
 	local, err := rendered.forEndpoint(ep)
 	if err != nil {

@@ -14,12 +14,15 @@ type Config struct {
 	// requests never reach Steward (the webhook's matchConditions exclude
 	// them). Setting the list replaces the defaults. A service account the
 	// agent impersonates (fleet.yaml serviceAccount) arrives as that
-	// service account, so it belongs here or in AgentGroups.
-	AgentUsers []string `json:"agentUsers,omitempty"`
+	// service account, so it belongs here or in AgentGroups. An empty
+	// list (no agent users) is kept when the configuration is written out,
+	// as `steward manifests` does into the ConfigMap: dropped, it would
+	// read back as the defaults.
+	AgentUsers []string `json:"agentUsers"`
 	// AgentGroups are groups whose members count as the Fleet agent. The
 	// defaults are the service-account groups of Fleet's agent namespaces:
 	// Fleet only impersonates service accounts in its own namespace.
-	AgentGroups []string `json:"agentGroups,omitempty"`
+	AgentGroups []string `json:"agentGroups"`
 	// IgnoredFields are JSON pointers, per group and kind, that may be
 	// changed by hand (Fleet's diff.comparePatches idea), e.g.
 	// /spec/replicas of a Deployment scaled by a HorizontalPodAutoscaler.

@@ -1,0 +1,183 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/stewardhq/steward/e2e/harness"
+)
+
+// TestHelmChartInstallsAGuardingSteward installs what the Helm chart
+// renders for a release in steward-helm with self-managed certificates
+// and one more Fleet agent identity in its values: every object but the
+// webhook configurations is applied with strict field validation, Steward
+// runs with the chart's configuration and certificate flags, and the
+// chart's own webhook configurations are registered, pointed at it. It
+// proves the install works end to end: Steward fills the chart's Secret
+// and injects its CA, a person's hand-made object carrying Fleet's keys is
+// refused, the agent identity given in the values never reaches Steward,
+// and neither does anything in Steward's own namespace.
+func TestHelmChartInstallsAGuardingSteward(t *testing.T) {
+	helm := os.Getenv("HELM")
+	if helm == "" {
+		t.Skip("HELM is not set: run through make, which builds helm")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	env.LogOnFailure(t)
+	const (
+		ns       = "steward-helm"
+		deployer = "system:serviceaccount:gitops:deployer"
+	)
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte(`certificates:
+  mode: self-managed
+config:
+  rules:
+    fleetguard:
+      agentUsers:
+      - system:serviceaccount:cattle-fleet-system:fleet-agent
+      - `+deployer+`
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, helm, "template", "steward", filepath.Join(root, "charts", "steward"), "--namespace", ns, "--values", values)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	rendered, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, stderr.String())
+	}
+	webhooks, err := harness.ParseWebhooks("helm template", rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var install bytes.Buffer
+	var config string
+	var certArgs []string
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(rendered)))
+	for {
+		doc, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		switch u.GetKind() {
+		case "":
+			continue
+		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
+			continue // registered by the harness, pointed at the Steward it runs
+		case "ConfigMap":
+			if u.GetName() == "steward-config" {
+				config, _, _ = unstructured.NestedString(u.Object, "data", "config.yaml")
+			}
+		case "Deployment":
+			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+			args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+			for _, a := range args {
+				if strings.HasPrefix(a, "--cert-mode=") || strings.HasPrefix(a, "--cert-secret=") || strings.HasPrefix(a, "--service-name=") {
+					certArgs = append(certArgs, a)
+				}
+			}
+		}
+		if u.GetNamespace() != "" && u.GetNamespace() != ns {
+			t.Errorf("%s %s/%s is not in the release's namespace %s", u.GetKind(), u.GetNamespace(), u.GetName(), ns)
+		}
+		install.WriteString("---\n")
+		install.Write(doc)
+	}
+	if config == "" || !strings.Contains(strings.Join(certArgs, " "), "--cert-mode=self-managed") {
+		t.Fatalf("the chart renders no configuration (%q) or no self-managed certificate flags (%v)", config, certArgs)
+	}
+
+	// helm install --create-namespace, then the chart's objects.
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if out, errOut, err := env.Kubectl(ctx, install.String(), "apply", "--server-side", "--force-conflicts", "--validate=strict", "-f", "-"); err != nil {
+		t.Fatalf("applying the chart's objects: %v\n%s%s", err, out, errOut)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if _, err := env.RestartSteward(ctx, harness.DefaultConfig); err != nil {
+			t.Errorf("restoring the default Steward: %v", err)
+		}
+		if out, errOut, err := env.Kubectl(ctx, install.String(), "delete", "--ignore-not-found", "--wait=false", "-f", "-"); err != nil {
+			t.Errorf("deleting the chart's objects: %v\n%s%s", err, out, errOut)
+		}
+		_ = env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
+	if _, err := env.RestartStewardWith(ctx, harness.StewardOptions{Config: config, Args: certArgs, Namespace: ns, Webhooks: &webhooks}); err != nil {
+		t.Fatalf("starting Steward as the chart configures it: %v", err)
+	}
+
+	secret := &corev1.Secret{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "steward-serving-cert"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	if len(secret.Data["tls.crt"]) == 0 || len(secret.Data["ca.crt"]) == 0 {
+		t.Errorf("Steward did not fill the chart's Secret %s/steward-serving-cert with its CA and serving certificate: keys %v", ns, keys(secret.Data))
+	}
+
+	jane, err := env.As("jane", "system:authenticated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := env.As(deployer, "system:serviceaccounts", "system:authenticated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleetConfigMap := func(name, namespace string) *corev1.ConfigMap {
+		meta := fleetMeta(name)
+		meta.Namespace = namespace
+		return &corev1.ConfigMap{ObjectMeta: meta}
+	}
+	if err := jane.Create(ctx, fleetConfigMap("helm-hand-made", "default")); err == nil || !strings.Contains(err.Error(), fleetguardHook) {
+		t.Errorf("a person's ConfigMap carrying Fleet's keys: %v; want fleetguard's denial", err)
+	}
+	deployed := fleetConfigMap("helm-deployed-by-agent", "default")
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), deployed) })
+	unchangedCalls(t, fleetguardPath, func() {
+		if err := agent.Create(ctx, deployed); err != nil {
+			t.Errorf("the agent identity given in the chart's values was refused: %v", err)
+		}
+		if err := jane.Create(ctx, fleetConfigMap("helm-in-stewards-namespace", ns)); err != nil {
+			t.Errorf("a write in Steward's own namespace %s reached a webhook: %v", ns, err)
+		}
+	})
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,636 @@
+package manifests
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// ChartDir is where `make generate` writes the Helm chart, relative to the
+// repository root.
+const ChartDir = "charts/steward"
+
+// The chart is rendered from the same typed objects as the kustomize base
+// and overlays, the way Gatekeeper's chart is generated from its
+// manifests: the objects are built with tokens where a value is
+// templated, encoded as YAML, and each token is then replaced with the
+// template expression that reads the value. Nothing in the chart is
+// written twice; TestChart* prove that `helm template` renders what
+// `kubectl kustomize` and `steward manifests --config` render.
+const (
+	tokNamespace      = "stewardhelmnamespace"
+	tokImage          = "stewardhelm-image"
+	tokPullPolicy     = "stewardhelm-pullpolicy"
+	tokReplicas       = "stewardhelm-replicas"
+	tokResources      = "stewardhelm-resources"
+	tokPriorityClass  = "stewardhelm-priorityclass"
+	tokNodeSelector   = "stewardhelm-nodeselector"
+	tokTolerations    = "stewardhelm-tolerations"
+	tokAffinity       = "stewardhelm-affinity"
+	tokPodAnnotations = "stewardhelm-podannotations"
+	tokConfig         = "stewardhelm-config"
+	tokMaxUnavailable = "stewardhelm-maxunavailable"
+	tokListPrefix     = "stewardhelmlist-"
+	tokLeftDelim      = "stewardhelm-leftdelim"
+	tokAny            = "stewardhelm"
+)
+
+// chartList is a list setting of the configuration that the webhooks'
+// matchConditions spell out as a CEL list literal: the chart writes the
+// list from the values, so the identities an install exempts are the ones
+// the API server keeps away from Steward.
+type chartList struct {
+	rule, key string
+	// emptyMeansDefault: the rule's Default replaces an empty list, not
+	// only a missing one.
+	emptyMeansDefault bool
+	// omitWhenEmpty: the rule leaves the clause holding the list out of
+	// its expression when the list is empty.
+	omitWhenEmpty bool
+}
+
+// chartLists are every list setting a matchCondition holds.
+// TestChartTemplatesEverySettingTheRegistrationReads fails when a setting
+// changes the rendered registration and is neither here nor refused by the
+// chart (chartRefused).
+var chartLists = []chartList{
+	{rule: "fleetguard", key: "agentUsers", omitWhenEmpty: true},
+	{rule: "fleetguard", key: "agentGroups", omitWhenEmpty: true},
+	{rule: "installplanguard", key: "olmUsers", emptyMeansDefault: true},
+	{rule: "installplanguard", key: "clusterControllerUsers", emptyMeansDefault: true},
+	{rule: "suspendnotice", key: "controllers", emptyMeansDefault: true},
+}
+
+func (l chartList) token() string { return tokListPrefix + l.rule + "-" + l.key }
+
+func (l chartList) helper() string { return "steward.list." + l.rule + "." + l.key }
+
+// chartRefused are the settings that change what is registered beyond
+// matchConditions: the RBAC for recording Events, and claimguard's right
+// to update the rules of the webhook configuration it manages (rules
+// turned off, which lose their webhook entries, RBAC and caches, are
+// refused too). The chart refuses any value but the ones it renders, with
+// a message pointing to `steward manifests --config`, rather than install
+// a registration the server does not serve.
+var chartRefused = []struct {
+	path string
+	// allowed are the values the chart renders, besides leaving the
+	// setting unset.
+	allowed []string
+	why     string
+}{
+	{path: "recordEventsFor", allowed: []string{string(webhooks.EventsForServiceAccounts)}, why: "changes Steward's permission to record Events"},
+	{path: "rules.claimguard.manageWebhookRules", allowed: []string{"true"}, why: "changes Steward's permission to update its webhook configuration"},
+	{path: "rules.claimguard.webhookConfigurationName", allowed: []string{Name}, why: "changes which webhook configuration Steward may update"},
+}
+
+// chartSettingPaths are the configuration paths the chart templates or
+// refuses, for the test that checks nothing else changes the render.
+func chartSettingPaths() []string {
+	var paths []string
+	for _, l := range chartLists {
+		paths = append(paths, "rules."+l.rule+"."+l.key)
+	}
+	for _, r := range chartRefused {
+		paths = append(paths, r.path)
+	}
+	for _, name := range sortedKeys(webhooks.DefaultConfig().Rules) {
+		paths = append(paths, "rules."+name+".mode")
+	}
+	return paths
+}
+
+// RenderChart returns the Helm chart's files, keyed by their path under
+// ChartDir. Options set the chart's default values: the image and the
+// configuration; the namespace is the release's.
+func RenderChart(o Options) (map[string][]byte, error) {
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	cfg := webhooks.DefaultConfig()
+	if o.Config != nil {
+		cfg = *o.Config
+	}
+	if err := chartRenders(cfg); err != nil {
+		return nil, err
+	}
+	tokens, err := tokenConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	in := install{ns: tokNamespace, image: tokImage}
+	files := map[string][]byte{}
+	base := in.baseObjects(tokens)
+	delete(base, "base/namespace.yaml") // helm install --create-namespace
+	overlay := in.overlayObjects()
+	for path, objs := range base {
+		name := strings.TrimPrefix(path, "base/")
+		var cond string
+		if name == "poddisruptionbudget.yaml" {
+			cond = ".Values.podDisruptionBudget.enabled"
+		}
+		var docs []string
+		for _, obj := range objs {
+			d, err := in.chartVariants(obj, overlay)
+			if err != nil {
+				return nil, fmt.Errorf("chart %s: %w", name, err)
+			}
+			docs = append(docs, d)
+		}
+		if name == "deployment.yaml" {
+			docs = append([]string{`{{- include "steward.validate" . }}` + "\n"}, docs...)
+		}
+		files["templates/"+name] = chartFile(cond, docs)
+	}
+	wrapped := []struct{ name, cond string }{
+		{"cert-manager.yaml", `eq .Values.certificates.mode "cert-manager"`},
+		{"self-managed-certs.yaml", `eq .Values.certificates.mode "self-managed"`},
+	}
+	overlayFiles := map[string][]any{
+		"cert-manager.yaml":       overlay["overlays/cert-manager/certificates.yaml"],
+		"self-managed-certs.yaml": append(append([]any{}, overlay["overlays/self-managed-certs/secret.yaml"]...), overlay["overlays/self-managed-certs/rbac.yaml"]...),
+	}
+	for _, w := range wrapped {
+		docs, err := chartDocs(overlayFiles[w.name])
+		if err != nil {
+			return nil, fmt.Errorf("chart %s: %w", w.name, err)
+		}
+		files["templates/"+w.name] = chartFile(w.cond, docs)
+	}
+	monitoring := in.monitoringFiles()
+	for _, m := range []struct{ path, value string }{
+		{"monitoring/servicemonitor.yaml", "serviceMonitor"},
+		{"monitoring/prometheusrule.yaml", "prometheusRule"},
+		{"monitoring/dashboard.yaml", "dashboard"},
+	} {
+		docs, err := chartDocs(monitoring[m.path])
+		if err != nil {
+			return nil, fmt.Errorf("chart %s: %w", m.path, err)
+		}
+		files["templates/"+strings.TrimPrefix(m.path, "monitoring/")] = chartFile(".Values.monitoring."+m.value+".enabled", docs)
+	}
+	for path, data := range files {
+		if i := strings.Index(string(data), tokAny); i >= 0 {
+			return nil, fmt.Errorf("chart %s: token left unreplaced near %q", path, excerpt(string(data), i))
+		}
+	}
+	values, err := chartValues(in, o.Image, cfg)
+	if err != nil {
+		return nil, err
+	}
+	files["values.yaml"] = values
+	files["Chart.yaml"] = chartMetadata(o.Image)
+	if files["values.schema.json"], err = chartSchema(); err != nil {
+		return nil, err
+	}
+	helpers, err := chartHelpers()
+	if err != nil {
+		return nil, err
+	}
+	files["templates/_helpers.tpl"] = helpers
+	files[".helmignore"] = []byte(header + "*.orig\n*.tmp\n.git/\n")
+	return files, nil
+}
+
+// chartRenders refuses, as the chart does, a default configuration the
+// chart cannot render.
+func chartRenders(cfg webhooks.Config) error {
+	for _, name := range sortedKeys(cfg.Rules) {
+		if cfg.Rules[name].RuleMode() == rule.Off {
+			return fmt.Errorf("chart: rules.%s.mode: off is not rendered by the chart; render the manifests instead", name)
+		}
+	}
+	m, err := toMap(cfg)
+	if err != nil {
+		return err
+	}
+	for _, r := range chartRefused {
+		var v any = m
+		for _, k := range strings.Split(r.path, ".") {
+			sub, _ := v.(map[string]any)
+			v = sub[k]
+		}
+		if v != nil && !slices.Contains(r.allowed, fmt.Sprint(v)) {
+			return fmt.Errorf("chart: %s: %v %s, which the chart does not render; render the manifests instead", r.path, v, r.why)
+		}
+	}
+	return nil
+}
+
+// tokenConfig is cfg with every chartList replaced by its token, so the
+// CEL literal each list becomes can be found in the rendered expressions.
+func tokenConfig(cfg webhooks.Config) (webhooks.Config, error) {
+	m, err := toMap(cfg)
+	if err != nil {
+		return webhooks.Config{}, err
+	}
+	for _, l := range chartLists {
+		rules, _ := m["rules"].(map[string]any)
+		section, _ := rules[l.rule].(map[string]any)
+		if section == nil {
+			return webhooks.Config{}, fmt.Errorf("chart: the configuration has no rules.%s", l.rule)
+		}
+		section[l.key] = []any{l.token()}
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return webhooks.Config{}, err
+	}
+	var out webhooks.Config
+	if err := json.Unmarshal(data, &out); err != nil {
+		return webhooks.Config{}, fmt.Errorf("chart: %w", err)
+	}
+	out.Default()
+	return out, nil
+}
+
+// chartVariants renders one base object as a template: once when both
+// certificate modes install it as it is, or once per mode when an overlay
+// patches it (the Deployment's certificate mode, the webhook
+// configurations' CA injection), with the overlay's own strategic merge
+// patch, as kustomize applies it.
+func (in install) chartVariants(obj any, overlay map[string][]any) (string, error) {
+	base, err := toMap(obj)
+	if err != nil {
+		return "", err
+	}
+	certManager, err := patched(base, overlay["overlays/cert-manager/inject-ca.yaml"])
+	if err != nil {
+		return "", err
+	}
+	selfManaged, err := patched(base, overlay["overlays/self-managed-certs/deployment.yaml"])
+	if err != nil {
+		return "", err
+	}
+	cm, err := chartDoc(certManager)
+	if err != nil {
+		return "", err
+	}
+	sm, err := chartDoc(selfManaged)
+	if err != nil {
+		return "", err
+	}
+	if cm == sm {
+		return cm, nil
+	}
+	return `{{- if eq .Values.certificates.mode "self-managed" }}` + "\n---\n" + sm +
+		"{{- else }}\n---\n" + cm + "{{- end }}\n", nil
+}
+
+// patched applies the patches among patches that name obj's kind and name.
+func patched(obj map[string]any, patches []any) (map[string]any, error) {
+	out := obj
+	for _, p := range patches {
+		pm, err := toMap(p)
+		if err != nil {
+			return nil, err
+		}
+		if pm["kind"] != obj["kind"] || name(pm) != name(obj) {
+			continue
+		}
+		var schema any
+		switch obj["kind"] {
+		case "Deployment":
+			schema = appsv1.Deployment{}
+		case "ValidatingWebhookConfiguration":
+			schema = admissionregistrationv1.ValidatingWebhookConfiguration{}
+		case "MutatingWebhookConfiguration":
+			schema = admissionregistrationv1.MutatingWebhookConfiguration{}
+		default:
+			return nil, fmt.Errorf("no patch schema for %v", obj["kind"])
+		}
+		original, err := json.Marshal(out)
+		if err != nil {
+			return nil, err
+		}
+		patch, err := json.Marshal(pm)
+		if err != nil {
+			return nil, err
+		}
+		merged, err := strategicpatch.StrategicMergePatch(original, patch, schema)
+		if err != nil {
+			return nil, fmt.Errorf("patching %v %s: %w", obj["kind"], name(obj), err)
+		}
+		out = map[string]any{}
+		if err := json.Unmarshal(merged, &out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func name(obj map[string]any) string {
+	meta, _ := obj["metadata"].(map[string]any)
+	n, _ := meta["name"].(string)
+	return n
+}
+
+func chartDocs(objs []any) ([]string, error) {
+	var docs []string
+	for _, obj := range objs {
+		m, err := toMap(obj)
+		if err != nil {
+			return nil, err
+		}
+		d, err := chartDoc(m)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d)
+	}
+	return docs, nil
+}
+
+// chartFile joins documents under the generated-file header, all of them
+// rendered only when cond (a template expression) holds, if one is given.
+func chartFile(cond string, docs []string) []byte {
+	var b strings.Builder
+	b.WriteString(header)
+	if cond != "" {
+		fmt.Fprintf(&b, "{{- if %s }}\n", cond)
+	}
+	for _, d := range docs {
+		if !strings.HasPrefix(d, "{{") {
+			b.WriteString("---\n")
+		}
+		b.WriteString(d)
+	}
+	if cond != "" {
+		b.WriteString("{{- end }}\n")
+	}
+	return []byte(b.String())
+}
+
+// toMap turns a typed object into the plain map it is encoded from, less
+// the empty fields typed objects always carry.
+func toMap(obj any) (map[string]any, error) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	clean(m)
+	return m, nil
+}
+
+// chartDoc templates one object: the values the chart exposes are set to
+// tokens, the object is encoded, and each token becomes the template
+// expression that reads its value.
+func chartDoc(obj map[string]any) (string, error) {
+	// Strings that hold Go templates of their own (the alerts'
+	// annotations) are written out by the chart as they are.
+	obj = mapStrings(deepCopy(obj), func(s string) string { return strings.ReplaceAll(s, "{{", tokLeftDelim) }).(map[string]any)
+	switch obj["kind"] {
+	case "Deployment":
+		spec := obj["spec"].(map[string]any)
+		spec["replicas"] = tokReplicas
+		tmpl := spec["template"].(map[string]any)
+		tmpl["metadata"].(map[string]any)["annotations"] = tokPodAnnotations
+		pod := tmpl["spec"].(map[string]any)
+		pod["priorityClassName"] = tokPriorityClass
+		pod["nodeSelector"] = tokNodeSelector
+		pod["tolerations"] = tokTolerations
+		pod["affinity"] = tokAffinity
+		for _, c := range pod["containers"].([]any) {
+			c := c.(map[string]any)
+			if c["name"] != Name {
+				continue
+			}
+			c["imagePullPolicy"] = tokPullPolicy
+			c["resources"] = tokResources
+		}
+	case "ConfigMap":
+		if name(obj) == configName {
+			obj["data"].(map[string]any)["config.yaml"] = tokConfig
+		}
+	case "PodDisruptionBudget":
+		obj["spec"].(map[string]any)["maxUnavailable"] = tokMaxUnavailable
+	case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
+		whs, _ := obj["webhooks"].([]any)
+		for _, wh := range whs {
+			conds, _ := wh.(map[string]any)["matchConditions"].([]any)
+			for _, c := range conds {
+				c := c.(map[string]any)
+				expr, err := templateExpression(c["expression"].(string))
+				if err != nil {
+					return "", fmt.Errorf("webhook %v: %w", wh.(map[string]any)["name"], err)
+				}
+				c["expression"] = expr
+			}
+		}
+	}
+	var node yaml.Node
+	if err := node.Encode(obj); err != nil {
+		return "", err
+	}
+	blockStrings(&node)
+	var b strings.Builder
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&node); err != nil {
+		return "", err
+	}
+	if err := enc.Close(); err != nil {
+		return "", err
+	}
+	doc, err := replaceTokens(b.String())
+	return strings.ReplaceAll(doc, tokLeftDelim, `{{ "{{" }}`), err
+}
+
+// mapStrings returns v with f applied to every string in it.
+func mapStrings(v any, f func(string) string) any {
+	switch t := v.(type) {
+	case string:
+		return f(t)
+	case map[string]any:
+		for k, e := range t {
+			t[k] = mapStrings(e, f)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = mapStrings(e, f)
+		}
+	}
+	return v
+}
+
+// blockStrings writes every string holding a template action or a line
+// break as a literal block, where what a template writes needs no
+// escaping.
+func blockStrings(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" && (strings.Contains(n.Value, "{{") || strings.Contains(n.Value, tokLeftDelim) || strings.Contains(n.Value, "\n")) {
+		n.Style = yaml.LiteralStyle
+	}
+	for _, c := range n.Content {
+		blockStrings(c)
+	}
+}
+
+var celListLiteral = regexp.MustCompile(`\["` + tokListPrefix + `[^"]+"(?:, "` + tokListPrefix + `[^"]+")*\]`)
+
+// templateExpression writes the CEL list literals of chartLists from the
+// values, and leaves out the clauses a rule omits for an empty list. Each
+// such clause is a line of its own, joined to the next by &&: wrapped in
+// {{ if }} ... {{ end }} at the start of the next line, an omitted clause
+// takes its line break with it.
+func templateExpression(expr string) (string, error) {
+	lines := strings.Split(expr, "\n")
+	for _, l := range chartLists {
+		if !l.omitWhenEmpty {
+			continue
+		}
+		lit := `["` + l.token() + `"]`
+		for i, line := range lines {
+			if !strings.Contains(line, lit) {
+				continue
+			}
+			if i == len(lines)-1 || !strings.HasSuffix(line, " &&") {
+				return "", fmt.Errorf("the clause holding rules.%s.%s is not a line joined to the next with &&", l.rule, l.key)
+			}
+			// A clause after another omittable one starts with the
+			// other's {{ end }}.
+			closed, rest := "", line
+			if strings.HasPrefix(line, "{{ end }}") {
+				closed, rest = "{{ end }}", strings.TrimPrefix(line, "{{ end }}")
+			}
+			lines[i] = closed + fmt.Sprintf(`{{ if include %q $ | fromJsonArray }}`, l.helper()) + rest
+			lines[i+1] = "{{ end }}" + lines[i+1]
+		}
+	}
+	expr = strings.Join(lines, "\n")
+	var err error
+	expr = celListLiteral.ReplaceAllStringFunc(expr, func(lit string) string {
+		var args []string
+		for _, tok := range strings.Split(strings.Trim(lit, "[]"), ", ") {
+			tok = strings.Trim(tok, `"`)
+			found := false
+			for _, l := range chartLists {
+				if l.token() == tok {
+					args = append(args, fmt.Sprintf("(include %q $ | fromJsonArray)", l.helper()))
+					found = true
+				}
+			}
+			if !found {
+				err = fmt.Errorf("unknown list token %s", tok)
+			}
+		}
+		return fmt.Sprintf(`{{ include "steward.celList" (concat %s) }}`, strings.Join(args, " "))
+	})
+	return expr, err
+}
+
+// chartReplacement is how a token becomes template text.
+type chartReplacement struct {
+	token string
+	// expr is the template expression of the value.
+	expr string
+	kind replacementKind
+}
+
+type replacementKind int
+
+const (
+	// scalar: the token is the value; written as JSON, valid YAML.
+	scalar replacementKind = iota
+	// text: the token is part of a string; expr's output is written as is.
+	text
+	// optionalScalar: the key is left out when the value is empty.
+	optionalScalar
+	// block: a mapping or list, written as YAML under the key.
+	block
+	// optionalBlock: a block left out when empty.
+	optionalBlock
+	// blockScalar: the value, as YAML, is the content of a literal string.
+	blockScalar
+)
+
+var chartReplacements = []chartReplacement{
+	{tokNamespace, `include "steward.namespace" $`, text},
+	{tokImage, `include "steward.image" $`, scalar},
+	{tokReplicas, `.Values.replicas`, scalar},
+	{tokMaxUnavailable, `.Values.podDisruptionBudget.maxUnavailable`, scalar},
+	{tokPullPolicy, `.Values.image.pullPolicy`, optionalScalar},
+	{tokPriorityClass, `.Values.priorityClassName`, optionalScalar},
+	{tokResources, `.Values.resources`, block},
+	{tokNodeSelector, `.Values.nodeSelector`, optionalBlock},
+	{tokTolerations, `.Values.tolerations`, optionalBlock},
+	{tokAffinity, `.Values.affinity`, optionalBlock},
+	{tokPodAnnotations, `.Values.podAnnotations`, optionalBlock},
+	{tokConfig, `.Values.config`, blockScalar},
+}
+
+func replaceTokens(doc string) (string, error) {
+	for _, r := range chartReplacements {
+		if !strings.Contains(doc, r.token) {
+			continue
+		}
+		if r.kind == text {
+			doc = strings.ReplaceAll(doc, r.token, "{{ "+r.expr+" }}")
+			continue
+		}
+		line := regexp.MustCompile(`(?m)^( *)([A-Za-z0-9_.-]+): ` + regexp.QuoteMeta(r.token) + `$`)
+		if !line.MatchString(doc) {
+			return "", fmt.Errorf("token %s is not the whole value of a key", r.token)
+		}
+		doc = line.ReplaceAllStringFunc(doc, func(l string) string {
+			m := line.FindStringSubmatch(l)
+			indent, key := m[1], m[2]
+			inner := len(indent) + 2
+			switch r.kind {
+			case scalar:
+				return fmt.Sprintf("%s%s: {{ %s | toJson }}", indent, key, r.expr)
+			case optionalScalar:
+				return fmt.Sprintf("%[1]s{{- with %[3]s }}\n%[1]s%[2]s: {{ toJson . }}\n%[1]s{{- end }}", indent, key, r.expr)
+			case block:
+				return fmt.Sprintf("%s%s: {{- toYaml %s | nindent %d }}", indent, key, r.expr, inner)
+			case optionalBlock:
+				return fmt.Sprintf("%[1]s{{- with %[3]s }}\n%[1]s%[2]s: {{- toYaml . | nindent %[4]d }}\n%[1]s{{- end }}", indent, key, r.expr, inner)
+			case blockScalar:
+				return fmt.Sprintf("%s%s: |{{- toYaml %s | nindent %d }}", indent, key, r.expr, inner)
+			}
+			return l
+		})
+	}
+	return doc, nil
+}
+
+func deepCopy(m map[string]any) map[string]any {
+	data, err := json.Marshal(m)
+	if err != nil {
+		panic(err) // a decoded JSON map always marshals
+	}
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+func excerpt(s string, i int) string {
+	start, end := max(0, i-60), min(len(s), i+60)
+	return s[start:end]
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

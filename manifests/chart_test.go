@@ -1,0 +1,606 @@
+package manifests
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/stewardhq/steward/webhooks"
+)
+
+// chartPath is the chart, from this package's directory.
+var chartPath = filepath.Join("..", ChartDir)
+
+// helm is Helm's CLI, built by `make` into the tool cache, which exports
+// its path.
+func helm(t *testing.T) string {
+	t.Helper()
+	path := os.Getenv("HELM")
+	if path == "" {
+		t.Skip("HELM is not set: run through make, which builds helm")
+	}
+	return path
+}
+
+// helmTemplate renders the chart as `helm template` does for an install
+// into namespace, with extra flags (--set, --values).
+func helmTemplate(t *testing.T, namespace string, flags ...string) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := helmTemplateErr(t, namespace, flags...)
+	if err != nil {
+		t.Fatalf("helm template %s: %v", strings.Join(flags, " "), err)
+	}
+	return parseObjects(t, out)
+}
+
+func helmTemplateErr(t *testing.T, namespace string, flags ...string) ([]byte, error) {
+	t.Helper()
+	args := append([]string{"template", "steward", chartPath, "--namespace", namespace}, flags...)
+	cmd := exec.Command(helm(t), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, errors.New(err.Error() + ": " + stderr.String())
+	}
+	return out, nil
+}
+
+// kustomize builds a kustomization directory with kubectl, as an installer
+// would.
+func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := exec.Command("kubectl", "kustomize", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
+	}
+	return parseObjects(t, out)
+}
+
+// renderTo writes what `steward manifests` renders for o into a temporary
+// directory and returns it.
+func renderTo(t *testing.T, o Options) string {
+	t.Helper()
+	files, err := Render(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := Write(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func parseObjects(t *testing.T, data []byte) []*unstructured.Unstructured {
+	t.Helper()
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var objs []*unstructured.Unstructured
+	for {
+		doc, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			t.Fatalf("%v\n%s", err, doc)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs
+}
+
+// byKey keys objects by kind, namespace and name, the identity the API
+// server gives them; the order documents come in means nothing.
+func byKey(t *testing.T, objs []*unstructured.Unstructured) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for _, o := range objs {
+		key := o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
+		if _, dup := out[key]; dup {
+			t.Errorf("%s is rendered twice", key)
+		}
+		out[key] = o.Object
+	}
+	return out
+}
+
+// withoutNamespaceObject drops the Namespace object kustomize installs:
+// Helm installs into a namespace it is given (helm install
+// --create-namespace) and does not own it.
+func withoutNamespaceObject(t *testing.T, objs []*unstructured.Unstructured, ns string) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	found := false
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" && o.GetName() == ns {
+			found = true
+			continue
+		}
+		out = append(out, o)
+	}
+	if !found {
+		t.Fatalf("the kustomize build has no Namespace %s", ns)
+	}
+	return out
+}
+
+// sameObjects fails unless both sets of objects are the same, as parsed
+// objects.
+func sameObjects(t *testing.T, helmObjs, kustomizeObjs []*unstructured.Unstructured) {
+	t.Helper()
+	got, want := byKey(t, helmObjs), byKey(t, kustomizeObjs)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("helm template differs from kustomize (-kustomize +helm):\n%s", diff)
+	}
+}
+
+// TestCommittedChartMatchesRender fails when charts/steward differs from
+// what the code renders: run `make generate` and commit.
+func TestCommittedChartMatchesRender(t *testing.T) {
+	files, err := RenderChart(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := Write(chartPath, files); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for path, want := range files {
+		got, err := os.ReadFile(filepath.Join(chartPath, path))
+		if err != nil {
+			t.Errorf("%s is rendered but not committed (run make generate): %v", path, err)
+			continue
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("%s differs from the rendered chart (run make generate) (-rendered +committed):\n%s", path, diff)
+		}
+	}
+	err = filepath.WalkDir(chartPath, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(chartPath, path)
+		if _, ok := files[filepath.ToSlash(rel)]; !ok {
+			t.Errorf("%s is committed but no longer rendered; delete it", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestChartLints(t *testing.T) {
+	for _, mode := range []string{"cert-manager", "self-managed"} {
+		out, err := exec.Command(helm(t), "lint", "--strict", chartPath, "--set", "certificates.mode="+mode).CombinedOutput()
+		if err != nil {
+			t.Errorf("helm lint --strict (certificates.mode=%s): %v\n%s", mode, err, out)
+		}
+	}
+}
+
+// TestChartRendersTheOverlays proves the chart's defaults install what the
+// kustomize overlays install: cert-manager by default, and self-managed
+// certificates when asked. Only the Namespace object differs, which Helm
+// leaves to `helm install --create-namespace`.
+func TestChartRendersTheOverlays(t *testing.T) {
+	tests := map[string]struct {
+		reason string
+		flags  []string
+	}{
+		"cert-manager": {
+			reason: "the chart's defaults are the default overlay's",
+		},
+		"self-managed-certs": {
+			reason: "certificates.mode=self-managed is the self-managed overlay, its Deployment patched as kustomize patches it",
+			flags:  []string{"--set", "certificates.mode=self-managed"},
+		},
+	}
+	for overlay, tc := range tests {
+		t.Run(overlay, func(t *testing.T) {
+			got := helmTemplate(t, DefaultNamespace, tc.flags...)
+			want := withoutNamespaceObject(t, kustomize(t, filepath.Join("overlays", overlay)), DefaultNamespace)
+			t.Log(tc.reason)
+			sameObjects(t, got, want)
+		})
+	}
+}
+
+// TestChartFollowsTheReleaseNamespace installs into another namespace,
+// by the release's namespace and by namespaceOverride, and proves it is
+// what `steward manifests --namespace` renders: the objects, RBAC
+// subjects, certificate names, CA injection and every webhook's exclusion
+// of Steward's own namespace follow.
+func TestChartFollowsTheReleaseNamespace(t *testing.T) {
+	const ns = "steward-ops"
+	dir := renderTo(t, Options{Namespace: ns})
+	tests := map[string]struct {
+		release string
+		flags   []string
+		overlay string
+	}{
+		"release namespace, cert-manager":   {release: ns, overlay: "cert-manager"},
+		"release namespace, self-managed":   {release: ns, overlay: "self-managed-certs", flags: []string{"--set", "certificates.mode=self-managed"}},
+		"namespaceOverride, cert-manager":   {release: "default", overlay: "cert-manager", flags: []string{"--set", "namespaceOverride=" + ns}},
+		"namespaceOverride, self-managed":   {release: "default", overlay: "self-managed-certs", flags: []string{"--set", "namespaceOverride=" + ns + ",certificates.mode=self-managed"}},
+		"release namespace with monitoring": {release: ns, overlay: "cert-manager", flags: []string{"--set", "monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := helmTemplate(t, tc.release, tc.flags...)
+			want := withoutNamespaceObject(t, kustomize(t, filepath.Join(dir, "overlays", tc.overlay)), ns)
+			if strings.Contains(name, "monitoring") {
+				want = append(want, kustomize(t, filepath.Join(dir, "monitoring"))...)
+			}
+			sameObjects(t, got, want)
+			for _, o := range got {
+				data, _ := yaml.Marshal(o.Object)
+				if strings.Contains(string(data), DefaultNamespace) {
+					t.Errorf("%s %s still names %s", o.GetKind(), o.GetName(), DefaultNamespace)
+				}
+			}
+		})
+	}
+}
+
+// TestChartMonitoringMatchesTheMonitoringDirectory turns on the
+// ServiceMonitor, PrometheusRule and dashboard and proves they are those
+// of manifests/monitoring, alert templates included.
+func TestChartMonitoringMatchesTheMonitoringDirectory(t *testing.T) {
+	got := helmTemplate(t, DefaultNamespace, "--set", "monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true")
+	want := withoutNamespaceObject(t, kustomize(t, filepath.Join("overlays", "cert-manager")), DefaultNamespace)
+	want = append(want, kustomize(t, "monitoring")...)
+	sameObjects(t, got, want)
+}
+
+// normalizeConfig replaces the configuration file in Steward's ConfigMap
+// with the configuration Steward reads from it, defaults filled in: Helm
+// writes the values as given, `steward manifests` writes them defaulted.
+func normalizeConfig(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != "ConfigMap" || o.GetName() != configName {
+			continue
+		}
+		data, _, _ := unstructured.NestedString(o.Object, "data", "config.yaml")
+		cfg, err := webhooks.ParseConfig([]byte(data), "ConfigMap")
+		if err != nil {
+			t.Fatalf("Steward would refuse the configuration the install writes: %v\n%s", err, data)
+		}
+		out, err := yaml.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unstructured.SetNestedField(o.Object, string(out), "data", "config.yaml"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestChartRendersTheConfigurationAsStewardManifestsDoes gives the chart
+// configurations as values and proves the install is the one `steward
+// manifests --config` renders for the same file: the identities each rule
+// exempts are in its webhooks' matchConditions exactly as Steward writes
+// them (clauses for empty lists left out, defaults for unset ones), and
+// Steward reads the same configuration.
+func TestChartRendersTheConfigurationAsStewardManifestsDoes(t *testing.T) {
+	tests := map[string]struct {
+		reason string
+		config string
+	}{
+		"defaults": {
+			reason: "values.yaml holds the default configuration",
+			config: `{}`,
+		},
+		"another GitOps agent": {
+			reason: "Fleet impersonating a deployer service account is exempt in fleetguard's matchConditions",
+			config: `
+rules:
+  fleetguard:
+    agentUsers: ["system:serviceaccount:cattle-fleet-system:fleet-agent", "system:serviceaccount:gitops:deployer"]
+    agentGroups: ["system:serviceaccounts:gitops"]`,
+		},
+		"no Fleet agent users or groups": {
+			reason: "fleetguard leaves the clauses of empty identity lists out of its expressions",
+			config: `
+rules:
+  fleetguard:
+    agentUsers: []
+    agentGroups: []`,
+		},
+		"agent users left to Steward's default": {
+			reason: "a null list is unset: Steward's defaults apply, and the chart writes them",
+			config: `
+rules:
+  fleetguard:
+    agentUsers: null
+    agentGroups: ["system:serviceaccounts:gitops"]`,
+		},
+		"OLM and Flux installed elsewhere": {
+			reason: "installplanguard exempts its OLM and controller users as one list; suspendnotice matches its controllers' Events; empty lists mean the defaults",
+			config: `
+rules:
+  installplanguard:
+    olmUsers: ["system:serviceaccount:operators:olm-operator-serviceaccount"]
+    clusterControllerUsers: []
+  suspendnotice:
+    controllers: ["kustomize-controller", "helm-controller"]`,
+		},
+		"identities CEL must escape": {
+			reason: "names with quotes, backslashes and non-ASCII letters are quoted as Steward quotes them",
+			config: `
+exemptUsers: ["ops-bot"]
+rules:
+  fleetguard:
+    agentUsers: ["jane \"the admin\" <ops@example.com>", "back\\slash", "zoë"]`,
+		},
+		"modes and settings": {
+			reason: "modes other than off and rule settings change only what Steward reads",
+			config: `
+breakGlassGroup: platform:break-glass
+exemptGroups: ["platform:automation"]
+rules:
+  apimigration: {mode: warn, fluxVersion: "2.8"}
+  claimguard: {mode: audit}
+  fleetguard:
+    mode: warn
+    ignoredFields:
+    - {group: apps, kind: Deployment, paths: ["/spec/replicas"]}`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			body := strings.TrimPrefix(tc.config, "\n")
+			valuesYAML := "config: {}\n"
+			file := "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\n"
+			if body != "{}" {
+				valuesYAML = "config:\n" + indent(body, "  ")
+				file += body + "\n"
+			}
+			values := filepath.Join(t.TempDir(), "values.yaml")
+			if err := os.WriteFile(values, []byte(valuesYAML), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := webhooks.ParseConfig([]byte(file), "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := helmTemplate(t, DefaultNamespace, "--values", values)
+			want := withoutNamespaceObject(t, kustomize(t, filepath.Join(renderTo(t, Options{Config: &cfg}), "overlays", "cert-manager")), DefaultNamespace)
+			normalizeConfig(t, got)
+			normalizeConfig(t, want)
+			t.Log(tc.reason)
+			sameObjects(t, got, want)
+		})
+	}
+}
+
+// TestChartRefusesWhatItCannotRender: a rule turned off, or Events turned
+// off, change Steward's registration and RBAC beyond what the chart
+// templates, so the chart fails and says how to render such an install,
+// rather than register webhooks Steward does not serve. Values the chart
+// does not know fail too (values.schema.json), rather than be ignored.
+func TestChartRefusesWhatItCannotRender(t *testing.T) {
+	tests := map[string]struct {
+		set, want string
+	}{
+		"a rule turned off":    {set: "config.rules.claimguard.mode=off", want: `config.rules.claimguard.mode: off`},
+		"no Events":            {set: "config.recordEventsFor=none", want: `config.recordEventsFor: none`},
+		"an unknown cert mode": {set: "certificates.mode=vault", want: `/certificates/mode`},
+		"a misspelt value":     {set: "replica=5", want: `'replica' not allowed`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := helmTemplateErr(t, DefaultNamespace, "--set", tc.set)
+			if err == nil {
+				t.Fatalf("helm template --set %s succeeded", tc.set)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("the error does not say %q: %v", tc.want, err)
+			}
+			if strings.HasPrefix(tc.set, "config.") && !strings.Contains(err.Error(), "steward manifests --config") {
+				t.Errorf("the error does not say how to render the install: %v", err)
+			}
+		})
+	}
+}
+
+// TestChartValues checks the values that are the chart's own: image,
+// replicas, resources, scheduling and the PodDisruptionBudget.
+func TestChartValues(t *testing.T) {
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte(`
+image: {repository: registry.example.com/steward, tag: v9.9.9, pullPolicy: Always}
+replicas: 5
+resources: {requests: {cpu: 250m, memory: 128Mi}, limits: {memory: 512Mi}}
+priorityClassName: ""
+podAnnotations: {example.com/team: platform}
+nodeSelector: {kubernetes.io/os: linux}
+tolerations: [{key: dedicated, operator: Equal, value: platform, effect: NoSchedule}]
+podDisruptionBudget: {enabled: false}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objs := helmTemplate(t, DefaultNamespace, "--values", values)
+	if pdb := find(objs, "PodDisruptionBudget", Name); pdb != nil {
+		t.Error("podDisruptionBudget.enabled=false still renders the PodDisruptionBudget")
+	}
+	d := find(objs, "Deployment", Name)
+	if d == nil {
+		t.Fatal("no Deployment")
+	}
+	pod := d.Object["spec"].(map[string]any)["template"].(map[string]any)
+	spec := pod["spec"].(map[string]any)
+	c := spec["containers"].([]any)[0].(map[string]any)
+	got := map[string]any{
+		"image":             c["image"],
+		"imagePullPolicy":   c["imagePullPolicy"],
+		"replicas":          d.Object["spec"].(map[string]any)["replicas"],
+		"resources":         c["resources"],
+		"priorityClassName": spec["priorityClassName"],
+		"annotations":       pod["metadata"].(map[string]any)["annotations"],
+		"nodeSelector":      spec["nodeSelector"],
+		"tolerations":       spec["tolerations"],
+	}
+	want := map[string]any{
+		"image":           "registry.example.com/steward:v9.9.9",
+		"imagePullPolicy": "Always",
+		"replicas":        float64(5),
+		"resources": map[string]any{
+			"requests": map[string]any{"cpu": "250m", "memory": "128Mi"},
+			"limits":   map[string]any{"memory": "512Mi"},
+		},
+		"priorityClassName": nil,
+		"annotations":       map[string]any{"example.com/team": "platform"},
+		"nodeSelector":      map[string]any{"kubernetes.io/os": "linux"},
+		"tolerations":       []any{map[string]any{"key": "dedicated", "operator": "Equal", "value": "platform", "effect": "NoSchedule"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the Deployment does not follow the values (-want +got):\n%s", diff)
+	}
+
+	digest := helmTemplate(t, DefaultNamespace, "--set", "image.digest=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+	c = find(digest, "Deployment", Name).Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+	if want := "ghcr.io/stewardhq/steward@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"; c["image"] != want {
+		t.Errorf("image with a digest is %v, want %s", c["image"], want)
+	}
+}
+
+// TestChartTemplatesEverySettingTheRegistrationReads changes each setting
+// of the default configuration in turn and renders the manifests: a
+// setting that changes anything but the ConfigMap must be one the chart
+// templates (chartLists) or refuses (chartRefused, mode off). A rule that
+// starts writing a new setting into its registration fails here until the
+// chart follows it.
+func TestChartTemplatesEverySettingTheRegistrationReads(t *testing.T) {
+	def, err := toMap(webhooks.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseline, err := Render(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handled := chartSettingPaths()
+	checked := 0
+	for _, leaf := range leaves(def, "") {
+		for _, value := range perturbations(leaf.value) {
+			cfgMap := deepCopy(def)
+			setLeaf(cfgMap, leaf.path, value)
+			data, err := yaml.Marshal(cfgMap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := webhooks.ParseConfig(data, leaf.path)
+			if err != nil {
+				continue // Steward refuses it; no install runs with it
+			}
+			checked++
+			files, err := Render(Options{Config: &cfg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var changed []string
+			for path, data := range files {
+				if path != "base/config.yaml" && !bytes.Equal(data, baseline[path]) {
+					changed = append(changed, path)
+				}
+			}
+			if len(changed) == 0 {
+				continue
+			}
+			sort.Strings(changed)
+			ok := false
+			for _, h := range handled {
+				ok = ok || leaf.path == h || strings.HasPrefix(leaf.path, h+".")
+			}
+			if !ok {
+				t.Errorf("setting %s to %v changes %v, and the chart neither templates nor refuses it", leaf.path, value, changed)
+			}
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("only %d changed configurations were valid: the test proves nothing", checked)
+	}
+}
+
+type leaf struct {
+	path  string
+	value any
+}
+
+// leaves lists a configuration's settings: scalars and lists of scalars.
+func leaves(m map[string]any, prefix string) []leaf {
+	var out []leaf
+	for _, k := range sortedKeys(m) {
+		path := strings.TrimPrefix(prefix+"."+k, ".")
+		if sub, ok := m[k].(map[string]any); ok {
+			out = append(out, leaves(sub, path)...)
+			continue
+		}
+		out = append(out, leaf{path: path, value: m[k]})
+	}
+	return out
+}
+
+func perturbations(v any) []any {
+	switch t := v.(type) {
+	case bool:
+		return []any{!t}
+	case string:
+		return []any{"warn", "audit", "off", "none", "2.8", "perturbed", "system:serviceaccount:perturbed:x"}
+	case []any:
+		return []any{[]any{}, []any{"system:serviceaccount:perturbed:x"}}
+	case nil:
+		return []any{[]any{"system:serviceaccount:perturbed:x"}}
+	}
+	return nil
+}
+
+func setLeaf(m map[string]any, path string, v any) {
+	keys := strings.Split(path, ".")
+	for _, k := range keys[:len(keys)-1] {
+		m = m[k].(map[string]any)
+	}
+	m[keys[len(keys)-1]] = v
+}
+
+// TestRenderChartRefusesWhatTheChartRefuses: `steward manifests
+// --chart-dir` with a configuration the chart cannot render fails, rather
+// than write a chart whose defaults `helm install` refuses.
+func TestRenderChartRefusesWhatTheChartRefuses(t *testing.T) {
+	for name, file := range map[string]string{
+		"a rule turned off": "rules:\n  claimguard: {mode: \"off\"}\n",
+		"no Events":         "recordEventsFor: none\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := webhooks.ParseConfig([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\n"+file), "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := RenderChart(Options{Config: &cfg}); err == nil {
+				t.Error("the chart was rendered")
+			}
+		})
+	}
+}
