@@ -181,7 +181,7 @@ func (r *configReloader) restartFields(cfg webhooks.Config) []string {
 			out = append(out, "rules."+c.Name+".mode")
 		}
 	}
-	if cfg.RecordEventsFor != webhooks.EventsForNone && r.served.events == nil {
+	if cfg.RecordEventsFor != webhooks.EventsForNone && r.startup.RecordEventsFor == webhooks.EventsForNone {
 		out = append(out, "recordEventsFor")
 	}
 	synced := func(c webhooks.Config, name string) map[string]string {
