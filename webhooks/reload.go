@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"slices"
 	"sort"
 	"strings"
 
@@ -186,15 +185,4 @@ func RegistrationOf(c Config) Registration {
 // Equal says whether two registrations need the same manifests.
 func (r Registration) Equal(o Registration) bool {
 	return equality.Semantic.DeepEqual(r, o)
-}
-
-// RuleNames lists the rules a registration registers, in the list's order.
-func (r Registration) RuleNames() []string {
-	var out []string
-	for _, e := range list {
-		if _, ok := r.Rules[e.name]; ok {
-			out = append(out, e.name)
-		}
-	}
-	return slices.Clip(out)
 }

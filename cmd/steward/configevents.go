@@ -74,14 +74,14 @@ func (e *configEvents) record(eventType, reason, note string) {
 	e.recorder.Eventf(e.pod, nil, eventType, reason, "Reload", "%s", truncate(note, rule.MaxEventNote))
 }
 
-// truncate cuts s to max bytes on a whole character, ending with "…" when
-// cut.
-func truncate(s string, max int) string {
-	if len(s) <= max {
+// truncate cuts s to limit bytes on a whole character, ending with "…"
+// when cut.
+func truncate(s string, limit int) string {
+	if len(s) <= limit {
 		return s
 	}
 	const ellipsis = "…"
-	cut := max - len(ellipsis)
+	cut := limit - len(ellipsis)
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
