@@ -115,7 +115,16 @@ func (r *configReloader) reload() {
 func (r *configReloader) refuse(err error) {
 	r.metrics.failed()
 	r.log.Error(err, "configuration refused: keeping the last good configuration", "file", r.path)
-	r.events.rejected(r.path, err)
+	r.eventsUnder(r.current).rejected(r.path, err)
+}
+
+// eventsUnder is where Events are recorded while cfg is in effect: nowhere
+// when it records none.
+func (r *configReloader) eventsUnder(cfg webhooks.Config) *configEvents {
+	if cfg.RecordEventsFor == webhooks.EventsForNone {
+		return nil
+	}
+	return r.events
 }
 
 // apply makes cfg the configuration in effect.
@@ -147,7 +156,7 @@ func (r *configReloader) apply(cfg webhooks.Config) error {
 		r.log.Info("settings fixed at start-up changed: they take effect when Steward restarts (with manifests rendered for the new configuration)",
 			"fields", restart)
 	}
-	r.events.reloaded(r.path, live, registration, restart)
+	r.eventsUnder(cfg).reloaded(r.path, live, registration, restart)
 	return nil
 }
 

@@ -438,3 +438,17 @@ func TestConfigReloadUnderLoad(t *testing.T) {
 }
 
 var _ rule.EventRecorder = (*fakeRecorder)(nil)
+
+// TestConfigReloadRecordsNoEventsUnderRecordEventsForNone proves a
+// configuration that records no Events records none about reloads either.
+func TestConfigReloadRecordsNoEventsUnderRecordEventsForNone(t *testing.T) {
+	f := newReloadFixture(t, harnessHeader)
+	f.swap(t, harnessHeader+"recordEventsFor: none\n")
+	f.swap(t, harnessHeader+"recordEventsFor: sometimes\n")
+	if events := f.events.take(); len(events) != 0 {
+		t.Errorf("Events recorded under recordEventsFor: none: %+v", events)
+	}
+	if got := testutil.ToFloat64(f.metrics.reloads.WithLabelValues(reloadFailure)); got != 1 {
+		t.Errorf("failures = %v, want 1", got)
+	}
+}
