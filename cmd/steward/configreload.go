@@ -106,7 +106,6 @@ func (r *configReloader) reload() {
 	}
 	if err := r.apply(cfg); err != nil {
 		r.refuse(err)
-		return
 	}
 }
 
