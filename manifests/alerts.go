@@ -76,6 +76,16 @@ func (in install) alerts() []alert {
 			Description: "When the certificate {{ $labels.pod }} serves expires ({{ $value | humanizeDuration }}), every call to Steward fails and guarded writes are refused.",
 		},
 		{
+			Name:     "StewardConfigReloadFailed",
+			Expr:     fmt.Sprintf(`max_over_time(steward_config_last_reload_successful{%s}[5m]) == 0`, sel),
+			For:      10 * time.Minute,
+			Severity: "warning",
+			Summary:  "Steward's replica {{ $labels.pod }} refused its changed configuration file.",
+			Description: "{{ $labels.pod }} could not load its configuration file as changed and keeps deciding by the last good configuration, so the change " +
+				"has not taken effect. Its log line \"configuration refused\" and the StewardConfigRejected Event on the Pod name the field to fix in the ConfigMap " +
+				configName + ".",
+		},
+		{
 			Name:     "StewardWatchedKindNotSyncing",
 			Expr:     fmt.Sprintf(`sum by (role, state) (steward_claimguard_watched_kinds{%s,state!="synced"}) > 0`, sel),
 			For:      15 * time.Minute,

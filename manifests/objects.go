@@ -164,6 +164,14 @@ func (in install) container() corev1.Container {
 			{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
 				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"},
 			}},
+			// Steward records Events about its configuration file (a
+			// refused reload) on its own Pod.
+			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"},
+			}},
+			{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"},
+			}},
 			// Steward sets Go's soft memory limit from the container's, so
 			// raising the limit for a larger cluster raises both.
 			{Name: "MEMORY_LIMIT", ValueFrom: &corev1.EnvVarSource{

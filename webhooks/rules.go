@@ -26,6 +26,8 @@ var list = []entry{
 
 // Configured is a rule together with the mode its configuration chose.
 type Configured struct {
+	// Name is the rule's name, its key in the rules section.
+	Name string
 	Rule rule.Rule
 	Mode rule.Mode
 }
@@ -43,7 +45,7 @@ func Rules(c Config) []Configured {
 		if s.RuleMode() == rule.Off {
 			continue
 		}
-		out = append(out, Configured{Rule: e.build(s, c), Mode: s.RuleMode()})
+		out = append(out, Configured{Name: e.name, Rule: e.build(s, c), Mode: s.RuleMode()})
 	}
 	return out
 }

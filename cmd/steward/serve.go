@@ -45,8 +45,13 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg := webhooks.DefaultConfig()
+	var configData []byte // what the file held at start-up; reloads compare with it
 	if opts.configFile != "" {
-		if cfg, err = webhooks.LoadConfig(opts.configFile); err != nil {
+		if configData, err = os.ReadFile(opts.configFile); err != nil {
+			fmt.Fprintf(stderr, "steward serve: reading configuration: %v\n", err)
+			return 2
+		}
+		if cfg, err = webhooks.ParseConfig(configData, opts.configFile); err != nil {
 			fmt.Fprintf(stderr, "steward serve: %v\n", err)
 			return 2
 		}
@@ -60,7 +65,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	ctrl.SetLogger(log)
 	memoryLimit, _ := parseMemoryLimit(opts.memoryLimit) // validated with the flags
 	applyMemoryLimit(memoryLimit, os.Getenv("GOMEMLIMIT"), log)
-	if err := serve(opts, cfg, log); err != nil {
+	if err := serve(opts, cfg, configData, log); err != nil {
 		log.Error(err, "steward stopped")
 		return 1
 	}
@@ -70,7 +75,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 // serve runs the manager until SIGTERM/SIGINT, then shuts down gracefully:
 // it reports unready at once, keeps serving for --shutdown-delay so the
 // API server's endpoints stop routing here, then drains in-flight requests.
-func serve(opts serveOptions, cfg webhooks.Config, log logr.Logger) error {
+// configData is the configuration file's content cfg was parsed from; the
+// file is reloaded when it changes.
+func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.Logger) error {
 	restCfg, err := restConfig(opts.kubeconfig)
 	if err != nil {
 		return err
@@ -129,8 +136,14 @@ func serve(opts serveOptions, cfg webhooks.Config, log logr.Logger) error {
 			return fmt.Errorf("registering metrics: %w", err)
 		}
 	}
-	if err := registerRules(mgr, cfg, rules, limit, log); err != nil {
+	served, recorder, err := registerRules(mgr, cfg, rules, limit, log)
+	if err != nil {
 		return err
+	}
+	if opts.configFile != "" {
+		if err := addConfigReloader(mgr, opts, configData, cfg, served, recorder, log); err != nil {
+			return err
+		}
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -153,16 +166,20 @@ func cacheScopes(rules []webhooks.Configured) map[client.Object]cache.ByObject {
 
 // registerRules sets up every configured rule and serves each of its webhooks
 // at the path its Spec names: the same list renders the webhook configurations.
-// The rules of entries with DynamicRules are kept by one rule.RulesSyncer.
+// What answers at each path follows the configuration (servedRules). The
+// rules of entries with DynamicRules are kept by one rule.RulesSyncer.
 // Decisions are logged as "decision", unreadable requests as "webhook".
-func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Configured, limit *rule.InflightLimit, log logr.Logger) error {
+// It returns the served rules and the Events recorder (nil when the
+// configuration records no Events).
+func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Configured, limit *rule.InflightLimit, log logr.Logger) (*servedRules, func(controller string) rule.EventRecorder, error) {
 	if err := webhooks.SetupWithManager(mgr, rules); err != nil {
-		return err
+		return nil, nil, err
 	}
-	events, err := denialEvents(mgr, cfg)
+	events, recorder, err := denialEvents(mgr, cfg)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
+	served := newServedRules(cfg, rules, events, log.WithName("decision"))
 	server := mgr.GetWebhookServer()
 	var specs []rule.Spec
 	for _, c := range rules {
@@ -170,42 +187,36 @@ func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Co
 		specs = append(specs, spec)
 		if m, ok := c.Rule.(rule.MetricsCollector); ok {
 			if err := ctrlmetrics.Registry.Register(m.Collector()); err != nil {
-				return fmt.Errorf("registering the metrics of rule %s: %w", spec.Name, err)
+				return nil, nil, fmt.Errorf("registering the metrics of rule %s: %w", spec.Name, err)
 			}
 		}
-		opts := rule.Options{
-			Mode:            c.Mode,
-			ExemptUsers:     cfg.ExemptUsers,
-			ExemptGroups:    cfg.ExemptGroups,
-			BreakGlassGroup: cfg.BreakGlassGroup,
-			Log:             log.WithName("decision"),
-			Events:          events,
-		}
 		for _, wh := range spec.Webhooks {
-			hook := rule.Serve(rule.Wrap(c.Rule, wh, opts), log.WithName("webhook"))
+			hook := rule.Serve(served.handler(wh.Path), log.WithName("webhook"))
 			server.Register(wh.Path, limit.Wrap(withBodyDeadline(hook, bodyReadTimeout)))
 		}
 	}
-	return rule.AddRulesSyncer(mgr, specs)
+	return served, recorder, rule.AddRulesSyncer(mgr, specs)
 }
 
 // denialEvents returns the recorder of Events for service accounts'
-// refused writes, run by the manager, or nil when the configuration
+// refused writes, run by the manager, and the events recorder it sends
+// through, for Steward's other Events; both are nil when the configuration
 // records none. Events go through client-go's events.k8s.io/v1
 // broadcaster, which counts a repeated Event in its series instead of
 // creating another.
-func denialEvents(mgr manager.Manager, cfg webhooks.Config) (*rule.DenialEvents, error) {
+func denialEvents(mgr manager.Manager, cfg webhooks.Config) (*rule.DenialEvents, func(controller string) rule.EventRecorder, error) {
 	if cfg.RecordEventsFor == webhooks.EventsForNone {
-		return nil, nil
+		return nil, nil, nil
 	}
 	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
-		return nil, fmt.Errorf("events client: %w", err)
+		return nil, nil, fmt.Errorf("events client: %w", err)
 	}
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clientset.EventsV1()})
-	recorder := rule.NewDenialEvents(func(controller string) rule.EventRecorder {
+	recorderFor := func(controller string) rule.EventRecorder {
 		return broadcaster.NewRecorder(clientgoscheme.Scheme, controller)
-	})
+	}
+	recorder := rule.NewDenialEvents(recorderFor)
 	run := manager.RunnableFunc(func(ctx context.Context) error {
 		if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 			return fmt.Errorf("starting the events broadcaster: %w", err)
@@ -214,12 +225,32 @@ func denialEvents(mgr manager.Manager, cfg webhooks.Config) (*rule.DenialEvents,
 		return recorder.Start(ctx)
 	})
 	if err := mgr.Add(run); err != nil {
-		return nil, fmt.Errorf("adding the events recorder to the manager: %w", err)
+		return nil, nil, fmt.Errorf("adding the events recorder to the manager: %w", err)
 	}
 	if err := ctrlmetrics.Registry.Register(recorder); err != nil {
-		return nil, fmt.Errorf("registering the events metrics: %w", err)
+		return nil, nil, fmt.Errorf("registering the events metrics: %w", err)
 	}
-	return recorder, nil
+	return recorder, recorderFor, nil
+}
+
+// addConfigReloader makes the manager reload the configuration file when
+// it changes, with its metrics registered and its Events recorded on
+// Steward's Pod ($POD_NAME, $POD_UID) when Steward records Events.
+func addConfigReloader(mgr manager.Manager, opts serveOptions, data []byte, cfg webhooks.Config, served *servedRules, recorderFor func(string) rule.EventRecorder, log logr.Logger) error {
+	metrics := newReloadMetrics()
+	if err := ctrlmetrics.Registry.Register(metrics); err != nil {
+		return fmt.Errorf("registering the configuration reload metrics: %w", err)
+	}
+	var recorder rule.EventRecorder
+	if recorderFor != nil {
+		recorder = recorderFor("steward.dev/config")
+	}
+	events := newConfigEvents(recorder, opts.certs.Namespace, os.Getenv("POD_NAME"), os.Getenv("POD_UID"))
+	reloader := newConfigReloader(opts.configFile, data, cfg, served, metrics, events, log.WithName("config"))
+	if err := mgr.Add(reloader); err != nil {
+		return fmt.Errorf("adding the configuration reloader: %w", err)
+	}
+	return nil
 }
 
 // addHealthChecks makes /readyz pass only once the webhook server accepts

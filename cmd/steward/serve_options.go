@@ -49,7 +49,10 @@ const serveUsageText = `Usage: steward serve [flags]
 Runs the admission webhook server: every rule at its own path, its caches,
 and (with --cert-mode=self-managed) its own CA and serving certificate.
 It serves until SIGTERM or SIGINT, then drains. Invalid flags or an invalid
---config are refused at start-up with a message naming the field.
+--config are refused at start-up with a message naming the field. The
+--config file is read again every 10 seconds: a valid change takes effect
+without a restart; an invalid one is refused (logged, with an Event on
+Steward's Pod) and the last good configuration kept.
 
 Examples:
   # In the cluster, as the shipped Deployment runs it (cert-manager mode):
@@ -89,7 +92,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
 // are their defaults.
 func serveFlagSet(o *serveOptions, out io.Writer) *flag.FlagSet {
 	fs := newFlagSet("serve", serveUsageText, out)
-	fs.StringVar(&o.configFile, "config", "", "path of a StewardConfiguration YAML file; defaults apply when empty")
+	fs.StringVar(&o.configFile, "config", "", "path of a StewardConfiguration YAML file, reloaded when it changes; defaults apply when empty")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig to reach the API server; in-cluster config or $KUBECONFIG when empty")
 	fs.StringVar(&o.host, "host", "", "address the webhook server listens on (all when empty)")
 	fs.IntVar(&o.port, "port", 9443, "port the webhook server listens on")

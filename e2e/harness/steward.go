@@ -167,7 +167,7 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating namespace %s: %w", opts.Namespace, err)
 	}
-	s.env = []string{"MEMORY_LIMIT=" + strconv.FormatInt(memoryLimit, 10)}
+	s.env = []string{"MEMORY_LIMIT=" + strconv.FormatInt(memoryLimit, 10), "POD_NAME=" + s.PodName()}
 	s.args = []string{bin, "serve",
 		"--kubeconfig", e.Kubeconfig,
 		"--namespace", opts.Namespace,
@@ -181,11 +181,10 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 		"--shutdown-delay", "0s",
 	}
 	if opts.Config != "" {
-		path := filepath.Join(s.dir, "config.yaml")
-		if err := os.WriteFile(path, []byte(opts.Config), 0o600); err != nil {
-			return nil, fmt.Errorf("writing the configuration: %w", err)
+		if err := s.WriteConfig(opts.Config); err != nil {
+			return nil, err
 		}
-		s.args = append(s.args, "--config", path)
+		s.args = append(s.args, "--config", s.ConfigPath())
 	}
 	if !opts.ProvideCerts {
 		s.args = append(s.args, "--cert-dns-name", opts.Host)
@@ -442,6 +441,49 @@ func (s *Steward) MetricsURL() string {
 // HealthURL is the health probe endpoint for path (/healthz or /readyz).
 func (s *Steward) HealthURL(path string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d%s", s.healthPort, path)
+}
+
+// PodName is the name Steward is told its Pod has ($POD_NAME, as the
+// Deployment passes it): it records Events about its configuration file
+// on that Pod, which need not exist.
+func (s *Steward) PodName() string { return "steward-e2e-" + filepath.Base(s.dir) }
+
+// ConfigPath is the --config file: config.yaml in a directory laid out as
+// the kubelet lays out a ConfigMap volume (see WriteConfig).
+func (s *Steward) ConfigPath() string { return filepath.Join(s.dir, "config", "config.yaml") }
+
+// WriteConfig changes the configuration file as the kubelet changes a
+// ConfigMap volume when the ConfigMap changes: the content goes into a new
+// timestamped directory, the volume's ..data symlink is swapped to it in
+// one rename, and config.yaml, a symlink to ..data/config.yaml, never
+// changes itself. A running Steward sees the change when it reads the
+// file again.
+func (s *Steward) WriteConfig(content string) error {
+	dir := filepath.Dir(s.ConfigPath())
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	version, err := os.MkdirTemp(dir, ".."+time.Now().UTC().Format("2006_01_02_15_04_05."))
+	if err != nil {
+		return fmt.Errorf("writing the configuration: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(version, "config.yaml"), []byte(content), 0o600); err != nil {
+		return fmt.Errorf("writing the configuration: %w", err)
+	}
+	tmp := filepath.Join(dir, "..data_tmp")
+	_ = os.Remove(tmp)
+	if err := os.Symlink(filepath.Base(version), tmp); err != nil {
+		return fmt.Errorf("writing the configuration: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
+		return fmt.Errorf("writing the configuration: %w", err)
+	}
+	if _, err := os.Lstat(s.ConfigPath()); os.IsNotExist(err) {
+		if err := os.Symlink(filepath.Join("..data", "config.yaml"), s.ConfigPath()); err != nil {
+			return fmt.Errorf("writing the configuration: %w", err)
+		}
+	}
+	return nil
 }
 
 // Args are the full command line, binary first.

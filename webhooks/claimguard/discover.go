@@ -94,12 +94,12 @@ func (d *discoverer) Start(ctx context.Context) error {
 		}
 		d.resync(ctx)
 		next := resyncEvery
-		if !d.rule.ready.Load() {
+		if !d.rule.found.ready.Load() {
 			if pending := d.pending(); len(pending) == 0 {
-				d.rule.ready.Store(true)
+				d.rule.found.ready.Store(true)
 				d.log.Info("caches synced; ready")
 			} else if time.Since(started) > readyWithin {
-				d.rule.ready.Store(true)
+				d.rule.found.ready.Store(true)
 				d.log.Info("ready although some caches have not synced; requests for these kinds are refused until they do", "kinds", pending)
 			} else {
 				next = retryAfter
@@ -121,7 +121,7 @@ func (d *discoverer) pending() []string {
 	if d.xrds != nil && !d.xrds.HasSynced() && !d.xrds.Forbidden() {
 		out = append(out, xrdGroupResource.String())
 	}
-	if s := d.rule.snap.Load(); s != nil {
+	if s := d.rule.found.snap.Load(); s != nil {
 		for _, w := range s.all {
 			if w.state() == stateSyncing {
 				out = append(out, w.gvr.GroupResource().String())
@@ -245,7 +245,7 @@ func (d *discoverer) apply(ctx context.Context, p plan, partial bool) {
 		delete(d.watches, gvr)
 		d.log.V(1).Info("stopped watching", "resource", gvr.String())
 	}
-	d.rule.snap.Store(s)
+	d.rule.found.snap.Store(s)
 	d.rule.notifyRules()
 }
 
@@ -296,7 +296,7 @@ func (d *discoverer) stopAll() {
 // notifyRules wakes the webhook rules syncer without blocking.
 func (r *Rule) notifyRules() {
 	select {
-	case r.rulesChanged <- struct{}{}:
+	case r.found.rulesChanged <- struct{}{}:
 	default:
 	}
 }

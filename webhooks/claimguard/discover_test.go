@@ -133,11 +133,11 @@ func TestDiscovererFollowsTheCluster(t *testing.T) {
 		}
 	}()
 
-	waitFor(t, "claimguard is ready", r.ready.Load)
+	waitFor(t, "claimguard is ready", r.found.ready.Load)
 	if err := r.readyCheck(nil); err != nil {
 		t.Fatalf("readyCheck after sync: %v", err)
 	}
-	s := r.snap.Load()
+	s := r.found.snap.Load()
 	if s.composites[pgXRD.compositeGK()] == nil || s.managed[rdsGK] == nil || s.claims[pgXRD.claimGK()] == nil {
 		t.Fatalf("snapshot misses kinds: composites %v managed %v claims %v", s.composites, s.managed, s.claims)
 	}
@@ -173,12 +173,12 @@ func TestDiscovererFollowsTheCluster(t *testing.T) {
 	if err := meta.Resource(crds).Delete(ctx, "rdsinstances.database.aws.example.org", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the RDSInstance watch stops", func() bool { return r.snap.Load().managed[rdsGK] == nil })
+	waitFor(t, "the RDSInstance watch stops", func() bool { return r.found.snap.Load().managed[rdsGK] == nil })
 	if got := r.Handle(ctx, mr); !got.Allowed {
 		t.Errorf("a kind no longer served is not a managed kind: %+v", got.Result)
 	}
 	bucketGK := schema.GroupKind{Group: "s3.aws.example.org", Kind: "Bucket"}
-	if w := r.snap.Load().managed[bucketGK]; w == nil || w.gvr.Version != "v1" {
+	if w := r.found.snap.Load().managed[bucketGK]; w == nil || w.gvr.Version != "v1" {
 		t.Errorf("the Bucket watch must move to the version now served, got %+v", w)
 	}
 }

@@ -202,8 +202,8 @@ func (c *cluster) managed(gk schema.GroupKind, gvr schema.GroupVersionResource, 
 func (c *cluster) rule(cfg Config) *Rule {
 	r := New(cfg)
 	r.now = func() time.Time { return now }
-	r.snap.Store(c.s)
-	r.ready.Store(true)
+	r.found.snap.Store(c.s)
+	r.found.ready.Store(true)
 	return r
 }
 

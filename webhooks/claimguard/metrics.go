@@ -20,7 +20,7 @@ type cacheMetrics struct {
 
 // Collector reports this rule's caches; the server registers it with the
 // registry it serves, so every Rule has metrics of its own.
-func (r *Rule) Collector() prometheus.Collector { return newCacheMetrics(r.snap.Load) }
+func (r *Rule) Collector() prometheus.Collector { return newCacheMetrics(r.found.snap.Load) }
 
 var _ rule.MetricsCollector = (*Rule)(nil)
 

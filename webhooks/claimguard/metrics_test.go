@@ -20,7 +20,7 @@ func TestCacheMetricsFollowTheCachesBetweenSnapshots(t *testing.T) {
 	s.all[0].synced = synced.Load
 	s.ignoredXRDs = 2
 	r := New(Config{})
-	r.snap.Store(s)
+	r.found.snap.Store(s)
 	m := r.Collector()
 
 	check := func(when string, syncing, syncedKinds, objects int) {
@@ -60,8 +60,8 @@ steward_claimguard_watched_kinds{role="managed",state="syncing"} %d
 // registers with a registry of its own without colliding with the other.
 func TestEveryRuleReportsItsOwnCaches(t *testing.T) {
 	one, two := New(Config{}), New(Config{})
-	one.snap.Store(newCluster().managed(rdsGK, rdsGVR, false, stateSynced, mr("db-1"), mr("db-2")).s)
-	two.snap.Store(newCluster().managed(rdsGK, rdsGVR, false, stateSynced, mr("db-3")).s)
+	one.found.snap.Store(newCluster().managed(rdsGK, rdsGVR, false, stateSynced, mr("db-1"), mr("db-2")).s)
+	two.found.snap.Store(newCluster().managed(rdsGK, rdsGVR, false, stateSynced, mr("db-3")).s)
 	for _, tc := range []struct {
 		rule *Rule
 		want float64

@@ -31,6 +31,14 @@ type Rule struct {
 	cfg Config
 	now func() time.Time
 	log logr.Logger
+	// found is what discovery keeps up to date. A rule built again from a
+	// reloaded configuration shares it with the rule it replaces (Inherit).
+	found *discovered
+}
+
+// discovered is claimguard's view of the cluster, written by its discovery
+// loop.
+type discovered struct {
 	// snap is the current view of Crossplane kinds and their caches; nil
 	// until the first discovery has run.
 	snap atomic.Pointer[snapshot]
@@ -46,7 +54,20 @@ type Rule struct {
 // caches are set up by SetupWithManager.
 func New(c Config) *Rule {
 	c.Default()
-	return &Rule{cfg: c, now: time.Now, log: logr.Discard(), rulesChanged: make(chan struct{}, 1)}
+	return &Rule{cfg: c, now: time.Now, log: logr.Discard(), found: &discovered{rulesChanged: make(chan struct{}, 1)}}
+}
+
+// Inherit makes r judge from the view of the cluster running's discovery
+// loop keeps, with r's own settings: requireForegroundDelete changes on a
+// reload; the webhook rules' settings are the running syncer's until
+// Steward restarts.
+func (r *Rule) Inherit(running rule.Rule) error {
+	old, ok := running.(*Rule)
+	if !ok {
+		return fmt.Errorf("claimguard cannot take over from a %T", running)
+	}
+	r.found, r.log = old.found, old.log
+	return nil
 }
 
 // Handle judges one admission request as if the rule were enforced.
@@ -55,7 +76,7 @@ func (r *Rule) Handle(_ context.Context, req admission.Request) admission.Respon
 		// Needs no cache: the request carries all it judges.
 		return r.deletingUpdate(req)
 	}
-	s := r.snap.Load()
+	s := r.found.snap.Load()
 	if s == nil {
 		return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("claimguard has not discovered the cluster's Crossplane kinds yet"))
 	}
@@ -130,4 +151,5 @@ func withUnchecked(resp admission.Response, cov *coverage) admission.Response {
 var (
 	_ rule.Rule         = (*Rule)(nil)
 	_ rule.ManagerSetup = (*Rule)(nil)
+	_ rule.Inheritor    = (*Rule)(nil)
 )

@@ -27,7 +27,7 @@ func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache
 
 // readyCheck fails until the first discovery ran and its caches synced.
 func (r *Rule) readyCheck(*http.Request) error {
-	if !r.ready.Load() {
+	if !r.found.ready.Load() {
 		return fmt.Errorf("claimguard caches have not synced")
 	}
 	return nil

@@ -138,7 +138,7 @@ func TestReadyCheck(t *testing.T) {
 	if r.readyCheck(nil) == nil {
 		t.Error("ready before the caches synced")
 	}
-	r.ready.Store(true)
+	r.found.ready.Store(true)
 	if err := r.readyCheck(nil); err != nil {
 		t.Errorf("not ready after the caches synced: %v", err)
 	}

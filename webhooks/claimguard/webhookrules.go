@@ -21,13 +21,13 @@ func (r *Rule) dynamicRules(op admissionregistrationv1.OperationType) *rule.Dyna
 		Configuration: r.cfg.WebhookConfigurationName,
 		Guards:        "claim and composite resource kinds",
 		Current: func() ([]admissionregistrationv1.RuleWithOperations, bool) {
-			s := r.snap.Load()
-			if !r.ready.Load() || s == nil {
+			s := r.found.snap.Load()
+			if !r.found.ready.Load() || s == nil {
 				return nil, false
 			}
 			return webhookRules(s, op), true
 		},
-		Changed: r.rulesChanged,
+		Changed: r.found.rulesChanged,
 	}
 }
 

@@ -61,7 +61,7 @@ func TestDynamicRulesFollowTheXRDs(t *testing.T) {
 		if _, ok := dynamicOf(r)[create].Current(); ok {
 			t.Error("without a snapshot the rules were reported known; the syncer would empty the live rules")
 		}
-		r.snap.Store(withPG.s)
+		r.found.snap.Store(withPG.s)
 		if _, ok := dynamicOf(r)[create].Current(); ok {
 			t.Error("before the caches synced the rules were reported known")
 		}

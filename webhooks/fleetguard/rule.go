@@ -37,6 +37,7 @@ type Rule struct {
 var (
 	_ rule.Rule         = (*Rule)(nil)
 	_ rule.ManagerSetup = (*Rule)(nil)
+	_ rule.Inheritor    = (*Rule)(nil)
 	_ rule.CacheScope   = (*Rule)(nil)
 )
 

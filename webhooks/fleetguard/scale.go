@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // scaledKinds maps the resources whose scale subresource fleetguard
@@ -184,4 +185,15 @@ func (r *Rule) lookupParent(ctx context.Context, gvk schema.GroupVersionKind, na
 		return objectMeta{}, fmt.Errorf("reading %s %s/%s from the workload metadata cache: %w", gvk.Kind, namespace, name, err)
 	}
 	return objectMeta{Name: obj.Name, Namespace: obj.Namespace, Labels: obj.Labels, Annotations: obj.Annotations}, nil
+}
+
+// Inherit makes r read workloads' metadata from the cache running was set
+// up with; everything else is r's own settings.
+func (r *Rule) Inherit(running rule.Rule) error {
+	old, ok := running.(*Rule)
+	if !ok {
+		return fmt.Errorf("fleetguard cannot take over from a %T", running)
+	}
+	r.parents = old.parents
+	return nil
 }

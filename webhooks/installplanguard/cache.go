@@ -1,11 +1,14 @@
 package installplanguard
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 var installPlans = schema.GroupResource{Group: group, Resource: "installplans"}
@@ -58,4 +61,15 @@ func keepPhase(obj any) (any, error) {
 		_ = unstructured.SetNestedField(slim.Object, phase, "status", "phase")
 	}
 	return slim, nil
+}
+
+// Inherit makes r look plans up in the cache running was set up with;
+// everything else is r's own settings.
+func (r *Rule) Inherit(running rule.Rule) error {
+	old, ok := running.(*Rule)
+	if !ok {
+		return fmt.Errorf("installplanguard cannot take over from a %T", running)
+	}
+	r.plans = old.plans
+	return nil
 }

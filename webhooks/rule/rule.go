@@ -48,3 +48,15 @@ type CacheScope interface {
 type MetricsCollector interface {
 	Collector() prometheus.Collector
 }
+
+// Inheritor is implemented by rules with state from the cluster
+// (ManagerSetup) that can take new settings while Steward runs. When the
+// configuration file changes, the server builds the rule again from the
+// new settings, never sets it up, and calls Inherit with the rule being
+// served (of the same type, set up at start or itself an heir) before the
+// new rule answers a request. The heir takes over the running rule's
+// caches, loops and metrics, so only what its settings decide changes; the
+// running rule keeps working until the server stops calling it.
+type Inheritor interface {
+	Inherit(running Rule) error
+}

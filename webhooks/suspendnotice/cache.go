@@ -1,11 +1,14 @@
 package suspendnotice
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // SetupWithManager caches the Flux kinds' metadata, from which the event
@@ -63,4 +66,15 @@ func keepSuspension(obj any) (any, error) {
 		slim.Annotations = map[string]string{AnnotationSuspendedAt: at}
 	}
 	return slim, nil
+}
+
+// Inherit makes r look suspensions up in the cache running was set up
+// with; everything else is r's own settings.
+func (r *Rule) Inherit(running rule.Rule) error {
+	old, ok := running.(*Rule)
+	if !ok {
+		return fmt.Errorf("suspendnotice cannot take over from a %T", running)
+	}
+	r.suspensions = old.suspensions
+	return nil
 }

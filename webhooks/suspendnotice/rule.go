@@ -39,6 +39,7 @@ type Rule struct {
 var (
 	_ rule.Rule         = (*Rule)(nil)
 	_ rule.ManagerSetup = (*Rule)(nil)
+	_ rule.Inheritor    = (*Rule)(nil)
 )
 
 // New builds the rule from its (defaulted) configuration. It does not touch
