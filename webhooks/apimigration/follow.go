@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -12,25 +15,25 @@ import (
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
-// SetupWithManager makes a rule whose configuration pins no release follow
-// the Flux release installed in the cluster: after every answer of the
-// shared cluster cache (which asks again whenever a CRD is added, removed,
-// relabelled or changes its served versions) the target is chosen again
-// with ClusterTarget, and swapped in while requests are in flight. Steward
-// is not ready until the first answer has chosen it. A pinned target is
-// only logged.
+// SetupWithManager makes the rule follow the Flux release installed in the
+// cluster: after every answer of the shared cluster cache (which asks
+// again whenever a CRD is added, removed, relabelled or changes its served
+// versions) the release is chosen again with ClusterTarget, and swapped in
+// while requests are in flight. A rule whose configuration pins a release
+// decides against that one, but the loop runs all the same, so a reloaded
+// configuration that drops the pin finds the cluster's release at hand.
+// Steward is not ready until the first answer has chosen it, unless the
+// rule in use pins the target.
 func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache) error {
-	r.log = mgr.GetLogger().WithName(Name)
-	if r.pinned {
-		t := r.Target()
-		r.log.Info("target Flux release", "fluxVersion", t.Release.String(), "source", string(t.Source))
-		return nil
+	r.view.log = mgr.GetLogger().WithName(Name)
+	if r.pin != nil {
+		r.view.log.Info("target Flux release", "fluxVersion", r.pin.Release.String(), "source", string(r.pin.Source))
 	}
-	f := &follower{rule: r, cluster: cluster, notices: cluster.Subscribe()}
+	f := &follower{view: r.view, cluster: cluster, notices: cluster.Subscribe()}
 	if err := mgr.Add(f); err != nil {
 		return fmt.Errorf("%s: adding the target release follower: %w", Name, err)
 	}
-	if err := mgr.AddReadyzCheck(Name, r.readyCheck); err != nil {
+	if err := mgr.AddReadyzCheck(Name, r.view.readyCheck); err != nil {
 		return fmt.Errorf("%s: adding the readiness check: %w", Name, err)
 	}
 	return nil
@@ -38,17 +41,60 @@ func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache
 
 var _ rule.ManagerSetup = (*Rule)(nil)
 
-// readyCheck fails until the target has been chosen from the cluster.
-func (r *Rule) readyCheck(*http.Request) error {
-	if !r.followed.Load() {
+// view is what the rule knows of the cluster, shared by the rule set up at
+// start-up and every rule that inherits from it.
+type view struct {
+	// cluster is the release installed in the cluster, replaced as a whole
+	// while requests are in flight: Handle loads it once.
+	cluster atomic.Pointer[Target]
+	// followed is set once the release was chosen from the cluster.
+	followed atomic.Bool
+	// inUse is the rule being served, whose target the metric reports and
+	// the log follows.
+	inUse atomic.Pointer[Rule]
+	log   logr.Logger
+}
+
+func newView() *view {
+	v := &view{log: logr.Discard()}
+	t := defaultTarget
+	v.cluster.Store(&t)
+	return v
+}
+
+// readyCheck fails until the release has been chosen from the cluster,
+// unless the rule in use pins it.
+func (v *view) readyCheck(*http.Request) error {
+	if v.inUse.Load().pin == nil && !v.followed.Load() {
 		return errors.New("apimigration: waiting for API discovery to choose the target Flux release")
 	}
 	return nil
 }
 
+// follow makes t the cluster's release, logging when the target of the
+// rule in use changes (and its first choice from the cluster).
+func (v *view) follow(t Target) {
+	before := v.inUse.Load().Target()
+	first := !v.followed.Load()
+	v.cluster.Store(&t)
+	v.followed.Store(true)
+	after := v.inUse.Load().Target()
+	switch {
+	case first && v.inUse.Load().pin == nil:
+		v.log.Info("target Flux release", "fluxVersion", after.Release.String(), "source", string(after.Source))
+	case before != after:
+		v.log.Info("target Flux release changed", "fluxVersion", after.Release.String(), "source", string(after.Source),
+			"previousFluxVersion", before.Release.String(), "previousSource", string(before.Source))
+	}
+}
+
+// follow and readyCheck on the rule are the view's, for tests.
+func (r *Rule) follow(t Target)                    { r.view.follow(t) }
+func (r *Rule) readyCheck(req *http.Request) error { return r.view.readyCheck(req) }
+
 // follower chooses the target again after every discovery.
 type follower struct {
-	rule    *Rule
+	view    *view
 	cluster *clustercache.Cache
 	notices <-chan struct{}
 }
@@ -64,26 +110,8 @@ func (f *follower) Start(ctx context.Context) error {
 			return nil
 		case <-f.notices:
 			if s := f.cluster.Served(); s != nil {
-				f.rule.follow(ClusterTarget(s))
+				f.view.follow(ClusterTarget(s))
 			}
 		}
-	}
-}
-
-// follow makes t the target, logging when it changes (and the first
-// choice).
-func (r *Rule) follow(t Target) {
-	old := r.target.Load()
-	first := !r.followed.Load()
-	if *old != t {
-		r.target.Store(&t)
-	}
-	r.followed.Store(true)
-	switch {
-	case first:
-		r.log.Info("target Flux release", "fluxVersion", t.Release.String(), "source", string(t.Source))
-	case *old != t:
-		r.log.Info("target Flux release changed", "fluxVersion", t.Release.String(), "source", string(t.Source),
-			"previousFluxVersion", old.Release.String(), "previousSource", string(old.Source))
 	}
 }

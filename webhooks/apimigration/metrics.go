@@ -6,11 +6,12 @@ import (
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
-// targetInfo reports the target release at each scrape, so exactly one
-// series exists: the current one.
+// targetInfo reports the target release of the rule in use at each
+// scrape, so exactly one series exists: the current one, also after a
+// reloaded configuration pins or unpins it.
 type targetInfo struct {
 	desc *prometheus.Desc
-	rule *Rule
+	view *view
 }
 
 // Collector reports the target release as
@@ -18,7 +19,7 @@ type targetInfo struct {
 // registers it with the registry it serves.
 func (r *Rule) Collector() prometheus.Collector {
 	return &targetInfo{
-		rule: r,
+		view: r.view,
 		desc: prometheus.NewDesc("steward_apimigration_target_info",
 			"The Flux release apimigration decides against (1), and where it came from: config (pinned by rules.apimigration.fluxVersion), cluster-label (the Flux CRDs' app.kubernetes.io/version), served-versions (inferred from the versions the Flux CRDs serve) or default (no Flux CRDs).",
 			[]string{"flux_version", "source"}, nil),
@@ -30,6 +31,6 @@ var _ rule.MetricsCollector = (*Rule)(nil)
 func (m *targetInfo) Describe(ch chan<- *prometheus.Desc) { ch <- m.desc }
 
 func (m *targetInfo) Collect(ch chan<- prometheus.Metric) {
-	t := m.rule.Target()
+	t := m.view.inUse.Load().Target()
 	ch <- prometheus.MustNewConstMetric(m.desc, prometheus.GaugeValue, 1, t.Release.String(), string(t.Source))
 }

@@ -9,12 +9,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"time"
 
-	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // Name is the rule's name: its config key, metric label and message prefix.
@@ -22,15 +22,14 @@ const Name = "apimigration"
 
 // Rule is the apimigration admission handler.
 type Rule struct {
-	// pinned is set when the configuration names the target; otherwise
-	// SetupWithManager makes the rule follow the cluster's Flux release.
-	pinned bool
-	// target is the release requests are decided against. It is replaced
-	// as a whole while requests are in flight, so Handle loads it once.
-	target atomic.Pointer[Target]
-	log    logr.Logger
-	// followed is set once the target was chosen from the cluster.
-	followed atomic.Bool
+	// pin is the target the configuration names; nil when the rule follows
+	// the Flux release installed in the cluster.
+	pin *Target
+	// view is what the rule knows of the cluster. It is made by New and
+	// handed on to every rule a reloaded configuration builds in this one's
+	// place (Inherit), so the loop that follows the cluster, the readiness
+	// check and the metric, all set up once, serve the rule in use.
+	view *view
 	// now is the clock for fresh marks; tests replace it.
 	now func() time.Time
 }
@@ -39,18 +38,42 @@ type Rule struct {
 // needs no cluster access: until SetupWithManager, a configuration that
 // pins no release targets DefaultFluxVersion.
 func New(c Config) *Rule {
-	r := &Rule{now: time.Now, log: logr.Discard()}
-	t := defaultTarget
+	r := &Rule{now: time.Now, view: newView()}
 	if c.Pinned() {
-		t = Target{Release: c.Target(), Source: SourceConfig}
-		r.pinned = true
+		r.pin = &Target{Release: c.Target(), Source: SourceConfig}
 	}
-	r.target.Store(&t)
+	r.view.inUse.Store(r)
 	return r
 }
 
 // Target is the release the rule decides against now, and its source.
-func (r *Rule) Target() Target { return *r.target.Load() }
+func (r *Rule) Target() Target {
+	if r.pin != nil {
+		return *r.pin
+	}
+	return *r.view.cluster.Load()
+}
+
+// Inherit makes r, built from a reloaded configuration, take over the
+// running rule's view of the cluster (rule.Inheritor): a target pinned or
+// unpinned by the new configuration applies at once, and an unpinned one
+// is the release the running rule's loop has followed.
+func (r *Rule) Inherit(running rule.Rule) error {
+	old, ok := running.(*Rule)
+	if !ok {
+		return fmt.Errorf("apimigration cannot take over from a %T", running)
+	}
+	before := old.Target()
+	r.view = old.view
+	r.view.inUse.Store(r)
+	if after := r.Target(); after != before {
+		r.view.log.Info("target Flux release changed", "fluxVersion", after.Release.String(), "source", string(after.Source),
+			"previousFluxVersion", before.Release.String(), "previousSource", string(before.Source))
+	}
+	return nil
+}
+
+var _ rule.Inheritor = (*Rule)(nil)
 
 // Handle answers one admission request. See the package README for what is
 // decided and why; the decision itself is Classify, shared with `steward
@@ -67,7 +90,7 @@ func (r *Rule) Handle(_ context.Context, req admission.Request) admission.Respon
 	if req.RequestKind != nil {
 		gvk = *req.RequestKind
 	}
-	f := Classify(gvk.Group, gvk.Kind, gvk.Version, r.target.Load().Release)
+	f := Classify(gvk.Group, gvk.Kind, gvk.Version, r.Target().Release)
 	if f.Status == Untouched {
 		return admission.Allowed("")
 	}

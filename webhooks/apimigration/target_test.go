@@ -189,7 +189,7 @@ func TestPinnedTargetIsNotFollowed(t *testing.T) {
 	if got, want := pinned.Target(), target("2.8", SourceConfig); got != want {
 		t.Errorf("pinned: target %v, want %v", got, want)
 	}
-	if !pinned.pinned {
+	if pinned.pin == nil {
 		t.Error("a configured fluxVersion must pin the target")
 	}
 	following := New(Config{})
@@ -307,3 +307,47 @@ func TestTargetChangesWhileRequestsAreInFlight(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// TestReloadedRuleTakesOverTheFollowedRelease: a rule built from a reloaded
+// configuration inherits the running rule's view of the cluster. Dropping
+// the pin makes it decide against the release the running rule's loop has
+// followed, the metric reports the rule in use, and the loop keeps feeding
+// the heir.
+func TestReloadedRuleTakesOverTheFollowedRelease(t *testing.T) {
+	running := New(Config{FluxVersion: "2.9"})
+	if err := running.readyCheck(nil); err != nil {
+		t.Errorf("a pinned rule must be ready before discovery: %v", err)
+	}
+	running.follow(ClusterTarget(servedFrom(t, "2.7", "v2.7.0")))
+	if got, want := running.Target(), target("2.9", SourceConfig); got != want {
+		t.Errorf("pinned: target %v, want %v", got, want)
+	}
+
+	heir := New(Config{})
+	if err := heir.Inherit(running); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := heir.Target(), target("2.7", SourceClusterLabel); got != want {
+		t.Errorf("unpinned heir: target %v, want %v (the release the running rule followed)", got, want)
+	}
+	assertTargetInfo(t, running, "2.7", SourceClusterLabel)
+	if err := heir.readyCheck(nil); err != nil {
+		t.Errorf("heir not ready after the release was followed: %v", err)
+	}
+	running.follow(ClusterTarget(servedFrom(t, "2.8", "v2.8.0")))
+	if got, want := heir.Target(), target("2.8", SourceClusterLabel); got != want {
+		t.Errorf("after an upgrade: heir's target %v, want %v", got, want)
+	}
+
+	pinnedAgain := New(Config{FluxVersion: "2.6"})
+	if err := pinnedAgain.Inherit(heir); err != nil {
+		t.Fatal(err)
+	}
+	assertTargetInfo(t, running, "2.6", SourceConfig)
+	if err := pinnedAgain.Inherit(otherRule{New(Config{})}); err == nil {
+		t.Error("inheriting from another rule type must fail")
+	}
+}
+
+// otherRule is a rule of another type, which apimigration cannot inherit from.
+type otherRule struct{ *Rule }
