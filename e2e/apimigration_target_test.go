@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,7 +36,8 @@ const (
 // configuration, Steward's target follows each upgrade without a restart
 // (the metric and the log say so), and so does its advice: image v1beta2 is
 // left alone at 2.6, where it is current, and advised toward v1 from 2.7,
-// the first release serving image v1. Without the label the target is
+// the first release serving image v1; suspendnotice follows the same
+// upgrades, to 2.9, which serves image v1 only. Without the label the target is
 // inferred from the served versions; a pinned fluxVersion is kept whatever
 // the CRDs say.
 func TestAPIMigrationFollowsTheInstalledFluxRelease(t *testing.T) {
@@ -45,9 +47,9 @@ func TestAPIMigrationFollowsTheInstalledFluxRelease(t *testing.T) {
 	testNamespace(t, ctx, targetNS)
 	t.Cleanup(restoreEnvironmentFluxCRDs(t))
 
-	// The sample CRDs serve versions of two releases (HelmRelease as 2.6,
-	// Kustomization and GitRepository as 2.7), and carry no label: the
-	// oldest release they match.
+	// The environment installs Flux 2.6's CRDs as the controllers'
+	// repositories ship them, without the label: the release their served
+	// versions match.
 	waitForTarget(ctx, t, "2.6", "served-versions")
 
 	installFluxCRDs(ctx, t, "2.6", "v2.6.0")
@@ -78,6 +80,30 @@ func TestAPIMigrationFollowsTheInstalledFluxRelease(t *testing.T) {
 	t.Run("Flux28", func(t *testing.T) {
 		applyExpecting(ctx, t, imageRepositoryYAML("v1beta2", "at-28"),
 			"Warning: apimigration: image.toolkit.fluxcd.io/v1beta2 is deprecated and removed in Flux 2.9; use v1 (flux migrate)\n")
+	})
+	// Flux 2.9 no longer serves image v1beta2. Before that upgrade, as
+	// `flux migrate` does, the objects stored through it are rewritten (the
+	// test removes its two) and the CRDs' stored versions are cut to what
+	// 2.9 serves.
+	for _, name := range []string{"at-26", "old-at-26"} {
+		if _, _, err := env.Kubectl(ctx, "", "delete", "imagerepositories.image.toolkit.fluxcd.io", name, "-n", targetNS, "--wait"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trimStoredVersions(ctx, t, "2.9")
+	installFluxCRDs(ctx, t, "2.9", "v2.9.0")
+	waitForTarget(ctx, t, "2.9", "cluster-label")
+	// suspendnotice followed the same upgrades: its cache of ImageRepositories
+	// moved from v1beta2 (2.6) to v1, which is all 2.9 serves, so a
+	// suspension written through v1 still rewrites image-reflector-controller's
+	// events.
+	t.Run("SuspendNoticeAfterTheUpgrades", func(t *testing.T) {
+		if _, _, err := env.Kubectl(ctx, "", "--as", "jane", "-n", targetNS, "patch", "imagerepositories.v1.image.toolkit.fluxcd.io", "current-at-27", "--type=merge", "-p", `{"spec":{"suspend":true}}`); err != nil {
+			t.Fatal(err)
+		}
+		snEventuallyRewritten(ctx, t, "image-reflector-controller",
+			corev1.ObjectReference{APIVersion: "image.toolkit.fluxcd.io/v1", Kind: "ImageRepository", Name: "current-at-27", Namespace: targetNS},
+			"successful scan, next scan in 5m0s", "successful scan (suspended: no further scans until resumed)")
 	})
 
 	t.Run("UnlabelledCRDsAreReadFromTheirServedVersions", func(t *testing.T) {
@@ -235,6 +261,36 @@ func installFluxCRDs(ctx context.Context, t *testing.T, release, label string) {
 			crd.Labels = map[string]string{fluxVersionLabel: label, fluxPartOfLabel: "flux", fluxInstanceLabel: "flux-system"}
 		}
 		upsertCRD(ctx, t, crd)
+	}
+}
+
+// trimStoredVersions cuts each Flux CRD's status.storedVersions to the
+// versions release's CRD keeps, so the upgrade to it may drop the others,
+// as `flux migrate` does once the objects are stored in current versions.
+func trimStoredVersions(ctx context.Context, t *testing.T, release string) {
+	t.Helper()
+	for _, next := range fluxCRDs(t, release) {
+		keeps := map[string]bool{}
+		for _, v := range next.Spec.Versions {
+			keeps[v.Name] = true
+		}
+		harness.Eventually(t, 30*time.Second, func() error {
+			cur := &apiextensionsv1.CustomResourceDefinition{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(next), cur); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			var stored []string
+			for _, v := range cur.Status.StoredVersions {
+				if keeps[v] {
+					stored = append(stored, v)
+				}
+			}
+			if len(stored) == len(cur.Status.StoredVersions) {
+				return nil
+			}
+			cur.Status.StoredVersions = stored
+			return env.Client.Status().Update(ctx, cur)
+		})
 	}
 }
 
