@@ -68,7 +68,56 @@ config:
 	if err != nil {
 		t.Fatalf("helm template: %v\n%s", err, stderr.String())
 	}
-	webhooks, err := harness.ParseWebhooks("helm template", rendered)
+	installAndProve(ctx, t, "helm template", rendered, ns, deployer)
+}
+
+// TestKustomizeNamespaceOverrideInstallsAGuardingSteward installs the
+// self-managed overlay the way the README tells kustomize users to move
+// Steward to another namespace: a kustomization with `namespace:` and
+// manifests/namespace under `transformers:`. Built with kubectl, it works
+// end to end as the chart does: Steward fills its Secret, a person's
+// hand-made Fleet object is refused, the Fleet agent's write never reaches
+// Steward, and nothing in its new namespace does.
+func TestKustomizeNamespaceOverrideInstallsAGuardingSteward(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	env.LogOnFailure(t)
+	const ns = "steward-kustomized"
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rel := func(p string) string {
+		r, err := filepath.Rel(dir, filepath.Join(root, "manifests", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return filepath.ToSlash(r)
+	}
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns +
+		"\nresources:\n- " + rel("overlays/self-managed-certs") + "\ntransformers:\n- " + rel("namespace") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rendered, errOut, err := env.Kubectl(ctx, "", "kustomize", dir)
+	if err != nil {
+		t.Fatalf("kubectl kustomize: %v\n%s", err, errOut)
+	}
+	installAndProve(ctx, t, "kubectl kustomize", []byte(rendered), ns, "system:serviceaccount:cattle-fleet-system:fleet-agent")
+}
+
+// installAndProve installs rendered, an install of Steward into ns with
+// self-managed certificates: every object but the webhook configurations
+// is applied with strict field validation, Steward runs with the rendered
+// configuration and certificate flags, and the rendered webhook
+// configurations are registered, pointed at it. It proves the install
+// guards: Steward fills the Secret, a person's hand-made object carrying
+// Fleet's keys is refused, the Fleet agent identity agentUser never
+// reaches Steward, and neither does anything in Steward's own namespace.
+func installAndProve(ctx context.Context, t *testing.T, source string, rendered []byte, ns, agentUser string) {
+	t.Helper()
+	webhooks, err := harness.ParseWebhooks(source, rendered)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,21 +156,21 @@ config:
 			}
 		}
 		if u.GetNamespace() != "" && u.GetNamespace() != ns {
-			t.Errorf("%s %s/%s is not in the release's namespace %s", u.GetKind(), u.GetNamespace(), u.GetName(), ns)
+			t.Errorf("%s %s/%s is not in Steward's namespace %s", u.GetKind(), u.GetNamespace(), u.GetName(), ns)
 		}
 		install.WriteString("---\n")
 		install.Write(doc)
 	}
 	if config == "" || !strings.Contains(strings.Join(certArgs, " "), "--cert-mode=self-managed") {
-		t.Fatalf("the chart renders no configuration (%q) or no self-managed certificate flags (%v)", config, certArgs)
+		t.Fatalf("%s renders no configuration (%q) or no self-managed certificate flags (%v)", source, config, certArgs)
 	}
 
-	// helm install --create-namespace, then the chart's objects.
+	// The namespace (helm install --create-namespace), then the objects.
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	if out, errOut, err := env.Kubectl(ctx, install.String(), "apply", "--server-side", "--force-conflicts", "--validate=strict", "-f", "-"); err != nil {
-		t.Fatalf("applying the chart's objects: %v\n%s%s", err, out, errOut)
+		t.Fatalf("applying the rendered objects: %v\n%s%s", err, out, errOut)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -130,12 +179,12 @@ config:
 			t.Errorf("restoring the default Steward: %v", err)
 		}
 		if out, errOut, err := env.Kubectl(ctx, install.String(), "delete", "--ignore-not-found", "--wait=false", "-f", "-"); err != nil {
-			t.Errorf("deleting the chart's objects: %v\n%s%s", err, out, errOut)
+			t.Errorf("deleting the rendered objects: %v\n%s%s", err, out, errOut)
 		}
 		_ = env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	})
 	if _, err := env.RestartStewardWith(ctx, harness.StewardOptions{Config: config, Args: certArgs, Namespace: ns, Webhooks: &webhooks}); err != nil {
-		t.Fatalf("starting Steward as the chart configures it: %v", err)
+		t.Fatalf("starting Steward as the rendered install configures it: %v", err)
 	}
 
 	secret := &corev1.Secret{}
@@ -143,14 +192,14 @@ config:
 		t.Fatal(err)
 	}
 	if len(secret.Data["tls.crt"]) == 0 || len(secret.Data["ca.crt"]) == 0 {
-		t.Errorf("Steward did not fill the chart's Secret %s/steward-serving-cert with its CA and serving certificate: keys %v", ns, keys(secret.Data))
+		t.Errorf("Steward did not fill the rendered Secret %s/steward-serving-cert with its CA and serving certificate: keys %v", ns, keys(secret.Data))
 	}
 
 	jane, err := env.As("jane", "system:authenticated")
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent, err := env.As(deployer, "system:serviceaccounts", "system:authenticated")
+	agent, err := env.As(agentUser, "system:serviceaccounts", "system:authenticated")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,16 +208,16 @@ config:
 		meta.Namespace = namespace
 		return &corev1.ConfigMap{ObjectMeta: meta}
 	}
-	if err := jane.Create(ctx, fleetConfigMap("helm-hand-made", "default")); err == nil || !strings.Contains(err.Error(), fleetguardHook) {
+	if err := jane.Create(ctx, fleetConfigMap(ns+"-hand-made", "default")); err == nil || !strings.Contains(err.Error(), fleetguardHook) {
 		t.Errorf("a person's ConfigMap carrying Fleet's keys: %v; want fleetguard's denial", err)
 	}
-	deployed := fleetConfigMap("helm-deployed-by-agent", "default")
+	deployed := fleetConfigMap(ns+"-deployed-by-agent", "default")
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), deployed) })
 	unchangedCalls(t, fleetguardPath, func() {
 		if err := agent.Create(ctx, deployed); err != nil {
-			t.Errorf("the agent identity given in the chart's values was refused: %v", err)
+			t.Errorf("the agent identity given in the rendered configuration was refused: %v", err)
 		}
-		if err := jane.Create(ctx, fleetConfigMap("helm-in-stewards-namespace", ns)); err != nil {
+		if err := jane.Create(ctx, fleetConfigMap(ns+"-in-stewards-namespace", ns)); err != nil {
 			t.Errorf("a write in Steward's own namespace %s reached a webhook: %v", ns, err)
 		}
 	})

@@ -123,6 +123,13 @@ func byKey(t *testing.T, objs []*unstructured.Unstructured) map[string]map[strin
 	return out
 }
 
+// byKeyDiff compares two sets of objects by identity, whatever their
+// order: empty when they are the same.
+func byKeyDiff(t *testing.T, want, got []*unstructured.Unstructured) string {
+	t.Helper()
+	return cmp.Diff(byKey(t, want), byKey(t, got))
+}
+
 // withoutNamespaceObject drops the Namespace object kustomize installs:
 // Helm installs into a namespace it is given (helm install
 // --create-namespace) and does not own it.
@@ -147,8 +154,7 @@ func withoutNamespaceObject(t *testing.T, objs []*unstructured.Unstructured, ns 
 // objects.
 func sameObjects(t *testing.T, helmObjs, kustomizeObjs []*unstructured.Unstructured) {
 	t.Helper()
-	got, want := byKey(t, helmObjs), byKey(t, kustomizeObjs)
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := byKeyDiff(t, kustomizeObjs, helmObjs); diff != "" {
 		t.Errorf("helm template differs from kustomize (-kustomize +helm):\n%s", diff)
 	}
 }

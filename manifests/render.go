@@ -93,6 +93,14 @@ func Render(o Options) (map[string][]byte, error) {
 			return nil, err
 		}
 	}
+	transformer, err := in.namespaceTransformer(base, in.overlayObjects())
+	if err != nil {
+		return nil, err
+	}
+	if err := add("namespace/replacements.yaml", transformer); err != nil {
+		return nil, err
+	}
+	files["namespace/kustomization.yaml"] = kustomization([]string{"replacements.yaml"}, nil)
 	monitoring := in.monitoringFiles()
 	for path, objs := range monitoring {
 		if err := add(path, objs...); err != nil {
