@@ -86,33 +86,32 @@ func benchGK(k int) schema.GroupKind {
 // indexers.
 func benchCluster(b testing.TB) *cluster {
 	c := newCluster()
-	idx := func(indexers cache.Indexers) cache.Indexer {
-		return cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
-	}
-	xrIdx := idx(compositeIndexers())
-	mrIdx := make([]cache.Indexer, len(benchKinds))
+	synced := func() bool { return true }
+	xrs := &watch{gk: pgXRD.compositeGK(), gvr: pgXRGVR, role: roleComposite, indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, compositeIndexers()),
+		owners: c.owners, synced: synced}
+	mrs := make([]*watch, len(benchKinds))
 	for k := range benchKinds {
-		mrIdx[k] = idx(managedIndexers())
+		mrs[k] = &watch{gk: benchGK(k), gvr: schema.GroupVersionResource{Group: "database.aws.example.org", Version: "v1beta1", Resource: "x" + fmt.Sprint(k)},
+			role: roleManaged, indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, managedIndexers()), owners: c.owners, synced: synced}
 	}
 	for i := 0; i < benchXRs; i++ {
 		o, err := transform(realisticXR(i))
 		if err != nil {
 			b.Fatal(err)
 		}
-		_ = xrIdx.Add(o)
+		store(xrs, o.(*object))
 		for k := range benchKinds {
 			o, err := transform(realisticMR(i, k))
 			if err != nil {
 				b.Fatal(err)
 			}
-			_ = mrIdx[k].Add(o)
+			store(mrs[k], o.(*object))
 		}
 	}
 	c.s.xrds[pgXRD.compositeGK()], c.s.claims[pgXRD.claimGK()] = pgXRD, pgXRD
-	c.s.add(&watch{gk: pgXRD.compositeGK(), gvr: pgXRGVR, role: roleComposite, indexer: xrIdx, synced: func() bool { return true }})
-	for k := range benchKinds {
-		c.s.add(&watch{gk: benchGK(k), gvr: schema.GroupVersionResource{Group: "database.aws.example.org", Version: "v1beta1", Resource: "x" + fmt.Sprint(k)},
-			role: roleManaged, indexer: mrIdx[k], synced: func() bool { return true }})
+	c.s.add(xrs)
+	for _, w := range mrs {
+		c.s.add(w)
 	}
 	return c
 }

@@ -34,6 +34,15 @@ func (c *coverage) skip(w *watch) {
 
 // byIndex returns the objects of one watch under an index value.
 func byIndex(w *watch, index, value string) []found {
+	if index != indexExternalName {
+		var out []found
+		for _, e := range w.owners.get(index, value) {
+			if e.w == w {
+				out = append(out, found{object: e.o, gk: w.gk})
+			}
+		}
+		return out
+	}
 	items, err := w.indexer.ByIndex(index, value)
 	if err != nil || len(items) == 0 {
 		return nil
@@ -47,15 +56,26 @@ func byIndex(w *watch, index, value string) []found {
 	return out
 }
 
-// acrossKinds looks an index value up in every synced watch.
+// acrossKinds looks an owner or claim up in every synced watch, in the
+// order of the watches.
 func (s *snapshot) acrossKinds(index, value string, cov *coverage) []found {
+	var es []indexed
+	looked := false
 	var out []found
 	for _, w := range s.all {
 		if w.state() != stateSynced {
 			cov.skip(w)
 			continue
 		}
-		out = append(out, byIndex(w, index, value)...)
+		if !looked {
+			// Every watch of a snapshot shares one index.
+			es, looked = w.owners.get(index, value), true
+		}
+		for _, e := range es {
+			if e.w == w {
+				out = append(out, found{object: e.o, gk: w.gk})
+			}
+		}
 	}
 	return out
 }

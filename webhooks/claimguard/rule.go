@@ -40,13 +40,15 @@ type Rule struct {
 	// rulesChanged is signalled on every new snapshot: the rules of the
 	// create and delete entries may have changed (see dynamicRules).
 	rulesChanged chan struct{}
+	// owners indexes every watch's objects by owner and claim.
+	owners *ownerIndex
 }
 
 // New builds the rule from its configuration. It touches no cluster; the
 // caches are set up by SetupWithManager.
 func New(c Config) *Rule {
 	c.Default()
-	return &Rule{cfg: c, now: time.Now, log: logr.Discard(), rulesChanged: make(chan struct{}, 1)}
+	return &Rule{cfg: c, now: time.Now, log: logr.Discard(), rulesChanged: make(chan struct{}, 1), owners: newOwnerIndex()}
 }
 
 // Handle judges one admission request as if the rule were enforced.
