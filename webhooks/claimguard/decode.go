@@ -17,6 +17,10 @@ type requested struct {
 	controlled bool
 	// compositeDeletePolicy is a claim's spec.compositeDeletePolicy.
 	compositeDeletePolicy string
+	// finalizers are the object's finalizers as the request lists them;
+	// the cached form's interned list is left empty, since nothing prints
+	// a request's finalizers.
+	finalizers []string
 }
 
 // requestMeta is the part of the metadata claimguard reads; managed
@@ -106,7 +110,7 @@ func decodeObject(raw []byte, r role) (*requested, error) {
 		if ns == "" {
 			ns = out.namespace
 		}
-		out.refs = append(out.refs, ref{group: gv.Group, kind: rf.Kind, namespace: ns, name: rf.Name})
+		out.refs = append(out.refs, newRef(gv.Group, rf.Kind, ns, rf.Name))
 	}
 	return out, nil
 }
@@ -120,12 +124,12 @@ func fromRequestMeta(m *requestMeta) *requested {
 			name:         m.Name,
 			namespace:    m.Namespace,
 			deletion:     m.DeletionTimestamp,
-			finalizers:   m.Finalizers,
 			externalName: m.Annotations[annotationExtName],
 			owner:        owner,
 			claim:        claimKey(m.Labels[labelClaimNamespace], m.Labels[labelClaimName]),
 		},
 		controlled: owner != "",
+		finalizers: m.Finalizers,
 	}
 }
 

@@ -92,11 +92,11 @@ func (s *snapshot) composed(gk schema.GroupKind, xr *object, namespaced bool, co
 		out = append(out, f)
 	}
 	for _, r := range xr.refs {
-		rgk := schema.GroupKind{Group: r.group, Kind: r.kind}
+		rgk := r.groupKind()
 		if s.watchFor(rgk) != nil {
 			continue
 		}
-		out = append(out, found{object: &object{name: r.name, namespace: r.namespace}, gk: rgk, unwatched: true})
+		out = append(out, found{object: &object{name: r.name, namespace: r.namespace.Value()}, gk: rgk, unwatched: true})
 	}
 	sortFound(out)
 	return out

@@ -52,8 +52,8 @@ func (r *Rule) managedCreate(s *snapshot, req admission.Request, gk schema.Group
 	old := same[0]
 	now := r.now()
 	details := []string{"deleting for " + old.deletingFor(now).String()}
-	if len(old.finalizers) > 0 {
-		details = append(details, "finalizers: "+strings.Join(old.finalizers, ", "))
+	if old.finalizers.any() {
+		details = append(details, "finalizers: "+old.finalizers.String())
 	}
 	if old.owner != "" {
 		by := "composed by " + ownerName(old.owner)

@@ -30,8 +30,8 @@ func describe(f found, now time.Time) string {
 	if f.deleting() {
 		parts = append(parts, "deleting for "+f.deletingFor(now).String())
 	}
-	if len(f.finalizers) > 0 {
-		parts = append(parts, "finalizers: "+strings.Join(f.finalizers, ", "))
+	if f.finalizers.any() {
+		parts = append(parts, "finalizers: "+f.finalizers.String())
 	}
 	if len(parts) == 0 {
 		return f.String()
@@ -58,10 +58,10 @@ func listed(fs []found, now time.Time) string {
 // heldBy says what keeps a deleting composite resource from going away.
 func heldBy(xr found, holders []found, now time.Time) string {
 	if len(holders) == 0 {
-		if len(xr.finalizers) == 0 {
+		if !xr.finalizers.any() {
 			return "has no composed resources left"
 		}
-		return "is held by its finalizers " + strings.Join(xr.finalizers, ", ")
+		return "is held by its finalizers " + xr.finalizers.String()
 	}
 	return fmt.Sprintf("is still held by %s: %s", count(len(holders), "composed resource"), listed(holders, now))
 }

@@ -1,6 +1,7 @@
 package claimguard
 
 import (
+	"strings"
 	"time"
 	"unique"
 
@@ -26,7 +27,7 @@ type object struct {
 	name, namespace string
 	resourceVersion string
 	deletion        *metav1.Time
-	finalizers      []string
+	finalizers      finalizerList
 	// externalName is the crossplane.io/external-name annotation.
 	externalName string
 	// owner is the controller owner reference as "group/Kind/name": the
@@ -36,14 +37,61 @@ type object struct {
 	// Crossplane's claim labels or a v1 XR's spec.claimRef.
 	claim string
 	// refs are a composite resource's spec.resourceRefs (v1) or
-	// spec.crossplane.resourceRefs (v2).
+	// spec.crossplane.resourceRefs (v2), sized exactly.
 	refs []ref
 }
 
-// ref is one entry of a composite resource's resource references.
+// ref is one entry of a composite resource's resource references. Group,
+// kind and namespace repeat across thousands of composite resources, so
+// each is one shared copy.
 type ref struct {
-	group, kind, namespace, name string
+	gk        unique.Handle[schema.GroupKind]
+	namespace unique.Handle[string]
+	name      string
 }
+
+func newRef(group, kind, namespace, name string) ref {
+	return ref{gk: unique.Make(schema.GroupKind{Group: group, Kind: kind}), namespace: unique.Make(namespace), name: name}
+}
+
+func (r ref) groupKind() schema.GroupKind { return r.gk.Value() }
+
+// Equal compares references; cmp uses it.
+func (r ref) Equal(o ref) bool { return r == o }
+
+// finalizerList is an object's finalizers, interned: the few lists that
+// occur are stored once, as messages print them. The zero value is no
+// finalizers.
+type finalizerList struct{ joined unique.Handle[string] }
+
+func internFinalizers(in []string) finalizerList {
+	if len(in) == 0 {
+		return finalizerList{}
+	}
+	return finalizerList{joined: unique.Make(strings.Join(in, ", "))}
+}
+
+// any reports whether the list has a finalizer.
+func (f finalizerList) any() bool { return f != finalizerList{} }
+
+// String is the finalizers, separated by ", ".
+func (f finalizerList) String() string {
+	if !f.any() {
+		return ""
+	}
+	return f.joined.Value()
+}
+
+// list splits the finalizers again, for metav1.Object.
+func (f finalizerList) list() []string {
+	if !f.any() {
+		return nil
+	}
+	return strings.Split(f.joined.Value(), ", ")
+}
+
+// Equal compares lists; cmp uses it.
+func (f finalizerList) Equal(g finalizerList) bool { return f == g }
 
 // deleting reports whether the object is being deleted.
 func (o *object) deleting() bool { return o.deletion != nil }
@@ -88,24 +136,12 @@ func intern(s string) string {
 	return unique.Make(s).Value()
 }
 
-func internAll(in []string) []string {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]string, len(in))
-	for i, s := range in {
-		out[i] = intern(s)
-	}
-	return out
-}
-
 // GetObjectKind and DeepCopyObject make object a runtime.Object, which some
 // client-go paths expect of what an informer stores.
 func (o *object) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
 func (o *object) DeepCopyObject() runtime.Object {
 	c := *o
-	c.finalizers = append([]string(nil), o.finalizers...)
 	c.refs = append([]ref(nil), o.refs...)
 	if o.deletion != nil {
 		t := *o.deletion

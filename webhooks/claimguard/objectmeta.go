@@ -35,8 +35,8 @@ func (o *object) GetLabels() map[string]string          { return nil }
 func (o *object) SetLabels(map[string]string)           {}
 func (o *object) GetAnnotations() map[string]string     { return nil }
 func (o *object) SetAnnotations(map[string]string)      {}
-func (o *object) GetFinalizers() []string               { return o.finalizers }
-func (o *object) SetFinalizers(finalizers []string)     { o.finalizers = finalizers }
+func (o *object) GetFinalizers() []string               { return o.finalizers.list() }
+func (o *object) SetFinalizers(finalizers []string)     { o.finalizers = internFinalizers(finalizers) }
 func (o *object) GetOwnerReferences() []metav1.OwnerReference {
 	return nil
 }

@@ -32,7 +32,7 @@ func fromMeta(m metav1.Object, spec map[string]any) *object {
 		namespace:       m.GetNamespace(),
 		resourceVersion: m.GetResourceVersion(),
 		deletion:        m.GetDeletionTimestamp(),
-		finalizers:      internAll(m.GetFinalizers()),
+		finalizers:      internFinalizers(m.GetFinalizers()),
 		externalName:    m.GetAnnotations()[annotationExtName],
 		owner:           intern(controllerOwner(m.GetOwnerReferences())),
 	}
@@ -82,29 +82,43 @@ func refsOf(spec map[string]any, namespace string) []ref {
 			list = append(append([]any(nil), list...), l...)
 		}
 	}
-	var out []ref
-	for _, item := range list {
-		m, ok := item.(map[string]any)
-		if !ok {
-			continue
-		}
-		name, _ := m["name"].(string)
-		kind, _ := m["kind"].(string)
-		apiVersion, _ := m["apiVersion"].(string)
-		if name == "" || kind == "" {
-			continue
-		}
-		gv, err := schema.ParseGroupVersion(apiVersion)
-		if err != nil {
-			continue
-		}
-		ns, _ := m["namespace"].(string)
-		if ns == "" {
-			ns = namespace
-		}
-		out = append(out, ref{group: intern(gv.Group), kind: intern(kind), namespace: ns, name: name})
+	if len(list) == 0 {
+		return nil
 	}
-	return out
+	out := make([]ref, 0, len(list))
+	for _, item := range list {
+		if r, ok := refOf(item, namespace); ok {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	// Exactly sized: the cache keeps it as long as the composite.
+	return append(make([]ref, 0, len(out)), out...)
+}
+
+// refOf reads one resource reference.
+func refOf(item any, namespace string) (ref, bool) {
+	m, ok := item.(map[string]any)
+	if !ok {
+		return ref{}, false
+	}
+	name, _ := m["name"].(string)
+	kind, _ := m["kind"].(string)
+	apiVersion, _ := m["apiVersion"].(string)
+	if name == "" || kind == "" {
+		return ref{}, false
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return ref{}, false
+	}
+	ns, _ := m["namespace"].(string)
+	if ns == "" {
+		ns = namespace
+	}
+	return newRef(gv.Group, kind, ns, name), true
 }
 
 // str reads a nested string field, or "" when any step is missing or of
