@@ -108,7 +108,7 @@ func decodeObject(raw []byte, r role) (*requested, error) {
 		}
 		ns := rf.Namespace
 		if ns == "" {
-			ns = out.namespace
+			ns = out.namespace()
 		}
 		out.refs = append(out.refs, newRef(gv.Group, rf.Kind, ns, rf.Name))
 	}
@@ -121,8 +121,7 @@ func fromRequestMeta(m *requestMeta) *requested {
 	owner := controllerOwner(m.OwnerReferences)
 	return &requested{
 		object: &object{
-			name:         m.Name,
-			namespace:    m.Namespace,
+			id:           newID(m.Namespace, m.Name),
 			deletion:     m.DeletionTimestamp,
 			externalName: m.Annotations[annotationExtName],
 			owner:        owner,

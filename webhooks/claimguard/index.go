@@ -140,7 +140,7 @@ func put(m map[string][]indexed, oldKey, key string, w *watch, old, cur *object)
 	}
 	es := m[key]
 	for i, e := range es {
-		if e.w == w && e.o.name == cur.name && e.o.namespace == cur.namespace {
+		if e.w == w && e.o.id == cur.id {
 			c := make([]indexed, len(es))
 			copy(c, es)
 			c[i].o = cur
@@ -171,7 +171,7 @@ func remove(m map[string][]indexed, key string, w *watch, o *object) {
 	old := m[key]
 	at := -1
 	for i, e := range old {
-		if e.w == w && e.o.name == o.name && e.o.namespace == o.namespace {
+		if e.w == w && e.o.id == o.id {
 			at = i
 			break
 		}

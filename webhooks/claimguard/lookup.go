@@ -85,8 +85,8 @@ func (s *snapshot) acrossKinds(index, value string, cov *coverage) []found {
 // its spec whose kinds claimguard does not cache.
 func (s *snapshot) composed(gk schema.GroupKind, xr *object, namespaced bool, cov *coverage) []found {
 	var out []found
-	for _, f := range s.acrossKinds(indexOwner, ownerKey(gk, xr.name), cov) {
-		if namespaced && f.namespace != xr.namespace {
+	for _, f := range s.acrossKinds(indexOwner, ownerKey(gk, xr.name()), cov) {
+		if namespaced && f.namespace() != xr.namespace() {
 			continue
 		}
 		out = append(out, f)
@@ -96,7 +96,7 @@ func (s *snapshot) composed(gk schema.GroupKind, xr *object, namespaced bool, co
 		if s.watchFor(rgk) != nil {
 			continue
 		}
-		out = append(out, found{object: &object{name: r.name, namespace: r.namespace.Value()}, gk: rgk, unwatched: true})
+		out = append(out, found{object: &object{id: newID(r.namespace.Value(), r.name)}, gk: rgk, unwatched: true})
 	}
 	sortFound(out)
 	return out

@@ -16,7 +16,9 @@ func named(kind, namespace, name string) string {
 	return kind + " " + namespace + "/" + name
 }
 
-func (f found) String() string { return named(f.gk.Kind, f.namespace, f.name) }
+// String is named(kind, namespace, name): "Kind namespace/name", or "Kind
+// name" for cluster-scoped objects, which is the kind and the cache key.
+func (f found) String() string { return f.gk.Kind + " " + f.key() }
 
 // describe names one object with what keeps it alive.
 func describe(f found, now time.Time) string {

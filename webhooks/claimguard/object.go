@@ -24,7 +24,9 @@ const (
 // thousands of these, so it carries no labels, annotations or managed
 // fields, and it is smaller than a metav1.ObjectMeta.
 type object struct {
-	name, namespace string
+	// id is the object's namespace and name as one string: the cache key,
+	// "namespace/name" or the name of a cluster-scoped object (see newID).
+	id              string
 	resourceVersion string
 	deletion        *metav1.Time
 	finalizers      finalizerList
@@ -104,8 +106,40 @@ func (o *object) deletingFor(now time.Time) time.Duration {
 	return now.Sub(o.deletion.Time).Round(time.Second)
 }
 
+// newID joins a namespace and a name into an object's id. Neither may
+// contain "/" in Kubernetes; a cluster-scoped name that does (from a
+// request that never reached the API server's validation) is stored after
+// a "/" so that name and namespace still read back as given.
+func newID(namespace, name string) string {
+	if namespace == "" && strings.Contains(name, "/") {
+		return "/" + name
+	}
+	return cacheKey(namespace, name)
+}
+
+// name is the object's name.
+func (o *object) name() string {
+	if i := strings.IndexByte(o.id, '/'); i >= 0 {
+		return o.id[i+1:]
+	}
+	return o.id
+}
+
+// namespace is the object's namespace, empty when cluster-scoped.
+func (o *object) namespace() string {
+	if i := strings.IndexByte(o.id, '/'); i >= 0 {
+		return o.id[:i]
+	}
+	return ""
+}
+
 // key is the object's cache key, as client-go's MetaNamespaceKeyFunc makes it.
-func (o *object) key() string { return cacheKey(o.namespace, o.name) }
+func (o *object) key() string {
+	if strings.HasPrefix(o.id, "/") {
+		return o.id[1:]
+	}
+	return o.id
+}
 
 func cacheKey(namespace, name string) string {
 	if namespace == "" {
@@ -117,6 +151,14 @@ func cacheKey(namespace, name string) string {
 // ownerKey names a controller owner for the owner index.
 func ownerKey(gk schema.GroupKind, name string) string {
 	return gk.Group + "/" + gk.Kind + "/" + name
+}
+
+// claimKey is claimKey(o.namespace(), o.name()) without building it again.
+func (o *object) claimKey() string {
+	if o.namespace() == "" || o.name() == "" {
+		return ""
+	}
+	return o.id
 }
 
 // claimKey names a claim for the claim index; empty unless both parts are set.

@@ -11,10 +11,10 @@ import (
 // objects are never written back.
 var _ metav1.Object = (*object)(nil)
 
-func (o *object) GetNamespace() string                  { return o.namespace }
-func (o *object) SetNamespace(namespace string)         { o.namespace = namespace }
-func (o *object) GetName() string                       { return o.name }
-func (o *object) SetName(name string)                   { o.name = name }
+func (o *object) GetNamespace() string                  { return o.namespace() }
+func (o *object) SetNamespace(namespace string)         { o.id = newID(namespace, o.name()) }
+func (o *object) GetName() string                       { return o.name() }
+func (o *object) SetName(name string)                   { o.id = newID(o.namespace(), name) }
 func (o *object) GetGenerateName() string               { return "" }
 func (o *object) SetGenerateName(string)                {}
 func (o *object) GetUID() types.UID                     { return "" }

@@ -94,11 +94,15 @@ func decode(req admission.Request, r role) (*requested, *admission.Response) {
 		resp := admission.Errored(http.StatusBadRequest, err)
 		return nil, &resp
 	}
-	if o.name == "" {
-		o.name = req.Name
-	}
-	if o.namespace == "" {
-		o.namespace = req.Namespace
+	name, namespace := o.name(), o.namespace()
+	if (name == "" && req.Name != "") || (namespace == "" && req.Namespace != "") {
+		if name == "" {
+			name = req.Name
+		}
+		if namespace == "" {
+			namespace = req.Namespace
+		}
+		o.id = newID(namespace, name)
 	}
 	return o, nil
 }

@@ -28,8 +28,7 @@ func transform(in any) (any, error) {
 // not nil, is the object's spec (composite resources only).
 func fromMeta(m metav1.Object, spec map[string]any) *object {
 	o := &object{
-		name:            m.GetName(),
-		namespace:       m.GetNamespace(),
+		id:              newID(m.GetNamespace(), m.GetName()),
 		resourceVersion: m.GetResourceVersion(),
 		deletion:        m.GetDeletionTimestamp(),
 		finalizers:      internFinalizers(m.GetFinalizers()),
@@ -43,7 +42,7 @@ func fromMeta(m metav1.Object, spec map[string]any) *object {
 	}
 	o.claim = intern(claim)
 	if spec != nil {
-		o.refs = refsOf(spec, o.namespace)
+		o.refs = refsOf(spec, o.namespace())
 	}
 	return o
 }
