@@ -1,0 +1,125 @@
+package claimguard
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	fcache "k8s.io/client-go/tools/cache/testing"
+)
+
+// TestOwnerIndexFollowsTheStore runs a real informer, with claimguard's
+// transform, over a fake source of managed resources and checks the owner
+// and claim index kept from its events against the store's own objects,
+// through adds, updates that change the owner or start a deletion,
+// deletes, and a relist that missed changes; then the watch stops and its
+// objects leave the index.
+func TestOwnerIndexFollowsTheStore(t *testing.T) {
+	source := fcache.NewFakeControllerSource()
+	tr := true
+	rv := 0
+	mr := func(name, owner string, deleting bool) *metav1.PartialObjectMetadata {
+		rv++
+		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Labels:          map[string]string{labelClaimNamespace: "default", labelClaimName: owner},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "database.example.org/v1alpha1", Kind: "XPostgreSQLInstance", Name: owner, Controller: &tr}},
+		}}
+		if deleting {
+			d := metav1.NewTime(now)
+			m.DeletionTimestamp = &d
+		}
+		return m
+	}
+	source.Add(mr("a", "x1", false))
+	source.Add(mr("b", "x1", true))
+	source.Add(mr("c", "x2", false))
+	informer := cache.NewSharedIndexInformer(source, &metav1.PartialObjectMetadata{}, 0, managedIndexers())
+	if err := informer.SetTransform(transform); err != nil {
+		t.Fatal(err)
+	}
+	owners := newOwnerIndex()
+	w := &watch{gk: rdsGK, role: roleManaged, owners: owners}
+	if _, err := informer.AddEventHandler(owners.handler(w)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go informer.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+
+	// indexed lists, by index value, the names the index holds, and what
+	// the store says it should hold.
+	indexed := func() (got, want map[string][]string) {
+		got, want = map[string][]string{}, map[string][]string{}
+		owners.mu.RLock()
+		for index, m := range map[string]map[string][]indexed{indexOwner: owners.owners, indexClaim: owners.claims} {
+			for value, es := range m {
+				for _, e := range es {
+					name := e.o.name()
+					if stored, ok, _ := informer.GetStore().GetByKey(e.o.key()); e.w != w || !ok || stored != e.o {
+						name += " (not the stored object)"
+					}
+					got[index+" "+value] = append(got[index+" "+value], name)
+				}
+			}
+		}
+		owners.mu.RUnlock()
+		for _, item := range informer.GetStore().List() {
+			o := item.(*object)
+			if o.owner != "" {
+				want[indexOwner+" "+o.owner] = append(want[indexOwner+" "+o.owner], o.name())
+			}
+			if c := claimOf(w, o); c != "" {
+				want[indexClaim+" "+c] = append(want[indexClaim+" "+c], o.name())
+			}
+		}
+		for _, m := range []map[string][]string{got, want} {
+			for k := range m {
+				slices.Sort(m[k])
+			}
+		}
+		return got, want
+	}
+	agrees := func(when string) {
+		t.Helper()
+		var diff string
+		err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+			got, want := indexed()
+			diff = cmp.Diff(want, got)
+			return diff == "", nil
+		})
+		if err != nil {
+			t.Fatalf("%s: the index differs from the store: -want, +got:\n%s", when, diff)
+		}
+	}
+	agrees("after the first list")
+	source.Add(mr("d", "x2", false))
+	source.Modify(mr("a", "x2", false)) // a new owner
+	source.Modify(mr("c", "x2", true))  // starts deleting: indexed by claim
+	source.Delete(mr("b", "x1", true))
+	agrees("after add, updates and delete")
+
+	// Changes the watch never delivers, then a relist.
+	source.AddDropWatch(mr("e", "x3", true))
+	source.ModifyDropWatch(mr("d", "x3", false))
+	source.DeleteDropWatch(mr("a", "x2", false))
+	source.ResetWatch()
+	agrees("after the relist")
+
+	owners.drop(w)
+	if len(owners.owners) != 0 || len(owners.claims) != 0 {
+		t.Fatalf("a stopped watch left objects in the index: %v %v", owners.owners, owners.claims)
+	}
+	source.Add(mr("f", "x4", false))
+	time.Sleep(50 * time.Millisecond)
+	if got := owners.get(indexOwner, ownerKey(pgXRD.compositeGK(), "x4")); len(got) != 0 {
+		t.Fatalf("a stopped watch's late event reached the index: %v", got)
+	}
+}
