@@ -71,7 +71,7 @@ func (r *Rule) compositeCreate(s *snapshot, req admission.Request, x *xrd) admis
 			this, f, old.deletingFor(now), heldBy(f, holders, now), kubectlGet(w.gvr.GroupResource(), old.namespace(), old.name())))
 	}
 	cov := &coverage{}
-	left := s.composed(w.gk, &object{id: o.id}, w.namespaced, cov)
+	left := s.composed(w.gk, &object{id: o.ident()}, w.namespaced, cov)
 	if len(left) > 0 {
 		return admission.Denied(fmt.Sprintf(
 			"claimguard: %s cannot be created yet: %s composed by the previous %s %s still being deleted or awaiting garbage collection: %s. "+

@@ -131,7 +131,7 @@ func TestTransform(t *testing.T) {
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "not-controller"}, {APIVersion: "database.example.org/v1alpha1", Kind: "XPostgreSQLInstance", Name: "db-x7k2p", Controller: &tr}},
 				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "crossplane"}},
 			}},
-			want: &object{id: "db-x7k2p-abcde", resourceVersion: "7", deletion: &deleted, finalizers: internFinalizers([]string{mrFinalizer}), externalName: "db",
+			want: &object{id: "db-x7k2p-abcde" + "7", rvLen: 1, deletion: &deleted, finalizers: internFinalizers([]string{mrFinalizer}), externalName: "db",
 				owner: "database.example.org/XPostgreSQLInstance/db-x7k2p", claim: "default/db"},
 		},
 		"V1CompositeWithClaimRefAndResourceRefs": {
@@ -141,7 +141,7 @@ func TestTransform(t *testing.T) {
 				"resourceRefs": []any{map[string]any{"apiVersion": "database.aws.example.org/v1beta1", "kind": "RDSInstance", "name": "db-x7k2p-abcde"}, "garbage", map[string]any{"kind": "NoName"}},
 				"parameters":   map[string]any{"storageGB": 20},
 			}}},
-			want: &object{id: "db-x7k2p", resourceVersion: "9", claim: "default/db",
+			want: &object{id: "db-x7k2p" + "9", rvLen: 1, claim: "default/db",
 				refs: []ref{newRef("database.aws.example.org", "RDSInstance", "", "db-x7k2p-abcde")}},
 		},
 		"V2NamespacedComposite": {

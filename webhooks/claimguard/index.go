@@ -140,7 +140,7 @@ func put(m map[string][]indexed, oldKey, key string, w *watch, old, cur *object)
 	}
 	es := m[key]
 	for i, e := range es {
-		if e.w == w && e.o.id == cur.id {
+		if e.w == w && e.o.ident() == cur.ident() {
 			c := make([]indexed, len(es))
 			copy(c, es)
 			c[i].o = cur
@@ -171,7 +171,7 @@ func remove(m map[string][]indexed, key string, w *watch, o *object) {
 	old := m[key]
 	at := -1
 	for i, e := range old {
-		if e.w == w && e.o.id == o.id {
+		if e.w == w && e.o.ident() == o.ident() {
 			at = i
 			break
 		}

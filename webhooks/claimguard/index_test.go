@@ -123,3 +123,21 @@ func TestOwnerIndexFollowsTheStore(t *testing.T) {
 		t.Fatalf("a stopped watch's late event reached the index: %v", got)
 	}
 }
+
+// TestObjectIDReadsBackWhatWasSet: namespace, name and resource version
+// share one string and read back exactly, whatever they hold.
+func TestObjectIDReadsBackWhatWasSet(t *testing.T) {
+	for _, tc := range []struct{ namespace, name, rv string }{
+		{"", "db", "7"}, {"default", "db", "123456"}, {"default", "db", ""}, {"", "db", ""},
+		{"", "a/b", "9"}, {"", "", "1"}, {"default", "", ""}, {"", "/x", "x/"},
+	} {
+		o := &object{}
+		o.setID(tc.namespace, tc.name, tc.rv)
+		if o.namespace() != tc.namespace || o.name() != tc.name || o.resourceVersion() != tc.rv || o.key() != cacheKey(tc.namespace, tc.name) {
+			t.Errorf("%+v reads back as namespace %q, name %q, resourceVersion %q, key %q", tc, o.namespace(), o.name(), o.resourceVersion(), o.key())
+		}
+		if got, err := cache.MetaNamespaceKeyFunc(o); err != nil || got != o.key() {
+			t.Errorf("%+v: client-go keys it %q (%v), claimguard %q", tc, got, err, o.key())
+		}
+	}
+}

@@ -24,12 +24,14 @@ const (
 // thousands of these, so it carries no labels, annotations or managed
 // fields, and it is smaller than a metav1.ObjectMeta.
 type object struct {
-	// id is the object's namespace and name as one string: the cache key,
-	// "namespace/name" or the name of a cluster-scoped object (see newID).
-	id              string
-	resourceVersion string
-	deletion        *metav1.Time
-	finalizers      finalizerList
+	// id is the object's namespace and name as one string, the cache key
+	// ("namespace/name", or the name of a cluster-scoped object: see
+	// newID), followed by its resource version, the last rvLen bytes: one
+	// string for what every object has.
+	id         string
+	rvLen      uint32
+	deletion   *metav1.Time
+	finalizers finalizerList
 	// externalName is the crossplane.io/external-name annotation.
 	externalName string
 	// owner is the controller owner reference as "group/Kind/name": the
@@ -107,38 +109,59 @@ func (o *object) deletingFor(now time.Time) time.Duration {
 }
 
 // newID joins a namespace and a name into an object's id. Neither may
-// contain "/" in Kubernetes; a cluster-scoped name that does (from a
-// request that never reached the API server's validation) is stored after
-// a "/" so that name and namespace still read back as given.
-func newID(namespace, name string) string {
-	if namespace == "" && strings.Contains(name, "/") {
-		return "/" + name
+// contain "/" in Kubernetes (a request's namespace is a segment of its
+// URL); a cluster-scoped name that does (a request body the API server
+// has not validated) is stored after a "/", so that name and namespace
+// still read back as given.
+func newID(namespace, name string) string { return newIDWithRV(namespace, name, "") }
+
+// newIDWithRV is newID followed by a resource version, built at once.
+func newIDWithRV(namespace, name, rv string) string {
+	switch {
+	case namespace == "" && strings.Contains(name, "/"):
+		return "/" + name + rv
+	case namespace == "":
+		return name + rv
 	}
-	return cacheKey(namespace, name)
+	return namespace + "/" + name + rv
+}
+
+// ident is the object's namespace and name as newID joins them.
+func (o *object) ident() string { return o.id[:len(o.id)-int(o.rvLen)] }
+
+// resourceVersion is the object's resource version, for client-go.
+func (o *object) resourceVersion() string { return o.id[len(o.id)-int(o.rvLen):] }
+
+// setID sets the object's namespace, name and resource version.
+func (o *object) setID(namespace, name, rv string) {
+	o.id, o.rvLen = newIDWithRV(namespace, name, rv), uint32(len(rv))
 }
 
 // name is the object's name.
 func (o *object) name() string {
-	if i := strings.IndexByte(o.id, '/'); i >= 0 {
-		return o.id[i+1:]
+	id := o.ident()
+	if i := strings.IndexByte(id, '/'); i >= 0 {
+		return id[i+1:]
 	}
-	return o.id
+	return id
 }
 
 // namespace is the object's namespace, empty when cluster-scoped.
 func (o *object) namespace() string {
-	if i := strings.IndexByte(o.id, '/'); i >= 0 {
-		return o.id[:i]
+	id := o.ident()
+	if i := strings.IndexByte(id, '/'); i >= 0 {
+		return id[:i]
 	}
 	return ""
 }
 
 // key is the object's cache key, as client-go's MetaNamespaceKeyFunc makes it.
 func (o *object) key() string {
-	if strings.HasPrefix(o.id, "/") {
-		return o.id[1:]
+	id := o.ident()
+	if strings.HasPrefix(id, "/") {
+		return id[1:]
 	}
-	return o.id
+	return id
 }
 
 func cacheKey(namespace, name string) string {
@@ -158,7 +181,7 @@ func (o *object) claimKey() string {
 	if o.namespace() == "" || o.name() == "" {
 		return ""
 	}
-	return o.id
+	return o.ident()
 }
 
 // claimKey names a claim for the claim index; empty unless both parts are set.

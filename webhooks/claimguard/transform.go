@@ -28,13 +28,12 @@ func transform(in any) (any, error) {
 // not nil, is the object's spec (composite resources only).
 func fromMeta(m metav1.Object, spec map[string]any) *object {
 	o := &object{
-		id:              newID(m.GetNamespace(), m.GetName()),
-		resourceVersion: m.GetResourceVersion(),
-		deletion:        m.GetDeletionTimestamp(),
-		finalizers:      internFinalizers(m.GetFinalizers()),
-		externalName:    m.GetAnnotations()[annotationExtName],
-		owner:           intern(controllerOwner(m.GetOwnerReferences())),
+		deletion:     m.GetDeletionTimestamp(),
+		finalizers:   internFinalizers(m.GetFinalizers()),
+		externalName: m.GetAnnotations()[annotationExtName],
+		owner:        intern(controllerOwner(m.GetOwnerReferences())),
 	}
+	o.setID(m.GetNamespace(), m.GetName(), m.GetResourceVersion())
 	labels := m.GetLabels()
 	claim := claimKey(labels[labelClaimNamespace], labels[labelClaimName])
 	if claim == "" && spec != nil {
