@@ -310,6 +310,11 @@ func (d *discoverer) onForbidden(what string) func(error) {
 func (d *discoverer) stopAll() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	all := make([]*watch, 0, len(d.watches))
+	for _, w := range d.watches {
+		all = append(all, w)
+	}
+	d.rule.owners.dropAll(all)
 	for gvr, w := range d.watches {
 		w.cancel()
 		delete(d.watches, gvr)

@@ -191,6 +191,9 @@ func remove(m map[string][]indexed, key string, w *watch, o *object) {
 func (x *ownerIndex) drop(w *watch) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if w.dropped {
+		return
+	}
 	w.dropped = true
 	for _, m := range []map[string][]indexed{x.owners, x.claims} {
 		for key, es := range m {
@@ -215,6 +218,17 @@ func (x *ownerIndex) drop(w *watch) {
 			}
 		}
 	}
+}
+
+// dropAll forgets every watch at once, when all stop.
+func (x *ownerIndex) dropAll(ws []*watch) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, w := range ws {
+		w.dropped = true
+	}
+	clear(x.owners)
+	clear(x.claims)
 }
 
 // get returns the entry of an index value; callers must not change it.

@@ -141,3 +141,33 @@ func TestObjectIDReadsBackWhatWasSet(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupsAnswerFromTheStore: the index follows the store a moment
+// late; until its handler has run, a lookup answers what the store holds,
+// not what the index remembers.
+func TestLookupsAnswerFromTheStore(t *testing.T) {
+	names := func(fs []found) []string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.name()+" "+f.externalName)
+		}
+		return out
+	}
+	c := newCluster().managed(rdsGK, rdsGVR, false, stateSynced,
+		mr("db-a", composedByPG("db"), externalName("a")), mr("db-b", composedByPG("db"), externalName("b")), mr("db-c", composedByPG("db"), externalName("c")))
+	w := c.s.all[0]
+	// The store drops db-a, moves db-b to another owner and updates db-c,
+	// and no handler has run yet.
+	if err := w.indexer.Delete(mr("db-a", composedByPG("db"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []*object{mr("db-b", composedByPG("other"), externalName("b")), mr("db-c", composedByPG("db"), externalName("c2"))} {
+		if err := w.indexer.Update(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := names(c.s.acrossKinds(indexOwner, ownerKey(pgXRD.compositeGK(), "db"), &coverage{}))
+	if diff := cmp.Diff([]string{"db-c c2"}, got); diff != "" {
+		t.Errorf("composed by db: -want, +got:\n%s", diff)
+	}
+}

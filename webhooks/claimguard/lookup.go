@@ -37,8 +37,8 @@ func byIndex(w *watch, index, value string) []found {
 	if index != indexExternalName {
 		var out []found
 		for _, e := range w.owners.get(index, value) {
-			if e.w == w {
-				out = append(out, found{object: e.o, gk: w.gk})
+			if o := stored(w, e, index, value); o != nil {
+				out = append(out, found{object: o, gk: w.gk})
 			}
 		}
 		return out
@@ -54,6 +54,32 @@ func byIndex(w *watch, index, value string) []found {
 		}
 	}
 	return out
+}
+
+// stored returns the object w's store holds under the key of an index
+// entry of w, if it is still under value in index; else nil. The index
+// follows the store a moment late, so an entry may name an object the
+// store has since replaced or dropped: the store's answer wins.
+func stored(w *watch, e indexed, index, value string) *object {
+	if e.w != w {
+		return nil
+	}
+	item, ok, err := w.indexer.GetByKey(e.o.key())
+	if err != nil || !ok {
+		return nil
+	}
+	o, ok := item.(*object)
+	switch {
+	case !ok:
+		return nil
+	case o == e.o:
+		return o
+	case index == indexOwner && o.owner == value:
+		return o
+	case index == indexClaim && claimOf(w, o) == value:
+		return o
+	}
+	return nil
 }
 
 // acrossKinds looks an owner or claim up in every synced watch, in the
@@ -72,8 +98,8 @@ func (s *snapshot) acrossKinds(index, value string, cov *coverage) []found {
 			es, looked = w.owners.get(index, value), true
 		}
 		for _, e := range es {
-			if e.w == w {
-				out = append(out, found{object: e.o, gk: w.gk})
+			if o := stored(w, e, index, value); o != nil {
+				out = append(out, found{object: o, gk: w.gk})
 			}
 		}
 	}
