@@ -19,8 +19,8 @@ import (
 	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 )
 
-// The benchmark cluster: 10k claimed XRs, each composing five MRs of five
-// managed kinds (50k MRs); one XR in fifty is deleting, with its MRs.
+// The benchmark cluster: 10k claimed XRs, each composing five MRs (50k
+// MRs); one XR in fifty is deleting, with its MRs.
 const (
 	benchXRs      = 10_000
 	benchPerXR    = 5
@@ -29,15 +29,29 @@ const (
 
 var benchKinds = []string{"RDSInstance", "SubnetGroup", "SecurityGroup", "Role", "Grant"}
 
+// benchShape says of which kind each of an XR's benchPerXR MRs is.
+type benchShape struct {
+	name   string
+	kindOf func(k int) int
+}
+
+var (
+	// oneOfEachKind: each XR composes one MR of each of five kinds.
+	oneOfEachKind = benchShape{"OneMRPerKind", func(k int) int { return k }}
+	// severalOfOneKind: each XR composes five MRs of one kind (five
+	// database Roles, say).
+	severalOfOneKind = benchShape{"SeveralMRsOfOneKind", func(int) int { return 0 }}
+)
+
 func benchXRName(i int) string { return fmt.Sprintf("db%05d-x7k2p", i) }
 
 // realisticXR is an XR as the API server returns it.
-func realisticXR(i int) *unstructured.Unstructured {
+func realisticXR(i int, shape benchShape) *unstructured.Unstructured {
 	name := benchXRName(i)
 	u := build(name, claimLabels(fmt.Sprintf("team-%03d", i%200), fmt.Sprintf("db%05d", i)), claimRef(fmt.Sprintf("team-%03d", i%200), fmt.Sprintf("db%05d", i)), finalizers(xrFinalizer))
 	var refs []map[string]any
-	for k, kind := range benchKinds {
-		refs = append(refs, map[string]any{"apiVersion": "database.aws.example.org/v1beta1", "kind": kind, "name": fmt.Sprintf("%s-%d", name, k)})
+	for k := 0; k < benchPerXR; k++ {
+		refs = append(refs, map[string]any{"apiVersion": "database.aws.example.org/v1beta1", "kind": benchKinds[shape.kindOf(k)], "name": fmt.Sprintf("%s-%d", name, k)})
 	}
 	resourceRefs(false, refs...)(u)
 	_ = unstructured.SetNestedMap(u.Object, map[string]any{"storageGB": int64(20), "version": "16", "region": "eu-west-1"}, "spec", "parameters")
@@ -55,7 +69,8 @@ func realisticXR(i int) *unstructured.Unstructured {
 	return u
 }
 
-// realisticMR is an MR's metadata as the metadata informer returns it.
+// realisticMR is the metadata of XR i's k-th MR as the metadata informer
+// returns it.
 func realisticMR(i, k int) *metav1.PartialObjectMetadata {
 	xrName := benchXRName(i)
 	tr := true
@@ -82,37 +97,36 @@ func benchGK(k int) schema.GroupKind {
 	return schema.GroupKind{Group: "database.aws.example.org", Kind: benchKinds[k]}
 }
 
-// benchCluster fills the caches through the informers' own transform and
-// indexers.
-func benchCluster(b testing.TB) *cluster {
+// benchCluster fills the caches through the informers' own transform,
+// indexers and event handlers.
+func benchCluster(b testing.TB, shape benchShape) *cluster {
 	c := newCluster()
-	idx := func(indexers cache.Indexers) cache.Indexer {
-		return cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
-	}
-	xrIdx := idx(compositeIndexers())
-	mrIdx := make([]cache.Indexer, len(benchKinds))
+	synced := func() bool { return true }
+	xrs := &watch{gk: pgXRD.compositeGK(), gvr: pgXRGVR, role: roleComposite, indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, compositeIndexers()),
+		owners: c.owners, synced: synced}
+	mrs := make([]*watch, len(benchKinds))
 	for k := range benchKinds {
-		mrIdx[k] = idx(managedIndexers())
+		mrs[k] = &watch{gk: benchGK(k), gvr: schema.GroupVersionResource{Group: "database.aws.example.org", Version: "v1beta1", Resource: "x" + fmt.Sprint(k)},
+			role: roleManaged, indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, managedIndexers()), owners: c.owners, synced: synced}
 	}
 	for i := 0; i < benchXRs; i++ {
-		o, err := transform(realisticXR(i))
+		o, err := transform(realisticXR(i, shape))
 		if err != nil {
 			b.Fatal(err)
 		}
-		_ = xrIdx.Add(o)
-		for k := range benchKinds {
+		store(xrs, o.(*object))
+		for k := 0; k < benchPerXR; k++ {
 			o, err := transform(realisticMR(i, k))
 			if err != nil {
 				b.Fatal(err)
 			}
-			_ = mrIdx[k].Add(o)
+			store(mrs[shape.kindOf(k)], o.(*object))
 		}
 	}
 	c.s.xrds[pgXRD.compositeGK()], c.s.claims[pgXRD.claimGK()] = pgXRD, pgXRD
-	c.s.add(&watch{gk: pgXRD.compositeGK(), gvr: pgXRGVR, role: roleComposite, indexer: xrIdx, synced: func() bool { return true }})
-	for k := range benchKinds {
-		c.s.add(&watch{gk: benchGK(k), gvr: schema.GroupVersionResource{Group: "database.aws.example.org", Version: "v1beta1", Resource: "x" + fmt.Sprint(k)},
-			role: roleManaged, indexer: mrIdx[k], synced: func() bool { return true }})
+	c.s.add(xrs)
+	for _, w := range mrs {
+		c.s.add(w)
 	}
 	return c
 }
@@ -149,7 +163,7 @@ func runHandler(b *testing.B, h admission.Handler, rq admission.Request, wantAll
 }
 
 func BenchmarkClaimguard(b *testing.B) {
-	c := benchCluster(b)
+	c := benchCluster(b, oneOfEachKind)
 	r := c.defaults()
 	claim := func(i int) admission.Request {
 		return admissiontest.Create(pgClaimGVR, "PostgreSQLInstance", req(fmt.Sprintf("db%05d", i), inNamespace(fmt.Sprintf("team-%03d", i%200)),
@@ -176,10 +190,10 @@ func BenchmarkClaimguard(b *testing.B) {
 		{"AllowAllBaseline", ruletest.AllowAll{}, claim(1), true},
 		{"ClaimCreateAllowed", r, claim(deletingEvery*3 + 1), true},
 		{"ClaimCreateDenied", r, claim(deletingEvery * 3), false},
-		{"CompositeCreateAllowed", r, admissiontest.Create(pgXRGVR, "XPostgreSQLInstance", realisticXR(deletingEvery*3+1).Object).Build(), true},
+		{"CompositeCreateAllowed", r, admissiontest.Create(pgXRGVR, "XPostgreSQLInstance", realisticXR(deletingEvery*3+1, oneOfEachKind).Object).Build(), true},
 		{"ManagedCreateAllowed", r, mrCreate0, true},
 		{"ManagedCreateDenied", r, mrDenied, false},
-		{"CompositeDeleteForegroundWarning", r, admissiontest.Delete(pgXRGVR, "XPostgreSQLInstance", realisticXR(deletingEvery*3+1).Object).
+		{"CompositeDeleteForegroundWarning", r, admissiontest.Delete(pgXRGVR, "XPostgreSQLInstance", realisticXR(deletingEvery*3+1, oneOfEachKind).Object).
 			Options(metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationForeground)}).Build(), true},
 	}
 	for _, tc := range cases {
@@ -191,18 +205,23 @@ func ptrTo[T any](v T) *T { return &v }
 
 // BenchmarkClaimguardCacheBytes measures the heap the caches hold per
 // cached object (10k XRs, 50k MRs, indexes included), reported as
-// bytes/object. One iteration fills the caches; run it with the default
-// -benchtime (or -benchtime=1x).
+// bytes/object, for both shapes of composition: one MR of each of five
+// kinds per XR, and five MRs of one kind per XR. One iteration fills the
+// caches; run it with the default -benchtime (or -benchtime=1x).
 func BenchmarkClaimguardCacheBytes(b *testing.B) {
-	for i := 0; i < b.N; i++ {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		c := benchCluster(b)
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(benchXRs*(1+benchPerXR)), "bytes/object")
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB")
-		runtime.KeepAlive(c)
+	for _, shape := range []benchShape{oneOfEachKind, severalOfOneKind} {
+		b.Run(shape.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				c := benchCluster(b, shape)
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(benchXRs*(1+benchPerXR)), "bytes/object")
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB")
+				runtime.KeepAlive(c)
+			}
+		})
 	}
 }

@@ -17,7 +17,7 @@ func (r *Rule) claimCreate(s *snapshot, req admission.Request, x *xrd) admission
 	if bad != nil {
 		return *bad
 	}
-	key := claimKey(c.namespace, c.name)
+	key := c.claimKey()
 	if key == "" {
 		return admission.Allowed("the claim has no name yet")
 	}
@@ -26,7 +26,7 @@ func (r *Rule) claimCreate(s *snapshot, req admission.Request, x *xrd) admission
 		return *resp
 	}
 	now := r.now()
-	claim := named(x.claimKind, c.namespace, c.name)
+	claim := named(x.claimKind, c.namespace(), c.name())
 	if xrs := onlyDeleting(byIndex(w, indexClaim, key)); len(xrs) > 0 {
 		sortFound(xrs)
 		old := xrs[0]
@@ -40,7 +40,7 @@ func (r *Rule) claimCreate(s *snapshot, req admission.Request, x *xrd) admission
 			"claimguard: %s cannot be created yet: %s, the composite resource of the previous claim %s, has been deleting for %s and %s%s. "+
 				"A new claim would compose new resources with the same external names while the old ones are still deleting theirs. "+
 				"Retry once %s is gone (%s).",
-			claim, old, key, old.deletingFor(now), heldBy(old, holders, now), more, old, kubectlGet(w.gvr.GroupResource(), old.namespace, old.name)))
+			claim, old, key, old.deletingFor(now), heldBy(old, holders, now), more, old, kubectlGet(w.gvr.GroupResource(), old.namespace(), old.name())))
 	}
 	cov := &coverage{}
 	prefix := ownerKey(x.compositeGK(), "")
@@ -57,7 +57,7 @@ func (r *Rule) claimCreate(s *snapshot, req admission.Request, x *xrd) admission
 				"A new claim would compose new resources with the same external names while the old ones are still deleting theirs. "+
 				"Retry once they are gone (kubectl get managed -l %s=%s,%s=%s).",
 			claim, count(len(left), "resource"), key, isAre(len(left)), listed(left, now),
-			labelClaimNamespace, c.namespace, labelClaimName, c.name))
+			labelClaimNamespace, c.namespace(), labelClaimName, c.name()))
 	}
 	return withUnchecked(admission.Allowed(""), cov)
 }
@@ -82,7 +82,7 @@ func (r *Rule) claimDelete(s *snapshot, req admission.Request, x *xrd) admission
 	if resp := usable(w, x.compositeGR().String()); resp != nil {
 		return *resp
 	}
-	xrs := byIndex(w, indexClaim, claimKey(c.namespace, c.name))
+	xrs := byIndex(w, indexClaim, c.claimKey())
 	if len(xrs) == 0 {
 		return admission.Allowed("")
 	}
@@ -100,8 +100,8 @@ func (r *Rule) claimDelete(s *snapshot, req admission.Request, x *xrd) admission
 	}
 	msg := fmt.Sprintf("claimguard: %s is deleted with compositeDeletePolicy Foreground: it stays until these are gone: %s. "+
 		"kubectl delete waits until then; follow progress with kubectl get managed -l %s=%s,%s=%s.",
-		named(x.claimKind, c.namespace, c.name), strings.Join(waits, "; and "),
-		labelClaimNamespace, c.namespace, labelClaimName, c.name)
+		named(x.claimKind, c.namespace(), c.name()), strings.Join(waits, "; and "),
+		labelClaimNamespace, c.namespace(), labelClaimName, c.name())
 	return withUnchecked(admission.Allowed("").WithWarnings(msg), cov)
 }
 

@@ -33,7 +33,7 @@ func (r *Rule) compositeCreate(s *snapshot, req admission.Request, x *xrd) admis
 		return *resp
 	}
 	now := r.now()
-	this := named(x.compositeKind, o.namespace, o.name)
+	this := named(x.compositeKind, o.namespace(), o.name())
 	if o.claim != "" {
 		var others []found
 		for _, f := range onlyDeleting(byIndex(w, indexClaim, o.claim)) {
@@ -50,10 +50,10 @@ func (r *Rule) compositeCreate(s *snapshot, req admission.Request, x *xrd) admis
 				"claimguard: %s for claim %s cannot be created yet: %s of the same claim has been deleting for %s and %s. "+
 					"A new composite resource would compose new resources with the same external names while the old ones are still deleting theirs. "+
 					"Retry once %s is gone (%s).",
-				this, o.claim, old, old.deletingFor(now), heldBy(old, holders, now), old, kubectlGet(w.gvr.GroupResource(), old.namespace, old.name)))
+				this, o.claim, old, old.deletingFor(now), heldBy(old, holders, now), old, kubectlGet(w.gvr.GroupResource(), old.namespace(), old.name())))
 		}
 	}
-	if o.name == "" {
+	if o.name() == "" {
 		return admission.Allowed("")
 	}
 	if item, exists, _ := w.indexer.GetByKey(o.key()); exists {
@@ -68,10 +68,10 @@ func (r *Rule) compositeCreate(s *snapshot, req admission.Request, x *xrd) admis
 		return admission.Denied(fmt.Sprintf(
 			"claimguard: %s cannot be created yet: the previous %s has been deleting for %s and %s. "+
 				"Retry once it is gone (%s).",
-			this, f, old.deletingFor(now), heldBy(f, holders, now), kubectlGet(w.gvr.GroupResource(), old.namespace, old.name)))
+			this, f, old.deletingFor(now), heldBy(f, holders, now), kubectlGet(w.gvr.GroupResource(), old.namespace(), old.name())))
 	}
 	cov := &coverage{}
-	left := s.composed(w.gk, &object{name: o.name, namespace: o.namespace}, w.namespaced, cov)
+	left := s.composed(w.gk, &object{id: o.ident()}, w.namespaced, cov)
 	if len(left) > 0 {
 		return admission.Denied(fmt.Sprintf(
 			"claimguard: %s cannot be created yet: %s composed by the previous %s %s still being deleted or awaiting garbage collection: %s. "+
@@ -95,10 +95,10 @@ func (r *Rule) compositeDelete(s *snapshot, req admission.Request, x *xrd) admis
 		return admission.Errored(400, err)
 	}
 	foreground := policy == metav1.DeletePropagationForeground || slices.Contains(o.finalizers, foregroundFinalizer)
-	namespaced := o.namespace != ""
+	namespaced := o.namespace() != ""
 	cov := &coverage{}
 	holders := s.composed(x.compositeGK(), o.object, namespaced, cov)
-	this := named(x.compositeKind, o.namespace, o.name)
+	this := named(x.compositeKind, o.namespace(), o.name())
 	if !foreground && r.cfg.RequireForegroundDelete && o.claim == "" && !o.controlled && !slices.Contains(systemDeleters, req.UserInfo.Username) {
 		shown := string(policy)
 		if shown == "" {

@@ -17,6 +17,10 @@ type requested struct {
 	controlled bool
 	// compositeDeletePolicy is a claim's spec.compositeDeletePolicy.
 	compositeDeletePolicy string
+	// finalizers are the object's finalizers as the request lists them;
+	// the cached form's interned list is left empty, since nothing prints
+	// a request's finalizers.
+	finalizers []string
 }
 
 // requestMeta is the part of the metadata claimguard reads; managed
@@ -104,9 +108,9 @@ func decodeObject(raw []byte, r role) (*requested, error) {
 		}
 		ns := rf.Namespace
 		if ns == "" {
-			ns = out.namespace
+			ns = out.namespace()
 		}
-		out.refs = append(out.refs, ref{group: gv.Group, kind: rf.Kind, namespace: ns, name: rf.Name})
+		out.refs = append(out.refs, newRef(gv.Group, rf.Kind, ns, rf.Name))
 	}
 	return out, nil
 }
@@ -117,15 +121,14 @@ func fromRequestMeta(m *requestMeta) *requested {
 	owner := controllerOwner(m.OwnerReferences)
 	return &requested{
 		object: &object{
-			name:         m.Name,
-			namespace:    m.Namespace,
+			id:           newID(m.Namespace, m.Name),
 			deletion:     m.DeletionTimestamp,
-			finalizers:   m.Finalizers,
 			externalName: m.Annotations[annotationExtName],
 			owner:        owner,
 			claim:        claimKey(m.Labels[labelClaimNamespace], m.Labels[labelClaimName]),
 		},
 		controlled: owner != "",
+		finalizers: m.Finalizers,
 	}
 }
 

@@ -258,16 +258,42 @@ func (d *discoverer) start(ctx context.Context, want wanted) *watch {
 		indexers = managedIndexers()
 	}
 	count := &objectCount{}
+	w := &watch{gk: want.gk, gvr: want.gvr, namespaced: want.namespaced, role: want.role, owners: d.rule.found.owners, objects: count.get}
 	cw := d.cluster.Watch(ctx, want.gvr, clustercache.Spec{
 		Metadata:    want.role == roleManaged,
 		Transform:   transform,
 		Indexers:    indexers,
-		Handler:     count.handler(),
+		Handler:     handlers{count.handler(), d.rule.found.owners.handler(w)},
 		OnSynced:    d.trigger,
 		OnForbidden: d.onForbidden(want.gvr.GroupResource().String()),
 	})
-	return &watch{gk: want.gk, gvr: want.gvr, namespaced: want.namespaced, role: want.role,
-		indexer: cw.Indexer(), objects: count.get, synced: cw.HasSynced, forbidden: cw.Forbidden, cancel: cw.Stop}
+	w.indexer, w.synced, w.forbidden = cw.Indexer(), cw.HasSynced, cw.Forbidden
+	w.cancel = func() {
+		cw.Stop()
+		d.rule.found.owners.drop(w)
+	}
+	return w
+}
+
+// handlers passes an informer's events to each of its handlers in turn.
+type handlers []cache.ResourceEventHandler
+
+func (hs handlers) OnAdd(obj any, initial bool) {
+	for _, h := range hs {
+		h.OnAdd(obj, initial)
+	}
+}
+
+func (hs handlers) OnUpdate(old, cur any) {
+	for _, h := range hs {
+		h.OnUpdate(old, cur)
+	}
+}
+
+func (hs handlers) OnDelete(obj any) {
+	for _, h := range hs {
+		h.OnDelete(obj)
+	}
 }
 
 // onForbidden logs that Steward may not list a kind, whose requests are
@@ -284,6 +310,11 @@ func (d *discoverer) onForbidden(what string) func(error) {
 func (d *discoverer) stopAll() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	all := make([]*watch, 0, len(d.watches))
+	for _, w := range d.watches {
+		all = append(all, w)
+	}
+	d.rule.found.owners.dropAll(all)
 	for gvr, w := range d.watches {
 		w.cancel()
 		delete(d.watches, gvr)

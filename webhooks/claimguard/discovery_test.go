@@ -131,7 +131,7 @@ func TestTransform(t *testing.T) {
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "not-controller"}, {APIVersion: "database.example.org/v1alpha1", Kind: "XPostgreSQLInstance", Name: "db-x7k2p", Controller: &tr}},
 				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "crossplane"}},
 			}},
-			want: &object{name: "db-x7k2p-abcde", resourceVersion: "7", deletion: &deleted, finalizers: []string{mrFinalizer}, externalName: "db",
+			want: &object{id: "db-x7k2p-abcde" + "7", rvLen: 1, deletion: &deleted, finalizers: internFinalizers([]string{mrFinalizer}), externalName: "db",
 				owner: "database.example.org/XPostgreSQLInstance/db-x7k2p", claim: "default/db"},
 		},
 		"V1CompositeWithClaimRefAndResourceRefs": {
@@ -141,20 +141,20 @@ func TestTransform(t *testing.T) {
 				"resourceRefs": []any{map[string]any{"apiVersion": "database.aws.example.org/v1beta1", "kind": "RDSInstance", "name": "db-x7k2p-abcde"}, "garbage", map[string]any{"kind": "NoName"}},
 				"parameters":   map[string]any{"storageGB": 20},
 			}}},
-			want: &object{name: "db-x7k2p", resourceVersion: "9", claim: "default/db",
-				refs: []ref{{group: "database.aws.example.org", kind: "RDSInstance", name: "db-x7k2p-abcde"}}},
+			want: &object{id: "db-x7k2p" + "9", rvLen: 1, claim: "default/db",
+				refs: []ref{newRef("database.aws.example.org", "RDSInstance", "", "db-x7k2p-abcde")}},
 		},
 		"V2NamespacedComposite": {
 			reason: "A v2 XR's references live under spec.crossplane and default to its namespace.",
 			in: &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "db", "namespace": "default"}, "spec": map[string]any{
 				"crossplane": map[string]any{"resourceRefs": []any{map[string]any{"apiVersion": "database.aws.m.example.org/v1beta1", "kind": "RDSInstance", "name": "db-q8w2z"}}},
 			}}},
-			want: &object{name: "db", namespace: "default", refs: []ref{{group: "database.aws.m.example.org", kind: "RDSInstance", namespace: "default", name: "db-q8w2z"}}},
+			want: &object{id: "default/db", refs: []ref{newRef("database.aws.m.example.org", "RDSInstance", "default", "db-q8w2z")}},
 		},
 		"AlreadyTransformedPassesThrough": {
 			reason: "client-go may hand an object to the transform twice.",
-			in:     &object{name: "x"},
-			want:   &object{name: "x"},
+			in:     &object{id: "x"},
+			want:   &object{id: "x"},
 		},
 		"OtherTypesAreAnError": {
 			reason:  "Nothing else is ever cached.",

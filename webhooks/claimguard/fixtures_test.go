@@ -161,10 +161,20 @@ func req(name string, mods ...mod) map[string]any { return build(name, mods...).
 
 // cluster describes the caches of one test.
 type cluster struct {
-	s *snapshot
+	s      *snapshot
+	owners *ownerIndex
 }
 
-func newCluster() *cluster { return &cluster{s: newSnapshot()} }
+func newCluster() *cluster { return &cluster{s: newSnapshot(), owners: newOwnerIndex()} }
+
+// store adds an object to a watch's cache as its informer does: to the
+// store, then through the event handler that keeps the owner index.
+func store(w *watch, o *object) {
+	if err := w.indexer.Add(o); err != nil {
+		panic(err)
+	}
+	w.owners.handler(w).OnAdd(o, true)
+}
 
 func (c *cluster) watch(gk schema.GroupKind, gvr schema.GroupVersionResource, namespaced bool, r role, st state, objs ...*object) *cluster {
 	indexers := managedIndexers()
@@ -172,13 +182,11 @@ func (c *cluster) watch(gk schema.GroupKind, gvr schema.GroupVersionResource, na
 		indexers = compositeIndexers()
 	}
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
-	for _, o := range objs {
-		if err := idx.Add(o); err != nil {
-			panic(err)
-		}
-	}
-	w := &watch{gk: gk, gvr: gvr, namespaced: namespaced, role: r, indexer: idx, objects: func() int { return len(idx.ListKeys()) }, synced: func() bool { return st == stateSynced },
+	w := &watch{gk: gk, gvr: gvr, namespaced: namespaced, role: r, indexer: idx, owners: c.owners, objects: func() int { return len(idx.ListKeys()) }, synced: func() bool { return st == stateSynced },
 		forbidden: func() bool { return st == stateForbidden }, cancel: func() {}}
+	for _, o := range objs {
+		store(w, o)
+	}
 	c.s.add(w)
 	return c
 }
@@ -201,6 +209,7 @@ func (c *cluster) managed(gk schema.GroupKind, gvr schema.GroupVersionResource, 
 // rule is a claimguard with cfg whose caches are the cluster's.
 func (c *cluster) rule(cfg Config) *Rule {
 	r := New(cfg)
+	r.found.owners = c.owners
 	r.now = func() time.Time { return now }
 	r.found.snap.Store(c.s)
 	r.found.ready.Store(true)

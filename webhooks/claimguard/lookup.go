@@ -34,6 +34,15 @@ func (c *coverage) skip(w *watch) {
 
 // byIndex returns the objects of one watch under an index value.
 func byIndex(w *watch, index, value string) []found {
+	if index != indexExternalName {
+		var out []found
+		for _, e := range w.owners.get(index, value) {
+			if o := stored(w, e, index, value); o != nil {
+				out = append(out, found{object: o, gk: w.gk})
+			}
+		}
+		return out
+	}
 	items, err := w.indexer.ByIndex(index, value)
 	if err != nil || len(items) == 0 {
 		return nil
@@ -47,15 +56,52 @@ func byIndex(w *watch, index, value string) []found {
 	return out
 }
 
-// acrossKinds looks an index value up in every synced watch.
+// stored returns the object w's store holds under the key of an index
+// entry of w, if it is still under value in index; else nil. The index
+// follows the store a moment late, so an entry may name an object the
+// store has since replaced or dropped: the store's answer wins.
+func stored(w *watch, e indexed, index, value string) *object {
+	if e.w != w {
+		return nil
+	}
+	item, ok, err := w.indexer.GetByKey(e.o.key())
+	if err != nil || !ok {
+		return nil
+	}
+	o, ok := item.(*object)
+	switch {
+	case !ok:
+		return nil
+	case o == e.o:
+		return o
+	case index == indexOwner && o.owner == value:
+		return o
+	case index == indexClaim && claimOf(w, o) == value:
+		return o
+	}
+	return nil
+}
+
+// acrossKinds looks an owner or claim up in every synced watch, in the
+// order of the watches.
 func (s *snapshot) acrossKinds(index, value string, cov *coverage) []found {
+	var es []indexed
+	looked := false
 	var out []found
 	for _, w := range s.all {
 		if w.state() != stateSynced {
 			cov.skip(w)
 			continue
 		}
-		out = append(out, byIndex(w, index, value)...)
+		if !looked {
+			// Every watch of a snapshot shares one index.
+			es, looked = w.owners.get(index, value), true
+		}
+		for _, e := range es {
+			if o := stored(w, e, index, value); o != nil {
+				out = append(out, found{object: o, gk: w.gk})
+			}
+		}
 	}
 	return out
 }
@@ -65,18 +111,18 @@ func (s *snapshot) acrossKinds(index, value string, cov *coverage) []found {
 // its spec whose kinds claimguard does not cache.
 func (s *snapshot) composed(gk schema.GroupKind, xr *object, namespaced bool, cov *coverage) []found {
 	var out []found
-	for _, f := range s.acrossKinds(indexOwner, ownerKey(gk, xr.name), cov) {
-		if namespaced && f.namespace != xr.namespace {
+	for _, f := range s.acrossKinds(indexOwner, ownerKey(gk, xr.name()), cov) {
+		if namespaced && f.namespace() != xr.namespace() {
 			continue
 		}
 		out = append(out, f)
 	}
 	for _, r := range xr.refs {
-		rgk := schema.GroupKind{Group: r.group, Kind: r.kind}
+		rgk := r.groupKind()
 		if s.watchFor(rgk) != nil {
 			continue
 		}
-		out = append(out, found{object: &object{name: r.name, namespace: r.namespace}, gk: rgk, unwatched: true})
+		out = append(out, found{object: &object{id: newID(r.namespace.Value(), r.name)}, gk: rgk, unwatched: true})
 	}
 	sortFound(out)
 	return out

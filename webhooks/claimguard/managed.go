@@ -52,8 +52,8 @@ func (r *Rule) managedCreate(s *snapshot, req admission.Request, gk schema.Group
 	old := same[0]
 	now := r.now()
 	details := []string{"deleting for " + old.deletingFor(now).String()}
-	if len(old.finalizers) > 0 {
-		details = append(details, "finalizers: "+strings.Join(old.finalizers, ", "))
+	if old.finalizers.any() {
+		details = append(details, "finalizers: "+old.finalizers.String())
 	}
 	if old.owner != "" {
 		by := "composed by " + ownerName(old.owner)
@@ -81,6 +81,6 @@ func (r *Rule) managedCreate(s *snapshot, req admission.Request, gk schema.Group
 		"claimguard: %s with external name %q cannot be created yet: %s (%s) has the same external name and still manages that external resource%s; "+
 			"%s would create or adopt it while the first deletes it. "+
 			"Retry once %s is gone (%s).",
-		named(gk.Kind, o.namespace, o.name), o.externalName, oldName, strings.Join(details, "; "), more,
-		why, old, kubectlGet(gvrs[old.gk], old.namespace, old.name)))
+		named(gk.Kind, o.namespace(), o.name()), o.externalName, oldName, strings.Join(details, "; "), more,
+		why, old, kubectlGet(gvrs[old.gk], old.namespace(), old.name())))
 }

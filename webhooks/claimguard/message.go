@@ -16,7 +16,9 @@ func named(kind, namespace, name string) string {
 	return kind + " " + namespace + "/" + name
 }
 
-func (f found) String() string { return named(f.gk.Kind, f.namespace, f.name) }
+// String is named(kind, namespace, name): "Kind namespace/name", or "Kind
+// name" for cluster-scoped objects, which is the kind and the cache key.
+func (f found) String() string { return f.gk.Kind + " " + f.key() }
 
 // describe names one object with what keeps it alive.
 func describe(f found, now time.Time) string {
@@ -30,8 +32,8 @@ func describe(f found, now time.Time) string {
 	if f.deleting() {
 		parts = append(parts, "deleting for "+f.deletingFor(now).String())
 	}
-	if len(f.finalizers) > 0 {
-		parts = append(parts, "finalizers: "+strings.Join(f.finalizers, ", "))
+	if f.finalizers.any() {
+		parts = append(parts, "finalizers: "+f.finalizers.String())
 	}
 	if len(parts) == 0 {
 		return f.String()
@@ -58,10 +60,10 @@ func listed(fs []found, now time.Time) string {
 // heldBy says what keeps a deleting composite resource from going away.
 func heldBy(xr found, holders []found, now time.Time) string {
 	if len(holders) == 0 {
-		if len(xr.finalizers) == 0 {
+		if !xr.finalizers.any() {
 			return "has no composed resources left"
 		}
-		return "is held by its finalizers " + strings.Join(xr.finalizers, ", ")
+		return "is held by its finalizers " + xr.finalizers.String()
 	}
 	return fmt.Sprintf("is still held by %s: %s", count(len(holders), "composed resource"), listed(holders, now))
 }

@@ -20,6 +20,12 @@ type watch struct {
 	namespaced bool
 	role       role
 	indexer    cache.Indexer
+	// owners finds the kind's objects by owner and claim, with every
+	// other kind's.
+	owners *ownerIndex
+	// dropped is set, under owners.mu, once the watch stopped and left
+	// owners.
+	dropped bool
 	// objects is how many objects the cache holds, kept from the
 	// informer's events (see objectCount) so a scrape lists nothing.
 	objects func() int

@@ -48,13 +48,15 @@ type discovered struct {
 	// rulesChanged is signalled on every new snapshot: the rules of the
 	// create and delete entries may have changed (see dynamicRules).
 	rulesChanged chan struct{}
+	// owners indexes every watch's objects by owner and claim.
+	owners *ownerIndex
 }
 
 // New builds the rule from its configuration. It touches no cluster; the
 // caches are set up by SetupWithManager.
 func New(c Config) *Rule {
 	c.Default()
-	return &Rule{cfg: c, now: time.Now, log: logr.Discard(), found: &discovered{rulesChanged: make(chan struct{}, 1)}}
+	return &Rule{cfg: c, now: time.Now, log: logr.Discard(), found: &discovered{rulesChanged: make(chan struct{}, 1), owners: newOwnerIndex()}}
 }
 
 // Inherit makes r judge from the view of the cluster running's discovery
@@ -113,11 +115,15 @@ func decode(req admission.Request, r role) (*requested, *admission.Response) {
 		resp := admission.Errored(http.StatusBadRequest, err)
 		return nil, &resp
 	}
-	if o.name == "" {
-		o.name = req.Name
-	}
-	if o.namespace == "" {
-		o.namespace = req.Namespace
+	name, namespace := o.name(), o.namespace()
+	if (name == "" && req.Name != "") || (namespace == "" && req.Namespace != "") {
+		if name == "" {
+			name = req.Name
+		}
+		if namespace == "" {
+			namespace = req.Namespace
+		}
+		o.id = newID(namespace, name)
 	}
 	return o, nil
 }

@@ -28,14 +28,12 @@ func transform(in any) (any, error) {
 // not nil, is the object's spec (composite resources only).
 func fromMeta(m metav1.Object, spec map[string]any) *object {
 	o := &object{
-		name:            m.GetName(),
-		namespace:       m.GetNamespace(),
-		resourceVersion: m.GetResourceVersion(),
-		deletion:        m.GetDeletionTimestamp(),
-		finalizers:      internAll(m.GetFinalizers()),
-		externalName:    m.GetAnnotations()[annotationExtName],
-		owner:           intern(controllerOwner(m.GetOwnerReferences())),
+		deletion:     m.GetDeletionTimestamp(),
+		finalizers:   internFinalizers(m.GetFinalizers()),
+		externalName: m.GetAnnotations()[annotationExtName],
+		owner:        intern(controllerOwner(m.GetOwnerReferences())),
 	}
+	o.setID(m.GetNamespace(), m.GetName(), m.GetResourceVersion())
 	labels := m.GetLabels()
 	claim := claimKey(labels[labelClaimNamespace], labels[labelClaimName])
 	if claim == "" && spec != nil {
@@ -43,7 +41,7 @@ func fromMeta(m metav1.Object, spec map[string]any) *object {
 	}
 	o.claim = intern(claim)
 	if spec != nil {
-		o.refs = refsOf(spec, o.namespace)
+		o.refs = refsOf(spec, o.namespace())
 	}
 	return o
 }
@@ -82,29 +80,43 @@ func refsOf(spec map[string]any, namespace string) []ref {
 			list = append(append([]any(nil), list...), l...)
 		}
 	}
-	var out []ref
-	for _, item := range list {
-		m, ok := item.(map[string]any)
-		if !ok {
-			continue
-		}
-		name, _ := m["name"].(string)
-		kind, _ := m["kind"].(string)
-		apiVersion, _ := m["apiVersion"].(string)
-		if name == "" || kind == "" {
-			continue
-		}
-		gv, err := schema.ParseGroupVersion(apiVersion)
-		if err != nil {
-			continue
-		}
-		ns, _ := m["namespace"].(string)
-		if ns == "" {
-			ns = namespace
-		}
-		out = append(out, ref{group: intern(gv.Group), kind: intern(kind), namespace: ns, name: name})
+	if len(list) == 0 {
+		return nil
 	}
-	return out
+	out := make([]ref, 0, len(list))
+	for _, item := range list {
+		if r, ok := refOf(item, namespace); ok {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	// Exactly sized: the cache keeps it as long as the composite.
+	return append(make([]ref, 0, len(out)), out...)
+}
+
+// refOf reads one resource reference.
+func refOf(item any, namespace string) (ref, bool) {
+	m, ok := item.(map[string]any)
+	if !ok {
+		return ref{}, false
+	}
+	name, _ := m["name"].(string)
+	kind, _ := m["kind"].(string)
+	apiVersion, _ := m["apiVersion"].(string)
+	if name == "" || kind == "" {
+		return ref{}, false
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return ref{}, false
+	}
+	ns, _ := m["namespace"].(string)
+	if ns == "" {
+		ns = namespace
+	}
+	return newRef(gv.Group, kind, ns, name), true
 }
 
 // str reads a nested string field, or "" when any step is missing or of

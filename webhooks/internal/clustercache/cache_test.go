@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/discovery"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/tools/cache"
 )
 
 // fakeDiscovery serves resource lists a test may change.
@@ -277,5 +278,39 @@ func TestResourcesFrom(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, resourcesFrom(groups, lists)); diff != "" {
 		t.Errorf("resourcesFrom: preferred version first, subresources and bad lists skipped: -want, +got:\n%s", diff)
+	}
+}
+
+// TestWatchIsSyncedOnceItsHandlerHasSeenTheFirstList: a rule that indexes
+// objects from its handler (claimguard) must not be told its cache is
+// synced while the handler is still being handed the first list.
+func TestWatchIsSyncedOnceItsHandlerHasSeenTheFirstList(t *testing.T) {
+	disco := &fakeDiscovery{}
+	c, _ := newTestCache(t, disco, kustomization("v1", "apps", "web", "v1"))
+	release := make(chan struct{})
+	synced := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := c.Watch(ctx, kustomizations.WithVersion("v1"), Spec{
+		Metadata: true,
+		Handler:  cache.ResourceEventHandlerFuncs{AddFunc: func(any) { <-release }},
+		OnSynced: func() { close(synced) },
+	})
+	eventually(t, "the informer stored the first list", w.informer.HasSynced)
+	time.Sleep(3 * debounce)
+	if w.HasSynced() {
+		t.Fatal("synced while the handler has not been handed the first list")
+	}
+	select {
+	case <-synced:
+		t.Fatal("OnSynced called while the handler has not been handed the first list")
+	default:
+	}
+	close(release)
+	eventually(t, "synced once the handler has seen the first list", w.HasSynced)
+	select {
+	case <-synced:
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnSynced not called")
 	}
 }

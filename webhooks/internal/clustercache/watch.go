@@ -38,6 +38,9 @@ type Watch struct {
 	informer  cache.SharedIndexInformer
 	forbidden atomic.Bool
 	cancel    context.CancelFunc
+	// handled, when the Spec has a Handler, reports whether it has heard
+	// of every object of the first list.
+	handled func() bool
 }
 
 // Watch starts an informer over gvr until ctx ends or Stop is called.
@@ -52,11 +55,13 @@ func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Sp
 	if s.Transform != nil {
 		_ = inf.SetTransform(s.Transform)
 	}
-	if s.Handler != nil {
-		_, _ = inf.AddEventHandler(s.Handler)
-	}
 	wctx, cancel := context.WithCancel(ctx)
 	w := &Watch{gvr: gvr, informer: inf, cancel: cancel}
+	if s.Handler != nil {
+		if reg, err := inf.AddEventHandler(s.Handler); err == nil {
+			w.handled = reg.HasSynced
+		}
+	}
 	onForbidden := s.OnForbidden
 	if onForbidden == nil {
 		onForbidden = func(err error) {
@@ -74,7 +79,7 @@ func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Sp
 	})
 	go inf.RunWithContext(wctx)
 	go func() {
-		if cache.WaitForCacheSync(wctx.Done(), inf.HasSynced) {
+		if cache.WaitForCacheSync(wctx.Done(), w.HasSynced) {
 			w.forbidden.Store(false)
 			if s.OnSynced != nil {
 				s.OnSynced()
@@ -90,8 +95,12 @@ func (w *Watch) GVR() schema.GroupVersionResource { return w.gvr }
 // Indexer is the informer's store.
 func (w *Watch) Indexer() cache.Indexer { return w.informer.GetIndexer() }
 
-// HasSynced reports whether the first list has been stored.
-func (w *Watch) HasSynced() bool { return w.informer.HasSynced() }
+// HasSynced reports whether the first list has been stored and, when the
+// Spec has a Handler, delivered to it: a rule that indexes objects from
+// its handler finds all of them once synced.
+func (w *Watch) HasSynced() bool {
+	return w.informer.HasSynced() && (w.handled == nil || w.handled())
+}
 
 // Forbidden reports whether the last list failed because Steward may not
 // list the resource; it is cleared once a list succeeds.
