@@ -3,11 +3,14 @@ package clustercache
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -34,20 +37,39 @@ type Spec struct {
 
 // Watch is one running informer over one resource at one version.
 type Watch struct {
-	gvr       schema.GroupVersionResource
-	informer  cache.SharedIndexInformer
+	gvr      schema.GroupVersionResource
+	informer cache.SharedIndexInformer
+	started  time.Time
+	// forbidden is set when a list or watch fails because Steward may not
+	// list the resource, failing when one fails for another reason; both
+	// are cleared by the next list or watch the API server accepts.
 	forbidden atomic.Bool
+	failing   atomic.Bool
 	cancel    context.CancelFunc
 }
 
+// State is what a Watch can answer, in the words of the
+// steward_watched_kinds metric.
+type State string
+
+const (
+	// StateSynced: the informer has stored its first list and its last
+	// list or watch was accepted.
+	StateSynced State = "synced"
+	// StateSyncing: the first list is not stored yet, or the last list or
+	// watch failed for a reason other than RBAC (the informer retries; a
+	// synced store keeps answering meanwhile, possibly stale).
+	StateSyncing State = "syncing"
+	// StateForbidden: the last list or watch failed because Steward may
+	// not list or watch the resource.
+	StateForbidden State = "forbidden"
+)
+
 // Watch starts an informer over gvr until ctx ends or Stop is called.
 func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Spec) *Watch {
-	var inf cache.SharedIndexInformer
-	if s.Metadata {
-		inf = metadatainformer.NewFilteredMetadataInformer(c.meta, gvr, "", 0, s.Indexers, nil).Informer()
-	} else {
-		inf = dynamicinformer.NewFilteredDynamicInformer(c.dyn, gvr, "", 0, s.Indexers, nil).Informer()
-	}
+	w := &Watch{gvr: gvr, started: time.Now()}
+	inf := c.informer(gvr, s, w.accepted)
+	w.informer = inf
 	// Both are set before the informer runs, so neither can fail.
 	if s.Transform != nil {
 		_ = inf.SetTransform(s.Transform)
@@ -56,7 +78,7 @@ func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Sp
 		_, _ = inf.AddEventHandler(s.Handler)
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	w := &Watch{gvr: gvr, informer: inf, cancel: cancel}
+	w.cancel = cancel
 	onForbidden := s.OnForbidden
 	if onForbidden == nil {
 		onForbidden = func(err error) {
@@ -65,17 +87,18 @@ func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Sp
 	}
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if apierrors.IsForbidden(err) {
+			w.failing.Store(false)
 			if !w.forbidden.Swap(true) {
 				onForbidden(err)
 			}
 			return
 		}
+		w.failing.Store(true)
 		cache.DefaultWatchErrorHandler(ctx, r, err)
 	})
 	go inf.RunWithContext(wctx)
 	go func() {
 		if cache.WaitForCacheSync(wctx.Done(), inf.HasSynced) {
-			w.forbidden.Store(false)
 			if s.OnSynced != nil {
 				s.OnSynced()
 			}
@@ -93,9 +116,67 @@ func (w *Watch) Indexer() cache.Indexer { return w.informer.GetIndexer() }
 // HasSynced reports whether the first list has been stored.
 func (w *Watch) HasSynced() bool { return w.informer.HasSynced() }
 
-// Forbidden reports whether the last list failed because Steward may not
-// list the resource; it is cleared once a list succeeds.
+// Forbidden reports whether the last list or watch failed because Steward
+// may not list the resource; it is cleared once one is accepted.
 func (w *Watch) Forbidden() bool { return w.forbidden.Load() }
+
+// State is the informer's state now: forbidden, synced or syncing.
+func (w *Watch) State() State {
+	switch {
+	case w.forbidden.Load():
+		return StateForbidden
+	case w.informer.HasSynced() && !w.failing.Load():
+		return StateSynced
+	}
+	return StateSyncing
+}
+
+// accepted clears the failure flags: the API server accepted a list or a
+// watch.
+func (w *Watch) accepted() {
+	w.forbidden.Store(false)
+	w.failing.Store(false)
+}
+
+// informer builds the informer metadatainformer or dynamicinformer would,
+// over a ListWatch that calls ok after every list or watch the API server
+// accepts, which is how a Watch learns that RBAC was granted again or a
+// failing watch recovered.
+func (c *Cache) informer(gvr schema.GroupVersionResource, s Spec, ok func()) cache.SharedIndexInformer {
+	var list func(context.Context, metav1.ListOptions) (runtime.Object, error)
+	var watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	var client any
+	var example runtime.Object
+	if s.Metadata {
+		r := c.meta.Resource(gvr)
+		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return r.List(ctx, o) }
+		watchFn = r.Watch
+		client, example = c.meta, &metav1.PartialObjectMetadata{}
+	} else {
+		r := c.dyn.Resource(gvr)
+		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return r.List(ctx, o) }
+		watchFn = r.Watch
+		client, example = c.dyn, &unstructured.Unstructured{}
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			obj, err := list(ctx, o)
+			if err == nil {
+				ok()
+			}
+			return obj, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			wi, err := watchFn(ctx, o)
+			if err == nil {
+				ok()
+			}
+			return wi, err
+		},
+	}
+	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), example,
+		cache.SharedIndexInformerOptions{Indexers: s.Indexers, ObjectDescription: gvr.String()})
+}
 
 // Stop ends the informer; its store keeps what it had.
 func (w *Watch) Stop() { w.cancel() }
