@@ -68,7 +68,7 @@ const (
 // Watch starts an informer over gvr until ctx ends or Stop is called.
 func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Spec) *Watch {
 	w := &Watch{gvr: gvr, started: time.Now()}
-	inf := c.informer(gvr, s, w.accepted)
+	inf := c.informer(gvr, s, w)
 	w.informer = inf
 	// Both are set before the informer runs, so neither can fail.
 	if s.Transform != nil {
@@ -131,18 +131,25 @@ func (w *Watch) State() State {
 	return StateSyncing
 }
 
-// accepted clears the failure flags: the API server accepted a list or a
-// watch.
+// accepted clears the failure flags: the API server answered a list, or a
+// watch sent an object or a bookmark.
 func (w *Watch) accepted() {
-	w.forbidden.Store(false)
-	w.failing.Store(false)
+	if w.forbidden.Load() {
+		w.forbidden.Store(false)
+	}
+	if w.failing.Load() {
+		w.failing.Store(false)
+	}
 }
 
 // informer builds the informer metadatainformer or dynamicinformer would,
-// over a ListWatch that calls ok after every list or watch the API server
-// accepts, which is how a Watch learns that RBAC was granted again or a
-// failing watch recovered.
-func (c *Cache) informer(gvr schema.GroupVersionResource, s Spec, ok func()) cache.SharedIndexInformer {
+// over a ListWatch that tells w what the API server answers, which is how
+// a Watch learns that RBAC was granted again or a failing list recovered.
+// A watch the API server opens is allowed (forbidden is cleared), but only
+// its events say whether its objects can be served: client-go lists
+// through a watch (WatchListClient), and a list that cannot convert its
+// objects fails in the stream, not when it opens.
+func (c *Cache) informer(gvr schema.GroupVersionResource, s Spec, w *Watch) cache.SharedIndexInformer {
 	var list func(context.Context, metav1.ListOptions) (runtime.Object, error)
 	var watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)
 	var client any
@@ -162,16 +169,22 @@ func (c *Cache) informer(gvr schema.GroupVersionResource, s Spec, ok func()) cac
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			obj, err := list(ctx, o)
 			if err == nil {
-				ok()
+				w.accepted()
 			}
 			return obj, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			wi, err := watchFn(ctx, o)
-			if err == nil {
-				ok()
+			if err != nil {
+				return nil, err
 			}
-			return wi, err
+			w.forbidden.Store(false)
+			return watch.Filter(wi, func(e watch.Event) (watch.Event, bool) {
+				if e.Type != watch.Error {
+					w.accepted()
+				}
+				return e, true
+			}), nil
 		},
 	}
 	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), example,
