@@ -18,8 +18,10 @@ type setMetrics struct {
 
 // Collector reports the Set's informers as
 // steward_watched_kinds{rule,group,resource,version,state} = 1, one series
-// per resource whose informer answers lookups: the version it watches and
-// its state now (synced, syncing, forbidden). A resource that is not
+// per informer: the version it watches and its state now (synced, syncing,
+// forbidden). A resource has one, or two while an upgrade moves its
+// informer to another version (the old one answers until the new one has
+// synced). A resource that is not
 // served has no series: nothing watches it, and nothing needs to. The
 // rule label is the Set's name, a constant label, so every rule's Set
 // registers its own collector with the registry Steward serves and none

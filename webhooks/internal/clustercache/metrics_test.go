@@ -145,3 +145,29 @@ func TestSetReadinessWaitsForAKindServedAtStartThatFails(t *testing.T) {
 		t.Errorf("a kind that keeps failing holds readiness back for %v at most: %v", readyWithin, err)
 	}
 }
+
+func TestSetReportsAMoveToAVersionItCannotList(t *testing.T) {
+	disco := &fakeDiscovery{}
+	disco.serve(nil, kustomizationsAt("v1beta2"))
+	c, set := newTestCache(t, disco, kustomization("v1beta2", "apps", "web", "v1beta2"))
+	c.meta.(*metadatafake.FakeMetadataClient).PrependReactor("list", kustomizations.Resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetResource().Version == "v1" {
+			return true, nil, apierrors.NewInternalError(errors.New("conversion webhook unavailable"))
+		}
+		return false, nil, nil
+	})
+	start(t, c)
+	eventually(t, "synced at v1beta2", func() bool { return set.Ready(nil) == nil && note(set, "apps", "web") == "v1beta2" })
+
+	disco.serve(nil, kustomizationsAt("v1"), kustomizationsAt("v1beta2"))
+	c.trigger()
+	want := watchedKindsHeader + `steward_watched_kinds{group="kustomize.toolkit.fluxcd.io",resource="kustomizations",rule="test",state="synced",version="v1beta2"} 1
+steward_watched_kinds{group="kustomize.toolkit.fluxcd.io",resource="kustomizations",rule="test",state="syncing",version="v1"} 1
+`
+	eventually(t, "both versions are reported", func() bool {
+		return testutil.CollectAndCompare(set.Collector(), strings.NewReader(want)) == nil
+	})
+	if note(set, "apps", "web") != "v1beta2" || set.Ready(nil) != nil {
+		t.Error("the old version must keep answering, and the Set ready, while the new one cannot sync")
+	}
+}

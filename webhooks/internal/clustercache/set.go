@@ -183,14 +183,18 @@ func (s *Set) Ready(*http.Request) error {
 	return errors.Join(errs...)
 }
 
-// Watched is what each informer answering lookups is doing now, by
-// resource and version, for the metric and tests.
+// Watched is what each informer is doing now, by resource and version,
+// for the metric and tests: the one answering lookups and, while an
+// upgrade moves it, its replacement, so a version the cluster prefers but
+// cannot list shows (syncing or forbidden) although the old one answers.
 func (s *Set) Watched() map[schema.GroupVersionResource]State {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make(map[schema.GroupVersionResource]State, len(s.current))
-	for _, w := range s.current {
-		out[w.GVR()] = w.State()
+	out := make(map[schema.GroupVersionResource]State, len(s.current)+len(s.next))
+	for _, m := range []map[schema.GroupResource]*Watch{s.current, s.next} {
+		for _, w := range m {
+			out[w.GVR()] = w.State()
+		}
 	}
 	return out
 }
