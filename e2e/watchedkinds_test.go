@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stewardhq/steward/e2e/harness"
+)
+
+// TestWatchedKindsReportAFluxKindSuspendnoticeFollows follows one Flux kind
+// (Buckets) that suspendnotice caches through its life in a running
+// cluster, in Steward's own /metrics: installed, it is synced at the version
+// it serves; an upgrade adds a version the cluster prefers but cannot list
+// (its conversion webhook does not answer), and the new version shows as
+// syncing while the old one, synced, keeps answering; once the new version
+// lists, it alone is reported, synced; deleted, the kind has no series at
+// all. Steward stays ready throughout: a kind that cannot be listed is the
+// metric's and the alert's to report, not a reason to stop answering every
+// webhook.
+func TestWatchedKindsReportAFluxKindSuspendnoticeFollows(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	env.LogOnFailure(t)
+	ns := "watched-kinds"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "buckets.source.toolkit.fluxcd.io"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group:    "source.toolkit.fluxcd.io",
+			Names:    apiextensionsv1.CustomResourceDefinitionNames{Kind: "Bucket", ListKind: "BucketList", Plural: "buckets", Singular: "bucket"},
+			Scope:    apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{snCRDVersion("v1beta2", true, true)},
+		},
+	}
+	if err := env.Client.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Client.Delete(context.Background(), crd); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("removing the CRD: %v", err)
+		}
+	})
+	expect := func(what string, want map[string]string) {
+		t.Helper()
+		harness.Eventually(t, 90*time.Second, func() error {
+			got, err := bucketsWatched()
+			if err != nil {
+				return err
+			}
+			if !maps.Equal(got, want) {
+				return fmt.Errorf("%s: steward_watched_kinds{rule=suspendnotice,resource=buckets} by version = %v, want %v", what, got, want)
+			}
+			return nil
+		})
+		expectReady(t)
+	}
+	expect("installed", map[string]string{"v1beta2": "synced"})
+
+	bucket := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "source.toolkit.fluxcd.io/v1beta2",
+		"kind":       "Bucket",
+		"metadata":   map[string]any{"name": "assets", "namespace": ns},
+		"spec":       map[string]any{"interval": "5m", "bucketName": "assets", "endpoint": "minio.example.org"},
+	}}
+	harness.Eventually(t, 30*time.Second, func() error { return env.Client.Create(ctx, bucket) })
+
+	// The upgrade: v1 is served and preferred, but every object is stored
+	// at v1beta2 and the conversion webhook does not answer, so v1 cannot
+	// be listed.
+	updateCRD(ctx, t, crd, func() {
+		crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{snCRDVersion("v1beta2", true, true), snCRDVersion("v1", true, false)}
+		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
+			Strategy: apiextensionsv1.WebhookConverter,
+			Webhook: &apiextensionsv1.WebhookConversion{
+				ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:1/convert")},
+				ConversionReviewVersions: []string{"v1"},
+			},
+		}
+	})
+	expect("v1 cannot be listed", map[string]string{"v1beta2": "synced", "v1": "syncing"})
+
+	updateCRD(ctx, t, crd, func() {
+		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+	})
+	expect("v1 lists", map[string]string{"v1": "synced"})
+
+	if err := env.Client.Delete(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	expect("the CRD is deleted", map[string]string{})
+}
+
+// bucketsWatched reads suspendnotice's Buckets from Steward's metrics: the
+// state of each version watched.
+func bucketsWatched() (map[string]string, error) {
+	text, err := env.Steward.MetricsText()
+	if err != nil {
+		return nil, err
+	}
+	families, err := harness.ParseMetrics(text)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, m := range families["steward_watched_kinds"].GetMetric() {
+		if !harness.HasLabels(m, map[string]string{"rule": "suspendnotice", "group": "source.toolkit.fluxcd.io", "resource": "buckets"}) {
+			continue
+		}
+		if m.GetGauge().GetValue() != 1 {
+			return nil, fmt.Errorf("steward_watched_kinds %v = %v, want 1", m.GetLabel(), m.GetGauge().GetValue())
+		}
+		out[labelValue(m, "version")] = labelValue(m, "state")
+	}
+	return out, nil
+}
+
+// updateCRD applies change to the CRD as stored, retrying on conflicts.
+func updateCRD(ctx context.Context, t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, change func()) {
+	t.Helper()
+	harness.Eventually(t, 30*time.Second, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
+			return err
+		}
+		change()
+		return env.Client.Update(ctx, crd)
+	})
+}
+
+// expectReady fails unless Steward reports ready.
+func expectReady(t *testing.T) {
+	t.Helper()
+	resp, err := http.Get(env.Steward.HealthURL("/readyz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/readyz = %d, want 200: Steward must stay ready", resp.StatusCode)
+	}
+}
