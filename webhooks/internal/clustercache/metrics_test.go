@@ -8,7 +8,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
 )
@@ -170,4 +172,34 @@ steward_watched_kinds{group="kustomize.toolkit.fluxcd.io",resource="kustomizatio
 	if note(set, "apps", "web") != "v1beta2" || set.Ready(nil) != nil {
 		t.Error("the old version must keep answering, and the Set ready, while the new one cannot sync")
 	}
+}
+
+func TestObservedWatchPassesEventsOnAndNeverBlocksOnceStopped(t *testing.T) {
+	inner := watch.NewFake()
+	var oks atomic.Int32
+	w := observe(inner, func() { oks.Add(1) })
+	go inner.Add(kustomization("v1", "apps", "web", ""))
+	if e := <-w.ResultChan(); e.Type != watch.Added {
+		t.Fatalf("got %v, want the Added event", e.Type)
+	}
+	go inner.Error(&metav1.Status{Status: metav1.StatusFailure})
+	if e := <-w.ResultChan(); e.Type != watch.Error {
+		t.Fatalf("got %v, want the Error event", e.Type)
+	}
+	if oks.Load() != 1 {
+		t.Errorf("ok called %d times, want once: errors do not count", oks.Load())
+	}
+	// An event on its way when the reader stops reading must not block.
+	sent := make(chan struct{})
+	go func() { inner.Modify(kustomization("v1", "apps", "web", "")); close(sent) }()
+	<-sent
+	w.Stop()
+	eventually(t, "the result channel closes", func() bool {
+		select {
+		case _, open := <-w.ResultChan():
+			return !open
+		default:
+			return false
+		}
+	})
 }

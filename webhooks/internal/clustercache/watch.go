@@ -2,6 +2,7 @@ package clustercache
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -179,12 +180,7 @@ func (c *Cache) informer(gvr schema.GroupVersionResource, s Spec, w *Watch) cach
 				return nil, err
 			}
 			w.forbidden.Store(false)
-			return watch.Filter(wi, func(e watch.Event) (watch.Event, bool) {
-				if e.Type != watch.Error {
-					w.accepted()
-				}
-				return e, true
-			}), nil
+			return observe(wi, w.accepted), nil
 		},
 	}
 	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), example,
@@ -208,4 +204,40 @@ func (w *Watch) Get(namespace, name string) (any, bool) {
 		return nil, false
 	}
 	return obj, true
+}
+
+// observedWatch passes a watch's events on, calling ok for every one that
+// is not an error. Unlike watch.Filter it never blocks once stopped, so no
+// goroutine outlives a watch the reflector stopped while an event was on
+// its way.
+type observedWatch struct {
+	inner  watch.Interface
+	result chan watch.Event
+	done   chan struct{}
+	once   sync.Once
+}
+
+func observe(inner watch.Interface, ok func()) watch.Interface {
+	o := &observedWatch{inner: inner, result: make(chan watch.Event), done: make(chan struct{})}
+	go func() {
+		defer close(o.result)
+		for e := range inner.ResultChan() {
+			if e.Type != watch.Error {
+				ok()
+			}
+			select {
+			case o.result <- e:
+			case <-o.done:
+				return
+			}
+		}
+	}()
+	return o
+}
+
+func (o *observedWatch) ResultChan() <-chan watch.Event { return o.result }
+
+func (o *observedWatch) Stop() {
+	o.once.Do(func() { close(o.done) })
+	o.inner.Stop()
 }
