@@ -223,3 +223,15 @@ func (s *Set) Watching(gr schema.GroupResource) string {
 	}
 	return ""
 }
+
+// Followed names the Sets a rule made with Follow, for the test that
+// every such rule reports its kinds.
+func (c *Cache) Followed() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.sets))
+	for _, s := range c.sets {
+		out = append(out, s.name)
+	}
+	return out
+}
