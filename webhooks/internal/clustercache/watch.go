@@ -42,8 +42,10 @@ type Watch struct {
 	informer cache.SharedIndexInformer
 	started  time.Time
 	// forbidden is set when a list or watch fails because Steward may not
-	// list the resource, failing when one fails for another reason; both
-	// are cleared by the next list or watch the API server accepts.
+	// list the resource, and cleared by a list that succeeds or a watch
+	// the API server opens; failing is set when one fails for another
+	// reason, and cleared by a list that succeeds or a watch event that
+	// is not an error (see informer).
 	forbidden atomic.Bool
 	failing   atomic.Bool
 	cancel    context.CancelFunc
@@ -54,8 +56,8 @@ type Watch struct {
 type State string
 
 const (
-	// StateSynced: the informer has stored its first list and its last
-	// list or watch was accepted.
+	// StateSynced: the informer has stored its first list, and no list
+	// or watch has failed since the last one that came through.
 	StateSynced State = "synced"
 	// StateSyncing: the first list is not stored yet, or the last list or
 	// watch failed for a reason other than RBAC (the informer retries; a
