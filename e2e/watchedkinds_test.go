@@ -40,10 +40,7 @@ func TestWatchedKindsReportAFluxKindSuspendnoticeFollows(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	env.LogOnFailure(t)
-	ns := "watched-kinds"
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	ns := testNamespace(t, ctx, "watched-kinds")
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "buckets.source.toolkit.fluxcd.io"},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
