@@ -40,7 +40,9 @@ func TestWatchedKindsReportAFluxKindSuspendnoticeFollows(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	env.LogOnFailure(t)
-	ns := testNamespace(t, ctx, "watched-kinds")
+	// A name of its own: a deleted namespace stays Terminating here (no
+	// namespace controller), and the test may run again in one process.
+	ns := testNamespace(t, ctx, fmt.Sprintf("watched-kinds-%d", time.Now().UnixNano()%1_000_000))
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "buckets.source.toolkit.fluxcd.io"},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
