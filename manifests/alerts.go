@@ -86,13 +86,22 @@ func (in install) alerts() []alert {
 				configName + ".",
 		},
 		{
-			Name:     "StewardWatchedKindNotSyncing",
-			Expr:     fmt.Sprintf(`sum by (role, state) (steward_claimguard_watched_kinds{%s,state!="synced"}) > 0`, sel),
+			// One alert for every rule's caches: the kinds suspendnotice and
+			// installplanguard follow (steward_watched_kinds, one series per
+			// kind) and claimguard's open-ended kinds (counted by role); the
+			// latter get rule="claimguard" so both read alike.
+			Name: "StewardWatchedKindNotSyncing",
+			Expr: fmt.Sprintf(`max by (rule, group, resource, state) (steward_watched_kinds{%[1]s,state!="synced"}) > 0`+
+				` or label_replace(sum by (role, state) (steward_claimguard_watched_kinds{%[1]s,state!="synced"}) > 0, "rule", "claimguard", "", "")`, sel),
 			For:      15 * time.Minute,
 			Severity: "warning",
-			Summary:  "{{ $value }} {{ $labels.role }} kinds claimguard watches are {{ $labels.state }}.",
-			Description: "claimguard answers requests for these kinds with an error until their caches sync. \"forbidden\" means Steward's RBAC " +
-				"lacks list/watch on the kind: grant it with a ClusterRole carrying the claimguard aggregation label.",
+			Summary: "{{ if $labels.resource }}The cache of {{ $labels.resource }}.{{ $labels.group }} {{ $labels.rule }} follows is {{ $labels.state }}." +
+				"{{ else }}{{ $value }} {{ $labels.role }} kinds claimguard watches are {{ $labels.state }}.{{ end }}",
+			Description: "\"forbidden\" means Steward's RBAC lacks list/watch on the kind; \"syncing\" that its first list has not completed or its lists keep " +
+				"failing (Steward's log says why). Until it syncs, claimguard answers requests for the kind with an error or a warning, suspendnotice " +
+				"leaves the kind's Events untouched, and installplanguard cannot tell whether an InstallPlan is installing; a cache that synced before " +
+				"keeps answering from what it last saw. Grant claimguard's kinds with a ClusterRole carrying the claimguard aggregation label; the " +
+				"other rules' kinds are in Steward's own ClusterRole, so re-apply the install. A kind whose CRD is deleted is no longer watched and does not fire.",
 		},
 		{
 			Name:     "StewardDecisionLatencyHigh",

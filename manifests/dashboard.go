@@ -112,9 +112,12 @@ func dashboardQueries() []dashboardQuery {
 		{title: "claimguard cached objects", kind: "timeseries", unit: "short",
 			description: "Composite and managed resources in claimguard's caches.",
 			exprs:       []legendExpr{{fmt.Sprintf(`sum by (role) (steward_claimguard_cached_objects{%s})`, sel), "{{role}}"}}},
-		{title: "claimguard watched kinds by state", kind: "timeseries", unit: "short",
-			description: "Kinds claimguard caches: synced, syncing, or forbidden by RBAC.",
-			exprs:       []legendExpr{{fmt.Sprintf(`sum by (role, state) (steward_claimguard_watched_kinds{%s})`, sel), "{{role}} {{state}}"}}},
+		{title: "Watched kinds by rule and state", kind: "timeseries", unit: "short",
+			description: "Kinds the rules cache: synced, syncing (first list pending, or lists failing), or forbidden by RBAC. claimguard's by role; the Flux and OLM kinds suspendnotice and installplanguard follow, counted once whatever the replicas.",
+			exprs: []legendExpr{
+				{fmt.Sprintf(`sum by (role, state) (steward_claimguard_watched_kinds{%s})`, sel), "claimguard {{role}} {{state}}"},
+				{fmt.Sprintf(`count by (rule, state) (max by (rule, group, resource, state) (steward_watched_kinds{%s}))`, sel), "{{rule}} {{state}}"},
+			}},
 		{title: "Memory", kind: "timeseries", unit: "bytes",
 			description: "Resident memory against the memory that requests in flight hold.",
 			exprs: []legendExpr{

@@ -3,6 +3,8 @@ package installplanguard
 import (
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -73,3 +75,18 @@ func (r *Rule) Inherit(running rule.Rule) error {
 	r.plans = old.plans
 	return nil
 }
+
+// Collector reports the informers over the InstallPlans as
+// steward_watched_kinds{rule="installplanguard",...}; the server
+// registers it with the registry it serves. A rule that was never set up
+// reports nothing; an heir keeps the running rule's cache, which the
+// collector registered at start-up goes on reading.
+func (r *Rule) Collector() prometheus.Collector {
+	var set *clustercache.Set
+	if c, ok := r.plans.(phases); ok {
+		set = c.set
+	}
+	return set.Collector()
+}
+
+var _ rule.MetricsCollector = (*Rule)(nil)

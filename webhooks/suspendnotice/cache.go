@@ -3,6 +3,8 @@ package suspendnotice
 import (
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -78,3 +80,18 @@ func (r *Rule) Inherit(running rule.Rule) error {
 	r.suspensions = old.suspensions
 	return nil
 }
+
+// Collector reports the informers over the Flux kinds as
+// steward_watched_kinds{rule="suspendnotice",...}; the server
+// registers it with the registry it serves. A rule that was never set up
+// reports nothing; an heir keeps the running rule's cache, which the
+// collector registered at start-up goes on reading.
+func (r *Rule) Collector() prometheus.Collector {
+	var set *clustercache.Set
+	if c, ok := r.suspensions.(suspensions); ok {
+		set = c.set
+	}
+	return set.Collector()
+}
+
+var _ rule.MetricsCollector = (*Rule)(nil)

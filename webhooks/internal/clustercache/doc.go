@@ -43,6 +43,40 @@
 //     REST mapper and keys informers by kind and version; following a CRD
 //     from one served version to another needs discovery anyway.
 //
+// # What is watched, and readiness
+//
+// Every informer a Set runs is in the metric steward_watched_kinds{rule,
+// group,resource,version,state} (Set.Collector, registered per rule
+// through rule.MetricsCollector): synced, syncing (the first list is not
+// stored yet, or lists keep failing: a conversion webhook down, an API
+// server that cannot serve the version), or forbidden (Steward may not
+// list or watch it). The state follows the informer both ways: it is
+// forbidden or syncing when a list or watch fails after the first sync,
+// and synced again when a list or a watch event comes through. While an
+// upgrade moves an informer to another version, both versions have a
+// series. claimguard, whose kinds are open-ended (every managed kind of
+// every provider), counts its informers by role in
+// steward_claimguard_watched_kinds instead of one series per kind; the
+// alert StewardWatchedKindNotSyncing covers both.
+//
+// The decisions behind readiness (Set.Ready):
+//
+//   - A kind that is not served is not watched: no informer, no series,
+//     no effect on readiness. That covers a Flux or OLM CRD that is not
+//     installed, and one that is deleted, or whose last served version is
+//     removed, while Steward runs: optional CRDs come and go, and a
+//     replica that went unready over one would answer no webhook at all.
+//   - A kind served when Steward starts holds readiness back until its
+//     first list is stored, so a new replica does not answer from an
+//     empty cache; but not for a kind Steward may not list (forbidden: no
+//     wait would end it) and not for more than a minute for a kind whose
+//     lists keep failing, as claimguard bounds its own.
+//   - After that, readiness never changes with a kind: one that becomes
+//     forbidden or fails keeps answering from what it last stored, and one
+//     that appears later answers once synced ("not found" until then).
+//     The metric and the alert tell an operator; readiness would only
+//     take every webhook away.
+//
 // fleetguard keeps using the manager's cache: its kinds are built in, always
 // served, and narrowed by a label selector the manager's cache applies.
 //

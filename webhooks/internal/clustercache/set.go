@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,9 +20,11 @@ import (
 // prefers, and moves when an upgrade changes that version.
 //
 // Readiness waits for the resources served at the first discovery, never
-// for one that is missing. A resource that appears later is looked up only
-// once its informer has synced; until then lookups report "not found",
-// which every caller treats as "no information" (allow, leave untouched).
+// for one that is missing, and only for their first sync (see Ready). A
+// resource that appears later is looked up only once its informer has
+// synced; until then lookups report "not found", which every caller
+// treats as "no information" (allow, leave untouched). What each informer
+// is doing now is the metric steward_watched_kinds (Collector).
 type Set struct {
 	name  string
 	specs map[schema.GroupResource]Spec
@@ -29,7 +32,9 @@ type Set struct {
 
 	mu         sync.RWMutex
 	discovered bool
-	atStart    []schema.GroupResource
+	// atStart are the informers started at the first discovery, which
+	// readiness waits for.
+	atStart map[schema.GroupResource]*Watch
 	// current answers lookups; next, while an upgrade changed the
 	// preferred version, is the informer that replaces it once synced.
 	current map[schema.GroupResource]*Watch
@@ -46,6 +51,7 @@ func (c *Cache) Follow(name string, specs map[schema.GroupResource]Spec) *Set {
 		name:    name,
 		specs:   specs,
 		log:     c.log.WithValues("cache", name),
+		atStart: map[schema.GroupResource]*Watch{},
 		current: map[schema.GroupResource]*Watch{},
 		next:    map[schema.GroupResource]*Watch{},
 	}
@@ -83,7 +89,7 @@ func (s *Set) update(ctx context.Context, served *Served) {
 			s.log.Info("starting informer", "resource", gvr.String())
 			s.current[gr] = s.start(ctx, gvr, spec)
 			if first {
-				s.atStart = append(s.atStart, gr)
+				s.atStart[gr] = s.current[gr]
 			}
 		case cur.GVR().Version != r.Preferred():
 			if n := s.next[gr]; n != nil && n.GVR().Version == r.Preferred() {
@@ -143,9 +149,21 @@ func (s *Set) stop(gr schema.GroupResource) {
 	}
 }
 
+// readyWithin bounds how long one resource whose list keeps failing (for
+// a reason other than RBAC) holds readiness back at start-up, as in
+// claimguard: one broken CRD must not keep every replica unready.
+const readyWithin = time.Minute
+
 // Ready reports an error until discovery has answered once and every
-// resource served at that time has synced. It never waits for a resource
-// that is not served, so a cluster without the CRDs is ready at once.
+// resource served at that time has synced, is forbidden to Steward, or
+// has kept failing for readyWithin. It never waits for a resource that is
+// not served, so a cluster without the CRDs is ready at once, nor for an
+// informer started later (a CRD installed, or deleted and installed
+// again). Readiness is about start-up only: a resource that later loses
+// its permission, stops being served or keeps failing does not make a
+// replica unready, since an unready replica answers no webhook at all;
+// steward_watched_kinds and the StewardWatchedKindNotSyncing alert say so
+// instead.
 func (s *Set) Ready(*http.Request) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -153,12 +171,32 @@ func (s *Set) Ready(*http.Request) error {
 		return fmt.Errorf("%s: waiting for API discovery", s.name)
 	}
 	var errs []error
-	for _, gr := range s.atStart {
-		if w := s.current[gr]; w != nil && !w.HasSynced() {
-			errs = append(errs, fmt.Errorf("%s: informer for %s has not synced", s.name, gr))
+	for gr, w := range s.atStart {
+		if s.current[gr] != w || w.HasSynced() || w.Forbidden() {
+			continue
 		}
+		if time.Since(w.started) > readyWithin {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s: informer for %s has not synced", s.name, gr))
 	}
 	return errors.Join(errs...)
+}
+
+// Watched is what each informer is doing now, by resource and version,
+// for the metric and tests: the one answering lookups and, while an
+// upgrade moves it, its replacement, so a version the cluster prefers but
+// cannot list shows (syncing or forbidden) although the old one answers.
+func (s *Set) Watched() map[schema.GroupVersionResource]State {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[schema.GroupVersionResource]State, len(s.current)+len(s.next))
+	for _, m := range []map[schema.GroupResource]*Watch{s.current, s.next} {
+		for _, w := range m {
+			out[w.GVR()] = w.State()
+		}
+	}
+	return out
 }
 
 // Get returns the stored object of a resource by namespace and name. It
@@ -184,4 +222,16 @@ func (s *Set) Watching(gr schema.GroupResource) string {
 		return w.GVR().Version
 	}
 	return ""
+}
+
+// Followed names the Sets a rule made with Follow, for the test that
+// every such rule reports its kinds.
+func (c *Cache) Followed() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.sets))
+	for _, s := range c.sets {
+		out = append(out, s.name)
+	}
+	return out
 }

@@ -2,12 +2,16 @@ package clustercache
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -34,29 +38,50 @@ type Spec struct {
 
 // Watch is one running informer over one resource at one version.
 type Watch struct {
-	gvr       schema.GroupVersionResource
-	informer  cache.SharedIndexInformer
+	gvr      schema.GroupVersionResource
+	informer cache.SharedIndexInformer
+	started  time.Time
+	// forbidden is set when a list or watch fails because Steward may not
+	// list the resource, and cleared by a list that succeeds or a watch
+	// the API server opens; failing is set when one fails for another
+	// reason, and cleared by a list that succeeds or a watch event that
+	// is not an error (see informer).
 	forbidden atomic.Bool
+	failing   atomic.Bool
 	cancel    context.CancelFunc
 	// handled, when the Spec has a Handler, reports whether it has heard
 	// of every object of the first list.
 	handled func() bool
 }
 
+// State is what a Watch can answer, in the words of the
+// steward_watched_kinds metric.
+type State string
+
+const (
+	// StateSynced: the informer has stored its first list, and no list
+	// or watch has failed since the last one that came through.
+	StateSynced State = "synced"
+	// StateSyncing: the first list is not stored yet, or the last list or
+	// watch failed for a reason other than RBAC (the informer retries; a
+	// synced store keeps answering meanwhile, possibly stale).
+	StateSyncing State = "syncing"
+	// StateForbidden: the last list or watch failed because Steward may
+	// not list or watch the resource.
+	StateForbidden State = "forbidden"
+)
+
 // Watch starts an informer over gvr until ctx ends or Stop is called.
 func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Spec) *Watch {
-	var inf cache.SharedIndexInformer
-	if s.Metadata {
-		inf = metadatainformer.NewFilteredMetadataInformer(c.meta, gvr, "", 0, s.Indexers, nil).Informer()
-	} else {
-		inf = dynamicinformer.NewFilteredDynamicInformer(c.dyn, gvr, "", 0, s.Indexers, nil).Informer()
-	}
+	w := &Watch{gvr: gvr, started: time.Now()}
+	inf := c.informer(gvr, s, w)
+	w.informer = inf
 	// Both are set before the informer runs, so neither can fail.
 	if s.Transform != nil {
 		_ = inf.SetTransform(s.Transform)
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	w := &Watch{gvr: gvr, informer: inf, cancel: cancel}
+	w.cancel = cancel
 	if s.Handler != nil {
 		if reg, err := inf.AddEventHandler(s.Handler); err == nil {
 			w.handled = reg.HasSynced
@@ -70,17 +95,18 @@ func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Sp
 	}
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if apierrors.IsForbidden(err) {
+			w.failing.Store(false)
 			if !w.forbidden.Swap(true) {
 				onForbidden(err)
 			}
 			return
 		}
+		w.failing.Store(true)
 		cache.DefaultWatchErrorHandler(ctx, r, err)
 	})
 	go inf.RunWithContext(wctx)
 	go func() {
 		if cache.WaitForCacheSync(wctx.Done(), w.HasSynced) {
-			w.forbidden.Store(false)
 			if s.OnSynced != nil {
 				s.OnSynced()
 			}
@@ -102,9 +128,75 @@ func (w *Watch) HasSynced() bool {
 	return w.informer.HasSynced() && (w.handled == nil || w.handled())
 }
 
-// Forbidden reports whether the last list failed because Steward may not
-// list the resource; it is cleared once a list succeeds.
+// Forbidden reports whether the last list or watch failed because Steward
+// may not list the resource; it is cleared once one is accepted.
 func (w *Watch) Forbidden() bool { return w.forbidden.Load() }
+
+// State is the informer's state now: forbidden, synced or syncing.
+func (w *Watch) State() State {
+	switch {
+	case w.forbidden.Load():
+		return StateForbidden
+	case w.HasSynced() && !w.failing.Load():
+		return StateSynced
+	}
+	return StateSyncing
+}
+
+// accepted clears the failure flags: the API server answered a list, or a
+// watch sent an object or a bookmark.
+func (w *Watch) accepted() {
+	if w.forbidden.Load() {
+		w.forbidden.Store(false)
+	}
+	if w.failing.Load() {
+		w.failing.Store(false)
+	}
+}
+
+// informer builds the informer metadatainformer or dynamicinformer would,
+// over a ListWatch that tells w what the API server answers, which is how
+// a Watch learns that RBAC was granted again or a failing list recovered.
+// A watch the API server opens is allowed (forbidden is cleared), but only
+// its events say whether its objects can be served: client-go lists
+// through a watch (WatchListClient), and a list that cannot convert its
+// objects fails in the stream, not when it opens.
+func (c *Cache) informer(gvr schema.GroupVersionResource, s Spec, w *Watch) cache.SharedIndexInformer {
+	var list func(context.Context, metav1.ListOptions) (runtime.Object, error)
+	var watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	var client any
+	var example runtime.Object
+	if s.Metadata {
+		r := c.meta.Resource(gvr)
+		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return r.List(ctx, o) }
+		watchFn = r.Watch
+		client, example = c.meta, &metav1.PartialObjectMetadata{}
+	} else {
+		r := c.dyn.Resource(gvr)
+		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return r.List(ctx, o) }
+		watchFn = r.Watch
+		client, example = c.dyn, &unstructured.Unstructured{}
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			obj, err := list(ctx, o)
+			if err == nil {
+				w.accepted()
+			}
+			return obj, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			wi, err := watchFn(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			w.forbidden.Store(false)
+			return observe(wi, w.accepted), nil
+		},
+	}
+	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), example,
+		cache.SharedIndexInformerOptions{Indexers: s.Indexers, ObjectDescription: gvr.String()})
+}
 
 // Stop ends the informer; its store keeps what it had.
 func (w *Watch) Stop() { w.cancel() }
@@ -123,4 +215,40 @@ func (w *Watch) Get(namespace, name string) (any, bool) {
 		return nil, false
 	}
 	return obj, true
+}
+
+// observedWatch passes a watch's events on, calling ok for every one that
+// is not an error. Unlike watch.Filter it never blocks once stopped, so no
+// goroutine outlives a watch the reflector stopped while an event was on
+// its way.
+type observedWatch struct {
+	inner  watch.Interface
+	result chan watch.Event
+	done   chan struct{}
+	once   sync.Once
+}
+
+func observe(inner watch.Interface, ok func()) watch.Interface {
+	o := &observedWatch{inner: inner, result: make(chan watch.Event), done: make(chan struct{})}
+	go func() {
+		defer close(o.result)
+		for e := range inner.ResultChan() {
+			if e.Type != watch.Error {
+				ok()
+			}
+			select {
+			case o.result <- e:
+			case <-o.done:
+				return
+			}
+		}
+	}()
+	return o
+}
+
+func (o *observedWatch) ResultChan() <-chan watch.Event { return o.result }
+
+func (o *observedWatch) Stop() {
+	o.once.Do(func() { close(o.done) })
+	o.inner.Stop()
 }
