@@ -360,5 +360,8 @@ func restoreEnvironmentFluxCRDs(t *testing.T) func() {
 			}
 			return errors.Join(errs...)
 		})
+		// Steward's target is back to the environment's, so the next test
+		// finds what it expects.
+		waitForTarget(ctx, t, "2.6", "served-versions")
 	}
 }

@@ -102,6 +102,9 @@ func TestAPIMigration(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	env.LogOnFailure(t)
+	// The environment's Flux 2.6 CRDs make 2.6 the target; a test before
+	// this one that changed Flux CRDs may have put them back a moment ago.
+	waitForTarget(ctx, t, "2.6", "served-versions")
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fluxNS}}); err != nil {
 		t.Fatal(err)
 	}

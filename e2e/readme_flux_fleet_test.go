@@ -62,6 +62,7 @@ func TestReadmeFluxWalkthroughs(t *testing.T) {
 	env.LogOnFailure(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	waitForTarget(ctx, t, "2.6", "served-versions") // the sandbox's Flux release
 	root, err := harness.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
