@@ -36,7 +36,14 @@ HELM_LDFLAGS := -s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION
 	-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_KUBE_MINOR)
 export HELM := $(CACHE_DIR)/helm-$(HELM_VERSION)/helm
 
-.PHONY: all build test unit e2e fuzz lint generate verify sandbox bench bench-hostile tools clean
+# GoReleaser builds releases from .goreleaser.yaml (make release-snapshot
+# locally), and make verify checks that file with it. It is built from the
+# GoReleaser module e2e/tools/goreleaser pins, keyed by that version, with
+# the version stamp its own release build sets.
+GORELEASER_VERSION := $(shell awk '/^require github.com\/goreleaser\/goreleaser\/v2 / {print $$3}' e2e/tools/goreleaser/go.mod)
+export GORELEASER := $(CACHE_DIR)/goreleaser-$(GORELEASER_VERSION)/goreleaser
+
+.PHONY: all build test unit e2e fuzz lint generate verify sandbox bench bench-hostile tools chart-package release-snapshot clean
 
 all: build
 
@@ -71,6 +78,11 @@ $(HELM):
 	@echo "building helm $(HELM_VERSION) into $(dir $@) (first time only, a few minutes)"
 	cd e2e/tools/helm && $(GO) build -trimpath -ldflags "$(HELM_LDFLAGS)" -o $@.tmp helm.sh/helm/v3/cmd/helm && mv $@.tmp $@
 
+$(GORELEASER):
+	@mkdir -p $(dir $@)
+	@echo "building goreleaser $(GORELEASER_VERSION) into $(dir $@) (first time only, about five minutes)"
+	cd e2e/tools/goreleaser && $(GO) build -trimpath -ldflags "-s -w -X main.version=$(GORELEASER_VERSION)" -o $@.tmp github.com/goreleaser/goreleaser/v2 && mv $@.tmp $@
+
 # The one command that runs every test: unit, golden, fuzz seed corpora and
 # the e2e suite against a real kube-apiserver and etcd. The e2e package runs
 # after the others rather than beside them: its burst and load tests need
@@ -94,7 +106,7 @@ generate:
 
 # Fails when generated files are stale, the chart does not lint or render,
 # or code is unformatted or suspicious.
-verify: generate lint $(HELM)
+verify: generate lint $(HELM) $(GORELEASER)
 	@git diff --exit-code -- manifests charts || (echo "manifests/ or charts/ is stale: run make generate and commit" && exit 1)
 	@test -z "$$(git status --porcelain --untracked-files=all -- manifests charts)" || (git status --short -- manifests charts; echo "manifests/ or charts/ has uncommitted files: run make generate and commit" && exit 1)
 	$(HELM) lint --strict charts/steward
@@ -102,6 +114,26 @@ verify: generate lint $(HELM)
 	$(HELM) template steward charts/steward --namespace steward-system >/dev/null
 	$(HELM) template steward charts/steward --namespace steward-system --set certificates.mode=self-managed \
 		--set monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true >/dev/null
+	$(GORELEASER) check
+
+# Packages the Helm chart into bin/chart/steward-<CHART_VERSION>.tgz, with
+# APP_VERSION as its appVersion (the image tag it runs). GoReleaser's
+# before hook runs it with the release's version; by default it packages
+# the chart as generated.
+CHART_VERSION ?=
+APP_VERSION ?=
+chart-package: $(HELM)
+	@rm -rf bin/chart && mkdir -p bin/chart
+	$(HELM) package charts/steward --destination bin/chart \
+		$(if $(CHART_VERSION),--version $(CHART_VERSION)) $(if $(APP_VERSION),--app-version $(APP_VERSION))
+
+# A release built locally into dist/ and published nowhere: the archives,
+# checksums, packaged chart and, with a Docker daemon and buildx, the
+# images (loaded into the daemon); GORELEASER_FLAGS=--skip=docker leaves
+# the images out.
+GORELEASER_FLAGS ?=
+release-snapshot: $(GORELEASER)
+	$(GORELEASER) release --snapshot --clean $(GORELEASER_FLAGS)
 
 lint:
 	@test -z "$$(gofmt -l cmd webhooks certs manifests e2e)" || (gofmt -l cmd webhooks certs manifests e2e; echo "gofmt needed" && exit 1)
