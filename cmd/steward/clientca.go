@@ -64,16 +64,26 @@ func (c *clientCAs) reload() error {
 
 // Start reloads the file until ctx ends; it is a manager Runnable.
 func (c *clientCAs) Start(ctx context.Context) error {
-	tick := time.NewTicker(clientCAReloadInterval)
+	return pollFile(ctx, clientCAReloadInterval, func() {
+		if err := c.reload(); err != nil {
+			c.log.Error(err, "keeping the previous client CA", "file", c.path)
+		}
+	})
+}
+
+// pollFile calls read every interval until ctx ends. Steward's mounted
+// files (the client CA, the configuration) are read again on a timer
+// rather than watched: the kubelet updates a mounted Secret or ConfigMap by
+// swapping a symlink, which a watch on the file itself does not see.
+func pollFile(ctx context.Context, interval time.Duration, read func()) error {
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			if err := c.reload(); err != nil {
-				c.log.Error(err, "keeping the previous client CA", "file", c.path)
-			}
+			read()
 		}
 	}
 }

@@ -65,16 +65,7 @@ func newConfigReloader(path string, data []byte, cfg webhooks.Config, served *se
 
 // Start reloads the file until ctx ends; it is a manager Runnable.
 func (r *configReloader) Start(ctx context.Context) error {
-	tick := time.NewTicker(configReloadInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-			r.reload()
-		}
-	}
+	return pollFile(ctx, configReloadInterval, r.reload)
 }
 
 // NeedLeaderElection is false: every replica serves its own requests.
