@@ -2,7 +2,6 @@ package main
 
 import (
 	"strings"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -71,19 +70,5 @@ func (e *configEvents) reloaded(path string, changed, registration, restart []st
 }
 
 func (e *configEvents) record(eventType, reason, note string) {
-	e.recorder.Eventf(e.pod, nil, eventType, reason, "Reload", "%s", truncate(note, rule.MaxEventNote))
-}
-
-// truncate cuts s to limit bytes on a whole character, ending with "…"
-// when cut.
-func truncate(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	const ellipsis = "…"
-	cut := limit - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ellipsis
+	e.recorder.Eventf(e.pod, nil, eventType, reason, "Reload", "%s", rule.TruncateNote(note))
 }

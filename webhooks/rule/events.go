@@ -211,11 +211,11 @@ func eventNote(req admission.Request, verdict string) string {
 	if req.SubResource != "" {
 		what += " of " + req.SubResource
 	}
-	return truncateNote("Refused " + what + " by " + req.UserInfo.Username + ": " + verdict)
+	return TruncateNote("Refused " + what + " by " + req.UserInfo.Username + ": " + verdict)
 }
 
-// truncateNote cuts s to MaxEventNote bytes, ending with "…" when cut.
-func truncateNote(s string) string {
+// TruncateNote cuts s to MaxEventNote bytes, ending with "…" when cut.
+func TruncateNote(s string) string {
 	if len(s) <= MaxEventNote {
 		return s
 	}

@@ -252,12 +252,12 @@ func TestDenialEventsAreBounded(t *testing.T) {
 
 func TestTruncateNote(t *testing.T) {
 	long := strings.Repeat("ä", MaxEventNote) // 2 bytes each
-	got := truncateNote(long)
+	got := TruncateNote(long)
 	if len(got) > MaxEventNote || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
 		t.Errorf("a long note is cut to %d bytes (valid UTF-8: %v), want at most %d ending in …", len(got), utf8.ValidString(got), MaxEventNote)
 	}
 	exact := strings.Repeat("a", MaxEventNote)
-	if truncateNote(exact) != exact {
+	if TruncateNote(exact) != exact {
 		t.Error("a note at the limit is cut")
 	}
 }
