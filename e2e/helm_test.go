@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -124,22 +121,12 @@ func installAndProve(ctx context.Context, t *testing.T, source string, rendered 
 	var install bytes.Buffer
 	var config string
 	var certArgs []string
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(rendered)))
-	for {
-		doc, err := r.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			t.Fatal(err)
-		}
+	objs, err := harness.ParseObjects(source, rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range objs {
 		switch u.GetKind() {
-		case "":
-			continue
 		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
 			continue // registered by the harness, pointed at the Steward it runs
 		case "ConfigMap":
@@ -157,6 +144,10 @@ func installAndProve(ctx context.Context, t *testing.T, source string, rendered 
 		}
 		if u.GetNamespace() != "" && u.GetNamespace() != ns {
 			t.Errorf("%s %s/%s is not in Steward's namespace %s", u.GetKind(), u.GetNamespace(), u.GetName(), ns)
+		}
+		doc, err := yaml.Marshal(u.Object)
+		if err != nil {
+			t.Fatal(err)
 		}
 		install.WriteString("---\n")
 		install.Write(doc)

@@ -82,15 +82,22 @@ func readObjects(path string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParseObjects(path, data)
+}
+
+// ParseObjects decodes every non-empty document of a multi-document YAML
+// stream (a file, or what helm template or kubectl kustomize printed);
+// source names it in errors.
+func ParseObjects(source string, data []byte) ([]*unstructured.Unstructured, error) {
 	docs, err := splitYAML(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	var objs []*unstructured.Unstructured
 	for _, doc := range docs {
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", source, err)
 		}
 		if len(u.Object) == 0 {
 			continue
