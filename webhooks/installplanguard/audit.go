@@ -193,13 +193,13 @@ func auditSubscription(s *unstructured.Unstructured, plans func(ns, name string)
 		if planFound {
 			phase = plan.phase
 		}
-		return finding(CheckPlanStuck, rule.AuditWarn, pendingMessage(ns, name, planNS, planName, phase, now.Sub(c.since)))
+		return finding(CheckPlanStuck, rule.AuditWarn, pendingMessage(ns, name, planNS, planName, phase, c.since))
 	}
 	if planFound && (plan.phase == phaseRequiresApproval || plan.phase == phaseInstalling) && !plan.created.IsZero() && now.Sub(plan.created) > stuckAfter {
 		if _, pending := conds[conditionPlanPending]; !pending {
 			props["phase"] = plan.phase
 			props["since"] = plan.created.UTC().Format(time.RFC3339)
-			return finding(CheckPlanStuck, rule.AuditWarn, pendingMessage(ns, name, planNS, planName, plan.phase, now.Sub(plan.created)))
+			return finding(CheckPlanStuck, rule.AuditWarn, pendingMessage(ns, name, planNS, planName, plan.phase, plan.created))
 		}
 	}
 	return rule.Finding{}, false
@@ -230,11 +230,14 @@ func failedMessage(ns, name, planNS, planName, why string) string {
 	return msg + fmt.Sprintf(" Fix the cause (kubectl -n %s get installplan %s -o yaml shows it), then delete the Subscription and apply it again.", planNS, planName)
 }
 
-func pendingMessage(ns, name, planNS, planName, phase string, waited time.Duration) string {
+// pendingMessage names when the wait began rather than how long it has
+// lasted, so the message, and the report holding it, stay the same from
+// one audit to the next.
+func pendingMessage(ns, name, planNS, planName, phase string, since time.Time) string {
 	p := &installPlan{}
 	p.Metadata.Namespace, p.Metadata.Name, p.Status.Phase = planNS, planName, phase
-	return fmt.Sprintf("Subscription %s/%s is stuck: its InstallPlan %s/%s has been %s for %s. Instead of deleting the plan, %s.",
-		ns, name, planNS, planName, phase, waited.Truncate(time.Minute), instead(p))
+	return fmt.Sprintf("Subscription %s/%s is stuck: its InstallPlan %s/%s has been %s since %s. Instead of deleting the plan, %s.",
+		ns, name, planNS, planName, phase, since.UTC().Format(time.RFC3339), instead(p))
 }
 
 // sortFindings orders findings by namespace and name, for tests.

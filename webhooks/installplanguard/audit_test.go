@@ -105,7 +105,7 @@ func TestAuditSubscriptions(t *testing.T) {
 			sub:    subscriptionWith("install-abc", [4]string{"InstallPlanPending", "True", "RequiresApproval", ago(2 * time.Hour)}),
 			plans:  map[string]planState{"operators/install-abc": {phase: "RequiresApproval"}},
 			want: []rule.Finding{{Check: "installplan-stuck", Result: rule.AuditWarn, Object: etcd,
-				Message:    `Subscription operators/etcd is stuck: its InstallPlan operators/install-abc has been RequiresApproval for 2h0m0s. Instead of deleting the plan, approve it (kubectl -n operators patch installplan install-abc --type merge -p '{"spec":{"approved":true}}').`,
+				Message:    `Subscription operators/etcd is stuck: its InstallPlan operators/install-abc has been RequiresApproval since 2026-03-01T10:00:00Z. Instead of deleting the plan, approve it (kubectl -n operators patch installplan install-abc --type merge -p '{"spec":{"approved":true}}').`,
 				Properties: map[string]string{"installPlan": "operators/install-abc", "state": "UpgradePending", "condition": "InstallPlanPending", "reason": "RequiresApproval", "since": ago(2 * time.Hour)}}},
 		},
 		"PendingBriefly": {
@@ -118,7 +118,7 @@ func TestAuditSubscriptions(t *testing.T) {
 			sub:    subscriptionWith("install-abc"),
 			plans:  map[string]planState{"operators/install-abc": {phase: "Installing", created: auditNow.Add(-20 * time.Minute)}},
 			want: []rule.Finding{{Check: "installplan-stuck", Result: rule.AuditWarn, Object: etcd,
-				Message:    "Subscription operators/etcd is stuck: its InstallPlan operators/install-abc has been Installing for 20m0s. Instead of deleting the plan, wait until it is Complete or Failed.",
+				Message:    "Subscription operators/etcd is stuck: its InstallPlan operators/install-abc has been Installing since 2026-03-01T11:40:00Z. Instead of deleting the plan, wait until it is Complete or Failed.",
 				Properties: map[string]string{"installPlan": "operators/install-abc", "state": "UpgradePending", "phase": "Installing", "since": ago(20 * time.Minute)}}},
 		},
 		"Failed": {
