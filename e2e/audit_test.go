@@ -281,4 +281,3 @@ func reportResults(u *unstructured.Unstructured) []string {
 	slices.Sort(out)
 	return out
 }
-
