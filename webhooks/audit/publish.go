@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,6 +85,10 @@ func (p *Publisher) Publish(ctx context.Context, answered map[string][]rule.Find
 		switch {
 		case have == nil:
 			if _, err := res.Create(ctx, want, metav1.CreateOptions{}); err != nil {
+				if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+					// Its objects go with it: nothing to report.
+					continue
+				}
 				errs = append(errs, fmt.Errorf("creating %s: %w", describe(ns), err))
 				continue
 			}
