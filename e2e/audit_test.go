@@ -38,8 +38,9 @@ const auditTimeout = 60 * time.Second
 // Subscription OLM marked InstallPlanMissing is a failure. `steward audit
 // -o json` against the same API server prints the same findings. Once the
 // Kustomization is resumed and OLM has a new plan, the results clear and
-// the namespace's report is deleted. The replica that audits holds the
-// Lease steward-leader.
+// the namespace's report is deleted. A report whose results stay the same
+// is not written again. The replica that audits holds the Lease
+// steward-leader.
 func TestAuditPublishesPolicyReports(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -164,6 +165,19 @@ func TestAuditPublishesPolicyReports(t *testing.T) {
 		}
 		if v, err := env.Steward.Counter("steward_audit_results", map[string]string{"rule": "installplanguard", "result": "fail"}); err != nil || v < 1 {
 			t.Errorf("steward_audit_results{rule=installplanguard,result=fail} = %v, %v; want at least 1", v, err)
+		}
+	})
+
+	t.Run("AnUnchangedReportIsNotWrittenAgain", func(t *testing.T) {
+		// Two more passes find the same: the report keeps its
+		// resourceVersion.
+		time.Sleep(22 * time.Second)
+		again, err := policyReport(ctx, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.GetResourceVersion() != report.GetResourceVersion() {
+			t.Errorf("the report was written again (resourceVersion %s, then %s) though its results did not change: %v", report.GetResourceVersion(), again.GetResourceVersion(), reportResults(again))
 		}
 	})
 
