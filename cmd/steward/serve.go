@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/stewardhq/steward/certs"
 	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/audit"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -91,11 +93,16 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 		webhookTLS = append(webhookTLS, clientCAs.configure)
 	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                  clientgoscheme.Scheme,
-		Cache:                   cache.Options{ByObject: cacheScopes(rules)},
-		Logger:                  log,
-		Metrics:                 metricsOptions(opts),
-		HealthProbeBindAddress:  opts.probeAddr,
+		Scheme:                 clientgoscheme.Scheme,
+		Cache:                  cache.Options{ByObject: cacheScopes(rules)},
+		Logger:                 log,
+		Metrics:                metricsOptions(opts),
+		HealthProbeBindAddress: opts.probeAddr,
+		// No manager-wide leader election: a manager that cannot renew
+		// its Lease exits at once, webhook server and all, without
+		// draining. Every part runs on every replica; the background
+		// audit elects the replica that audits itself (addAudit).
+		LeaderElection:          false,
 		PprofBindAddress:        opts.pprofAddr,
 		GracefulShutdownTimeout: &timeout,
 		WebhookServer: webhook.NewServer(webhook.Options{
@@ -144,6 +151,9 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 		if err := addConfigReloader(mgr, opts, configData, cfg, served, recorder, log); err != nil {
 			return err
 		}
+	}
+	if err := addAudit(mgr, opts, served, log); err != nil {
+		return err
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -217,7 +227,7 @@ func denialEvents(mgr manager.Manager, cfg webhooks.Config) (*rule.DenialEvents,
 		return broadcaster.NewRecorder(clientgoscheme.Scheme, controller)
 	}
 	recorder := rule.NewDenialEvents(recorderFor)
-	run := manager.RunnableFunc(func(ctx context.Context) error {
+	run := everyReplica(func(ctx context.Context) error {
 		if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 			return fmt.Errorf("starting the events broadcaster: %w", err)
 		}
@@ -231,6 +241,59 @@ func denialEvents(mgr manager.Manager, cfg webhooks.Config) (*rule.DenialEvents,
 		return nil, nil, fmt.Errorf("registering the events metrics: %w", err)
 	}
 	return recorder, recorderFor, nil
+}
+
+// everyReplica is a manager Runnable that runs on every replica. The
+// manager elects no leader, so every Runnable does; saying so keeps it
+// true should the manager ever elect one.
+type everyReplica func(ctx context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+
+// NeedLeaderElection is false.
+func (everyReplica) NeedLeaderElection() bool { return false }
+
+// addAudit adds the background audit. With --leader-elect it audits only
+// on the replica holding the Lease audit.LeaseName in Steward's
+// namespace, and only while it holds it; losing the Lease stops the audit
+// and nothing else. It is added whatever audit.interval says, so a
+// reloaded configuration can turn it on or off, and reads the rules
+// served and the audit settings anew every pass.
+func addAudit(mgr manager.Manager, opts serveOptions, served *servedRules, log logr.Logger) error {
+	dyn, err := dynamic.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("audit: dynamic client: %w", err)
+	}
+	metrics := audit.NewMetrics()
+	if err := ctrlmetrics.Registry.Register(metrics); err != nil {
+		return fmt.Errorf("registering the audit metrics: %w", err)
+	}
+	runner := audit.NewRunner(served.forAudit, mgr.GetAPIReader(), audit.NewPublisher(dyn), metrics, log.WithName("audit"))
+	if opts.leaderElect {
+		election, err := auditElection(mgr, opts.certs.Namespace)
+		if err != nil {
+			return err
+		}
+		runner.Elect(election)
+	}
+	if err := mgr.Add(runner); err != nil {
+		return fmt.Errorf("adding the audit: %w", err)
+	}
+	return nil
+}
+
+// auditElection campaigns for the Lease audit.LeaseName in namespace,
+// through the manager's connections to the API server.
+func auditElection(mgr manager.Manager, namespace string) (*audit.Election, error) {
+	kube, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("audit: kubernetes client: %w", err)
+	}
+	identity, err := audit.Identity()
+	if err != nil {
+		return nil, err
+	}
+	return audit.NewElection(kube.CoordinationV1(), namespace, identity, audit.DefaultTimings)
 }
 
 // addConfigReloader makes the manager reload the configuration file when
