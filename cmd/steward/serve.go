@@ -91,8 +91,10 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 		webhookTLS = append(webhookTLS, clientCAs.configure)
 	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                  clientgoscheme.Scheme,
-		Cache:                   cache.Options{ByObject: cacheScopes(rules)},
+		Scheme: clientgoscheme.Scheme,
+		// Informers list in pages of transformed objects, never a whole
+		// list of untransformed ones (webhooks.NewInformer).
+		Cache:                   cache.Options{ByObject: cacheScopes(rules), NewInformer: webhooks.NewInformer},
 		Logger:                  log,
 		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.probeAddr,

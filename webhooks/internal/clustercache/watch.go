@@ -76,10 +76,10 @@ func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Sp
 	w := &Watch{gvr: gvr, started: time.Now()}
 	inf := c.informer(gvr, s, w)
 	w.informer = inf
-	// Both are set before the informer runs, so neither can fail.
-	if s.Transform != nil {
-		_ = inf.SetTransform(s.Transform)
-	}
+	// Both are set before the informer runs, so neither can fail. The
+	// list (pagedList) transforms what it lists; the store transforms
+	// watch events.
+	_ = inf.SetTransform(withTransformed(s.Transform))
 	wctx, cancel := context.WithCancel(ctx)
 	w.cancel = cancel
 	if s.Handler != nil {
@@ -179,7 +179,7 @@ func (c *Cache) informer(gvr schema.GroupVersionResource, s Spec, w *Watch) cach
 	}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			obj, err := list(ctx, o)
+			obj, err := pagedList(ctx, list, s.Transform, o)
 			if err == nil {
 				w.accepted()
 			}
