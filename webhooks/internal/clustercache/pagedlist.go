@@ -49,6 +49,16 @@ type transformed struct{ obj any }
 
 func (t *transformed) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
+// GetObjectMeta lets client-go key the wrapper as the object it wraps:
+// some of its queues key an object before they transform it.
+func (t *transformed) GetObjectMeta() metav1.Object {
+	m, err := meta.Accessor(t.obj)
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
 // DeepCopyObject returns the same wrapper: nothing modifies it, and stores
 // hold the unwrapped object.
 func (t *transformed) DeepCopyObject() runtime.Object { return t }

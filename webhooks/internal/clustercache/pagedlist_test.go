@@ -104,6 +104,10 @@ func TestPagedListTransformsEachPageBeforeAskingForTheNext(t *testing.T) {
 		if m := w.obj.(*metav1.PartialObjectMetadata); m.Annotations != nil {
 			t.Fatalf("%s kept its annotations: not transformed", m.Name)
 		}
+		// Some of client-go's queues key an object before transforming it.
+		if key, err := cache.MetaNamespaceKeyFunc(w); err != nil || key != w.obj.(*metav1.PartialObjectMetadata).Name {
+			t.Fatalf("the wrapper's key is %q (%v), want the object's", key, err)
+		}
 	}
 	if rv := got.(*metainternalversion.List).ResourceVersion; rv != "42" {
 		t.Errorf("list resource version %q, want the last page's 42", rv)
