@@ -48,7 +48,7 @@ const startupPeakRatio = 1.25
 // Kubernetes 1.31 and older, which cannot stream a list), once streaming
 // them (WatchList). In both, the process's peak resident memory (VmHWM)
 // up to readiness must stay within startupPeakRatio of what it holds once
-// synced (VmRSS at readiness), and the list run must hold no more than
+// synced (VmRSS two seconds after readiness), and the list run must hold no more than
 // startupPeakRatio of what the streaming run holds: a list read whole
 // before the informers trim it would show in either.
 func TestStartUpPeakMemoryStaysNearSyncedMemory(t *testing.T) {
@@ -72,11 +72,20 @@ func TestStartUpPeakMemoryStaysNearSyncedMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := harness.ProcessMemory(s.PID())
+		ready := time.Since(begin)
+		startUp, err := harness.ProcessMemory(s.PID())
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := run{peak: m.Peak, synced: m.RSS, ready: time.Since(begin)}
+		// What Steward holds once synced is read a moment later: at the
+		// instant of readiness it depends on whether a collection has
+		// just run.
+		time.Sleep(2 * time.Second)
+		synced, err := harness.ProcessMemory(s.PID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := run{peak: startUp.Peak, synced: synced.RSS, ready: ready}
 		t.Logf("WatchList %v: ready in %s; peak %.1f MiB, synced %.1f MiB (%.2f×)", watchList, r.ready.Round(time.Millisecond),
 			mib(r.peak), mib(r.synced), float64(r.peak)/float64(r.synced))
 		if float64(r.peak) > startupPeakRatio*float64(r.synced) {
