@@ -26,7 +26,9 @@ type Spec struct {
 	Transform cache.TransformFunc
 	// Indexers are the store's indexes.
 	Indexers cache.Indexers
-	// Handler, if set, hears of every change to the store.
+	// Handler, if set, hears of every change to the store, in the Watch's
+	// one loop, as each change is stored: it must be quick (index, count,
+	// notify), since the next object waits for it.
 	Handler cache.ResourceEventHandler
 	// OnSynced is called once the first list is stored.
 	OnSynced func()
@@ -45,7 +47,8 @@ type Spec struct {
 // slow; Steward's handlers only index, and claimguard runs one Watch per
 // managed resource kind, hundreds in a cluster with several providers,
 // most of them without objects, so that buffer and those goroutines were
-// most of what a kind cost (see Spec.Handler).
+// most of what a kind cost. Handlers are therefore called in that loop
+// (see Spec.Handler).
 type Watch struct {
 	gvr        schema.GroupVersionResource
 	controller cache.Controller
