@@ -2,8 +2,11 @@ package webhooks
 
 import (
 	"fmt"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
@@ -51,4 +54,12 @@ func EventsRBAC(c Config) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
+}
+
+// NewInformer builds the manager cache's informers (cache.Options.NewInformer):
+// like the cluster cache's, they list in pages and transform each page
+// before asking for the next, so no informer holds a whole list of
+// untransformed objects at start-up.
+func NewInformer(lw toolscache.ListerWatcher, example runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+	return clustercache.NewPagedInformer(lw, example, resync, indexers)
 }

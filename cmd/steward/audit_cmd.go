@@ -19,7 +19,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/stewardhq/steward/webhooks"
@@ -161,7 +160,7 @@ func auditOnce(ctx context.Context, restCfg *rest.Config, cfg webhooks.Config, t
 	rules := webhooks.Rules(cfg)
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 clientgoscheme.Scheme,
-		Cache:                  cache.Options{ByObject: cacheScopes(rules)},
+		Cache:                  cacheOptions(rules),
 		Logger:                 logr.Discard(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

@@ -94,7 +94,7 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 clientgoscheme.Scheme,
-		Cache:                  cache.Options{ByObject: cacheScopes(rules)},
+		Cache:                  cacheOptions(rules),
 		Logger:                 log,
 		Metrics:                metricsOptions(opts),
 		HealthProbeBindAddress: opts.probeAddr,
@@ -161,6 +161,13 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 	go shutdownOnSignal(log, opts.shutdownDelay, &stopping, cancel)
 	log.Info("starting steward", "version", build.Version, "revision", build.Revision, "namespace", opts.certs.Namespace, "port", opts.port, "certMode", opts.certMode, "requestMemory", requestMemory)
 	return mgr.Start(ctx)
+}
+
+// cacheOptions are the manager cache's options for serve and audit alike:
+// the rules' scopes, and informers that list in pages of transformed
+// objects, never a whole list of untransformed ones (webhooks.NewInformer).
+func cacheOptions(rules []webhooks.Configured) cache.Options {
+	return cache.Options{ByObject: cacheScopes(rules), NewInformer: webhooks.NewInformer}
 }
 
 // cacheScopes gathers the rules' narrowing of the manager's shared cache.

@@ -289,14 +289,22 @@ func TestWatchIsSyncedOnceItsHandlerHasSeenTheFirstList(t *testing.T) {
 	c, _ := newTestCache(t, disco, kustomization("v1", "apps", "web", "v1"))
 	release := make(chan struct{})
 	synced := make(chan struct{})
+	handed := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w := c.Watch(ctx, kustomizations.WithVersion("v1"), Spec{
 		Metadata: true,
-		Handler:  cache.ResourceEventHandlerFuncs{AddFunc: func(any) { <-release }},
+		Handler: cache.ResourceEventHandlerFuncs{AddFunc: func(any) {
+			close(handed)
+			<-release
+		}},
 		OnSynced: func() { close(synced) },
 	})
-	eventually(t, "the informer stored the first list", w.informer.HasSynced)
+	select {
+	case <-handed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler was not handed the first list")
+	}
 	time.Sleep(3 * debounce)
 	if w.HasSynced() {
 		t.Fatal("synced while the handler has not been handed the first list")

@@ -77,6 +77,18 @@
 //     The metric and the alert tell an operator; readiness would only
 //     take every webhook away.
 //
+// # Start-up memory
+//
+// An informer's first list, when the API server does not stream it
+// (WatchList), would be held whole, every object as the API server sent
+// it, before the transform trims it. Every informer here, and every one
+// of the manager's cache (NewPagedInformer), lists in pages of PageSize
+// instead and transforms each page before asking for the next
+// (pagedlist.go), so start-up holds at most one page of untrimmed
+// objects; with a stream the list is not called. Readiness is unchanged:
+// a kind is syncing, and holds readiness back as above, until every page
+// of its first list is stored.
+//
 // fleetguard keeps using the manager's cache: its kinds are built in, always
 // served, and narrowed by a label selector the manager's cache applies.
 //

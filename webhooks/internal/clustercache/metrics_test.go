@@ -8,11 +8,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 )
 
 // failLists makes the fake metadata client's lists of Kustomizations fail
@@ -174,32 +173,29 @@ steward_watched_kinds{group="kustomize.toolkit.fluxcd.io",resource="kustomizatio
 	}
 }
 
-func TestObservedWatchPassesEventsOnAndNeverBlocksOnceStopped(t *testing.T) {
-	inner := watch.NewFake()
+// TestAcceptingQueueCountsWhatReachesTheStore: a list (Replace), and a
+// watch's object or bookmark, each tell the Watch that the API server
+// answered; nothing else reaches the queue (a watch's error goes to the
+// watch error handler).
+func TestAcceptingQueueCountsWhatReachesTheStore(t *testing.T) {
 	var oks atomic.Int32
-	w := observe(inner, func() { oks.Add(1) })
-	go inner.Add(kustomization("v1", "apps", "web", ""))
-	if e := <-w.ResultChan(); e.Type != watch.Added {
-		t.Fatalf("got %v, want the Added event", e.Type)
-	}
-	go inner.Error(&metav1.Status{Status: metav1.StatusFailure})
-	if e := <-w.ResultChan(); e.Type != watch.Error {
-		t.Fatalf("got %v, want the Error event", e.Type)
-	}
-	if oks.Load() != 1 {
-		t.Errorf("ok called %d times, want once: errors do not count", oks.Load())
-	}
-	// An event on its way when the reader stops reading must not block.
-	sent := make(chan struct{})
-	go func() { inner.Modify(kustomization("v1", "apps", "web", "")); close(sent) }()
-	<-sent
-	w.Stop()
-	eventually(t, "the result channel closes", func() bool {
-		select {
-		case _, open := <-w.ResultChan():
-			return !open
-		default:
-			return false
+	q := &acceptingQueue{RealFIFO: cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
+		KeyFunction:  cache.DeletionHandlingMetaNamespaceKeyFunc,
+		KnownObjects: cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, nil),
+	}), accepted: func() { oks.Add(1) }}
+	obj := kustomization("v1", "apps", "web", "")
+	for _, f := range []func() error{
+		func() error { return q.Replace(nil, "1") },
+		func() error { return q.Add(obj) },
+		func() error { return q.Update(obj) },
+		func() error { return q.Delete(obj) },
+		func() error { return q.Bookmark("2") },
+	} {
+		if err := f(); err != nil {
+			t.Fatal(err)
 		}
-	})
+	}
+	if oks.Load() != 5 {
+		t.Errorf("accepted %d times, want 5", oks.Load())
+	}
 }

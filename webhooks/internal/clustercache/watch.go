@@ -2,7 +2,7 @@ package clustercache
 
 import (
 	"context"
-	"sync"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -26,7 +26,9 @@ type Spec struct {
 	Transform cache.TransformFunc
 	// Indexers are the store's indexes.
 	Indexers cache.Indexers
-	// Handler, if set, hears of every change to the store.
+	// Handler, if set, hears of every change to the store, in the Watch's
+	// one loop, as each change is stored: it must be quick (index, count,
+	// notify), since the next object waits for it.
 	Handler cache.ResourceEventHandler
 	// OnSynced is called once the first list is stored.
 	OnSynced func()
@@ -37,21 +39,32 @@ type Spec struct {
 }
 
 // Watch is one running informer over one resource at one version.
+//
+// It is client-go's informer without the shared informer's fan-out: a
+// reflector fills a queue, and one loop stores each object and calls the
+// Spec's Handler right away. A shared informer gives every handler a
+// buffer and two goroutines of its own, to serve handlers that may be
+// slow; Steward's handlers only index, and claimguard runs one Watch per
+// managed resource kind, hundreds in a cluster with several providers,
+// most of them without objects, so that buffer and those goroutines were
+// most of what a kind cost. Handlers are therefore called in that loop
+// (see Spec.Handler).
 type Watch struct {
-	gvr      schema.GroupVersionResource
-	informer cache.SharedIndexInformer
-	started  time.Time
+	gvr        schema.GroupVersionResource
+	controller cache.Controller
+	indexer    cache.Indexer
+	// synced closes once the first list is stored and handled. Read
+	// without the queue's lock, which is held while the handler runs.
+	synced  <-chan struct{}
+	started time.Time
 	// forbidden is set when a list or watch fails because Steward may not
 	// list the resource, and cleared by a list that succeeds or a watch
 	// the API server opens; failing is set when one fails for another
-	// reason, and cleared by a list that succeeds or a watch event that
-	// is not an error (see informer).
+	// reason, and cleared by a list that succeeds or anything a watch
+	// brings to the store (see acceptingQueue).
 	forbidden atomic.Bool
 	failing   atomic.Bool
 	cancel    context.CancelFunc
-	// handled, when the Spec has a Handler, reports whether it has heard
-	// of every object of the first list.
-	handled func() bool
 }
 
 // State is what a Watch can answer, in the words of the
@@ -74,58 +87,145 @@ const (
 // Watch starts an informer over gvr until ctx ends or Stop is called.
 func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Spec) *Watch {
 	w := &Watch{gvr: gvr, started: time.Now()}
-	inf := c.informer(gvr, s, w)
-	w.informer = inf
-	// Both are set before the informer runs, so neither can fail.
-	if s.Transform != nil {
-		_ = inf.SetTransform(s.Transform)
-	}
+	w.indexer = cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, s.Indexers)
 	wctx, cancel := context.WithCancel(ctx)
 	w.cancel = cancel
-	if s.Handler != nil {
-		if reg, err := inf.AddEventHandler(s.Handler); err == nil {
-			w.handled = reg.HasSynced
-		}
-	}
 	onForbidden := s.OnForbidden
 	if onForbidden == nil {
 		onForbidden = func(err error) {
 			c.log.Info("Steward may not list a resource a rule caches; lookups find nothing until RBAC grants list and watch", "resource", gvr.String(), "error", err.Error())
 		}
 	}
-	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		if apierrors.IsForbidden(err) {
-			w.failing.Store(false)
-			if !w.forbidden.Swap(true) {
-				onForbidden(err)
+	// The list (pagedList) transforms what it lists; the queue transforms
+	// watch events.
+	queue := &acceptingQueue{RealFIFO: cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
+		Name:         gvr.String(),
+		KeyFunction:  cache.DeletionHandlingMetaNamespaceKeyFunc,
+		KnownObjects: w.indexer,
+		Transformer:  withTransformed(s.Transform),
+	}), accepted: w.accepted}
+	w.synced = queue.Done()
+	handler := s.Handler
+	if handler == nil {
+		handler = cache.ResourceEventHandlerFuncs{}
+	}
+	w.controller = cache.New(&cache.Config{
+		Queue:             queue,
+		ListerWatcher:     c.listWatch(gvr, s, w),
+		ObjectType:        exampleObject(s),
+		ObjectDescription: gvr.String(),
+		Process: func(obj any, isInInitialList bool) error {
+			deltas, ok := obj.(cache.Deltas)
+			if !ok {
+				return fmt.Errorf("%s: the queue gave %T, not Deltas", gvr, obj)
 			}
-			return
-		}
-		w.failing.Store(true)
-		cache.DefaultWatchErrorHandler(ctx, r, err)
+			return store(w.indexer, handler, deltas, isInInitialList)
+		},
+		WatchErrorHandlerWithContext: func(ctx context.Context, r *cache.Reflector, err error) {
+			if apierrors.IsForbidden(err) {
+				w.failing.Store(false)
+				if !w.forbidden.Swap(true) {
+					onForbidden(err)
+				}
+				return
+			}
+			w.failing.Store(true)
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+		},
 	})
-	go inf.RunWithContext(wctx)
-	go func() {
-		if cache.WaitForCacheSync(wctx.Done(), w.HasSynced) {
-			if s.OnSynced != nil {
+	go w.controller.RunWithContext(wctx)
+	if s.OnSynced != nil {
+		go func() {
+			select {
+			case <-w.synced:
 				s.OnSynced()
+			case <-wctx.Done():
 			}
-		}
-	}()
+		}()
+	}
 	return w
+}
+
+// store applies what the queue gives to the indexer and tells the handler,
+// as a shared informer does for each of its handlers: an object already
+// stored is an update (a relist's too), one that is not is an add.
+func store(indexer cache.Indexer, handler cache.ResourceEventHandler, deltas cache.Deltas, isInInitialList bool) error {
+	for _, d := range deltas {
+		switch d.Type {
+		case cache.Sync, cache.Replaced, cache.Added, cache.Updated:
+			if old, exists, err := indexer.Get(d.Object); err == nil && exists {
+				if err := indexer.Update(d.Object); err != nil {
+					return err
+				}
+				handler.OnUpdate(old, d.Object)
+			} else {
+				if err := indexer.Add(d.Object); err != nil {
+					return err
+				}
+				handler.OnAdd(d.Object, isInInitialList)
+			}
+		case cache.Deleted:
+			if err := indexer.Delete(d.Object); err != nil {
+				return err
+			}
+			handler.OnDelete(d.Object)
+		default:
+			return fmt.Errorf("unexpected delta %q", d.Type)
+		}
+	}
+	return nil
+}
+
+// acceptingQueue tells its Watch that the API server answered whenever
+// anything reaches the queue: a list (Replace), or a watch's object or
+// bookmark. A watch's error never does: the reflector hands it to the
+// watch error handler instead.
+type acceptingQueue struct {
+	*cache.RealFIFO
+	accepted func()
+}
+
+func (q *acceptingQueue) Add(obj any) error {
+	q.accepted()
+	return q.RealFIFO.Add(obj)
+}
+
+func (q *acceptingQueue) Update(obj any) error {
+	q.accepted()
+	return q.RealFIFO.Update(obj)
+}
+
+func (q *acceptingQueue) Delete(obj any) error {
+	q.accepted()
+	return q.RealFIFO.Delete(obj)
+}
+
+func (q *acceptingQueue) Replace(list []any, resourceVersion string) error {
+	q.accepted()
+	return q.RealFIFO.Replace(list, resourceVersion)
+}
+
+func (q *acceptingQueue) Bookmark(resourceVersion string) error {
+	q.accepted()
+	return q.RealFIFO.Bookmark(resourceVersion)
 }
 
 // GVR is the resource and version the informer watches.
 func (w *Watch) GVR() schema.GroupVersionResource { return w.gvr }
 
 // Indexer is the informer's store.
-func (w *Watch) Indexer() cache.Indexer { return w.informer.GetIndexer() }
+func (w *Watch) Indexer() cache.Indexer { return w.indexer }
 
 // HasSynced reports whether the first list has been stored and, when the
-// Spec has a Handler, delivered to it: a rule that indexes objects from
-// its handler finds all of them once synced.
+// Spec has a Handler, delivered to it (both happen in one step): a rule
+// that indexes objects from its handler finds all of them once synced.
 func (w *Watch) HasSynced() bool {
-	return w.informer.HasSynced() && (w.handled == nil || w.handled())
+	select {
+	case <-w.synced:
+		return true
+	default:
+		return false
+	}
 }
 
 // Forbidden reports whether the last list or watch failed because Steward
@@ -154,32 +254,32 @@ func (w *Watch) accepted() {
 	}
 }
 
-// informer builds the informer metadatainformer or dynamicinformer would,
-// over a ListWatch that tells w what the API server answers, which is how
-// a Watch learns that RBAC was granted again or a failing list recovered.
-// A watch the API server opens is allowed (forbidden is cleared), but only
-// its events say whether its objects can be served: client-go lists
-// through a watch (WatchListClient), and a list that cannot convert its
-// objects fails in the stream, not when it opens.
-func (c *Cache) informer(gvr schema.GroupVersionResource, s Spec, w *Watch) cache.SharedIndexInformer {
+// listWatch lists and watches gvr as metadatainformer or dynamicinformer
+// would, and tells w what the API server answers, which is how a Watch
+// learns that RBAC was granted again or a failing list recovered. A watch
+// the API server opens is allowed (forbidden is cleared), but only what
+// it brings to the queue says whether its objects can be served
+// (acceptingQueue): client-go lists through a watch (WatchListClient),
+// and a list that cannot convert its objects fails in the stream, not
+// when it opens. Lists are paged (pagedList).
+func (c *Cache) listWatch(gvr schema.GroupVersionResource, s Spec, w *Watch) cache.ListerWatcher {
 	var list func(context.Context, metav1.ListOptions) (runtime.Object, error)
 	var watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)
 	var client any
-	var example runtime.Object
 	if s.Metadata {
 		r := c.meta.Resource(gvr)
 		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return r.List(ctx, o) }
 		watchFn = r.Watch
-		client, example = c.meta, &metav1.PartialObjectMetadata{}
+		client = c.meta
 	} else {
 		r := c.dyn.Resource(gvr)
 		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return r.List(ctx, o) }
 		watchFn = r.Watch
-		client, example = c.dyn, &unstructured.Unstructured{}
+		client = c.dyn
 	}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			obj, err := list(ctx, o)
+			obj, err := pagedList(ctx, list, s.Transform, o)
 			if err == nil {
 				w.accepted()
 			}
@@ -191,11 +291,18 @@ func (c *Cache) informer(gvr schema.GroupVersionResource, s Spec, w *Watch) cach
 				return nil, err
 			}
 			w.forbidden.Store(false)
-			return observe(wi, w.accepted), nil
+			return wi, nil
 		},
 	}
-	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), example,
-		cache.SharedIndexInformerOptions{Indexers: s.Indexers, ObjectDescription: gvr.String()})
+	return cache.ToListWatcherWithWatchListSemantics(lw, client)
+}
+
+// exampleObject is the type the API server sends for s.
+func exampleObject(s Spec) runtime.Object {
+	if s.Metadata {
+		return &metav1.PartialObjectMetadata{}
+	}
+	return &unstructured.Unstructured{}
 }
 
 // Stop ends the informer; its store keeps what it had.
@@ -215,40 +322,4 @@ func (w *Watch) Get(namespace, name string) (any, bool) {
 		return nil, false
 	}
 	return obj, true
-}
-
-// observedWatch passes a watch's events on, calling ok for every one that
-// is not an error. Unlike watch.Filter it never blocks once stopped, so no
-// goroutine outlives a watch the reflector stopped while an event was on
-// its way.
-type observedWatch struct {
-	inner  watch.Interface
-	result chan watch.Event
-	done   chan struct{}
-	once   sync.Once
-}
-
-func observe(inner watch.Interface, ok func()) watch.Interface {
-	o := &observedWatch{inner: inner, result: make(chan watch.Event), done: make(chan struct{})}
-	go func() {
-		defer close(o.result)
-		for e := range inner.ResultChan() {
-			if e.Type != watch.Error {
-				ok()
-			}
-			select {
-			case o.result <- e:
-			case <-o.done:
-				return
-			}
-		}
-	}()
-	return o
-}
-
-func (o *observedWatch) ResultChan() <-chan watch.Event { return o.result }
-
-func (o *observedWatch) Stop() {
-	o.once.Do(func() { close(o.done) })
-	o.inner.Stop()
 }
