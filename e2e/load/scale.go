@@ -212,8 +212,24 @@ func (s *scaler) measure(ctx context.Context, scenario string, watchList bool, s
 			break
 		}
 	}
+	// Settled: start-up work done, then the collection Go's runtime
+	// forces on an idle process within two minutes, triggered at once
+	// (pprof's heap?gc=1 runs one), so that the resident memory no longer
+	// holds start-up garbage; then the runtime's scavenger returns what
+	// that freed to the kernel, at its own pace.
 	sleep(ctx, s.opts.settle)
-	mem, err := harness.ProcessMemory(st.PID())
+	if err := s.forceGC(); err != nil {
+		s.warnf("forcing a collection: %v", err)
+	}
+	// The live heap: what is still allocated right after the collection.
+	fams, err := scrape(st.MetricsRequest(protoFormat))
+	if err != nil {
+		return nil, fmt.Errorf("reading steward's metrics: %w", err)
+	}
+	m.LiveHeap = int64(harness.SumFamilies(fams, "go_memstats_heap_alloc_bytes", nil))
+	m.Cached = harness.SumFamilies(fams, "steward_claimguard_cached_objects", nil)
+	m.Kinds = harness.SumFamilies(fams, "steward_claimguard_watched_kinds", nil) + float64(len(fams["steward_watched_kinds"].GetMetric()))
+	mem, err := settledMemory(ctx, st.PID())
 	if err != nil {
 		return nil, fmt.Errorf("reading steward's memory: %w", err)
 	}
@@ -223,22 +239,26 @@ func (s *scaler) measure(ctx context.Context, scenario string, watchList bool, s
 	} else {
 		m.Watches = math.NaN()
 	}
-	// The live heap: what is still allocated right after a forced
-	// collection (pprof's heap?gc=1 runs one), read after the resident
-	// memory, which a collection does not shrink at once anyway.
-	if err := s.forceGC(); err != nil {
-		s.warnf("forcing a collection: %v", err)
-	}
-	fams, err := scrape(st.MetricsRequest(protoFormat))
-	if err != nil {
-		return nil, fmt.Errorf("reading steward's metrics: %w", err)
-	}
-	m.LiveHeap = int64(harness.SumFamilies(fams, "go_memstats_heap_alloc_bytes", nil))
-	m.Cached = harness.SumFamilies(fams, "steward_claimguard_cached_objects", nil)
-	m.Kinds = harness.SumFamilies(fams, "steward_claimguard_watched_kinds", nil) + float64(len(fams["steward_watched_kinds"].GetMetric()))
 	logf("%-6s WatchList %-3s %7d seeded, %7.0f in claimguard: ready in %6s, synced %s, peak %s (%.2f×), live heap %s, %3.0f watches, %3.0f kinds",
 		scenario, onOff(watchList), seeded, m.Cached, m.Startup.Round(100*time.Millisecond), mib(m.SyncedRSS), mib(m.PeakRSS), m.PeakRatio(), mib(m.LiveHeap), m.Watches, m.Kinds)
 	return m, nil
+}
+
+// settledMemory polls a process's memory every second until its resident
+// size has not fallen by more than 1% over the last ten seconds (or two
+// minutes have passed), and returns the last reading.
+func settledMemory(ctx context.Context, pid int) (harness.Memory, error) {
+	var readings []harness.Memory
+	for deadline := time.Now().Add(2 * time.Minute); ; sleep(ctx, time.Second) {
+		mem, err := harness.ProcessMemory(pid)
+		if err != nil {
+			return mem, err
+		}
+		readings = append(readings, mem)
+		if n := len(readings); n > 10 && float64(readings[n-11].RSS-mem.RSS) <= 0.01*float64(mem.RSS) || time.Now().After(deadline) || ctx.Err() != nil {
+			return mem, nil
+		}
+	}
 }
 
 // watches counts the WATCH requests the API server is serving

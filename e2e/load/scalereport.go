@@ -31,11 +31,11 @@ type scaleResults struct {
 	MRKinds, ObjectsPerKind, FleetWorkloads int
 	SeedWorkers                             int
 	// Settle is how long after ready the synced figures are read.
-	Settle   time.Duration
-	Measures                                []*scaleMeasure
-	Seeding                                 []seedStep
-	KindsTook                               time.Duration
-	Warnings                                []string
+	Settle    time.Duration
+	Measures  []*scaleMeasure
+	Seeding   []seedStep
+	KindsTook time.Duration
+	Warnings  []string
 }
 
 // scaleMeasure is one start of Steward: the scenario (empty, mix, fleet,
@@ -366,9 +366,15 @@ func renderScale(res *scaleResults, chart string) string {
 		w("%s%s to %s objects in %s (%.0f objects/s)", sep, kilo(from), kilo(s.Total), s.Took.Round(time.Second), s.rate())
 	}
 	w(". ")
-	w("Synced resident memory (VmRSS) is read %s after /readyz first answers and claimguard reports the objects, the start-up peak is VmHWM, both from `/proc/<pid>/status`; the live heap is `go_memstats_heap_alloc_bytes` right after a forced collection (pprof's `heap?gc=1`); ready after is from the process's start to its first ready answer. ", res.Settle)
+	w("Settled means: %s after /readyz first answers and claimguard reports the objects, the tool triggers the collection Go's runtime would force within two minutes anyway (pprof's `heap?gc=1`), reads the live heap (`go_memstats_heap_alloc_bytes`) right after it, and reads the synced resident memory (VmRSS) once the runtime has returned what that freed (it has not fallen by 1%% in ten seconds); the start-up peak is VmHWM, both from `/proc/<pid>/status`. Ready after is from the process's start to its first ready answer. ", res.Settle)
 	w("Watches are the API server's own count, `apiserver_longrunning_requests{verb=\"WATCH\"}` with Steward running minus without it; kinds watched are Steward's (`steward_claimguard_watched_kinds` plus the series of `steward_watched_kinds`; fleetguard's four workload informers are not among them). Objects seeded count what the scenario created; claimguard's caches hold the XRs and MRs of them (`steward_claimguard_cached_objects`); suspendnotice's Flux objects have no count of their own.\n\n")
-	w("Reproducing: `make bench-scale` (the full run; seeding half a million objects and sixteen starts of Steward take a few hours on two cores), or a check of the tool in about ten minutes: `make bench-scale BENCH_FLAGS=\"-scale-objects 6000,12000 -mr-kinds 50 -fleet-workloads 200\"`. Flags: `-scale-objects`, `-mr-kinds`, `-objects-per-kind`, `-fleet-workloads`, `-seed-workers`, `-settle`, `-out`.\n")
+	w("Reproducing: `make tools` once, then `make bench-scale` for the full run")
+	if n := len(res.Seeding); n > 0 {
+		largest := fullScaleSizes[len(fullScaleSizes)-1]
+		w(" (at this run's last seeding rate, seeding %s objects takes about %s; this run took %s in all)", kilo(largest),
+			(time.Duration(float64(largest)/res.Seeding[n-1].rate()) * time.Second).Round(time.Minute), res.Finished.Sub(res.Started).Round(time.Minute))
+	}
+	w(", or a check of the tool in about five minutes, labelled as reduced scale: `make bench-scale BENCH_FLAGS=\"-scale-objects 6000,12000 -mr-kinds 50 -fleet-workloads 200\"`. Flags: `-scale-objects`, `-mr-kinds`, `-objects-per-kind`, `-fleet-workloads`, `-seed-workers`, `-settle`, `-out`. `make bench` leaves this section as it is.\n")
 	if len(res.Warnings) > 0 {
 		w("\nWarnings during the run:\n\n")
 		for _, msg := range res.Warnings {
