@@ -15,7 +15,8 @@ type line struct {
 	X, Y        []float64
 }
 
-// refLine is a labelled horizontal line across a chart.
+// refLine is a horizontal line across a chart, labelled under its right
+// end (above it the legend may be).
 type refLine struct {
 	Label string
 	Y     float64
@@ -88,7 +89,7 @@ func svgLineChart(title, xLabel, yLabel string, lines []line, refs []refLine) st
 	fmt.Fprintf(&b, `<text transform="translate(16,%.1f) rotate(-90)" text-anchor="middle" fill="#444">%s</text>`+"\n", float64(marginTop)+plotH/2, esc(yLabel))
 	for _, r := range refs {
 		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#333" stroke-dasharray="2,3"/><text x="%d" y="%.1f" text-anchor="end" fill="#333">%s</text>`+"\n",
-			marginLeft, chartWidth-marginRight, y(r.Y), y(r.Y), chartWidth-marginRight-4, y(r.Y)-4, esc(r.Label))
+			marginLeft, chartWidth-marginRight, y(r.Y), y(r.Y), chartWidth-marginRight-4, y(r.Y)+14, esc(r.Label))
 	}
 	for _, l := range lines {
 		var pts []string
