@@ -245,17 +245,23 @@ func (s *scaler) measure(ctx context.Context, scenario string, watchList bool, s
 }
 
 // settledMemory polls a process's memory every second until its resident
-// size has not fallen by more than 1% over the last ten seconds (or two
-// minutes have passed), and returns the last reading.
+// size has not fallen by more than 1% over the last 30 seconds (or three
+// minutes have passed), and returns the last reading. The window is that
+// long because Go's scavenger returns freed memory in bursts and then
+// sleeps for up to 99 times what a burst took (it keeps to 1% of a CPU):
+// with a window of ten seconds, a Steward whose scavenger had yet to
+// return half of its resident memory counted as settled.
 func settledMemory(ctx context.Context, pid int) (harness.Memory, error) {
+	const window = 30
 	var readings []harness.Memory
-	for deadline := time.Now().Add(2 * time.Minute); ; sleep(ctx, time.Second) {
+	for deadline := time.Now().Add(3 * time.Minute); ; sleep(ctx, time.Second) {
 		mem, err := harness.ProcessMemory(pid)
 		if err != nil {
 			return mem, err
 		}
 		readings = append(readings, mem)
-		if n := len(readings); n > 10 && float64(readings[n-11].RSS-mem.RSS) <= 0.01*float64(mem.RSS) || time.Now().After(deadline) || ctx.Err() != nil {
+		n := len(readings)
+		if n > window && float64(readings[n-1-window].RSS-mem.RSS) <= 0.01*float64(mem.RSS) || time.Now().After(deadline) || ctx.Err() != nil {
 			return mem, nil
 		}
 	}
