@@ -212,14 +212,19 @@ func (s *scaler) measure(ctx context.Context, scenario string, watchList bool, s
 			break
 		}
 	}
-	// Settled: start-up work done, then the collection Go's runtime
-	// forces on an idle process within two minutes, triggered at once
+	// Settled: start-up work done, then the collections Go's runtime
+	// forces on an idle process every two minutes, triggered at once
 	// (pprof's heap?gc=1 runs one), so that the resident memory no longer
 	// holds start-up garbage; then the runtime's scavenger returns what
-	// that freed to the kernel, at its own pace.
+	// they freed to the kernel, at its own pace. Two, because the
+	// scavenger's goal after a collection is scaled from the heap in use
+	// at the end of the one before: after the first, that is the heap of
+	// the start-up, and the scavenger may keep most of what it freed.
 	sleep(ctx, s.opts.settle)
-	if err := s.forceGC(); err != nil {
-		s.warnf("forcing a collection: %v", err)
+	for range 2 {
+		if err := s.forceGC(); err != nil {
+			s.warnf("forcing a collection: %v", err)
+		}
 	}
 	// The live heap: what is still allocated right after the collection.
 	fams, err := scrape(st.MetricsRequest(protoFormat))
