@@ -202,7 +202,7 @@ bench-hostile: tools
 # Flux objects), client-go's WatchList on and off, and with 2,000
 # Fleet-managed Deployments and 500 MR kinds. It writes its section of
 # docs/benchmarks.md and docs/benchmark-memory.svg. A check of the tool in
-# about ten minutes:
+# about six minutes, labelled as reduced scale:
 # make bench-scale BENCH_FLAGS="-scale-objects 6000,12000 -mr-kinds 50 -fleet-workloads 200".
 bench-scale: tools
 	$(GO) run ./e2e/load -scale $(BENCH_FLAGS)

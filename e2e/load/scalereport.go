@@ -374,7 +374,7 @@ func renderScale(res *scaleResults, chart string) string {
 		w(" (at this run's last seeding rate, seeding %s objects takes about %s; this run took %s in all)", kilo(largest),
 			(time.Duration(float64(largest)/res.Seeding[n-1].rate()) * time.Second).Round(time.Minute), res.Finished.Sub(res.Started).Round(time.Minute))
 	}
-	w(", or a check of the tool in about five minutes, labelled as reduced scale: `make bench-scale BENCH_FLAGS=\"-scale-objects 6000,12000 -mr-kinds 50 -fleet-workloads 200\"`. Flags: `-scale-objects`, `-mr-kinds`, `-objects-per-kind`, `-fleet-workloads`, `-seed-workers`, `-settle`, `-out`. `make bench` leaves this section as it is.\n")
+	w(", or a check of the tool in about six minutes, labelled as reduced scale: `make bench-scale BENCH_FLAGS=\"-scale-objects 6000,12000 -mr-kinds 50 -fleet-workloads 200\"`. Flags: `-scale-objects`, `-mr-kinds`, `-objects-per-kind`, `-fleet-workloads`, `-seed-workers`, `-settle`, `-out`. `make bench` leaves this section as it is.\n")
 	if len(res.Warnings) > 0 {
 		w("\nWarnings during the run:\n\n")
 		for _, msg := range res.Warnings {

@@ -229,9 +229,6 @@ func seedFlux(ctx context.Context, dyn dynamic.Interface, i int) error {
 	return err
 }
 
-// kindsLabel marks the generated MR kinds, for their removal.
-const kindsLabel = benchLabel + "=" + scenarioKinds
-
 // seedKinds creates n MR kinds, copies of provider-sql's Database CRD
 // renamed (kind DatabaseNNN in group kNNN.scale.sql.crossplane.io, still
 // in the "managed" category), and perKind composed objects of each; it
