@@ -43,7 +43,7 @@ export HELM := $(CACHE_DIR)/helm-$(HELM_VERSION)/helm
 GORELEASER_VERSION := $(shell awk '/^require github.com\/goreleaser\/goreleaser\/v2 / {print $$3}' e2e/tools/goreleaser/go.mod)
 export GORELEASER := $(CACHE_DIR)/goreleaser-$(GORELEASER_VERSION)/goreleaser
 
-.PHONY: all build test unit e2e fuzz lint generate verify sandbox bench bench-hostile tools chart-package release-snapshot clean
+.PHONY: all build test unit e2e fuzz lint generate verify sandbox bench bench-hostile bench-scale tools chart-package release-snapshot clean
 
 all: build
 
@@ -195,6 +195,17 @@ bench: tools
 # three minutes). It prints a Markdown table and writes bin/hostile-load.md.
 bench-hostile: tools
 	$(GO) run ./e2e/load -hostile -rounds 3 $(BENCH_FLAGS)
+
+# The cache-at-scale scenarios alone, separate from the load run: Steward's
+# synced and peak resident memory, live heap, start-up time and watches with
+# 65k, 250k and 500k objects cached (XRs, MRs of real provider-sql kinds,
+# Flux objects), client-go's WatchList on and off, and with 2,000
+# Fleet-managed Deployments and 500 MR kinds. It writes its section of
+# docs/benchmarks.md and docs/benchmark-memory.svg. A check of the tool in
+# about six minutes, labelled as reduced scale:
+# make bench-scale BENCH_FLAGS="-scale-objects 6000,12000 -mr-kinds 50 -fleet-workloads 200".
+bench-scale: tools
+	$(GO) run ./e2e/load -scale $(BENCH_FLAGS)
 
 # Runs Steward against a local real API server until interrupted;
 # SANDBOX_CONFIG=<file> runs it with that configuration file.

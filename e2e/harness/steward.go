@@ -63,6 +63,13 @@ type StewardOptions struct {
 	// Steward, in place of those `steward manifests` renders for
 	// Namespace (for example the ones a Helm chart renders).
 	Webhooks *Webhooks
+	// Env is added to the process's environment after the harness's own
+	// ($MEMORY_LIMIT, $POD_NAME), as a Deployment's env would be, e.g.
+	// KUBE_FEATURE_WatchListClient=false to switch a client-go feature off.
+	Env []string
+	// ReadyTimeout bounds the wait for /readyz; ReadyTimeout when zero.
+	// Caches of hundreds of thousands of objects take longer to sync.
+	ReadyTimeout time.Duration
 }
 
 // optionsFromArgs derives StewardOptions from a configuration and flags:
@@ -104,11 +111,17 @@ type Steward struct {
 	caBundle    []byte
 	// metricsToken authenticates the harness to /metrics.
 	metricsToken string
+	// readyTimeout bounds waitReady at every start.
+	readyTimeout time.Duration
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	exitErr error
+	// startedAt is when the current process was started, startupTime how
+	// long it then took to answer /readyz (zero until it has).
+	startedAt   time.Time
+	startupTime time.Duration
 }
 
 // StartSteward runs Steward with configYAML (DefaultConfig, or empty for no
@@ -140,7 +153,10 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 		return nil, err
 	}
 	e.stewards++
-	s := &Steward{opts: opts, dir: filepath.Join(e.dir, "steward-"+strconv.Itoa(e.stewards)), metricsToken: e.metricsToken}
+	s := &Steward{opts: opts, dir: filepath.Join(e.dir, "steward-"+strconv.Itoa(e.stewards)), metricsToken: e.metricsToken, readyTimeout: opts.ReadyTimeout}
+	if s.readyTimeout <= 0 {
+		s.readyTimeout = ReadyTimeout
+	}
 	s.certDir = filepath.Join(s.dir, "certs")
 	s.logPath = filepath.Join(s.dir, "steward.log")
 	if err := os.MkdirAll(s.certDir, 0o700); err != nil {
@@ -167,7 +183,7 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating namespace %s: %w", opts.Namespace, err)
 	}
-	s.env = []string{"MEMORY_LIMIT=" + strconv.FormatInt(memoryLimit, 10), "POD_NAME=" + s.PodName()}
+	s.env = append([]string{"MEMORY_LIMIT=" + strconv.FormatInt(memoryLimit, 10), "POD_NAME=" + s.PodName()}, opts.Env...)
 	s.args = []string{bin, "serve",
 		"--kubeconfig", e.Kubeconfig,
 		"--namespace", opts.Namespace,
@@ -216,7 +232,7 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 	if err := e.registerWebhooks(ctx, endpoint{host: opts.Host, port: s.port, caBundle: s.caBundle}, opts.Namespace, opts.Webhooks); err != nil {
 		return fail(err)
 	}
-	if err := s.waitReady(ctx, ReadyTimeout); err != nil {
+	if err := s.waitReady(ctx, s.readyTimeout); err != nil {
 		return fail(err)
 	}
 	if !opts.ProvideCerts {
@@ -266,7 +282,7 @@ func (s *Steward) start() error {
 	}
 	exited := make(chan struct{})
 	s.mu.Lock()
-	s.cmd, s.exited, s.exitErr = cmd, exited, nil
+	s.cmd, s.exited, s.exitErr, s.startedAt, s.startupTime = cmd, exited, nil, time.Now(), 0
 	s.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
@@ -291,6 +307,9 @@ func (s *Steward) waitReady(ctx context.Context, timeout time.Duration) error {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
+				s.mu.Lock()
+				s.startupTime = time.Since(s.startedAt)
+				s.mu.Unlock()
 				return nil
 			}
 			last = resp.Status
@@ -349,10 +368,18 @@ func (s *Steward) Restart(ctx context.Context) error {
 	if err := s.start(); err != nil {
 		return errors.Join(stopErr, err)
 	}
-	if err := s.waitReady(ctx, ReadyTimeout); err != nil {
+	if err := s.waitReady(ctx, s.readyTimeout); err != nil {
 		return errors.Join(stopErr, fmt.Errorf("%w\n--- steward log (last lines) ---\n%s", err, s.LogTail(40)))
 	}
 	return stopErr
+}
+
+// StartupTime is how long the current process took from its start to its
+// first ready answer on /readyz (polled every 100 ms), zero before that.
+func (s *Steward) StartupTime() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.startupTime
 }
 
 // Running says whether the process has been started and has not exited.

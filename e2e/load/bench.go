@@ -37,17 +37,22 @@ func (b *bench) warnf(format string, args ...any) {
 	b.res.Warnings = append(b.res.Warnings, msg)
 }
 
-// measureAll measures everything and returns the results.
-func measureAll(ctx context.Context, opts options, root string) (*results, error) {
-	b := &bench{opts: opts, root: root, workDir: inRoot(root, "bin/bench")}
-	b.res = &results{Started: time.Now(), Options: opts}
+// describeMachine names the machine's CPUs and the commit measured.
+func describeMachine(ctx context.Context) machine {
 	data, _ := os.ReadFile("/proc/cpuinfo")
 	_, model, _ := strings.Cut(string(data), "model name")
 	commit, _ := exec.CommandContext(ctx, "git", "rev-parse", "--short", "HEAD").Output()
 	if exec.CommandContext(ctx, "git", "diff", "--quiet", "HEAD", "--", "cmd", "webhooks", "certs", "manifests", "e2e").Run() != nil {
 		commit = append(bytes.TrimSpace(commit), " with uncommitted changes to the code"...)
 	}
-	b.res.Machine = machine{CPUs: runtime.NumCPU(), CPUModel: strings.Trim(strings.SplitN(model, "\n", 2)[0], "\t :"), Commit: strings.TrimSpace(string(commit))}
+	return machine{CPUs: runtime.NumCPU(), CPUModel: strings.Trim(strings.SplitN(model, "\n", 2)[0], "\t :"), Commit: strings.TrimSpace(string(commit))}
+}
+
+// measureAll measures everything and returns the results.
+func measureAll(ctx context.Context, opts options, root string) (*results, error) {
+	b := &bench{opts: opts, root: root, workDir: inRoot(root, "bin/bench")}
+	b.res = &results{Started: time.Now(), Options: opts}
+	b.res.Machine = describeMachine(ctx)
 	b.nonce = strconv.FormatInt(time.Now().UnixNano()%(1<<30), 36)
 	if err := os.MkdirAll(b.workDir, 0o755); err != nil {
 		return nil, err

@@ -89,8 +89,8 @@ func TestGoalsJudgePairedRounds(t *testing.T) {
 
 func TestReportOpensWithTheSummaryAndLabelsItsScale(t *testing.T) {
 	res := &results{Options: options{rounds: 2, duration: time.Second, concurrency: []int{1, 16}}, Memory: memReport{SoftLimit: 241591910}}
-	md := renderMarkdown(res, "chart.svg", "\nkept\n")
-	order := []string{"## Summary", "## Reproducing", "## Methodology", "## Appendix", notesBegin + "\nkept\n" + notesEnd, "### Raw runs", "Soft memory limit, from the Deployment's memory limit: 230.4 MiB"}
+	md := renderMarkdown(res, "chart.svg", "\nkept\n", scaleBegin+"\nscale kept\n"+scaleEnd)
+	order := []string{"# Benchmarks", scaleBegin + "\nscale kept\n" + scaleEnd, "## Admission under load", "## Summary", "## Reproducing", "## Methodology", "## Appendix", notesBegin + "\nkept\n" + notesEnd, "### Raw runs", "Soft memory limit, from the Deployment's memory limit: 230.4 MiB"}
 	at := 0
 	for _, s := range order {
 		i := strings.Index(md[at:], s)

@@ -6,8 +6,10 @@
 // allow-all controller-runtime webhook registered exactly as Steward's
 // webhooks are and serving the same kind of certificate, and (d) Steward
 // with every rule. It writes docs/benchmarks.md and a latency chart; with
-// -hostile it runs the hostile-load scenario instead. `make bench` and
-// `make bench-hostile` run it.
+// -hostile it runs the hostile-load scenario instead, and with -scale the
+// cache-at-scale scenarios, which write their own section of
+// docs/benchmarks.md and a memory chart. `make bench`, `make bench-hostile`
+// and `make bench-scale` run it.
 package main
 
 import (
@@ -34,6 +36,12 @@ type options struct {
 	workloads                                        map[string]bool
 	profile, hostile                                 bool
 	out, handlerBench                                string
+
+	// The cache-at-scale scenarios (-scale).
+	scale                                                bool
+	scaleSizes                                           []int
+	mrKinds, objectsPerKind, fleetWorkloads, seedWorkers int
+	settle                                               time.Duration
 }
 
 func parseOptions(args []string) (o options, err error) {
@@ -53,6 +61,13 @@ func parseOptions(args []string) (o options, err error) {
 	fs.StringVar(&o.handlerBench, "handler-bench", "", "output of `go test -bench` over ./webhooks/... to include in the report")
 	fs.BoolVar(&o.hostile, "hostile", false, "run only the hostile-load scenario (floods of unauthenticated 7 MiB reviews at 20, 50 and 100 clients, Steward bounded and unbounded, -rounds rounds); writes bin/hostile-load.md")
 	fs.DurationVar(&o.hostileDuration, "hostile-duration", 10*time.Second, "how long each hostile flood lasts")
+	fs.BoolVar(&o.scale, "scale", false, "run only the cache-at-scale scenarios (memory, start-up and watches of Steward with large caches, WatchList on and off); writes their section of -out and the memory chart beside it")
+	sizes := fs.String("scale-objects", joinInts(fullScaleSizes), "-scale: comma-separated, increasing numbers of objects (1 XR : 5 MRs : ½ Flux object) to grow the caches to")
+	fs.IntVar(&o.mrKinds, "mr-kinds", fullMRKinds, "-scale: generated MR kinds of the many-kinds scenario (0 skips it)")
+	fs.IntVar(&o.objectsPerKind, "objects-per-kind", 2, "-scale: objects of each generated MR kind")
+	fs.IntVar(&o.fleetWorkloads, "fleet-workloads", fullFleetWorkloads, "-scale: Fleet-managed Deployments of the Fleet scenario (0 skips it)")
+	fs.IntVar(&o.seedWorkers, "seed-workers", 64, "-scale: concurrent writers that seed the caches")
+	fs.DurationVar(&o.settle, "settle", 5*time.Second, "-scale: how long after it is ready Steward's synced memory is read")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -62,6 +77,15 @@ func parseOptions(args []string) (o options, err error) {
 			return o, fmt.Errorf("-concurrency: %q is not a positive number", s)
 		}
 		o.concurrency = append(o.concurrency, n)
+	}
+	if *sizes != "" {
+		for _, s := range strings.Split(*sizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n < 1 || len(o.scaleSizes) > 0 && n <= o.scaleSizes[len(o.scaleSizes)-1] {
+				return o, fmt.Errorf("-scale-objects: %q is not a positive number larger than the one before", s)
+			}
+			o.scaleSizes = append(o.scaleSizes, n)
+		}
 	}
 	if *wl != "" {
 		o.workloads = map[string]bool{}
@@ -79,6 +103,10 @@ func parseOptions(args []string) (o options, err error) {
 		return o, errors.New("-duration, -rounds, -burst-writers and -burst-duration must be positive, -warmup not negative")
 	case o.xrs < 0 || o.mrs < 0 || o.flux < 0 || o.mrs > 0 && o.xrs == 0:
 		return o, errors.New("-xrs, -mrs and -flux-objects must not be negative, and MRs need XRs to compose them")
+	case o.mrKinds < 0 || o.objectsPerKind < 0 || o.fleetWorkloads < 0 || o.seedWorkers < 1 || o.settle < 0:
+		return o, errors.New("-mr-kinds, -objects-per-kind, -fleet-workloads and -settle must not be negative, -seed-workers must be positive")
+	case o.mrKinds > 999:
+		return o, errors.New("-mr-kinds: at most 999 (the generated kinds are numbered with three digits)")
 	}
 	return o, nil
 }
@@ -108,6 +136,9 @@ func run(ctx context.Context, opts options) error {
 	}
 	if opts.hostile {
 		return runHostile(ctx, opts.rounds, opts.hostileDuration, inRoot(root, "bin/hostile-load.md"))
+	}
+	if opts.scale {
+		return runScale(ctx, opts, root)
 	}
 	res, err := measureAll(ctx, opts, root)
 	if err != nil {

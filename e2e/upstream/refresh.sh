@@ -60,6 +60,11 @@ for g in postgresql.sql.crossplane.io postgresql.sql.m.crossplane.io; do
     fetch crossplane-contrib/provider-sql v0.16.0 "package/crds/${g}_${crd}.yaml" "provider-sql/${g}_${crd}.yaml"
   done
 done
+# More of its kinds, for the cache-at-scale benchmark only.
+mkdir -p provider-sql-scale
+for crd in grants schemas; do
+  fetch crossplane-contrib/provider-sql v0.16.0 "package/crds/postgresql.sql.crossplane.io_${crd}.yaml" "provider-sql-scale/postgresql.sql.crossplane.io_${crd}.yaml"
+done
 # The PolicyReport CRDs Steward ships and its audit writes to (no tags
 # upstream: the commit that last changed them). Kept in manifests/upstream.
 for crd in policyreports clusterpolicyreports; do

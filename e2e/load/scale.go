@@ -1,0 +1,351 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stewardhq/steward/e2e/harness"
+)
+
+// The cache-at-scale scenarios at full scale: cached objects in the
+// Crossplane and Flux mix, MR kinds, and Fleet-managed Deployments.
+var fullScaleSizes = []int{65_000, 250_000, 500_000}
+
+const (
+	fullMRKinds, fullFleetWorkloads = 500, 2000
+	// watchListOff is the environment that switches client-go's streaming
+	// list (WatchList) off, so Steward's informers start with a paginated
+	// LIST and then WATCH, as before Kubernetes 1.32's clients.
+	watchListOff = "KUBE_FEATURE_WatchListClient=false"
+	// scaleReadyTimeout bounds Steward's start-up with the largest caches.
+	scaleReadyTimeout = 15 * time.Minute
+)
+
+// scaler runs the cache-at-scale scenarios against one API server, growing
+// its contents between measurements.
+type scaler struct {
+	opts      options
+	env       *harness.Env
+	dyn       dynamic.Interface
+	kube      kubernetes.Interface // as the Fleet agent, protobuf
+	admin     kubernetes.Interface
+	pprofAddr string
+	mix       mixSeeder
+	res       *scaleResults
+}
+
+func (s *scaler) warnf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	logf("warning: %s", msg)
+	s.res.Warnings = append(s.res.Warnings, msg)
+}
+
+// runScale measures Steward's memory, start-up and watches with caches of
+// growing size, with client-go's WatchList on and off, then with many
+// Fleet-managed Deployments and many MR kinds, and writes its section of
+// the report and the memory chart.
+func runScale(ctx context.Context, opts options, root string) error {
+	res, err := measureScale(ctx, opts)
+	if err != nil {
+		return err
+	}
+	return writeScaleReport(inRoot(root, opts.out), res)
+}
+
+func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
+	res := &scaleResults{Started: time.Now(), Sizes: opts.scaleSizes, MRKinds: opts.mrKinds, ObjectsPerKind: opts.objectsPerKind, FleetWorkloads: opts.fleetWorkloads,
+		SeedWorkers: opts.seedWorkers, Settle: opts.settle}
+	res.Machine = describeMachine(ctx)
+	var err error
+	if res.Limit, err = harness.RenderedMemoryLimit(); err != nil {
+		return nil, err
+	}
+	logf("starting kube-apiserver and etcd")
+	env, err := harness.Start(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("starting the API server: %w", err)
+	}
+	defer env.Stop()
+	s := &scaler{opts: opts, env: env, res: res}
+	cfg := rest.CopyConfig(env.Config)
+	// Seeding is measured by how fast the server takes it: no client-side
+	// throttling.
+	cfg.QPS, cfg.Burst, cfg.Timeout, cfg.WarningHandler = -1, 0, 2*time.Minute, rest.NoWarnings{}
+	s.dyn = dynamic.NewForConfigOrDie(cfg)
+	proto := rest.CopyConfig(cfg)
+	proto.ContentType = "application/vnd.kubernetes.protobuf"
+	s.admin = kubernetes.NewForConfigOrDie(proto)
+	proto.Impersonate = rest.ImpersonationConfig{UserName: agentUser}
+	s.kube = kubernetes.NewForConfigOrDie(proto)
+	s.mix = mixSeeder{dyn: s.dyn, workers: opts.seedWorkers}
+	port, err := harness.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	s.pprofAddr = "127.0.0.1:" + strconv.Itoa(port)
+	if err := installScaleCRDs(ctx, env); err != nil {
+		return nil, err
+	}
+	for _, ns := range []string{fleetNamespace, fluxNamespace, claimsNamespace} {
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return nil, fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
+	}
+
+	// Empty caches, the base of the Fleet and MR-kind scenarios.
+	for _, wl := range []bool{true, false} {
+		m, err := s.measure(ctx, "empty", wl, 0, 0)
+		if err != nil {
+			return nil, err
+		}
+		res.Measures = append(res.Measures, m)
+	}
+	if opts.mrKinds > 0 {
+		if err := s.kindsScenario(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if opts.fleetWorkloads > 0 {
+		if err := s.fleetScenario(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for _, size := range opts.scaleSizes {
+		if err := s.quiesce(ctx); err != nil {
+			return nil, err
+		}
+		logf("seeding up to %d objects (1 XR : 5 MRs : ½ Flux object)", size)
+		step, err := s.mix.growTo(ctx, size)
+		if err != nil {
+			return nil, err
+		}
+		res.Seeding = append(res.Seeding, step)
+		logf("seeded %d objects in %s (%.0f objects/s)", step.Added, step.Took.Round(time.Second), step.rate())
+		for _, wl := range []bool{true, false} {
+			m, err := s.measure(ctx, scenarioMix, wl, s.mix.total(), float64(s.mix.xrs+s.mix.mrs))
+			if err != nil {
+				return nil, err
+			}
+			res.Measures = append(res.Measures, m)
+		}
+	}
+	res.Finished = time.Now()
+	return res, nil
+}
+
+// Scenario names of scaleMeasure.
+const (
+	scenarioEmpty = "empty"
+	scenarioMix   = "mix"
+	scenarioFleet = "fleet"
+	scenarioKinds = "kinds"
+)
+
+// quiesce stops Steward and removes its webhook configurations, so that
+// seeding neither waits for admission nor makes Steward's informers
+// process every event: the measurement is of a Steward that starts with
+// the objects already there.
+func (s *scaler) quiesce(ctx context.Context) error {
+	if st := s.env.Steward; st != nil {
+		if err := st.Stop(); err != nil {
+			return err
+		}
+	}
+	for _, obj := range []client.Object{
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: harness.WebhookConfigurationName}},
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: harness.WebhookConfigurationName}},
+	} {
+		if err := s.env.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing steward's webhook configurations: %w", err)
+		}
+	}
+	// The API server takes a moment to stop calling a removed webhook.
+	time.Sleep(2 * time.Second)
+	return nil
+}
+
+// measure starts Steward (WatchList on or off) with the cluster as it is
+// and reads what the scenario reports. cached is what claimguard should
+// hold once synced; seeded the objects the scenario put in the caches.
+func (s *scaler) measure(ctx context.Context, scenario string, watchList bool, seeded int, cached float64) (*scaleMeasure, error) {
+	if err := s.quiesce(ctx); err != nil {
+		return nil, err
+	}
+	before, err := s.watches(ctx)
+	if err != nil {
+		s.warnf("%v", err)
+	}
+	opts := harness.StewardOptions{Config: harness.DefaultConfig, ProvideCerts: true, ReadyTimeout: scaleReadyTimeout,
+		Args: []string{"--pprof-bind-address", s.pprofAddr}}
+	if !watchList {
+		opts.Env = []string{watchListOff}
+	}
+	st, err := s.env.RestartStewardWith(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("starting steward (%s, WatchList %s): %w", scenario, onOff(watchList), err)
+	}
+	m := &scaleMeasure{Scenario: scenario, WatchList: watchList, Seeded: seeded, Startup: st.StartupTime()}
+	// Ready means synced, but claimguard's counts come from its snapshot,
+	// taken a moment later.
+	deadline := time.Now().Add(2 * time.Minute)
+	for ; ; time.Sleep(500 * time.Millisecond) {
+		fams, err := scrape(st.MetricsRequest(protoFormat))
+		if err == nil && harness.SumFamilies(fams, "steward_claimguard_cached_objects", nil) >= cached {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.warnf("%s, WatchList %s: claimguard did not report %.0f cached objects within two minutes", scenario, onOff(watchList), cached)
+			break
+		}
+	}
+	// Settled: start-up work done, then the collections Go's runtime
+	// forces on an idle process every two minutes, triggered at once
+	// (pprof's heap?gc=1 runs one), so that the resident memory no longer
+	// holds start-up garbage; then the runtime's scavenger returns what
+	// they freed to the kernel, at its own pace. Two, because the
+	// scavenger's goal after a collection is scaled from the heap in use
+	// at the end of the one before: after the first, that is the heap of
+	// the start-up, and the scavenger may keep most of what it freed.
+	sleep(ctx, s.opts.settle)
+	for range 2 {
+		if err := s.forceGC(); err != nil {
+			s.warnf("forcing a collection: %v", err)
+		}
+	}
+	// The live heap: what is still allocated right after the collection.
+	fams, err := scrape(st.MetricsRequest(protoFormat))
+	if err != nil {
+		return nil, fmt.Errorf("reading steward's metrics: %w", err)
+	}
+	m.LiveHeap = int64(harness.SumFamilies(fams, "go_memstats_heap_alloc_bytes", nil))
+	m.Cached = harness.SumFamilies(fams, "steward_claimguard_cached_objects", nil)
+	m.Kinds = harness.SumFamilies(fams, "steward_claimguard_watched_kinds", nil) + float64(len(fams["steward_watched_kinds"].GetMetric()))
+	mem, err := settledMemory(ctx, st.PID())
+	if err != nil {
+		return nil, fmt.Errorf("reading steward's memory: %w", err)
+	}
+	m.SyncedRSS, m.PeakRSS = mem.RSS, mem.Peak
+	if after, err := s.watches(ctx); err == nil && before >= 0 {
+		m.Watches = after - before
+	} else {
+		m.Watches = math.NaN()
+	}
+	logf("%-6s WatchList %-3s %7d seeded, %7.0f in claimguard: ready in %6s, synced %s, peak %s (%.2f×), live heap %s, %3.0f watches, %3.0f kinds",
+		scenario, onOff(watchList), seeded, m.Cached, m.Startup.Round(100*time.Millisecond), mib(m.SyncedRSS), mib(m.PeakRSS), m.PeakRatio(), mib(m.LiveHeap), m.Watches, m.Kinds)
+	return m, nil
+}
+
+// settledMemory polls a process's memory every second until its resident
+// size has not fallen by more than 1% over the last 30 seconds (or three
+// minutes have passed), and returns the last reading. The window is that
+// long because Go's scavenger returns freed memory in bursts and then
+// sleeps for up to 99 times what a burst took (it keeps to 1% of a CPU):
+// with a window of ten seconds, a Steward whose scavenger had yet to
+// return half of its resident memory counted as settled.
+func settledMemory(ctx context.Context, pid int) (harness.Memory, error) {
+	const window = 30
+	var readings []harness.Memory
+	for deadline := time.Now().Add(3 * time.Minute); ; sleep(ctx, time.Second) {
+		mem, err := harness.ProcessMemory(pid)
+		if err != nil {
+			return mem, err
+		}
+		readings = append(readings, mem)
+		n := len(readings)
+		if n > window && float64(readings[n-1-window].RSS-mem.RSS) <= 0.01*float64(mem.RSS) || time.Now().After(deadline) || ctx.Err() != nil {
+			return mem, nil
+		}
+	}
+}
+
+// watches counts the WATCH requests the API server is serving
+// (apiserver_longrunning_requests{verb="WATCH"}); measured with and
+// without Steward, the difference is the watches Steward holds.
+func (s *scaler) watches(ctx context.Context) (float64, error) {
+	fams, err := s.env.APIServerMetrics(ctx)
+	if err != nil {
+		return -1, err
+	}
+	if _, ok := fams["apiserver_longrunning_requests"]; !ok {
+		return -1, fmt.Errorf("the API server does not report apiserver_longrunning_requests")
+	}
+	return harness.SumFamilies(fams, "apiserver_longrunning_requests", map[string]string{"verb": "WATCH"}), nil
+}
+
+// forceGC asks Steward's pprof endpoint for a heap profile after a
+// collection.
+func (s *scaler) forceGC() error {
+	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Get("http://" + s.pprofAddr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
+}
+
+// kindsScenario: opts.mrKinds generated MR kinds with a few objects each;
+// removed afterwards.
+func (s *scaler) kindsScenario(ctx context.Context) error {
+	if err := s.quiesce(ctx); err != nil {
+		return err
+	}
+	logf("creating %d MR kinds with %d objects each", s.opts.mrKinds, s.opts.objectsPerKind)
+	start := time.Now()
+	n, err := seedKinds(ctx, s.env, s.dyn, s.opts.mrKinds, s.opts.objectsPerKind, s.opts.seedWorkers)
+	if err != nil {
+		return err
+	}
+	s.res.KindsTook = time.Since(start)
+	m, err := s.measure(ctx, scenarioKinds, true, n, float64(n))
+	if err != nil {
+		return err
+	}
+	s.res.Measures = append(s.res.Measures, m)
+	if err := s.quiesce(ctx); err != nil {
+		return err
+	}
+	return removeKinds(ctx, s.env)
+}
+
+// fleetScenario: opts.fleetWorkloads Fleet-managed Deployments; removed
+// afterwards.
+func (s *scaler) fleetScenario(ctx context.Context) error {
+	if err := s.quiesce(ctx); err != nil {
+		return err
+	}
+	logf("creating %d Fleet-managed Deployments", s.opts.fleetWorkloads)
+	if err := seedFleet(ctx, s.kube, s.admin, s.opts.fleetWorkloads, s.opts.seedWorkers); err != nil {
+		return err
+	}
+	m, err := s.measure(ctx, scenarioFleet, true, s.opts.fleetWorkloads, 0)
+	if err != nil {
+		return err
+	}
+	s.res.Measures = append(s.res.Measures, m)
+	if err := s.quiesce(ctx); err != nil {
+		return err
+	}
+	return s.admin.AppsV1().Deployments(fleetNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: benchLabel + "=" + scenarioFleet})
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}

@@ -1,0 +1,393 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The goals of the cache-at-scale scenarios.
+const (
+	rssPerObjectGoal, heapPerObjectGoal = 512, 256 // bytes per cached object
+	largestScaleGoal                    = 300 << 20
+	peakRatioGoal                       = 1.25
+	fleetWorkloadGoal                   = 1024     // bytes per Fleet-managed workload
+	mrKindsGoal                         = 64 << 20 // bytes for fullMRKinds kinds
+)
+
+// scaleResults is everything a cache-at-scale run measured.
+type scaleResults struct {
+	Machine           machine
+	Started, Finished time.Time
+	// Limit is Steward's memory limit (the Deployment's).
+	Limit int64
+	// Sizes are the sizes of the mix asked for; MRKinds, ObjectsPerKind
+	// and FleetWorkloads the other scenarios'.
+	Sizes                                   []int
+	MRKinds, ObjectsPerKind, FleetWorkloads int
+	SeedWorkers                             int
+	// Settle is how long after ready the synced figures are read.
+	Settle    time.Duration
+	Measures  []*scaleMeasure
+	Seeding   []seedStep
+	KindsTook time.Duration
+	Warnings  []string
+}
+
+// scaleMeasure is one start of Steward: the scenario (empty, mix, fleet,
+// kinds), whether client-go's WatchList was on, the objects seeded for the
+// scenario, and what was read once Steward had synced and settled.
+type scaleMeasure struct {
+	Scenario  string
+	WatchList bool
+	Seeded    int
+	// Cached is steward_claimguard_cached_objects (XRs and MRs); Kinds
+	// the informers Steward reports (steward_claimguard_watched_kinds
+	// plus the series of steward_watched_kinds); Watches the WATCH
+	// requests the API server served for Steward (NaN when unknown).
+	Cached, Kinds, Watches       float64
+	SyncedRSS, PeakRSS, LiveHeap int64
+	Startup                      time.Duration
+}
+
+// PeakRatio is the start-up peak (VmHWM) over the synced resident memory.
+func (m *scaleMeasure) PeakRatio() float64 {
+	if m.SyncedRSS == 0 {
+		return math.NaN()
+	}
+	return float64(m.PeakRSS) / float64(m.SyncedRSS)
+}
+
+// find returns the first measurement of a scenario with WatchList on or off.
+func (r *scaleResults) find(scenario string, watchList bool) *scaleMeasure {
+	for _, m := range r.Measures {
+		if m.Scenario == scenario && m.WatchList == watchList {
+			return m
+		}
+	}
+	return nil
+}
+
+// mix are the measurements of the Crossplane and Flux mix, by size.
+func (r *scaleResults) mix(watchList bool) []*scaleMeasure {
+	var out []*scaleMeasure
+	for _, m := range r.Measures {
+		if m.Scenario == scenarioMix && m.WatchList == watchList {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(a, b *scaleMeasure) int { return a.Seeded - b.Seeded })
+	return out
+}
+
+// atLeast is the smallest mix measurement with at least n objects.
+func (r *scaleResults) atLeast(n int, watchList bool) *scaleMeasure {
+	for _, m := range r.mix(watchList) {
+		if m.Seeded >= n {
+			return m
+		}
+	}
+	return nil
+}
+
+// fullScale says whether every scenario ran at the goals' scale.
+func (r *scaleResults) fullScale() bool {
+	for _, n := range fullScaleSizes {
+		if !slices.Contains(r.Sizes, n) {
+			return false
+		}
+	}
+	return r.MRKinds >= fullMRKinds && r.FleetWorkloads >= fullFleetWorkloads
+}
+
+// fit is the least-squares line through (x, y): NaN without two distinct x.
+func fit(xs, ys []float64) (slope, intercept float64) {
+	n := float64(len(xs))
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx, sy, sxx, sxy = sx+xs[i], sy+ys[i], sxx+xs[i]*xs[i], sxy+xs[i]*ys[i]
+	}
+	d := n*sxx - sx*sx
+	if len(xs) < 2 || d <= 1e-9*max(sxx, 1) {
+		return math.NaN(), math.NaN()
+	}
+	slope = (n*sxy - sx*sy) / d
+	return slope, (sy - slope*sx) / n
+}
+
+// perObject fits a figure of the mix against the objects seeded.
+func (r *scaleResults) perObject(watchList bool, figure func(*scaleMeasure) int64) (slope, intercept float64) {
+	var xs, ys []float64
+	for _, m := range r.mix(watchList) {
+		xs, ys = append(xs, float64(m.Seeded)), append(ys, float64(figure(m)))
+	}
+	return fit(xs, ys)
+}
+
+func syncedRSS(m *scaleMeasure) int64 { return m.SyncedRSS }
+func liveHeap(m *scaleMeasure) int64  { return m.LiveHeap }
+
+// kilo writes an object count as 65k, 6k or 500.
+func kilo(n int) string {
+	if n >= 1000 && n%1000 == 0 {
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
+}
+
+func bytesPer(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f B", v)
+}
+
+func scaleGoals(r *scaleResults) []goal {
+	var out []goal
+	add := func(g, measured, verdict string) { out = append(out, goal{g, measured, verdict}) }
+	sizes := func(wl bool) string {
+		var s []string
+		for _, m := range r.mix(wl) {
+			s = append(s, kilo(m.Seeded))
+		}
+		return strings.Join(s, ", ")
+	}
+	for _, g := range []struct {
+		what   string
+		figure func(*scaleMeasure) int64
+		limit  float64
+	}{{"resident memory (synced)", syncedRSS, rssPerObjectGoal}, {"live heap", liveHeap, heapPerObjectGoal}} {
+		on, _ := r.perObject(true, g.figure)
+		off, _ := r.perObject(false, g.figure)
+		measured, v := fmt.Sprintf("WatchList on %s, off %s (least-squares slope over %s objects)", bytesPer(on), bytesPer(off), sizes(true)), verdict(on <= g.limit && off <= g.limit)
+		if math.IsNaN(on) || math.IsNaN(off) {
+			measured, v = "not run (needs two sizes of the mix)", "not measured"
+		}
+		add(fmt.Sprintf("Steward's %s per cached object ≤ %.0f B", g.what, g.limit), measured, v)
+	}
+
+	largest := fullScaleSizes[len(fullScaleSizes)-1]
+	on, off := r.atLeast(largest, true), r.atLeast(largest, false)
+	if on != nil && off != nil {
+		add(fmt.Sprintf("Resident memory with %s objects cached ≤ %s", kilo(largest), mib(largestScaleGoal)),
+			fmt.Sprintf("WatchList on %s, off %s (synced)", mib(on.SyncedRSS), mib(off.SyncedRSS)), verdict(on.SyncedRSS <= largestScaleGoal && off.SyncedRSS <= largestScaleGoal))
+	} else {
+		measured := "not run"
+		sOn, iOn := r.perObject(true, syncedRSS)
+		sOff, iOff := r.perObject(false, syncedRSS)
+		if !math.IsNaN(sOn) && !math.IsNaN(sOff) {
+			measured = fmt.Sprintf("not run; the fit over %s objects predicts WatchList on %s, off %s", sizes(true), mib(int64(iOn+sOn*float64(largest))), mib(int64(iOff+sOff*float64(largest))))
+		}
+		add(fmt.Sprintf("Resident memory with %s objects cached ≤ %s", kilo(largest), mib(largestScaleGoal)), measured, "not judged at this scale")
+	}
+
+	var parts []string
+	ok, any := true, false
+	for _, wl := range []bool{true, false} {
+		var worst *scaleMeasure
+		for _, m := range r.mix(wl) {
+			if worst == nil || m.PeakRatio() > worst.PeakRatio() {
+				worst = m
+			}
+		}
+		if worst != nil {
+			any = true
+			parts = append(parts, fmt.Sprintf("WatchList %s %.2f× (at %s objects)", onOff(wl), worst.PeakRatio(), kilo(worst.Seeded)))
+			ok = ok && worst.PeakRatio() <= peakRatioGoal
+		}
+	}
+	if any {
+		add(fmt.Sprintf("Start-up peak (VmHWM) ≤ %.2f× the synced resident memory, WatchList on and off", peakRatioGoal), "highest: "+strings.Join(parts, "; "), verdict(ok))
+	} else {
+		add(fmt.Sprintf("Start-up peak (VmHWM) ≤ %.2f× the synced resident memory, WatchList on and off", peakRatioGoal), "not run", "not measured")
+	}
+
+	first := fullScaleSizes[0]
+	g := fmt.Sprintf("With %s objects cached and WatchList off, Steward starts inside its %s limit", kilo(first), mib(r.Limit))
+	if m := r.atLeast(first, false); m != nil {
+		add(g, fmt.Sprintf("start-up peak %s with %s objects", mib(m.PeakRSS), kilo(m.Seeded)), verdict(m.PeakRSS <= r.Limit))
+	} else if ms := r.mix(false); len(ms) > 0 {
+		m := ms[len(ms)-1]
+		add(g, fmt.Sprintf("not run; start-up peak %s with %s objects", mib(m.PeakRSS), kilo(m.Seeded)), "not judged at this scale")
+	} else {
+		add(g, "not run", "not measured")
+	}
+
+	base := r.find(scenarioEmpty, true)
+	g = fmt.Sprintf("≤ %s per Fleet-managed workload (fleetguard's cache)", "1 KiB")
+	if f := r.find(scenarioFleet, true); f != nil && base != nil && f.Seeded > 0 {
+		heap, rss := float64(f.LiveHeap-base.LiveHeap)/float64(f.Seeded), float64(f.SyncedRSS-base.SyncedRSS)/float64(f.Seeded)
+		add(g, fmt.Sprintf("%s of live heap each over %d Deployments (resident: %s each, coarser)", bytesPer(heap), f.Seeded, bytesPer(rss)), verdict(heap <= fleetWorkloadGoal))
+	} else {
+		add(g, "not run", "not measured")
+	}
+
+	g = fmt.Sprintf("%d MR kinds with few objects add ≤ %s", fullMRKinds, mib(mrKindsGoal))
+	if k := r.find(scenarioKinds, true); k != nil && base != nil && r.MRKinds > 0 {
+		added := k.SyncedRSS - base.SyncedRSS
+		measured := fmt.Sprintf("%d kinds (%d objects each) add %s resident, %s live heap, %.0f watches", r.MRKinds, r.ObjectsPerKind, mib(added), mib(k.LiveHeap-base.LiveHeap), k.Watches-base.Watches)
+		if r.MRKinds >= fullMRKinds {
+			add(g, measured, verdict(added <= mrKindsGoal))
+		} else {
+			add(g, fmt.Sprintf("%s; %d kinds at that rate would add %s", measured, fullMRKinds, mib(added*fullMRKinds/int64(r.MRKinds))), "not judged at this scale")
+		}
+	} else {
+		add(g, "not run", "not measured")
+	}
+	return out
+}
+
+// scenarioTitle names a measurement in the table.
+func (r *scaleResults) scenarioTitle(m *scaleMeasure) string {
+	switch m.Scenario {
+	case scenarioEmpty:
+		return "empty caches"
+	case scenarioKinds:
+		return fmt.Sprintf("%d MR kinds, %d objects each", r.MRKinds, r.ObjectsPerKind)
+	case scenarioFleet:
+		return fmt.Sprintf("%d Fleet-managed Deployments", m.Seeded)
+	}
+	return fmt.Sprintf("%s objects: XRs, MRs, Flux", kilo(m.Seeded))
+}
+
+// Markers around the cache-at-scale section of the report: the scale run
+// replaces what is between them, and the load run keeps it.
+const (
+	scaleBegin = "<!-- scale:begin (written by `make bench-scale`, kept when `make bench` regenerates this file) -->"
+	scaleEnd   = "<!-- scale:end -->"
+)
+
+// scalePlaceholder stands in for the section until a scale run writes it.
+const scalePlaceholder = scaleBegin + "\n## Caches at scale\n\n_Not measured yet: `make bench-scale` writes this section._\n" + scaleEnd
+
+// keptScale returns the cache-at-scale section of a report (markers
+// included), or the placeholder when it has none.
+func keptScale(report string) string {
+	_, rest, ok := strings.Cut(report, scaleBegin)
+	if !ok {
+		return scalePlaceholder
+	}
+	section, _, ok := strings.Cut(rest, scaleEnd)
+	if !ok {
+		return scalePlaceholder
+	}
+	return scaleBegin + section + scaleEnd
+}
+
+// spliceScale puts section in place of a report's cache-at-scale section;
+// a report without one gets it after its title, and no report becomes a
+// title and the section.
+func spliceScale(report, section string) string {
+	if before, rest, ok := strings.Cut(report, scaleBegin); ok {
+		if _, after, ok := strings.Cut(rest, scaleEnd); ok {
+			return before + section + after
+		}
+	}
+	if strings.TrimSpace(report) == "" {
+		return "# Benchmarks\n\n" + section + "\n"
+	}
+	if title, rest, ok := strings.Cut(report, "\n"); ok && strings.HasPrefix(title, "# ") {
+		return title + "\n\n" + section + "\n\n" + strings.TrimLeft(rest, "\n")
+	}
+	return section + "\n\n" + report
+}
+
+// writeScaleReport writes the memory chart and the report's cache-at-scale
+// section, leaving the rest of the report as it is.
+func writeScaleReport(path string, res *scaleResults) error {
+	chart := filepath.Join(filepath.Dir(path), "benchmark-memory.svg")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(chart, []byte(memoryChart(res)), 0o644); err != nil {
+		return err
+	}
+	old, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	logf("writing the cache-at-scale section of %s, and %s", path, chart)
+	return os.WriteFile(path, []byte(spliceScale(string(old), renderScale(res, filepath.Base(chart)))), 0o644)
+}
+
+// renderScale is the report's cache-at-scale section, markers included.
+func renderScale(res *scaleResults, chart string) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	m := res.Machine
+	label := "full scale"
+	if !res.fullScale() {
+		var full []string
+		for _, n := range fullScaleSizes {
+			full = append(full, kilo(n))
+		}
+		label = fmt.Sprintf("**reduced scale** (the goals name %s objects, %d MR kinds and %d Fleet-managed workloads)", strings.Join(full, ", "), fullMRKinds, fullFleetWorkloads)
+	}
+	w("%s\n## Caches at scale\n\n", scaleBegin)
+	w("Steward's memory, start-up and watches with large caches, measured by `make bench-scale` (`go run ./e2e/load -scale`) against a real kube-apiserver and etcd, separately from the load run below. Generated on %s at commit `%s`, on %d × %s; %s.\n\n",
+		res.Started.UTC().Format("2006-01-02 15:04 MST"), m.Commit, m.CPUs, m.CPUModel, label)
+	w("| goal | measured | |\n|---|---|---|\n")
+	for _, g := range scaleGoals(res) {
+		w("| %s | %s | %s |\n", g.Goal, g.Measured, g.Verdict)
+	}
+	w("\n| scenario | WatchList | objects seeded | in claimguard's caches | synced resident | start-up peak | peak ÷ synced | live heap | ready after | watches | kinds watched |\n")
+	w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, x := range res.Measures {
+		watches := "–"
+		if !math.IsNaN(x.Watches) {
+			watches = fmt.Sprintf("%.0f", x.Watches)
+		}
+		w("| %s | %s | %d | %.0f | %s | %s | %.2f× | %s | %s | %s | %.0f |\n", res.scenarioTitle(x), onOff(x.WatchList), x.Seeded, x.Cached,
+			mib(x.SyncedRSS), mib(x.PeakRSS), x.PeakRatio(), mib(x.LiveHeap), x.Startup.Round(100*time.Millisecond), watches, x.Kinds)
+	}
+	w("\n| WatchList | resident per object | live heap per object | resident at no objects (fit) | live heap at no objects (fit) |\n|---|---:|---:|---:|---:|\n")
+	for _, wl := range []bool{true, false} {
+		sr, ir := res.perObject(wl, syncedRSS)
+		sh, ih := res.perObject(wl, liveHeap)
+		w("| %s | %s | %s | %s | %s |\n", onOff(wl), bytesPer(sr), bytesPer(sh), fitMiB(ir), fitMiB(ih))
+	}
+	w("\n![Steward's resident memory against the objects cached, WatchList on and off](%s)\n\n", chart)
+
+	w("How: one API server and etcd (the e2e harness) are filled step by step and Steward (every rule at its defaults, the Deployment's memory limit as `$MEMORY_LIMIT`) is started afresh for each measurement, once with client-go's defaults (WatchList on: informers start with a streaming watch) and once with `%s` (a paginated LIST, then WATCH). ", watchListOff)
+	w("The mix is 1 XR : 5 MRs : ½ Flux object: v1 XPostgreSQLInstances (the sample XRD in `e2e/crds`) of claims, each composing five MRs of real provider-sql v0.16.0 kinds (a Database, a Role, a Schema and two Grants, owned by the XR, labelled with its claim and carrying an external name and the provider's finalizer), and Kustomizations, HelmReleases and GitRepositories (a quarter suspended). ")
+	w("The Fleet scenario's Deployments carry what Fleet's agent writes: Helm's labels and release annotations, wrangler's objectset id, owner and hash, `objectset.rio.cattle.io/applied` (the object gzipped, in base64), and managedFields of the `fleetagent` field manager and of `kube-controller-manager` (status); its cost is the difference from empty caches. ")
+	w("The MR kinds are generated: copies of provider-sql's Database CRD renamed (kind DatabaseNNN, group kNNN.scale.sql.crossplane.io), in the `managed` category, each with a few composed objects; they and the Deployments are removed before the mix is seeded. ")
+	w("Seeding writes straight to the API server from %d goroutines while Steward is stopped and its webhooks unregistered", res.SeedWorkers)
+	for i, s := range res.Seeding {
+		from := 0
+		if i > 0 {
+			from = res.Seeding[i-1].Total
+		}
+		sep := map[bool]string{true: ": ", false: ", "}[i == 0]
+		w("%s%s to %s objects in %s (%.0f objects/s)", sep, kilo(from), kilo(s.Total), s.Took.Round(time.Second), s.rate())
+	}
+	w(". ")
+	w("Settled means: %s after /readyz first answers and claimguard reports the objects, the tool triggers two of the collections Go's runtime forces on an idle process every two minutes (pprof's `heap?gc=1`; the scavenger's goal after a collection follows the heap of the one before, so after the first it still allows for the start-up's), reads the live heap (`go_memstats_heap_alloc_bytes`) right after them, and reads the synced resident memory (VmRSS) once the runtime has returned what that freed (it has not fallen by 1%% in 30 seconds: Go's scavenger returns memory in bursts, seconds apart); the start-up peak is VmHWM, both from `/proc/<pid>/status`. Ready after is from the process's start to its first ready answer. ", res.Settle)
+	w("Watches are the API server's own count, `apiserver_longrunning_requests{verb=\"WATCH\"}` with Steward running minus without it; kinds watched are Steward's (`steward_claimguard_watched_kinds` plus the series of `steward_watched_kinds`; fleetguard's four workload informers are not among them). Objects seeded count what the scenario created; claimguard's caches hold the XRs and MRs of them (`steward_claimguard_cached_objects`); suspendnotice's Flux objects have no count of their own.\n\n")
+	w("Reproducing: `make tools` once, then `make bench-scale` for the full run")
+	if n := len(res.Seeding); n > 0 {
+		largest := fullScaleSizes[len(fullScaleSizes)-1]
+		w(" (at this run's last seeding rate, seeding %s objects takes about %s; this run took %s in all)", kilo(largest),
+			(time.Duration(float64(largest)/res.Seeding[n-1].rate()) * time.Second).Round(time.Minute), res.Finished.Sub(res.Started).Round(time.Minute))
+	}
+	w(", or a check of the tool in about six minutes, labelled as reduced scale: `make bench-scale BENCH_FLAGS=\"-scale-objects 6000,12000 -mr-kinds 50 -fleet-workloads 200\"`. Flags: `-scale-objects`, `-mr-kinds`, `-objects-per-kind`, `-fleet-workloads`, `-seed-workers`, `-settle`, `-out`. `make bench` leaves this section as it is.\n")
+	if len(res.Warnings) > 0 {
+		w("\nWarnings during the run:\n\n")
+		for _, msg := range res.Warnings {
+			w("- %s\n", strings.NewReplacer("\n", " ", "|", `\|`).Replace(msg))
+		}
+	}
+	w("%s", scaleEnd)
+	return b.String()
+}
+
+func fitMiB(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f MiB", v/(1<<20))
+}
