@@ -100,6 +100,9 @@ func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
 	if err := installScaleCRDs(ctx, env); err != nil {
 		return nil, err
 	}
+	if err := installPolicyReportCRDs(ctx, env); err != nil {
+		return nil, err
+	}
 	for _, ns := range []string{fleetNamespace, fluxNamespace, claimsNamespace} {
 		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return nil, fmt.Errorf("creating namespace %s: %w", ns, err)
@@ -142,6 +145,11 @@ func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
 			}
 			res.Measures = append(res.Measures, m)
 		}
+		if size == auditScale(opts.scaleSizes) {
+			if err := s.auditScenarios(ctx); err != nil {
+				return nil, err
+			}
+		}
 	}
 	res.Finished = time.Now()
 	return res, nil
@@ -153,7 +161,48 @@ const (
 	scenarioMix   = "mix"
 	scenarioFleet = "fleet"
 	scenarioKinds = "kinds"
+	// The mix again, with the background audit off, and with it every
+	// auditEvery: what the audit adds.
+	scenarioAuditOff = "audit-off"
+	scenarioAuditOn  = "audit-on"
 )
+
+// auditEvery is the audit interval of the audit-on scenario: the first
+// pass runs as soon as the caches answer, a second one auditEvery later,
+// both before the figures are read.
+const auditEvery = 15 * time.Second
+
+// auditScale is the size of the mix at which the audit scenarios run: the
+// docs' scale (10k XRs, 50k MRs, 5k Flux objects), or the largest size of
+// a reduced run.
+func auditScale(sizes []int) int {
+	for _, n := range sizes {
+		if n >= fullScaleSizes[0] {
+			return n
+		}
+	}
+	if len(sizes) == 0 {
+		return 0
+	}
+	return sizes[len(sizes)-1]
+}
+
+// auditScenarios measures the mix as it is with the background audit off
+// and with it publishing every auditEvery, WatchList on: the difference is
+// what the audit costs.
+func (s *scaler) auditScenarios(ctx context.Context) error {
+	for _, sc := range []struct{ name, config string }{
+		{scenarioAuditOff, harness.DefaultConfig + "audit:\n  interval: 0s\n"},
+		{scenarioAuditOn, harness.DefaultConfig + "audit:\n  interval: " + auditEvery.String() + "\n"},
+	} {
+		m, err := s.measureWith(ctx, sc.config, sc.name, true, s.mix.total(), float64(s.mix.xrs+s.mix.mrs))
+		if err != nil {
+			return err
+		}
+		s.res.Measures = append(s.res.Measures, m)
+	}
+	return nil
+}
 
 // quiesce stops Steward and removes its webhook configurations, so that
 // seeding neither waits for admission nor makes Steward's informers
@@ -182,6 +231,11 @@ func (s *scaler) quiesce(ctx context.Context) error {
 // and reads what the scenario reports. cached is what claimguard should
 // hold once synced; seeded the objects the scenario put in the caches.
 func (s *scaler) measure(ctx context.Context, scenario string, watchList bool, seeded int, cached float64) (*scaleMeasure, error) {
+	return s.measureWith(ctx, harness.DefaultConfig, scenario, watchList, seeded, cached)
+}
+
+// measureWith is measure with Steward configured by config.
+func (s *scaler) measureWith(ctx context.Context, config, scenario string, watchList bool, seeded int, cached float64) (*scaleMeasure, error) {
 	if err := s.quiesce(ctx); err != nil {
 		return nil, err
 	}
@@ -189,7 +243,7 @@ func (s *scaler) measure(ctx context.Context, scenario string, watchList bool, s
 	if err != nil {
 		s.warnf("%v", err)
 	}
-	opts := harness.StewardOptions{Config: harness.DefaultConfig, ProvideCerts: true, ReadyTimeout: scaleReadyTimeout,
+	opts := harness.StewardOptions{Config: config, ProvideCerts: true, ReadyTimeout: scaleReadyTimeout,
 		Args: []string{"--pprof-bind-address", s.pprofAddr}}
 	if !watchList {
 		opts.Env = []string{watchListOff}
@@ -221,6 +275,9 @@ func (s *scaler) measure(ctx context.Context, scenario string, watchList bool, s
 	// at the end of the one before: after the first, that is the heap of
 	// the start-up, and the scavenger may keep most of what it freed.
 	sleep(ctx, s.opts.settle)
+	if scenario == scenarioAuditOn {
+		sleep(ctx, 2*auditEvery) // at least two passes, the second with its reports in place
+	}
 	for range 2 {
 		if err := s.forceGC(); err != nil {
 			s.warnf("forcing a collection: %v", err)
@@ -232,6 +289,8 @@ func (s *scaler) measure(ctx context.Context, scenario string, watchList bool, s
 		return nil, fmt.Errorf("reading steward's metrics: %w", err)
 	}
 	m.LiveHeap = int64(harness.SumFamilies(fams, "go_memstats_heap_alloc_bytes", nil))
+	m.AuditSeconds = harness.SumFamilies(fams, "steward_audit_duration_seconds", nil)
+	m.AuditFindings = harness.SumFamilies(fams, "steward_audit_results", nil)
 	m.Cached = harness.SumFamilies(fams, "steward_claimguard_cached_objects", nil)
 	m.Kinds = harness.SumFamilies(fams, "steward_claimguard_watched_kinds", nil) + float64(len(fams["steward_watched_kinds"].GetMetric()))
 	mem, err := settledMemory(ctx, st.PID())

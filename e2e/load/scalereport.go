@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/stewardhq/steward/webhooks"
 )
 
 // The goals of the cache-at-scale scenarios.
@@ -17,6 +19,10 @@ const (
 	peakRatioGoal                       = 1.25
 	fleetWorkloadGoal                   = 1024     // bytes per Fleet-managed workload
 	mrKindsGoal                         = 64 << 20 // bytes for fullMRKinds kinds
+	// auditRSSGoal is the resident memory the background audit may add,
+	// as a fraction; a pass must take at most auditPassGoal of the
+	// default interval.
+	auditRSSGoal, auditPassGoal = 0.10, 0.10
 )
 
 // scaleResults is everything a cache-at-scale run measured.
@@ -52,6 +58,10 @@ type scaleMeasure struct {
 	Cached, Kinds, Watches       float64
 	SyncedRSS, PeakRSS, LiveHeap int64
 	Startup                      time.Duration
+	// AuditSeconds is the sum over the rules of how long their last audit
+	// took (steward_audit_duration_seconds); AuditFindings the findings
+	// they last reported (steward_audit_results).
+	AuditSeconds, AuditFindings float64
 }
 
 // PeakRatio is the start-up peak (VmHWM) over the synced resident memory.
@@ -226,6 +236,20 @@ func scaleGoals(r *scaleResults) []goal {
 		add(g, "not run", "not measured")
 	}
 
+	g = fmt.Sprintf("The background audit adds ≤ %.0f %% resident memory at %s objects, and a pass takes ≤ %.0f %% of the default interval (%s)", auditRSSGoal*100, kilo(fullScaleSizes[0]), auditPassGoal*100, webhooks.DefaultAuditInterval)
+	if on, off := r.find(scenarioAuditOn, true), r.find(scenarioAuditOff, true); on != nil && off != nil && off.SyncedRSS > 0 {
+		added := float64(on.SyncedRSS-off.SyncedRSS) / float64(off.SyncedRSS)
+		measured := fmt.Sprintf("with %s objects, auditing every %s: %s resident against %s with the audit off (%+.1f %%), live heap %+.1f MiB; a pass takes %.2f s summed over the rules, %.0f findings published", kilo(on.Seeded), auditEvery, mib(on.SyncedRSS), mib(off.SyncedRSS), added*100,
+			float64(on.LiveHeap-off.LiveHeap)/(1<<20), on.AuditSeconds, on.AuditFindings)
+		if on.Seeded >= fullScaleSizes[0] {
+			add(g, measured, verdict(added <= auditRSSGoal && on.AuditSeconds <= auditPassGoal*webhooks.DefaultAuditInterval.Seconds()))
+		} else {
+			add(g, measured, "not judged at this scale")
+		}
+	} else {
+		add(g, "not run", "not measured")
+	}
+
 	g = fmt.Sprintf("%d MR kinds with few objects add ≤ %s", fullMRKinds, mib(mrKindsGoal))
 	if k := r.find(scenarioKinds, true); k != nil && base != nil && r.MRKinds > 0 {
 		added := k.SyncedRSS - base.SyncedRSS
@@ -250,6 +274,10 @@ func (r *scaleResults) scenarioTitle(m *scaleMeasure) string {
 		return fmt.Sprintf("%d MR kinds, %d objects each", r.MRKinds, r.ObjectsPerKind)
 	case scenarioFleet:
 		return fmt.Sprintf("%d Fleet-managed Deployments", m.Seeded)
+	case scenarioAuditOff:
+		return fmt.Sprintf("%s objects, background audit off", kilo(m.Seeded))
+	case scenarioAuditOn:
+		return fmt.Sprintf("%s objects, background audit every %s", kilo(m.Seeded), auditEvery)
 	}
 	return fmt.Sprintf("%s objects: XRs, MRs, Flux", kilo(m.Seeded))
 }
@@ -367,6 +395,7 @@ func renderScale(res *scaleResults, chart string) string {
 	}
 	w(". ")
 	w("Settled means: %s after /readyz first answers and claimguard reports the objects, the tool triggers two of the collections Go's runtime forces on an idle process every two minutes (pprof's `heap?gc=1`; the scavenger's goal after a collection follows the heap of the one before, so after the first it still allows for the start-up's), reads the live heap (`go_memstats_heap_alloc_bytes`) right after them, and reads the synced resident memory (VmRSS) once the runtime has returned what that freed (it has not fallen by 1%% in 30 seconds: Go's scavenger returns memory in bursts, seconds apart); the start-up peak is VmHWM, both from `/proc/<pid>/status`. Ready after is from the process's start to its first ready answer. ", res.Settle)
+	w("The PolicyReport CRDs Steward ships are installed, so the background audit publishes as it would in a cluster that has them (every 5m, the default, in every measurement but two); at %s objects Steward is started twice more, with the audit off and with it every %s, and the goal compares the two: a pass's time is `steward_audit_duration_seconds` summed over the rules, read after at least two passes. ", kilo(auditScale(res.Sizes)), auditEvery)
 	w("Watches are the API server's own count, `apiserver_longrunning_requests{verb=\"WATCH\"}` with Steward running minus without it; kinds watched are Steward's (`steward_claimguard_watched_kinds` plus the series of `steward_watched_kinds`; fleetguard's four workload informers are not among them). Objects seeded count what the scenario created; claimguard's caches hold the XRs and MRs of them (`steward_claimguard_cached_objects`); suspendnotice's Flux objects have no count of their own.\n\n")
 	w("Reproducing: `make tools` once, then `make bench-scale` for the full run")
 	if n := len(res.Seeding); n > 0 {

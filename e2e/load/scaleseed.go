@@ -64,6 +64,28 @@ func installScaleCRDs(ctx context.Context, env *harness.Env) error {
 	return waitEstablished(ctx, env, names)
 }
 
+// installPolicyReportCRDs creates the PolicyReport CRDs Steward ships
+// (manifests/policyreport-crds), so the background audit publishes as in
+// a cluster that has them.
+func installPolicyReportCRDs(ctx context.Context, env *harness.Env) error {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, f := range []string{"policyreports.yaml", "clusterpolicyreports.yaml"} {
+		crd, err := readCRD(filepath.Join(root, "manifests", "policyreport-crds", f))
+		if err != nil {
+			return err
+		}
+		if err := env.Client.Create(ctx, crd); err != nil {
+			return fmt.Errorf("installing %s: %w", crd.Name, err)
+		}
+		names = append(names, crd.Name)
+	}
+	return waitEstablished(ctx, env, names)
+}
+
 func readCRD(path string) (*apiextensionsv1.CustomResourceDefinition, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
