@@ -65,3 +65,8 @@ mkdir -p provider-sql-scale
 for crd in grants schemas; do
   fetch crossplane-contrib/provider-sql v0.16.0 "package/crds/postgresql.sql.crossplane.io_${crd}.yaml" "provider-sql-scale/postgresql.sql.crossplane.io_${crd}.yaml"
 done
+# The PolicyReport CRDs Steward ships and its audit writes to (no tags
+# upstream: the commit that last changed them). Kept in manifests/upstream.
+for crd in policyreports clusterpolicyreports; do
+  fetch kubernetes-sigs/wg-policy-prototypes 7132d6fc8ba754cf0aa2888a64f9da18ab394e41 "policy-report/crd/v1alpha2/wgpolicyk8s.io_${crd}.yaml" "../../manifests/upstream/wgpolicyk8s.io_${crd}.yaml"
+done
