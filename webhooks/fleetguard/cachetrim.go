@@ -45,11 +45,24 @@ func trimWorkload(obj any) (any, error) {
 	}
 	for _, k := range readAnnotations {
 		if v, ok := in.Annotations[k]; ok {
-			if out.Annotations == nil {
-				out.Annotations = make(map[string]string, len(readAnnotations))
-			}
-			out.Annotations[k] = v
+			setAnnotation(out, k, v)
 		}
 	}
+	// The audit's drift check reads managedFields, which are dropped here:
+	// a drifted workload keeps their summary instead (drift.go), the rest
+	// nothing. An object without managedFields is this function's own
+	// output, whose summary stays.
+	if s, ok := driftOf(in.ManagedFields); ok {
+		setAnnotation(out, driftAnnotation, s.encode())
+	} else if v, ok := in.Annotations[driftAnnotation]; ok && len(in.ManagedFields) == 0 {
+		setAnnotation(out, driftAnnotation, v)
+	}
 	return out, nil
+}
+
+func setAnnotation(o *metav1.PartialObjectMetadata, k, v string) {
+	if o.Annotations == nil {
+		o.Annotations = make(map[string]string, len(readAnnotations))
+	}
+	o.Annotations[k] = v
 }
