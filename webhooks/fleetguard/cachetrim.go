@@ -24,7 +24,8 @@ var cachedTypes = func() map[metav1.TypeMeta]metav1.TypeMeta {
 // decision reads. The API server's copy carries managedFields (one entry
 // per field manager, with its whole fieldsV1 tree) and wrangler's
 // objectset.rio.cattle.io/applied annotation (a compressed copy of the
-// whole object): together most of its size, and none of it is read. It
+// whole object): together most of its size. Of managedFields only the
+// audit's drift summary is kept, for drifted workloads (drift.go). It
 // accepts its own output, as informer transforms must.
 func trimWorkload(obj any) (any, error) {
 	in, ok := obj.(*metav1.PartialObjectMetadata)
