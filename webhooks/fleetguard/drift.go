@@ -85,7 +85,7 @@ func driftOf(entries []metav1.ManagedFieldsEntry) (driftSummary, bool) {
 			continue
 		}
 		w := fieldWalk{limit: maxDriftFields}
-		w.raw(e.FieldsV1.Raw)
+		w.raw(e.FieldsV1.GetRawBytes())
 		if w.total == 0 {
 			continue // only server-managed fields
 		}

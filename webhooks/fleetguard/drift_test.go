@@ -29,7 +29,7 @@ func entry(manager, operation, subresource string, at time.Time, paths ...[]stri
 		panic(err)
 	}
 	e := metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationType(operation), APIVersion: "apps/v1",
-		Subresource: subresource, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: raw}}
+		Subresource: subresource, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(string(raw))}
 	if !at.IsZero() {
 		t := metav1.NewTime(at)
 		e.Time = &t
@@ -263,7 +263,7 @@ func FuzzDriftOf(f *testing.F) {
 	f.Add(`not json`, "", int64(0))
 	f.Fuzz(func(t *testing.T, fieldsV1, manager string, offset int64) {
 		e := entry(manager, "Update", "", agentApplied.Add(time.Duration(offset)*time.Second))
-		e.FieldsV1 = &metav1.FieldsV1{Raw: []byte(fieldsV1)}
+		e.FieldsV1 = metav1.NewFieldsV1(fieldsV1)
 		s, ok := driftOf([]metav1.ManagedFieldsEntry{agentEntry, e})
 		if !ok {
 			return
