@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -180,6 +181,10 @@ func RenderChart(o Options) (map[string][]byte, error) {
 		}
 		files["templates/"+strings.TrimPrefix(m.path, "monitoring/")] = chartFile(".Values.monitoring."+m.value+".enabled", docs)
 	}
+	files["templates/policyreport-crds.yaml"] = chartFile(".Values.policyReportCRDs.install", []string{
+		string(bytes.TrimPrefix(policyReportsCRD, []byte("---\n"))),
+		string(bytes.TrimPrefix(clusterPolicyReportsCRD, []byte("---\n"))),
+	})
 	for path, data := range files {
 		if i := strings.Index(string(data), tokAny); i >= 0 {
 			return nil, fmt.Errorf("chart %s: token left unreplaced near %q", path, excerpt(string(data), i))

@@ -126,6 +126,13 @@ monitoring:
   dashboard:
     enabled: false
 
+# The background audit publishes its findings as wgpolicyk8s.io/v1alpha2
+# PolicyReports, whose CRDs Kyverno and Policy Reporter also install.
+# install: true installs them with Steward (and helm uninstall removes
+# them, with every report); leave it false where they are installed.
+policyReportCRDs:
+  install: false
+
 # config is Steward's configuration file (StewardConfiguration), written
 # into the ConfigMap Steward reads. Every rule's mode (enforce, warn,
 # audit) and settings go here; see the README's Configuration section.
@@ -211,6 +218,9 @@ func chartSchema() ([]byte, error) {
 			"serviceMonitor": toggle,
 			"prometheusRule": toggle,
 			"dashboard":      toggle,
+		}),
+		"policyReportCRDs": obj(map[string]any{
+			"install": map[string]any{"type": "boolean"},
 		}),
 		"config": map[string]any{"type": "object"},
 	})

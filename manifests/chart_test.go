@@ -610,3 +610,29 @@ func TestRenderChartRefusesWhatTheChartRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestChartPolicyReportCRDsMatchTheDirectory: the chart installs the
+// PolicyReport CRDs only when asked (Kyverno or Policy Reporter may own
+// them), and then exactly those of manifests/policyreport-crds.
+func TestChartPolicyReportCRDsMatchTheDirectory(t *testing.T) {
+	crds := func(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+		var out []*unstructured.Unstructured
+		for _, o := range objs {
+			if o.GetKind() == "CustomResourceDefinition" {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	if got := crds(helmTemplate(t, DefaultNamespace)); len(got) != 0 {
+		t.Errorf("the chart installs %d CRDs by default, want none: the PolicyReport CRDs are opt-in", len(got))
+	}
+	got := crds(helmTemplate(t, DefaultNamespace, "--set", "policyReportCRDs.install=true"))
+	want := kustomize(t, "policyreport-crds")
+	if len(want) != 2 {
+		t.Fatalf("manifests/policyreport-crds renders %d objects, want the two CRDs", len(want))
+	}
+	if diff := byKeyDiff(t, want, got); diff != "" {
+		t.Errorf("policyReportCRDs.install=true must install manifests/policyreport-crds (-kustomize +helm):\n%s", diff)
+	}
+}

@@ -50,7 +50,7 @@ func TestCommittedManifestsMatchRender(t *testing.T) {
 func committedYAML(t *testing.T) []string {
 	t.Helper()
 	var paths []string
-	for _, dir := range []string{"base", "overlays", "monitoring"} {
+	for _, dir := range []string{"base", "overlays", "monitoring", "policyreport-crds"} {
 		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".yaml") {
 				paths = append(paths, filepath.ToSlash(path))

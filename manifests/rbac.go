@@ -8,13 +8,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/audit"
 )
 
 // baseRBAC grants Steward exactly what its rules' Specs, the cluster
-// cache and the Events for refused writes declare they read or write, and
-// nothing else, plus the ClusterRoles the rules aggregate.
+// cache, the Events for refused writes and the background audit declare
+// they read or write, and nothing else, plus the ClusterRoles the rules
+// aggregate and, in its own namespace, the Lease of leader election.
 func (in install) baseRBAC(cfg webhooks.Config, rules []webhooks.Configured) []any {
 	policy := append(webhooks.ClusterCacheRBAC(), webhooks.EventsRBAC(cfg)...)
+	policy = append(policy, audit.RBAC()...)
 	var aggregated []any
 	for _, c := range rules {
 		spec := c.Rule.Spec()
@@ -27,8 +30,15 @@ func (in install) baseRBAC(cfg webhooks.Config, rules []webhooks.Configured) []a
 	policy = append(policy, metricsAuthRules...)
 	out := []any{clusterRole(Name, uniqueRules(policy)), in.clusterRoleBinding(Name)}
 	out = append(out, aggregated...)
-	return append(out, clusterRole(MetricsReaderRole, metricsReaderRules))
+	out = append(out, clusterRole(MetricsReaderRole, metricsReaderRules))
+	return append(out, in.role(leaderElectionRole, audit.LeaderElectionRBAC()), in.roleBinding(leaderElectionRole))
 }
+
+// leaderElectionRole lets Steward's replicas elect the one that runs the
+// background audit (steward serve --leader-elect): its Lease, and the
+// Events that record who leads, in Steward's namespace only.
+const leaderElectionRole = Name + "-leader-election"
+
 
 // metricsAuthRules let Steward ask the API server who a metrics scraper is
 // and whether it may read /metrics (steward serve --metrics-secure).

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/audit"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -113,7 +114,7 @@ func TestASpecAloneDeterminesTheRegistration(t *testing.T) {
 			bindings = append(bindings, o.RoleRef.Name+" to "+o.Subjects[0].Namespace+"/"+o.Subjects[0].Name)
 		}
 	}
-	wantPolicy := append(append(append(webhooks.ClusterCacheRBAC(), webhooks.EventsRBAC(webhooks.DefaultConfig())...), readWidgets, rbacv1.PolicyRule{
+	wantPolicy := append(append(append(append(webhooks.ClusterCacheRBAC(), webhooks.EventsRBAC(webhooks.DefaultConfig())...), audit.RBAC()...), readWidgets, rbacv1.PolicyRule{
 		APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"},
 		ResourceNames: []string{Name}, Verbs: []string{"get", "patch"},
 	}), metricsAuthRules...)

@@ -9,6 +9,7 @@ package manifests
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -108,6 +109,7 @@ func Render(o Options) (map[string][]byte, error) {
 		}
 	}
 	files["monitoring/kustomization.yaml"] = kustomization(sortedNames(monitoring, "monitoring/"), nil)
+	maps.Copy(files, policyReportCRDFiles())
 	return files, nil
 }
 

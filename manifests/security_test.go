@@ -19,6 +19,7 @@ import (
 
 	"github.com/stewardhq/steward/certs"
 	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/audit"
 )
 
 // The security tests read what an installer applies: each overlay built by
@@ -89,6 +90,8 @@ func declaredPermissions(overlay string) (cluster, namespaced []rbacv1.PolicyRul
 		cluster = append(cluster, c.Rule.Spec().PolicyRules()...)
 	}
 	cluster = append(cluster, metricsAuthRules...)
+	cluster = append(cluster, audit.RBAC()...)
+	namespaced = append(namespaced, audit.LeaderElectionRBAC()...)
 	if overlay == "self-managed-certs" {
 		c, n := certs.SelfManagedRBAC()
 		cluster = append(cluster, c...)
@@ -183,11 +186,17 @@ func checkPolicyRule(where string, r rbacv1.PolicyRule, namespaced bool) []strin
 		// the same for delegated authentication of /metrics).
 		return problems
 	}
-	if isEventNotes(r) {
+	if isEventNotes(r) || (namespaced && isCoreEventNotes(r)) {
 		// Events are notes about objects, not the objects: Steward records
 		// one on an object a service account was refused a write to, and
 		// patches it to count repeats. It never reads, updates or deletes
 		// them.
+		return problems
+	}
+	if isOwnReports(r) || (namespaced && isOwnLease(r)) {
+		// The audit's own reports, and the Lease that elects the
+		// replica writing them: created (which no name can limit), and
+		// otherwise written only by name.
 		return problems
 	}
 	for _, res := range r.Resources {
@@ -220,6 +229,35 @@ func checkPolicyRule(where string, r rbacv1.PolicyRule, namespaced bool) []strin
 func isEventNotes(r rbacv1.PolicyRule) bool {
 	return slices.Equal(r.APIGroups, []string{"events.k8s.io"}) && slices.Equal(r.Resources, []string{"events"}) &&
 		slices.Equal(r.Verbs, []string{"create", "patch"}) && len(r.ResourceNames) == 0
+}
+
+// isCoreEventNotes says whether r grants only create and patch on core
+// Events, which leader election records (in a Role: Steward's namespace).
+func isCoreEventNotes(r rbacv1.PolicyRule) bool {
+	return slices.Equal(r.APIGroups, []string{""}) && slices.Equal(r.Resources, []string{"events"}) &&
+		slices.Equal(r.Verbs, []string{"create", "patch"}) && len(r.ResourceNames) == 0
+}
+
+// isOwnReports says whether r grants writes on the audit's PolicyReports
+// only: created where a namespace has findings, updated and deleted
+// only under Steward's report name.
+func isOwnReports(r rbacv1.PolicyRule) bool {
+	if !slices.Equal(r.APIGroups, []string{audit.PolicyReports.Group}) ||
+		!slices.Equal(r.Resources, []string{audit.PolicyReports.Resource, audit.ClusterPolicyReports.Resource}) {
+		return false
+	}
+	return (slices.Equal(r.Verbs, []string{"list", "create"}) && len(r.ResourceNames) == 0) ||
+		(slices.Equal(r.Verbs, []string{"update", "delete"}) && slices.Equal(r.ResourceNames, []string{audit.ReportName}))
+}
+
+// isOwnLease says whether r grants only what leader election needs on
+// Leases, in a Role: create, and get and update of Steward's own by name.
+func isOwnLease(r rbacv1.PolicyRule) bool {
+	if !slices.Equal(r.APIGroups, []string{"coordination.k8s.io"}) || !slices.Equal(r.Resources, []string{"leases"}) {
+		return false
+	}
+	return (slices.Equal(r.Verbs, []string{"create"}) && len(r.ResourceNames) == 0) ||
+		(slices.Equal(r.Verbs, []string{"get", "update"}) && slices.Equal(r.ResourceNames, []string{audit.LeaseName}))
 }
 
 // isReview says whether r grants only create on TokenReviews or

@@ -35,6 +35,9 @@ type Config struct {
 	// RecordEventsFor says whose refused writes get a Kubernetes Event on
 	// the object: serviceAccounts (the default) or none.
 	RecordEventsFor EventsFor `json:"recordEventsFor,omitempty"`
+	// Audit configures the background audit, which publishes what the
+	// rules find in the cluster as PolicyReports.
+	Audit AuditConfig `json:"audit"`
 	// Rules holds each rule's mode and settings.
 	Rules RulesConfig `json:"rules"`
 }
@@ -67,6 +70,7 @@ func (c *Config) Default() {
 	if c.RecordEventsFor == "" {
 		c.RecordEventsFor = EventsForServiceAccounts
 	}
+	c.Audit.Default()
 	c.Rules.Default()
 }
 
@@ -84,6 +88,7 @@ func (c *Config) Validate() field.ErrorList {
 	default:
 		errs = append(errs, field.NotSupported(field.NewPath("recordEventsFor"), c.RecordEventsFor, []string{string(EventsForServiceAccounts), string(EventsForNone)}))
 	}
+	errs = append(errs, c.Audit.Validate(field.NewPath("audit"))...)
 	return append(errs, c.Rules.Validate(field.NewPath("rules"))...)
 }
 

@@ -52,7 +52,7 @@ func TestOverviewListsEveryCommand(t *testing.T) {
 }
 
 func TestBadCommandLinesAreUsageErrors(t *testing.T) {
-	for _, args := range [][]string{nil, {"serve-all"}, {"help", "serve-all"}, {"completion"}, {"completion", "powershell"}, {"completion", "bash", "zsh"}, {"version", "extra"}, {"manifests", "extra"}} {
+	for _, args := range [][]string{nil, {"serve-all"}, {"help", "serve-all"}, {"completion"}, {"completion", "powershell"}, {"completion", "bash", "zsh"}, {"version", "extra"}, {"manifests", "extra"}, {"audit", "extra"}, {"audit", "-o", "yaml"}, {"audit", "--timeout", "0s"}} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != 2 || stderr.Len() == 0 {
 			t.Errorf("steward %s: exit %d, stderr %q; want 2 with a message", strings.Join(args, " "), code, stderr.String())

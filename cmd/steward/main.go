@@ -1,7 +1,8 @@
 // Command steward is Steward's one binary: `serve` runs the admission webhook
 // server, `manifests` renders the install manifests, `check` runs the rules
-// offline over YAML files for GitOps CI, `version` says which build it is and
-// `completion` prints shell completion scripts.
+// offline over YAML files for GitOps CI, `audit` runs the background audit
+// once against a cluster, `version` says which build it is and `completion`
+// prints shell completion scripts.
 package main
 
 import (
@@ -39,6 +40,7 @@ func commands() []command {
 		{name: "serve", summary: "run the admission webhook server", run: runServe, flags: func() *flag.FlagSet { o := defaultServeOptions(); return serveFlagSet(&o, io.Discard) }},
 		{name: "manifests", summary: "render the install manifests (kustomize base and overlays)", run: runManifests, flags: func() *flag.FlagSet { return manifestsFlagSet(&manifestsOptions{}, io.Discard) }},
 		{name: "check", summary: "check YAML files for Flux API versions that are deprecated or removed", run: runCheck, flags: func() *flag.FlagSet { return checkFlagSet(&checkOptions{}, io.Discard) }, operands: operands{files: true}},
+		{name: "audit", summary: "run the background audit once against a cluster and print what the rules find", run: runAudit, flags: func() *flag.FlagSet { return auditFlagSet(&auditOptions{}, io.Discard) }},
 		{name: "version", summary: "print the version, VCS revision, Go version and platform", run: runVersion, flags: func() *flag.FlagSet { return versionFlagSet(io.Discard) }},
 		{name: "completion", summary: "print a shell completion script (bash, zsh or fish)", run: runCompletion, flags: func() *flag.FlagSet { return completionFlagSet(io.Discard) }, operands: operands{words: completionShellNames()}},
 	}

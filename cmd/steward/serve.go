@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/stewardhq/steward/certs"
 	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/audit"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -91,13 +93,20 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 		webhookTLS = append(webhookTLS, clientCAs.configure)
 	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                  clientgoscheme.Scheme,
-		Cache:                   cache.Options{ByObject: cacheScopes(rules)},
-		Logger:                  log,
-		Metrics:                 metricsOptions(opts),
-		HealthProbeBindAddress:  opts.probeAddr,
-		PprofBindAddress:        opts.pprofAddr,
-		GracefulShutdownTimeout: &timeout,
+		Scheme:                 clientgoscheme.Scheme,
+		Cache:                  cache.Options{ByObject: cacheScopes(rules)},
+		Logger:                 log,
+		Metrics:                metricsOptions(opts),
+		HealthProbeBindAddress: opts.probeAddr,
+		// The background audit (and the webhook rules syncer) write from
+		// one replica at a time; everything else, the webhook server
+		// above all, runs on every replica (see everyReplica).
+		LeaderElection:                opts.leaderElect,
+		LeaderElectionID:              audit.LeaseName,
+		LeaderElectionNamespace:       opts.certs.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+		PprofBindAddress:              opts.pprofAddr,
+		GracefulShutdownTimeout:       &timeout,
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:    opts.host,
 			Port:    opts.port,
@@ -144,6 +153,9 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 		if err := addConfigReloader(mgr, opts, configData, cfg, served, recorder, log); err != nil {
 			return err
 		}
+	}
+	if err := addAudit(mgr, served, log); err != nil {
+		return err
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -217,7 +229,7 @@ func denialEvents(mgr manager.Manager, cfg webhooks.Config) (*rule.DenialEvents,
 		return broadcaster.NewRecorder(clientgoscheme.Scheme, controller)
 	}
 	recorder := rule.NewDenialEvents(recorderFor)
-	run := manager.RunnableFunc(func(ctx context.Context) error {
+	run := everyReplica(func(ctx context.Context) error {
 		if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 			return fmt.Errorf("starting the events broadcaster: %w", err)
 		}
@@ -231,6 +243,36 @@ func denialEvents(mgr manager.Manager, cfg webhooks.Config) (*rule.DenialEvents,
 		return nil, nil, fmt.Errorf("registering the events metrics: %w", err)
 	}
 	return recorder, recorderFor, nil
+}
+
+// everyReplica is a manager Runnable that runs on every replica, leader
+// or not: the manager runs a Runnable that does not say so only on the
+// leader.
+type everyReplica func(ctx context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+
+// NeedLeaderElection is false.
+func (everyReplica) NeedLeaderElection() bool { return false }
+
+// addAudit adds the background audit, which runs on the leader only. It
+// is added whatever audit.interval says, so a reloaded configuration can
+// turn it on or off, and reads the rules served and the audit settings
+// anew every pass.
+func addAudit(mgr manager.Manager, served *servedRules, log logr.Logger) error {
+	dyn, err := dynamic.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("audit: dynamic client: %w", err)
+	}
+	metrics := audit.NewMetrics()
+	if err := ctrlmetrics.Registry.Register(metrics); err != nil {
+		return fmt.Errorf("registering the audit metrics: %w", err)
+	}
+	runner := audit.NewRunner(served.forAudit, mgr.GetAPIReader(), audit.NewPublisher(dyn), metrics, log.WithName("audit"))
+	if err := mgr.Add(runner); err != nil {
+		return fmt.Errorf("adding the audit: %w", err)
+	}
+	return nil
 }
 
 // addConfigReloader makes the manager reload the configuration file when

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stewardhq/steward/certs"
+	"github.com/stewardhq/steward/webhooks/audit"
 )
 
 // Certificate modes of `steward serve`.
@@ -40,6 +41,7 @@ type serveOptions struct {
 	requestMemory   string // the memory request bodies in flight may hold; see memlimit.go
 	logLevel        string
 	enableHTTP2     bool
+	leaderElect     bool
 	shutdownDelay   time.Duration
 	shutdownTimeout time.Duration
 }
@@ -106,6 +108,7 @@ func serveFlagSet(o *serveOptions, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.memoryLimit, "memory-limit", os.Getenv("MEMORY_LIMIT"), "the container's memory limit (a quantity such as 256Mi, or bytes; $MEMORY_LIMIT by default); Steward sets Go's soft memory limit to 90% of it unless GOMEMLIMIT is set")
 	fs.StringVar(&o.requestMemory, "request-memory", "", "memory the webhook requests being read and decided may hold, counted as 3x their bodies (a third of it kept for reviews up to 256Ki); a request that does not fit is answered 429 at once; 3/8 of --memory-limit by default, or 96Mi")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, error, or a verbosity number (1 logs every allowed request)")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect one replica, through the Lease "+audit.LeaseName+" in --namespace, to run the background audit and write its PolicyReports; every replica serves webhooks either way. false: this replica audits alone (one replica, or a local run)")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "serve HTTP/2; off by default because of HTTP/2 rapid reset (CVE-2023-44487)")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving (reporting unready) this long so endpoints stop routing here")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 25*time.Second, "after the delay, how long in-flight requests may take to drain")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
@@ -26,6 +27,15 @@ type servedRules struct {
 	events   *rule.DenialEvents
 	log      logr.Logger
 	current  atomic.Pointer[handlers]
+	// audited is what the background audit reads each pass: a copy of
+	// rules and the audit settings, replaced with them on every reload.
+	audited atomic.Pointer[auditView]
+}
+
+// auditView is one configuration's rules and audit settings.
+type auditView struct {
+	rules []webhooks.Configured
+	audit webhooks.AuditConfig
 }
 
 // handlers is one configuration's handler for each path.
@@ -39,7 +49,16 @@ func newServedRules(cfg webhooks.Config, rules []webhooks.Configured, events *ru
 		s.webhooks = append(s.webhooks, c.Rule.Spec().Webhooks)
 	}
 	s.current.Store(s.handlersFor(cfg, rules))
+	s.audited.Store(&auditView{rules: slices.Clone(rules), audit: cfg.Audit})
 	return s
+}
+
+// forAudit returns the rules being served and the audit settings in
+// effect, for the background audit (audit.Current). Rules turned off by a
+// reload are there with mode off.
+func (s *servedRules) forAudit() ([]webhooks.Configured, webhooks.AuditConfig) {
+	v := s.audited.Load()
+	return v.rules, v.audit
 }
 
 // handlersFor wraps each rule of next (next[i] in place of s.rules[i]) with
@@ -84,6 +103,7 @@ func (s *servedRules) swap(cfg webhooks.Config, next []webhooks.Configured) {
 		}
 	}
 	s.current.Store(h)
+	s.audited.Store(&auditView{rules: slices.Clone(s.rules), audit: cfg.Audit})
 }
 
 // handler is what the server registers at path: it asks whichever

@@ -60,3 +60,8 @@ for g in postgresql.sql.crossplane.io postgresql.sql.m.crossplane.io; do
     fetch crossplane-contrib/provider-sql v0.16.0 "package/crds/${g}_${crd}.yaml" "provider-sql/${g}_${crd}.yaml"
   done
 done
+# The PolicyReport CRDs Steward ships and its audit writes to (no tags
+# upstream: the commit that last changed them). Kept in manifests/upstream.
+for crd in policyreports clusterpolicyreports; do
+  fetch kubernetes-sigs/wg-policy-prototypes 7132d6fc8ba754cf0aa2888a64f9da18ab394e41 "policy-report/crd/v1alpha2/wgpolicyk8s.io_${crd}.yaml" "../../manifests/upstream/wgpolicyk8s.io_${crd}.yaml"
+done

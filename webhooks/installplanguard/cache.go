@@ -13,16 +13,24 @@ import (
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
-var installPlans = schema.GroupResource{Group: group, Resource: "installplans"}
+var (
+	installPlans  = schema.GroupResource{Group: group, Resource: "installplans"}
+	subscriptions = schema.GroupResource{Group: group, Resource: "subscriptions"}
+)
 
 // SetupWithManager caches InstallPlan phases, used to tell whether a
-// Subscription's plan is installing. Whole objects, because the phase is in
-// the status, slimmed by keepPhase before they are kept. The cache starts
-// once the InstallPlan CRD is served, at the version the server prefers
-// (following OLM upgrades), and gates readiness only if it was served at
-// start-up, so Steward is ready at once on clusters without OLM.
+// Subscription's plan is installing, and Subscriptions' plan references
+// and conditions, which the audit reads. Whole objects, because what the
+// rule reads is in the status, slimmed by keepPhase and keepPlanStatus
+// before they are kept. Each cache starts once its CRD is served, at the
+// version the server prefers (following OLM upgrades), and gates
+// readiness only if it was served at start-up, so Steward is ready at
+// once on clusters without OLM.
 func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache) error {
-	set := cluster.Follow(Name, map[schema.GroupResource]clustercache.Spec{installPlans: {Transform: keepPhase}})
+	set := cluster.Follow(Name, map[schema.GroupResource]clustercache.Spec{
+		installPlans:  {Transform: keepPhase},
+		subscriptions: {Transform: keepPlanStatus},
+	})
 	r.plans = phases{set}
 	return mgr.AddReadyzCheck(Name+"-installplans", set.Ready)
 }
@@ -43,9 +51,24 @@ func (p phases) Phase(namespace, name string) (string, bool) {
 	return phase, true
 }
 
-// keepPhase keeps only what identifies a plan and its phase. An InstallPlan
-// carries every manifest of the operator it installs in status.plan; the
-// cache needs a few bytes of it. It is idempotent, as informers require.
+// plan returns what the audit reads of a cached plan.
+func (p phases) plan(namespace, name string) (planState, bool) {
+	obj, ok := p.set.Get(installPlans, namespace, name)
+	if !ok {
+		return planState{}, false
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return planState{}, false
+	}
+	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+	return planState{phase: phase, created: u.GetCreationTimestamp().Time}, true
+}
+
+// keepPhase keeps only what identifies a plan, when it was created, and
+// its phase. An InstallPlan carries every manifest of the operator it
+// installs in status.plan; the cache needs a few bytes of it. It is
+// idempotent, as informers require.
 func keepPhase(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -59,6 +82,7 @@ func keepPhase(obj any) (any, error) {
 	slim.SetName(u.GetName())
 	slim.SetUID(u.GetUID())
 	slim.SetResourceVersion(u.GetResourceVersion())
+	slim.SetCreationTimestamp(u.GetCreationTimestamp())
 	if phase, found, _ := unstructured.NestedString(u.Object, "status", "phase"); found {
 		_ = unstructured.SetNestedField(slim.Object, phase, "status", "phase")
 	}

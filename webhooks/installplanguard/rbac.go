@@ -5,11 +5,12 @@ import (
 )
 
 // RBAC is what the rule reads from the cluster: InstallPlans, for the phase
-// cache behind the Subscription warning. Discovery needs no grant.
+// cache behind the Subscription warning and the audit, and Subscriptions,
+// for the audit. Discovery needs no grant.
 func RBAC() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{{
 		APIGroups: []string{group},
-		Resources: []string{"installplans"},
+		Resources: []string{"installplans", "subscriptions"},
 		Verbs:     []string{"list", "watch"},
 	}}
 }

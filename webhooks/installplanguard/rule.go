@@ -12,6 +12,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -35,6 +36,7 @@ type Rule struct {
 	// plans is nil until SetupWithManager: rendering manifests and offline
 	// checks have no cluster, and then no Subscription warning is given.
 	plans PlanPhases
+	now   func() time.Time
 }
 
 var (
@@ -46,7 +48,7 @@ var (
 // New builds the rule from its (defaulted) configuration. It does not touch
 // any cluster.
 func New(c Config) *Rule {
-	return &Rule{cfg: c, allowed: slices.Concat(c.OLMUsers, c.ClusterControllerUsers)}
+	return &Rule{cfg: c, allowed: slices.Concat(c.OLMUsers, c.ClusterControllerUsers), now: time.Now}
 }
 
 // Handle returns the rule's verdict for one request, as if enforced.

@@ -46,10 +46,11 @@ func (s suspensions) Suspended(gr schema.GroupResource, namespace, name string) 
 	return suspended
 }
 
-// keepSuspension keeps an object's identity and, if present, the
-// suspended-at annotation: not its labels, other annotations (a
-// last-applied-configuration can be large) or managedFields. It is
-// idempotent, as informers require.
+// keepSuspension keeps an object's identity and, on a suspended object
+// (one with the suspended-at annotation), the suspension record (both
+// annotations, which the audit reports): not its labels, other
+// annotations (a last-applied-configuration can be large) or
+// managedFields. It is idempotent, as informers require.
 func keepSuspension(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
@@ -66,6 +67,9 @@ func keepSuspension(obj any) (any, error) {
 	}
 	if at, ok := m.Annotations[AnnotationSuspendedAt]; ok {
 		slim.Annotations = map[string]string{AnnotationSuspendedAt: at}
+		if by, ok := m.Annotations[AnnotationSuspendedBy]; ok {
+			slim.Annotations[AnnotationSuspendedBy] = by
+		}
 	}
 	return slim, nil
 }

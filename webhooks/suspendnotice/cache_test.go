@@ -22,7 +22,7 @@ func TestKeepSuspension(t *testing.T) {
 		TypeMeta: full.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "web", Namespace: "apps", UID: "u1", ResourceVersion: "7",
-			Annotations: map[string]string{AnnotationSuspendedAt: "2026-01-01T00:00:00Z"},
+			Annotations: map[string]string{AnnotationSuspendedAt: "2026-01-01T00:00:00Z", AnnotationSuspendedBy: "alice"},
 		},
 	}
 	got, err := keepSuspension(full)
@@ -30,16 +30,16 @@ func TestKeepSuspension(t *testing.T) {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("keepSuspension keeps identity and the suspended-at annotation only: -want +got:\n%s", diff)
+		t.Errorf("keepSuspension keeps identity and the suspension record only: -want +got:\n%s", diff)
 	}
 	again, _ := keepSuspension(got)
 	if diff := cmp.Diff(want, again); diff != "" {
 		t.Errorf("keepSuspension must be idempotent: -want +got:\n%s", diff)
 	}
 	notSuspended := full.DeepCopy()
-	notSuspended.Annotations = map[string]string{"team": "web"}
+	notSuspended.Annotations = map[string]string{"team": "web", AnnotationSuspendedBy: "alice"}
 	slim, _ := keepSuspension(notSuspended)
 	if a := slim.(*metav1.PartialObjectMetadata).Annotations; a != nil {
-		t.Errorf("an object without the record keeps no annotations, got %v", a)
+		t.Errorf("an object that is not suspended (no suspended-at) keeps no annotations, not even a stray suspended-by; got %v", a)
 	}
 }

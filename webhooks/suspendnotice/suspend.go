@@ -78,8 +78,7 @@ func (r *Rule) suspension(req admission.Request) admission.Response {
 	case obj.suspended() && !old.suspended():
 		want = map[string]string{AnnotationSuspendedBy: req.UserInfo.Username, AnnotationSuspendedAt: r.now().UTC().Format(time.RFC3339)}
 		reason = "recorded the suspension"
-		warning = fmt.Sprintf("%s: %s %s/%s is suspended and will not reconcile until resumed: %s %s -n %s",
-			Name, kind.Kind, obj.Metadata.Namespace, obj.Metadata.Name, kind.Resume, obj.Metadata.Name, obj.Metadata.Namespace)
+		warning = Name + ": " + suspendedMessage(kind, obj.Metadata.Namespace, obj.Metadata.Name)
 	case obj.suspended():
 		// Still suspended: the first record stands. An object suspended
 		// before Steward was installed has none; one written by hand
@@ -102,6 +101,13 @@ func (r *Rule) suspension(req admission.Request) admission.Response {
 		resp = resp.WithWarnings(warning)
 	}
 	return resp
+}
+
+// suspendedMessage says that an object is suspended and how to resume
+// it: the warning given when it is suspended, and the audit's finding.
+func suspendedMessage(kind fluxKind, namespace, name string) string {
+	return fmt.Sprintf("%s %s/%s is suspended and will not reconcile until resumed: %s %s -n %s",
+		kind.Kind, namespace, name, kind.Resume, name, namespace)
 }
 
 // suspensionRecord writes the patch that makes the two suspension

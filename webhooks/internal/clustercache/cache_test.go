@@ -314,3 +314,26 @@ func TestWatchIsSyncedOnceItsHandlerHasSeenTheFirstList(t *testing.T) {
 		t.Fatal("OnSynced not called")
 	}
 }
+
+// TestSetListTellsNoneFromNotKnown: an audit must not report "nothing
+// found" before the cache knows: List errs until discovery answered,
+// lists nothing (without error) for a resource that is not served, and
+// every stored object once synced.
+func TestSetListTellsNoneFromNotKnown(t *testing.T) {
+	disco := &fakeDiscovery{}
+	disco.serve(nil, pods)
+	c, set := newTestCache(t, disco, kustomization("v1", "apps", "web", "v1"), kustomization("v1", "apps", "api", "v1"), crd("kustomizations.kustomize.toolkit.fluxcd.io"))
+	if _, err := set.List(kustomizations); err == nil {
+		t.Fatal("List before the first discovery: want an error, got nil")
+	}
+	start(t, c)
+	eventually(t, "discovery answered", func() bool { return set.Ready(nil) == nil })
+	if objs, err := set.List(kustomizations); err != nil || len(objs) != 0 {
+		t.Fatalf("List of a resource that is not served = %v, %v; want nothing and no error", objs, err)
+	}
+	disco.serve(nil, pods, kustomizationsAt("v1"))
+	eventually(t, "both objects listed once the CRD is served", func() bool {
+		objs, err := set.List(kustomizations)
+		return err == nil && len(objs) == 2
+	})
+}

@@ -235,3 +235,25 @@ func (c *Cache) Followed() []string {
 	}
 	return out
 }
+
+// List returns every stored object of a resource, for a rule's audit,
+// which must tell "none" from "not known yet". It reports an error until
+// discovery has answered once, and while the informer answering for the
+// resource has not synced or may not list it; a resource that is not
+// served has no objects, and no error.
+func (s *Set) List(gr schema.GroupResource) ([]any, error) {
+	s.mu.RLock()
+	discovered, w := s.discovered, s.current[gr]
+	s.mu.RUnlock()
+	switch {
+	case !discovered:
+		return nil, fmt.Errorf("%s: waiting for API discovery", s.name)
+	case w == nil:
+		return nil, nil
+	case w.Forbidden():
+		return nil, fmt.Errorf("%s: Steward may not list %s", s.name, w.GVR())
+	case !w.HasSynced():
+		return nil, fmt.Errorf("%s: informer for %s has not synced", s.name, w.GVR())
+	}
+	return w.Indexer().List(), nil
+}

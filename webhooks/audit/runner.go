@@ -1,0 +1,113 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stewardhq/steward/webhooks"
+)
+
+// Timings of the runner.
+const (
+	// retryFirst is how soon a pass is repeated when a rule could not
+	// answer (its caches were still syncing, as at start-up) or the
+	// reports could not be written; the wait doubles each time, up to the
+	// interval.
+	retryFirst = 10 * time.Second
+	// offPoll is how often a runner whose audit is off (interval 0) looks
+	// whether a reloaded configuration turned it on.
+	offPoll = 10 * time.Second
+)
+
+// Current returns the rules being served and the audit configuration in
+// effect now: a configuration reload replaces both, and every pass asks
+// again.
+type Current func() ([]webhooks.Configured, webhooks.AuditConfig)
+
+// Runner is the background audit of `steward serve`: every interval it
+// asks the auditing rules being served for their findings and publishes
+// them. It is a manager Runnable that needs leader election, so one
+// replica writes the reports.
+type Runner struct {
+	current   Current
+	api       client.Reader
+	publisher *Publisher
+	metrics   *Metrics
+	log       logr.Logger
+	now       func() time.Time
+
+	// notServed is set once the missing CRDs were logged, so they are
+	// logged once, not every pass.
+	notServed bool
+}
+
+// NewRunner audits current's rules, reading through api and writing
+// through publisher, counting in metrics.
+func NewRunner(current Current, api client.Reader, publisher *Publisher, metrics *Metrics, log logr.Logger) *Runner {
+	return &Runner{current: current, api: api, publisher: publisher, metrics: metrics, log: log, now: time.Now}
+}
+
+// NeedLeaderElection is true: one replica writes the reports.
+func (r *Runner) NeedLeaderElection() bool { return true }
+
+// Start runs a pass at once, then every interval, until ctx ends.
+func (r *Runner) Start(ctx context.Context) error {
+	retry := retryFirst
+	for {
+		rules, cfg := r.current()
+		every := cfg.Every()
+		wait := offPoll
+		if every > 0 {
+			wait = every
+			if !r.Pass(ctx, rules, cfg) {
+				wait = min(retry, every)
+				retry *= 2
+			} else {
+				retry = retryFirst
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Pass runs one audit and publishes it; it reports whether every rule
+// answered and the reports were written.
+func (r *Runner) Pass(ctx context.Context, rules []webhooks.Configured, cfg webhooks.AuditConfig) bool {
+	pass := Collect(ctx, Auditors(rules, cfg), r.api)
+	r.metrics.observe(pass, r.now())
+	for _, a := range pass {
+		if a.Err != nil {
+			r.log.Info("a rule could not answer the audit; its previous results stand", "rule", a.Rule, "error", a.Err.Error())
+		}
+	}
+	done, err := r.publisher.Publish(ctx, pass.Answered(), pass.Failed())
+	r.metrics.publishedResult(err == nil)
+	switch {
+	case errors.Is(err, ErrNotServed):
+		if !r.notServed {
+			r.notServed = true
+			r.log.Info("the audit cannot publish its findings: "+err.Error()+"; install them (manifests/policyreport-crds, or the chart's policyReportCRDs.install) and the next pass writes the reports. Metrics are kept meanwhile.",
+				"policyReports", PolicyReports.String())
+		}
+		return false
+	case err != nil:
+		r.log.Error(err, "writing the audit's PolicyReports; retrying at the next pass")
+		return false
+	}
+	if r.notServed {
+		r.notServed = false
+		r.log.Info("the PolicyReport CRDs are served: the audit publishes its findings again")
+	}
+	if done.Created+done.Updated+done.Deleted > 0 {
+		r.log.Info("audit reports written", "created", done.Created, "updated", done.Updated, "deleted", done.Deleted, "unchanged", done.Unchanged)
+	}
+	return len(pass.Failed()) == 0
+}
