@@ -65,7 +65,7 @@ func storedVersionsFinding(a *API, crd *unstructured.Unstructured, stored []stri
 		Result: rule.AuditPass,
 		Object: corev1.ObjectReference{
 			APIVersion: crdGVK.GroupVersion().String(), Kind: crdGVK.Kind,
-			Name: crd.GetName(), UID: crd.GetUID(), ResourceVersion: crd.GetResourceVersion(),
+			Name: crd.GetName(), UID: crd.GetUID(),
 		},
 		Properties: map[string]string{
 			"storedVersions": strings.Join(stored, ","),

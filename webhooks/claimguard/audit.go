@@ -49,6 +49,14 @@ func (r *Rule) Audit(_ context.Context, _ client.Reader) ([]rule.Finding, error)
 	return append(out, externalNameCollisions(s)...), nil
 }
 
+// listedAsDeleting names objects as denials do, an object being deleted
+// as "being deleted" rather than for how long.
+func listedAsDeleting(fs []found) string {
+	return listedWith(fs, func(f found) string {
+		return describeDeleting(f, func(found) string { return "being deleted" })
+	})
+}
+
 // listNames names the first maxListed objects and counts the rest: the
 // bounded form of a list in a finding's properties.
 func listNames(fs []found) string {
@@ -66,11 +74,13 @@ func listNames(fs []found) string {
 	return b.String()
 }
 
-// reference is the finding's object: a cached object of watch w.
+// reference is the finding's object: a cached object of watch w. It has
+// no resource version, which changes with every status write: a report is
+// written again whenever one of its results changes.
 func reference(w *watch, o *object) corev1.ObjectReference {
 	return corev1.ObjectReference{
 		APIVersion: w.gvr.GroupVersion().String(), Kind: w.gk.Kind,
-		Namespace: o.namespace(), Name: o.name(), ResourceVersion: o.resourceVersion(),
+		Namespace: o.namespace(), Name: o.name(),
 	}
 }
 
@@ -94,13 +104,13 @@ func (r *Rule) foregroundDeletions(s *snapshot, now time.Time) []rule.Finding {
 		}
 		sortFound(xrs)
 		for _, xr := range xrs {
-			out = append(out, r.foregroundFinding(s, w, xr, now))
+			out = append(out, r.foregroundFinding(s, w, xr))
 		}
 	}
 	return out
 }
 
-func (r *Rule) foregroundFinding(s *snapshot, w *watch, xr found, now time.Time) rule.Finding {
+func (r *Rule) foregroundFinding(s *snapshot, w *watch, xr found) rule.Finding {
 	holders := s.composed(w.gk, xr.object, w.namespaced, &coverage{})
 	this := named(w.gk.Kind, xr.namespace(), xr.name())
 	waiting := "A claim or composite resource re-created in its place is refused until it is gone"
@@ -111,8 +121,11 @@ func (r *Rule) foregroundFinding(s *snapshot, w *watch, xr found, now time.Time)
 		Check:  CheckForegroundDeletion,
 		Result: rule.AuditWarn,
 		Object: reference(w, xr.object),
-		Message: fmt.Sprintf("claimguard: %s has been deleting with Foreground propagation for %s and %s. %s (%s).",
-			this, xr.deletingFor(now), heldBy(xr, holders, now), waiting, kubectlGet(w.gvr.GroupResource(), xr.namespace(), xr.name())),
+		// The message names no durations: a report is written again only
+		// when a result changes, and the time a deletion has taken changes
+		// every pass. deletingSince says when it began.
+		Message: fmt.Sprintf("claimguard: %s has been deleting with Foreground propagation for more than %s and %s. %s (%s).",
+			this, r.cfg.foregroundDeletionWarnAfter(), heldByListed(xr, holders, listedAsDeleting), waiting, kubectlGet(w.gvr.GroupResource(), xr.namespace(), xr.name())),
 		Properties: map[string]string{"deletingSince": xr.deletion.UTC().Format(time.RFC3339)},
 	}
 	if len(holders) > 0 {

@@ -33,8 +33,8 @@ func audit(t *testing.T, r *Rule) []rule.Finding {
 var ignoreMessages = cmpopts.IgnoreFields(rule.Finding{}, "Message")
 
 func TestAuditForegroundDeletion(t *testing.T) {
-	pgRef := func(name, rv string) corev1.ObjectReference {
-		return corev1.ObjectReference{APIVersion: "database.example.org/v1alpha1", Kind: "XPostgreSQLInstance", Name: name, ResourceVersion: rv}
+	pgRef := func(name string) corev1.ObjectReference {
+		return corev1.ObjectReference{APIVersion: "database.example.org/v1alpha1", Kind: "XPostgreSQLInstance", Name: name}
 	}
 	var many []*object
 	for _, n := range []string{"a", "b", "c", "d", "e", "f", "g"} {
@@ -53,7 +53,7 @@ func TestAuditForegroundDeletion(t *testing.T) {
 			reason: "Past the threshold the XR is reported with the resources still holding it and its claim.",
 			rule:   standard().rule(warnAfter(time.Minute)),
 			want: []rule.Finding{{
-				Check: CheckForegroundDeletion, Result: rule.AuditWarn, Object: pgRef("db-x7k2p", "1"),
+				Check: CheckForegroundDeletion, Result: rule.AuditWarn, Object: pgRef("db-x7k2p"),
 				Properties: map[string]string{
 					"blockedBy":     "RDSInstance db-x7k2p-abcde, Role db-x7k2p-fghij",
 					"claim":         "default/db",
@@ -75,7 +75,7 @@ func TestAuditForegroundDeletion(t *testing.T) {
 			rule: newCluster().xrd(pgXRD, pgXRGVR, false, stateSynced,
 				xr("db-f", deletingSince(time.Hour), finalizers(foregroundFinalizer, xrFinalizer))).defaults(),
 			want: []rule.Finding{{
-				Check: CheckForegroundDeletion, Result: rule.AuditWarn, Object: pgRef("db-f", "1"),
+				Check: CheckForegroundDeletion, Result: rule.AuditWarn, Object: pgRef("db-f"),
 				Properties: map[string]string{
 					"blockedBy":     "finalizers foregroundDeletion, composite.apiextensions.crossplane.io",
 					"deletingSince": "2026-03-01T11:00:00Z",
@@ -88,7 +88,7 @@ func TestAuditForegroundDeletion(t *testing.T) {
 				xr("db-q", deletingSince(time.Hour), finalizers(foregroundFinalizer))).
 				managed(rdsGK, rdsGVR, false, stateSynced, many...).defaults(),
 			want: []rule.Finding{{
-				Check: CheckForegroundDeletion, Result: rule.AuditWarn, Object: pgRef("db-q", "1"),
+				Check: CheckForegroundDeletion, Result: rule.AuditWarn, Object: pgRef("db-q"),
 				Properties: map[string]string{
 					"blockedBy":     "RDSInstance db-q-a, RDSInstance db-q-b, RDSInstance db-q-c, RDSInstance db-q-d, RDSInstance db-q-e, and 2 more",
 					"deletingSince": "2026-03-01T11:00:00Z",
@@ -108,7 +108,7 @@ func TestAuditForegroundDeletion(t *testing.T) {
 
 func TestAuditExternalNameCollision(t *testing.T) {
 	rdsRef := func(name string) corev1.ObjectReference {
-		return corev1.ObjectReference{APIVersion: "database.aws.example.org/v1beta1", Kind: "RDSInstance", Name: name, ResourceVersion: "1"}
+		return corev1.ObjectReference{APIVersion: "database.aws.example.org/v1beta1", Kind: "RDSInstance", Name: name}
 	}
 	collision := func(ref corev1.ObjectReference, ext, others string) rule.Finding {
 		return rule.Finding{Check: CheckExternalNameCollision, Result: rule.AuditFail, Object: ref,
@@ -148,7 +148,7 @@ func TestAuditExternalNameCollision(t *testing.T) {
 				managed(nsRDSGK, nsRDSGVR, true, stateSynced, mr("new", inNamespace("team"), externalName("prod-db"))).defaults(),
 			want: []rule.Finding{
 				collision(rdsRef("legacy"), "prod-db", "RDSInstance team/new in database.aws.m.example.org"),
-				collision(corev1.ObjectReference{APIVersion: "database.aws.m.example.org/v1beta1", Kind: "RDSInstance", Namespace: "team", Name: "new", ResourceVersion: "1"},
+				collision(corev1.ObjectReference{APIVersion: "database.aws.m.example.org/v1beta1", Kind: "RDSInstance", Namespace: "team", Name: "new"},
 					"prod-db", "RDSInstance legacy in database.aws.example.org"),
 			},
 		},
@@ -157,8 +157,8 @@ func TestAuditExternalNameCollision(t *testing.T) {
 			rule: newCluster().managed(rdsGK, rdsGVR, false, stateForbidden).
 				managed(userGK, userGVR, false, stateSynced, mr("a", externalName("u")), mr("b", externalName("u"))).defaults(),
 			want: []rule.Finding{
-				collision(corev1.ObjectReference{APIVersion: "postgresql.sql.example.org/v1alpha1", Kind: "Role", Name: "a", ResourceVersion: "1"}, "u", "Role b"),
-				collision(corev1.ObjectReference{APIVersion: "postgresql.sql.example.org/v1alpha1", Kind: "Role", Name: "b", ResourceVersion: "1"}, "u", "Role a"),
+				collision(corev1.ObjectReference{APIVersion: "postgresql.sql.example.org/v1alpha1", Kind: "Role", Name: "a"}, "u", "Role b"),
+				collision(corev1.ObjectReference{APIVersion: "postgresql.sql.example.org/v1alpha1", Kind: "Role", Name: "b"}, "u", "Role a"),
 			},
 		},
 	}
@@ -174,10 +174,19 @@ func TestAuditExternalNameCollision(t *testing.T) {
 
 func TestAuditMessages(t *testing.T) {
 	got := audit(t, standard().rule(warnAfter(time.Minute)))
-	want := "claimguard: XPostgreSQLInstance db-x7k2p has been deleting with Foreground propagation for 3m0s and " + heldByTwo +
+	want := "claimguard: XPostgreSQLInstance db-x7k2p has been deleting with Foreground propagation for more than 1m0s and is still held by 2 composed resources: " +
+		`RDSInstance db-x7k2p-abcde (external name "db"; being deleted; finalizers: finalizer.managedresource.crossplane.io); ` +
+		`Role db-x7k2p-fghij (external name "db-user"; finalizers: finalizer.managedresource.crossplane.io)` +
 		". Its claim default/db stays until then, and one re-created in its place is refused until it is gone (kubectl get xpostgresqlinstances.database.example.org db-x7k2p)."
 	if len(got) != 1 || got[0].Message != want {
 		t.Errorf("foreground-deletion message:\n got %v\nwant %s", got, want)
+	}
+	// An hour later the report is the same: a finding's message does not
+	// age, so the report is not written again every pass.
+	later := standard().rule(warnAfter(time.Minute))
+	later.now = func() time.Time { return now.Add(time.Hour) }
+	if again := audit(t, later); len(again) != 1 || again[0].Message != want {
+		t.Errorf("the foreground-deletion message changes with time:\n got %v\nwant %s", again, want)
 	}
 	got = audit(t, newCluster().managed(rdsGK, rdsGVR, false, stateSynced, mr("a", externalName("prod-db")), mr("b", externalName("prod-db"))).defaults())
 	want = `claimguard: RDSInstance a has external name "prod-db", as RDSInstance b does: they manage the same external resource, each reconciling it toward its own spec, ` +

@@ -97,7 +97,7 @@ func (r *Rule) driftFinding(gvk schema.GroupVersionKind, o *metav1.PartialObject
 		Result: rule.AuditFail,
 		Object: corev1.ObjectReference{
 			APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
-			Namespace: o.Namespace, Name: o.Name, ResourceVersion: o.ResourceVersion,
+			Namespace: o.Namespace, Name: o.Name,
 		},
 		Message: fmt.Sprintf("%s Changed since the Fleet agent last applied it, by %s: %s. Change it in the Git repository instead; "+
 			"if the change is meant to stay, ignore the field in fleet.yaml (diff.comparePatches) and in fleetguard's ignoredFields.",

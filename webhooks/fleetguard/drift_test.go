@@ -104,7 +104,7 @@ func cacheOf(t testing.TB, objs ...*metav1.PartialObjectMetadata) workloadCache 
 func TestAuditDrift(t *testing.T) {
 	later := agentApplied.Add(time.Hour)
 	ref := func(name string) corev1.ObjectReference {
-		return corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: name, ResourceVersion: "7"}
+		return corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: name}
 	}
 	drift := func(name, managers, fields string, changes int) rule.Finding {
 		return rule.Finding{Check: CheckDrift, Result: rule.AuditFail, Object: ref(name), Properties: map[string]string{
