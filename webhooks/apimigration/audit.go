@@ -35,7 +35,14 @@ func (r *Rule) Audit(ctx context.Context, api client.Reader) ([]rule.Finding, er
 	if served == nil {
 		return nil, errors.New("apimigration has not discovered the cluster's Flux kinds yet")
 	}
+	// Unpinned, the target is chosen from the same discovery answer the
+	// pass reads, not from the follower's copy, which may lag it by a
+	// moment (a one-off pass of `steward audit` starts right after the
+	// first answer).
 	target := r.Target()
+	if r.pin == nil {
+		target = ClusterTarget(served)
+	}
 	var out []rule.Finding
 	for i := range apis {
 		a := &apis[i]

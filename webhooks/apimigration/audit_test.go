@@ -182,3 +182,17 @@ func TestAuditRBACNamesEveryFluxCRD(t *testing.T) {
 		}
 	}
 }
+
+func TestAuditFollowsTheDiscoveredRelease(t *testing.T) {
+	// Unpinned, with Flux 2.9's label on the CRDs the cache saw, the pass
+	// judges against 2.9 even before the follower has chosen it.
+	s := labelled(serving(emptyServed(), NotificationGroup, "alerts", "v1beta3"), NotificationGroup, "alerts", "v2.9.0")
+	r := auditRule(t, "", s)
+	got, err := r.Audit(context.Background(), &crdReader{stored: map[string][]string{"alerts.notification.toolkit.fluxcd.io": {"v1beta2", "v1beta3"}}})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Audit(...) = %v, %v; want one finding", got, err)
+	}
+	if got[0].Result != rule.AuditFail || got[0].Properties["target"] != "2.9" {
+		t.Errorf("Audit(...) = %+v; want a failure against the discovered 2.9", got[0])
+	}
+}
