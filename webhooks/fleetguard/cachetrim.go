@@ -24,7 +24,8 @@ var cachedTypes = func() map[metav1.TypeMeta]metav1.TypeMeta {
 // decision reads. The API server's copy carries managedFields (one entry
 // per field manager, with its whole fieldsV1 tree) and wrangler's
 // objectset.rio.cattle.io/applied annotation (a compressed copy of the
-// whole object): together most of its size, and none of it is read. It
+// whole object): together most of its size. Of managedFields only the
+// audit's drift summary is kept, for drifted workloads (drift.go). It
 // accepts its own output, as informer transforms must.
 func trimWorkload(obj any) (any, error) {
 	in, ok := obj.(*metav1.PartialObjectMetadata)
@@ -45,11 +46,24 @@ func trimWorkload(obj any) (any, error) {
 	}
 	for _, k := range readAnnotations {
 		if v, ok := in.Annotations[k]; ok {
-			if out.Annotations == nil {
-				out.Annotations = make(map[string]string, len(readAnnotations))
-			}
-			out.Annotations[k] = v
+			setAnnotation(out, k, v)
 		}
 	}
+	// The audit's drift check reads managedFields, which are dropped here:
+	// a drifted workload keeps their summary instead (drift.go), the rest
+	// nothing. An object without managedFields is this function's own
+	// output, whose summary stays.
+	if s, ok := driftOf(in.ManagedFields); ok {
+		setAnnotation(out, driftAnnotation, s.encode())
+	} else if v, ok := in.Annotations[driftAnnotation]; ok && len(in.ManagedFields) == 0 {
+		setAnnotation(out, driftAnnotation, v)
+	}
 	return out, nil
+}
+
+func setAnnotation(o *metav1.PartialObjectMetadata, k, v string) {
+	if o.Annotations == nil {
+		o.Annotations = make(map[string]string, len(readAnnotations))
+	}
+	o.Annotations[k] = v
 }

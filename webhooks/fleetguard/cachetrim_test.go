@@ -21,6 +21,18 @@ import (
 // agent, the controller and kubectl.
 func fleetWorkload(tb testing.TB, i int) *metav1.PartialObjectMetadata {
 	tb.Helper()
+	return fleetWorkloadEditedAt(tb, i, "")
+}
+
+// fleetWorkloadEditedAt is fleetWorkload whose kubectl entry was written
+// at the given time ("" for none), and the agent's at 2026-11-01T10:00:00Z:
+// a later edit is drift, whose summary the cache keeps.
+func fleetWorkloadEditedAt(tb testing.TB, i int, edited string) *metav1.PartialObjectMetadata {
+	tb.Helper()
+	kubectlTime := ""
+	if edited != "" {
+		kubectlTime = `"time":"` + edited + `",`
+	}
 	applied := make([]byte, 3000)
 	if _, err := rand.Read(applied); err != nil {
 		tb.Fatal(err)
@@ -41,10 +53,10 @@ func fleetWorkload(tb testing.TB, i int) *metav1.PartialObjectMetadata {
 		"annotations":{"objectset.rio.cattle.io/id":"default-web-app","meta.helm.sh/release-name":"web-app","meta.helm.sh/release-namespace":"apps",
 			"deployment.kubernetes.io/revision":"3","objectset.rio.cattle.io/applied":%[2]q},
 		"managedFields":[
-			{"manager":"fleetagent","operation":"Apply","apiVersion":"apps/v1","fieldsType":"FieldsV1","fieldsV1":%[3]s},
-			{"manager":"kube-controller-manager","operation":"Update","apiVersion":"apps/v1","subresource":"status","fieldsType":"FieldsV1","fieldsV1":%[4]s},
-			{"manager":"kubectl","operation":"Update","apiVersion":"apps/v1","fieldsType":"FieldsV1","fieldsV1":%[5]s}]}}`,
-		i, "H4sI"+base64.StdEncoding.EncodeToString(applied), fields(60), fields(20), fields(5))
+			{"manager":"fleetagent","operation":"Apply","apiVersion":"apps/v1","time":"2026-11-01T10:00:00Z","fieldsType":"FieldsV1","fieldsV1":%[3]s},
+			{"manager":"kube-controller-manager","operation":"Update","apiVersion":"apps/v1","subresource":"status","time":"2026-11-01T10:00:05Z","fieldsType":"FieldsV1","fieldsV1":%[4]s},
+			{"manager":"kubectl","operation":"Update","apiVersion":"apps/v1",%[6]s"fieldsType":"FieldsV1","fieldsV1":%[5]s}]}}`,
+		i, "H4sI"+base64.StdEncoding.EncodeToString(applied), fields(60), fields(20), fields(5), kubectlTime)
 	var o metav1.PartialObjectMetadata
 	if err := json.Unmarshal([]byte(doc), &o); err != nil {
 		tb.Fatal(err)
@@ -95,7 +107,10 @@ func BenchmarkFleetWorkloadCacheBytes(b *testing.B) {
 	for _, tc := range []struct {
 		name      string
 		transform cache.TransformFunc
-	}{{"Untrimmed", nil}, {"Trimmed", trimWorkload}} {
+		// edited is when kubectl last wrote: after the agent, every
+		// object has drifted (the worst case), before it none has.
+		edited string
+	}{{"Untrimmed", nil, ""}, {"Trimmed", trimWorkload, "2026-11-01T09:00:00Z"}, {"TrimmedAllDrifted", trimWorkload, "2026-11-02T10:00:00Z"}} {
 		b.Run(tc.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				var before, after runtime.MemStats
@@ -105,7 +120,7 @@ func BenchmarkFleetWorkloadCacheBytes(b *testing.B) {
 				for j := 0; j < n; j++ {
 					// Decoded here, as the informer decodes each object;
 					// what the store does not keep is garbage by the end.
-					var o any = fleetWorkload(b, j)
+					var o any = fleetWorkloadEditedAt(b, j, tc.edited)
 					if tc.transform != nil {
 						o, _ = tc.transform(o)
 					}
