@@ -110,13 +110,13 @@ func benchCluster(b testing.TB, shape benchShape) *cluster {
 			role: roleManaged, indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, managedIndexers()), owners: c.owners, synced: synced}
 	}
 	for i := 0; i < benchXRs; i++ {
-		o, err := transform(realisticXR(i, shape))
+		o, err := c.owners.transform(xrs)(realisticXR(i, shape))
 		if err != nil {
 			b.Fatal(err)
 		}
 		store(xrs, o.(*object))
 		for k := 0; k < benchPerXR; k++ {
-			o, err := transform(realisticMR(i, k))
+			o, err := c.owners.transform(mrs[shape.kindOf(k)])(realisticMR(i, k))
 			if err != nil {
 				b.Fatal(err)
 			}
