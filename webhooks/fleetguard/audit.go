@@ -67,8 +67,11 @@ func (r *Rule) Audit(ctx context.Context, _ client.Reader) ([]rule.Finding, erro
 // driftFinding judges one cached workload.
 func (r *Rule) driftFinding(gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) (rule.Finding, bool) {
 	s, ok := decodeDrift(o.Annotations[driftAnnotation])
-	meta := objectMeta{Name: o.Name, Namespace: o.Namespace, Labels: o.Labels, Annotations: o.Annotations}
-	if !ok || !meta.managed() || meta.appliedWithOwner() {
+	if !ok {
+		return rule.Finding{}, false
+	}
+	meta := cachedMeta(o)
+	if !meta.managed() || meta.appliedWithOwner() {
 		return rule.Finding{}, false
 	}
 	skip := r.skipFor(gvk.GroupKind())

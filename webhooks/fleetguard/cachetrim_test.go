@@ -72,14 +72,29 @@ func TestTrimWorkloadKeepsWhatScaleDecisionsRead(t *testing.T) {
 	}
 	out := got.(*metav1.PartialObjectMetadata)
 	want := &metav1.PartialObjectMetadata{TypeMeta: in.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-		Name: "web-1", Namespace: "apps", ResourceVersion: "1", Labels: map[string]string{LabelHash: in.Labels[LabelHash]},
-		Annotations: map[string]string{AnnotationID: "default-web-app", AnnotationReleaseName: "web-app", AnnotationReleaseNamespace: "apps"},
+		Name: "web-1", Namespace: "apps", ResourceVersion: "1",
+		Annotations: map[string]string{cachedHashAnnotation: in.Labels[LabelHash], AnnotationID: "default-web-app", AnnotationReleaseName: "web-app", AnnotationReleaseNamespace: "apps"},
 	}}
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("trimmed workload (-want +got):\n%s", diff)
 	}
-	if parent := (objectMeta{Labels: out.Labels, Annotations: out.Annotations}); !parent.managed() || parent.owner() != (objectMeta{Labels: in.Labels, Annotations: in.Annotations}).owner() {
+	if parent := cachedMeta(out); !parent.managed() || parent.owner() != (objectMeta{Labels: in.Labels, Annotations: in.Annotations}).owner() {
 		t.Errorf("the trimmed workload no longer reads as the same Fleet-managed object: owner %q", parent.owner())
+	}
+	if parent := cachedMeta(out); parent.Labels[LabelHash] != in.Labels[LabelHash] {
+		t.Errorf("the cached workload reads with labels %v, want the hash label %q", parent.Labels, in.Labels[LabelHash])
+	}
+	// An object the cache never trimmed reads as it is.
+	if m := cachedMeta(in); m.Labels["app.kubernetes.io/managed-by"] != "Helm" {
+		t.Errorf("an untrimmed object's labels are not read as they are: %v", m.Labels)
+	}
+	// An annotation of the hash on an object of the API server is not
+	// kept: only the hash label is.
+	spoofed := in.DeepCopy()
+	delete(spoofed.Labels, LabelHash)
+	spoofed.Annotations[cachedHashAnnotation] = "spoofed"
+	if got, _ := trimWorkload(spoofed); cachedMeta(got.(*metav1.PartialObjectMetadata)).managed() {
+		t.Errorf("an object without the hash label is kept as Fleet-managed through an annotation %s", cachedHashAnnotation)
 	}
 	again, _ := trimWorkload(out)
 	if diff := cmp.Diff(out, again); diff != "" {
