@@ -26,6 +26,7 @@ import (
 // rule in use pins the target.
 func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache) error {
 	r.view.log = mgr.GetLogger().WithName(Name)
+	r.view.discovered = cluster.Served
 	if r.pin != nil {
 		r.view.log.Info("target Flux release", "fluxVersion", r.pin.Release.String(), "source", string(r.pin.Source))
 	}
@@ -53,6 +54,9 @@ type view struct {
 	// the log follows.
 	inUse atomic.Pointer[Rule]
 	log   logr.Logger
+	// cluster is the cluster cache's latest discovery answer, which the
+	// audit reads the served Flux kinds from; nil until SetupWithManager.
+	discovered func() *clustercache.Served
 }
 
 func newView() *view {

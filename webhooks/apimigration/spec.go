@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -24,6 +25,7 @@ func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
 		Name: Name,
 		Type: rule.Mutating,
+		RBAC: auditRBAC(),
 		Webhooks: []rule.Webhook{{
 			Name:           rule.WebhookName(Name, ""),
 			Path:           rule.Path(rule.Mutating, Name, ""),
@@ -72,4 +74,19 @@ func deprecatedExpression() string {
 	}
 	return "(request.requestResource.group + '/' + request.requestResource.resource + '/' + request.requestResource.version) in [" +
 		strings.Join(items, ", ") + "]"
+}
+
+// auditRBAC lets the audit read the Flux CRDs' stored versions, each by
+// name: the cluster cache keeps CRDs as metadata only.
+func auditRBAC() []rbacv1.PolicyRule {
+	var names []string
+	for _, a := range apis {
+		names = append(names, a.Resource+"."+a.Group)
+	}
+	return []rbacv1.PolicyRule{{
+		APIGroups:     []string{crdGVK.Group},
+		Resources:     []string{"customresourcedefinitions"},
+		ResourceNames: names,
+		Verbs:         []string{"get"},
+	}}
 }

@@ -1,6 +1,9 @@
 package claimguard
 
 import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -30,7 +33,16 @@ type Config struct {
 	// WebhookConfigurationName is the ValidatingWebhookConfiguration holding
 	// claimguard's entries; defaults to "steward".
 	WebhookConfigurationName string `json:"webhookConfigurationName,omitempty"`
+	// ForegroundDeletionWarnAfter is how long a composite resource may be
+	// deleting in Foreground before the audit warns about it, naming what
+	// still holds it (a Go duration, e.g. "15m"). Defaults to 15 minutes.
+	ForegroundDeletionWarnAfter *metav1.Duration `json:"foregroundDeletionWarnAfter,omitempty"`
 }
+
+// DefaultForegroundDeletionWarnAfter is ForegroundDeletionWarnAfter unset:
+// long enough for a provider to delete ordinary external resources, short
+// enough that a hung deletion is noticed the same hour.
+const DefaultForegroundDeletionWarnAfter = 15 * time.Minute
 
 // Default fills unset settings.
 func (c *Config) Default() {
@@ -44,6 +56,9 @@ func (c *Config) Default() {
 	if c.WebhookConfigurationName == "" {
 		c.WebhookConfigurationName = DefaultWebhookConfigurationName
 	}
+	if c.ForegroundDeletionWarnAfter == nil {
+		c.ForegroundDeletionWarnAfter = &metav1.Duration{Duration: DefaultForegroundDeletionWarnAfter}
+	}
 }
 
 // Validate reports invalid settings by field path.
@@ -52,7 +67,18 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 	for _, msg := range validation.IsDNS1123Subdomain(c.WebhookConfigurationName) {
 		errs = append(errs, field.Invalid(p.Child("webhookConfigurationName"), c.WebhookConfigurationName, msg))
 	}
+	if d := c.ForegroundDeletionWarnAfter; d != nil && d.Duration <= 0 {
+		errs = append(errs, field.Invalid(p.Child("foregroundDeletionWarnAfter"), d.Duration.String(), "must be a positive duration, e.g. 15m"))
+	}
 	return errs
+}
+
+// foregroundDeletionWarnAfter is the configured threshold, or the default.
+func (c *Config) foregroundDeletionWarnAfter() time.Duration {
+	if c.ForegroundDeletionWarnAfter == nil {
+		return DefaultForegroundDeletionWarnAfter
+	}
+	return c.ForegroundDeletionWarnAfter.Duration
 }
 
 // manageRules reports whether claimguard maintains its webhook entries' rules.

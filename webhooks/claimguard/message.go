@@ -22,6 +22,13 @@ func (f found) String() string { return f.gk.Kind + " " + f.key() }
 
 // describe names one object with what keeps it alive.
 func describe(f found, now time.Time) string {
+	return describeDeleting(f, func(f found) string { return "deleting for " + f.deletingFor(now).String() })
+}
+
+// describeDeleting is describe with deleting saying how an object being
+// deleted is; the audit's reports leave out the time, which changes every
+// pass.
+func describeDeleting(f found, deleting func(found) string) string {
 	if f.unwatched {
 		return f.String() + " (a kind Steward does not cache; it may already be gone)"
 	}
@@ -30,7 +37,7 @@ func describe(f found, now time.Time) string {
 		parts = append(parts, fmt.Sprintf("external name %q", f.externalName))
 	}
 	if f.deleting() {
-		parts = append(parts, "deleting for "+f.deletingFor(now).String())
+		parts = append(parts, deleting(f))
 	}
 	if f.finalizers.any() {
 		parts = append(parts, "finalizers: "+f.finalizers.String())
@@ -43,6 +50,11 @@ func describe(f found, now time.Time) string {
 
 // listed names up to maxListed objects and counts the rest.
 func listed(fs []found, now time.Time) string {
+	return listedWith(fs, func(f found) string { return describe(f, now) })
+}
+
+// listedWith is listed describing each object with describe.
+func listedWith(fs []found, describe func(found) string) string {
 	var b strings.Builder
 	for i, f := range fs {
 		if i == maxListed {
@@ -52,20 +64,25 @@ func listed(fs []found, now time.Time) string {
 		if i > 0 {
 			b.WriteString("; ")
 		}
-		b.WriteString(describe(f, now))
+		b.WriteString(describe(f))
 	}
 	return b.String()
 }
 
 // heldBy says what keeps a deleting composite resource from going away.
 func heldBy(xr found, holders []found, now time.Time) string {
+	return heldByListed(xr, holders, func(fs []found) string { return listed(fs, now) })
+}
+
+// heldByListed is heldBy naming the holders with list.
+func heldByListed(xr found, holders []found, list func([]found) string) string {
 	if len(holders) == 0 {
 		if !xr.finalizers.any() {
 			return "has no composed resources left"
 		}
 		return "is held by its finalizers " + xr.finalizers.String()
 	}
-	return fmt.Sprintf("is still held by %s: %s", count(len(holders), "composed resource"), listed(holders, now))
+	return fmt.Sprintf("is still held by %s: %s", count(len(holders), "composed resource"), list(holders))
 }
 
 func count(n int, noun string) string {

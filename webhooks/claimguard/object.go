@@ -192,15 +192,6 @@ func claimKey(namespace, name string) string {
 	return namespace + "/" + name
 }
 
-// intern shares the backing array of strings that repeat across thousands
-// of cached objects (finalizer names, owner and claim keys).
-func intern(s string) string {
-	if s == "" {
-		return ""
-	}
-	return unique.Make(s).Value()
-}
-
 // GetObjectKind and DeepCopyObject make object a runtime.Object, which some
 // client-go paths expect of what an informer stores.
 func (o *object) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }

@@ -31,7 +31,7 @@ func fromMeta(m metav1.Object, spec map[string]any) *object {
 		deletion:     m.GetDeletionTimestamp(),
 		finalizers:   internFinalizers(m.GetFinalizers()),
 		externalName: m.GetAnnotations()[annotationExtName],
-		owner:        intern(controllerOwner(m.GetOwnerReferences())),
+		owner:        controllerOwner(m.GetOwnerReferences()),
 	}
 	o.setID(m.GetNamespace(), m.GetName(), m.GetResourceVersion())
 	labels := m.GetLabels()
@@ -39,7 +39,7 @@ func fromMeta(m metav1.Object, spec map[string]any) *object {
 	if claim == "" && spec != nil {
 		claim = claimKey(str(spec, "claimRef", "namespace"), str(spec, "claimRef", "name"))
 	}
-	o.claim = intern(claim)
+	o.claim = claim
 	if spec != nil {
 		o.refs = refsOf(spec, o.namespace())
 	}

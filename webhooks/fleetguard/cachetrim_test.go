@@ -21,6 +21,18 @@ import (
 // agent, the controller and kubectl.
 func fleetWorkload(tb testing.TB, i int) *metav1.PartialObjectMetadata {
 	tb.Helper()
+	return fleetWorkloadEditedAt(tb, i, "")
+}
+
+// fleetWorkloadEditedAt is fleetWorkload whose kubectl entry was written
+// at the given time ("" for none), and the agent's at 2026-11-01T10:00:00Z:
+// a later edit is drift, whose summary the cache keeps.
+func fleetWorkloadEditedAt(tb testing.TB, i int, edited string) *metav1.PartialObjectMetadata {
+	tb.Helper()
+	kubectlTime := ""
+	if edited != "" {
+		kubectlTime = `"time":"` + edited + `",`
+	}
 	applied := make([]byte, 3000)
 	if _, err := rand.Read(applied); err != nil {
 		tb.Fatal(err)
@@ -41,10 +53,10 @@ func fleetWorkload(tb testing.TB, i int) *metav1.PartialObjectMetadata {
 		"annotations":{"objectset.rio.cattle.io/id":"default-web-app","meta.helm.sh/release-name":"web-app","meta.helm.sh/release-namespace":"apps",
 			"deployment.kubernetes.io/revision":"3","objectset.rio.cattle.io/applied":%[2]q},
 		"managedFields":[
-			{"manager":"fleetagent","operation":"Apply","apiVersion":"apps/v1","fieldsType":"FieldsV1","fieldsV1":%[3]s},
-			{"manager":"kube-controller-manager","operation":"Update","apiVersion":"apps/v1","subresource":"status","fieldsType":"FieldsV1","fieldsV1":%[4]s},
-			{"manager":"kubectl","operation":"Update","apiVersion":"apps/v1","fieldsType":"FieldsV1","fieldsV1":%[5]s}]}}`,
-		i, "H4sI"+base64.StdEncoding.EncodeToString(applied), fields(60), fields(20), fields(5))
+			{"manager":"fleetagent","operation":"Apply","apiVersion":"apps/v1","time":"2026-11-01T10:00:00Z","fieldsType":"FieldsV1","fieldsV1":%[3]s},
+			{"manager":"kube-controller-manager","operation":"Update","apiVersion":"apps/v1","subresource":"status","time":"2026-11-01T10:00:05Z","fieldsType":"FieldsV1","fieldsV1":%[4]s},
+			{"manager":"kubectl","operation":"Update","apiVersion":"apps/v1",%[6]s"fieldsType":"FieldsV1","fieldsV1":%[5]s}]}}`,
+		i, "H4sI"+base64.StdEncoding.EncodeToString(applied), fields(60), fields(20), fields(5), kubectlTime)
 	var o metav1.PartialObjectMetadata
 	if err := json.Unmarshal([]byte(doc), &o); err != nil {
 		tb.Fatal(err)
@@ -60,14 +72,29 @@ func TestTrimWorkloadKeepsWhatScaleDecisionsRead(t *testing.T) {
 	}
 	out := got.(*metav1.PartialObjectMetadata)
 	want := &metav1.PartialObjectMetadata{TypeMeta: in.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-		Name: "web-1", Namespace: "apps", ResourceVersion: "1", Labels: map[string]string{LabelHash: in.Labels[LabelHash]},
-		Annotations: map[string]string{AnnotationID: "default-web-app", AnnotationReleaseName: "web-app", AnnotationReleaseNamespace: "apps"},
+		Name: "web-1", Namespace: "apps", ResourceVersion: "1",
+		Annotations: map[string]string{cachedHashAnnotation: in.Labels[LabelHash], AnnotationID: "default-web-app", AnnotationReleaseName: "web-app", AnnotationReleaseNamespace: "apps"},
 	}}
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("trimmed workload (-want +got):\n%s", diff)
 	}
-	if parent := (objectMeta{Labels: out.Labels, Annotations: out.Annotations}); !parent.managed() || parent.owner() != (objectMeta{Labels: in.Labels, Annotations: in.Annotations}).owner() {
+	if parent := cachedMeta(out); !parent.managed() || parent.owner() != (objectMeta{Labels: in.Labels, Annotations: in.Annotations}).owner() {
 		t.Errorf("the trimmed workload no longer reads as the same Fleet-managed object: owner %q", parent.owner())
+	}
+	if parent := cachedMeta(out); parent.Labels[LabelHash] != in.Labels[LabelHash] {
+		t.Errorf("the cached workload reads with labels %v, want the hash label %q", parent.Labels, in.Labels[LabelHash])
+	}
+	// An object the cache never trimmed reads as it is.
+	if m := cachedMeta(in); m.Labels["app.kubernetes.io/managed-by"] != "Helm" {
+		t.Errorf("an untrimmed object's labels are not read as they are: %v", m.Labels)
+	}
+	// An annotation of the hash on an object of the API server is not
+	// kept: only the hash label is.
+	spoofed := in.DeepCopy()
+	delete(spoofed.Labels, LabelHash)
+	spoofed.Annotations[cachedHashAnnotation] = "spoofed"
+	if got, _ := trimWorkload(spoofed); cachedMeta(got.(*metav1.PartialObjectMetadata)).managed() {
+		t.Errorf("an object without the hash label is kept as Fleet-managed through an annotation %s", cachedHashAnnotation)
 	}
 	again, _ := trimWorkload(out)
 	if diff := cmp.Diff(out, again); diff != "" {
@@ -95,7 +122,10 @@ func BenchmarkFleetWorkloadCacheBytes(b *testing.B) {
 	for _, tc := range []struct {
 		name      string
 		transform cache.TransformFunc
-	}{{"Untrimmed", nil}, {"Trimmed", trimWorkload}} {
+		// edited is when kubectl last wrote: after the agent, every
+		// object has drifted (the worst case), before it none has.
+		edited string
+	}{{"Untrimmed", nil, ""}, {"Trimmed", trimWorkload, "2026-11-01T09:00:00Z"}, {"TrimmedAllDrifted", trimWorkload, "2026-11-02T10:00:00Z"}} {
 		b.Run(tc.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				var before, after runtime.MemStats
@@ -105,7 +135,7 @@ func BenchmarkFleetWorkloadCacheBytes(b *testing.B) {
 				for j := 0; j < n; j++ {
 					// Decoded here, as the informer decodes each object;
 					// what the store does not keep is garbage by the end.
-					var o any = fleetWorkload(b, j)
+					var o any = fleetWorkloadEditedAt(b, j, tc.edited)
 					if tc.transform != nil {
 						o, _ = tc.transform(o)
 					}

@@ -184,7 +184,7 @@ func (r *Rule) lookupParent(ctx context.Context, gvk schema.GroupVersionKind, na
 		}
 		return objectMeta{}, fmt.Errorf("reading %s %s/%s from the workload metadata cache: %w", gvk.Kind, namespace, name, err)
 	}
-	return objectMeta{Name: obj.Name, Namespace: obj.Namespace, Labels: obj.Labels, Annotations: obj.Annotations}, nil
+	return cachedMeta(obj), nil
 }
 
 // Inherit makes r read workloads' metadata from the cache running was set

@@ -82,14 +82,11 @@ func (s suspensions) suspendedObjects() ([]suspendedObject, error) {
 		}
 		apiVersion := fmt.Sprintf("%s/%s", k.Group, s.set.Watching(gr))
 		for _, obj := range objs {
-			m, ok := obj.(*metav1.PartialObjectMetadata)
-			if !ok {
+			c, ok := obj.(*cachedFlux)
+			if !ok || !c.suspended() {
 				continue
 			}
-			if _, suspended := m.Annotations[AnnotationSuspendedAt]; !suspended {
-				continue
-			}
-			out = append(out, suspendedObject{kind: k, apiVersion: apiVersion, meta: m.ObjectMeta})
+			out = append(out, suspendedObject{kind: k, apiVersion: apiVersion, meta: c.objectMeta()})
 		}
 	}
 	return out, errors.Join(errs...)

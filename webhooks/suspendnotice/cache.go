@@ -2,6 +2,7 @@ package suspendnotice
 
 import (
 	"fmt"
+	"unique"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -38,40 +39,27 @@ func (s suspensions) Suspended(gr schema.GroupResource, namespace, name string) 
 	if !ok {
 		return false
 	}
-	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return false
-	}
-	_, suspended := m.Annotations[AnnotationSuspendedAt]
-	return suspended
+	c, ok := obj.(*cachedFlux)
+	return ok && c.suspended()
 }
 
 // keepSuspension keeps an object's identity and, on a suspended object
 // (one with the suspended-at annotation), the suspension record (both
-// annotations, which the audit reports): not its labels, other
-// annotations (a last-applied-configuration can be large) or
+// annotations, which the audit reports), as a cachedFlux: not its labels,
+// other annotations (a last-applied-configuration can be large) or
 // managedFields. It is idempotent, as informers require.
 func keepSuspension(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return obj, nil
 	}
-	slim := &metav1.PartialObjectMetadata{
-		TypeMeta: m.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            m.Name,
-			Namespace:       m.Namespace,
-			UID:             m.UID,
-			ResourceVersion: m.ResourceVersion,
-		},
-	}
-	if at, ok := m.Annotations[AnnotationSuspendedAt]; ok {
-		slim.Annotations = map[string]string{AnnotationSuspendedAt: at}
-		if by, ok := m.Annotations[AnnotationSuspendedBy]; ok {
-			slim.Annotations[AnnotationSuspendedBy] = by
-		}
-	}
-	return slim, nil
+	return &cachedFlux{
+		namespace:       unique.Make(m.Namespace),
+		name:            m.Name,
+		uid:             m.UID,
+		resourceVersion: m.ResourceVersion,
+		suspension:      suspensionOf(m.Annotations),
+	}, nil
 }
 
 // Inherit makes r look suspensions up in the cache running was set up

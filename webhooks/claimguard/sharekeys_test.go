@@ -1,0 +1,70 @@
+package claimguard
+
+import (
+	"fmt"
+	"testing"
+	"unsafe"
+
+	"k8s.io/client-go/tools/cache"
+)
+
+// sameString reports whether two strings share their bytes, not only
+// their contents.
+func sameString(a, b string) bool {
+	return a == b && len(a) > 0 && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
+func TestTransformSharesKeysWithCachedObjects(t *testing.T) {
+	for _, mrsFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("MRsFirst=%v", mrsFirst), func(t *testing.T) {
+			c := newCluster()
+			synced := func() bool { return true }
+			xrs := &watch{gk: pgXRD.compositeGK(), gvr: pgXRGVR, role: roleComposite, indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, compositeIndexers()), owners: c.owners, synced: synced}
+			mrs := make([]*watch, 2)
+			for k := range mrs {
+				mrs[k] = &watch{gk: benchGK(k), gvr: pgXRGVR, role: roleManaged, indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, managedIndexers()), owners: c.owners, synced: synced}
+			}
+			var x *object
+			var composed []*object
+			addXR := func() {
+				o, err := c.owners.transform(xrs)(realisticXR(7, oneOfEachKind))
+				if err != nil {
+					t.Fatal(err)
+				}
+				x = o.(*object)
+				store(xrs, x)
+			}
+			if !mrsFirst {
+				addXR()
+			}
+			for k := range mrs {
+				o, err := c.owners.transform(mrs[k])(realisticMR(7, k))
+				if err != nil {
+					t.Fatal(err)
+				}
+				composed = append(composed, o.(*object))
+				store(mrs[k], o.(*object))
+			}
+			if mrsFirst {
+				addXR()
+			}
+			a, b := composed[0], composed[1]
+			if !sameString(a.owner, b.owner) {
+				t.Errorf("two objects of one composite keep two copies of its owner key %q", a.owner)
+			}
+			if !sameString(a.claim, b.claim) || !sameString(a.claim, x.claim) {
+				t.Errorf("a composite and its objects keep several copies of their claim key %q, %q, %q", x.claim, a.claim, b.claim)
+			}
+			for i, r := range x.refs[:len(composed)] {
+				if got := sameString(r.name, composed[i].name()); got != mrsFirst {
+					t.Errorf("the composite's reference to %s shares the object's name: %v, want %v (only when the object was cached first)", r.name, got, mrsFirst)
+				}
+			}
+			// What the checks read is unchanged.
+			want, _ := transform(realisticMR(7, 1))
+			if w := want.(*object); w.owner != b.owner || w.claim != b.claim || w.id != b.id {
+				t.Errorf("sharing changed an object: got %+v, want %+v", b, w)
+			}
+		})
+	}
+}
