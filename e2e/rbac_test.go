@@ -239,30 +239,17 @@ func TestStewardRunsOnTheRenderedRBAC(t *testing.T) {
 
 // renderedClusterRole reads Steward's ClusterRole from the base manifests.
 func renderedClusterRole(t *testing.T) rbacv1.ClusterRole {
-	t.Helper()
-	root, err := harness.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(root, "manifests", "base", "rbac.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		var role rbacv1.ClusterRole
-		if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
-			t.Fatal(err)
-		}
-		if role.Kind == "ClusterRole" && role.Name == "steward" {
-			return role
-		}
-	}
-	t.Fatal("manifests/base/rbac.yaml has no ClusterRole steward")
-	return rbacv1.ClusterRole{}
+	return renderedRBAC[rbacv1.ClusterRole](t, "ClusterRole", "steward")
 }
 
 // renderedRole reads one of Steward's Roles from the base manifests.
 func renderedRole(t *testing.T, name string) rbacv1.Role {
+	return renderedRBAC[rbacv1.Role](t, "Role", name)
+}
+
+// renderedRBAC reads the object of a kind and name from the base
+// manifests' rbac.yaml.
+func renderedRBAC[T any](t *testing.T, kind, name string) T {
 	t.Helper()
 	root, err := harness.RepoRoot()
 	if err != nil {
@@ -272,17 +259,21 @@ func renderedRole(t *testing.T, name string) rbacv1.Role {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out T
 	for _, doc := range strings.Split(string(data), "\n---\n") {
-		var role rbacv1.Role
-		if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
+		var head metav1.PartialObjectMetadata
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
 			t.Fatal(err)
 		}
-		if role.Kind == "Role" && role.Name == name {
-			return role
+		if head.Kind == kind && head.Name == name {
+			if err := yaml.Unmarshal([]byte(doc), &out); err != nil {
+				t.Fatal(err)
+			}
+			return out
 		}
 	}
-	t.Fatalf("manifests/base/rbac.yaml has no Role %s", name)
-	return rbacv1.Role{}
+	t.Fatalf("manifests/base/rbac.yaml has no %s %s", kind, name)
+	return out
 }
 
 // grantOf turns a request into "verb resource.group", as RBAC sees it.

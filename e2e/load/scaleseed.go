@@ -46,22 +46,12 @@ func installScaleCRDs(ctx context.Context, env *harness.Env) error {
 	if err != nil {
 		return err
 	}
-	files, _ := filepath.Glob(filepath.Join(root, "e2e", "upstream", "provider-sql-scale", "*.yaml"))
+	dir := filepath.Join(root, "e2e", "upstream", "provider-sql-scale")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if len(files) == 0 {
-		return fmt.Errorf("no CRDs in %s", filepath.Join(root, "e2e", "upstream", "provider-sql-scale"))
+		return fmt.Errorf("no CRDs in %s", dir)
 	}
-	var names []string
-	for _, f := range files {
-		crd, err := readCRD(f)
-		if err != nil {
-			return err
-		}
-		if err := env.Client.Create(ctx, crd); err != nil {
-			return fmt.Errorf("installing %s: %w", crd.Name, err)
-		}
-		names = append(names, crd.Name)
-	}
-	return waitEstablished(ctx, env, names)
+	return installCRDFiles(ctx, env, files)
 }
 
 // installPolicyReportCRDs creates the PolicyReport CRDs Steward ships
@@ -72,9 +62,16 @@ func installPolicyReportCRDs(ctx context.Context, env *harness.Env) error {
 	if err != nil {
 		return err
 	}
+	dir := filepath.Join(root, "manifests", "policyreport-crds")
+	return installCRDFiles(ctx, env, []string{filepath.Join(dir, "policyreports.yaml"), filepath.Join(dir, "clusterpolicyreports.yaml")})
+}
+
+// installCRDFiles creates the CRD of each file and waits until they are
+// served.
+func installCRDFiles(ctx context.Context, env *harness.Env, files []string) error {
 	var names []string
-	for _, f := range []string{"policyreports.yaml", "clusterpolicyreports.yaml"} {
-		crd, err := readCRD(filepath.Join(root, "manifests", "policyreport-crds", f))
+	for _, f := range files {
+		crd, err := readCRD(f)
 		if err != nil {
 			return err
 		}

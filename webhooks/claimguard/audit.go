@@ -52,7 +52,7 @@ func (r *Rule) Audit(_ context.Context, _ client.Reader) ([]rule.Finding, error)
 // listedAsDeleting names objects as denials do, an object being deleted
 // as "being deleted" rather than for how long.
 func listedAsDeleting(fs []found) string {
-	return listedWith(fs, func(f found) string {
+	return listedWith(fs, "; ", func(f found) string {
 		return describeDeleting(f, func(found) string { return "being deleted" })
 	})
 }
@@ -60,18 +60,7 @@ func listedAsDeleting(fs []found) string {
 // listNames names the first maxListed objects and counts the rest: the
 // bounded form of a list in a finding's properties.
 func listNames(fs []found) string {
-	var b strings.Builder
-	for i, f := range fs {
-		if i == maxListed {
-			fmt.Fprintf(&b, ", and %d more", len(fs)-maxListed)
-			break
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(f.String())
-	}
-	return b.String()
+	return listedWith(fs, ", ", found.String)
 }
 
 // reference is the finding's object: a cached object of watch w. It has

@@ -50,19 +50,20 @@ func describeDeleting(f found, deleting func(found) string) string {
 
 // listed names up to maxListed objects and counts the rest.
 func listed(fs []found, now time.Time) string {
-	return listedWith(fs, func(f found) string { return describe(f, now) })
+	return listedWith(fs, "; ", func(f found) string { return describe(f, now) })
 }
 
-// listedWith is listed describing each object with describe.
-func listedWith(fs []found, describe func(found) string) string {
+// listedWith is listed describing each object with describe, separated
+// by sep.
+func listedWith(fs []found, sep string, describe func(found) string) string {
 	var b strings.Builder
 	for i, f := range fs {
 		if i == maxListed {
-			fmt.Fprintf(&b, "; and %d more", len(fs)-maxListed)
+			fmt.Fprintf(&b, "%sand %d more", sep, len(fs)-maxListed)
 			break
 		}
 		if i > 0 {
-			b.WriteString("; ")
+			b.WriteString(sep)
 		}
 		b.WriteString(describe(f))
 	}

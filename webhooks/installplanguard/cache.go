@@ -74,14 +74,7 @@ func keepPhase(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	slim := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": u.GetAPIVersion(),
-		"kind":       u.GetKind(),
-	}}
-	slim.SetNamespace(u.GetNamespace())
-	slim.SetName(u.GetName())
-	slim.SetUID(u.GetUID())
-	slim.SetResourceVersion(u.GetResourceVersion())
+	slim := identityOf(u)
 	slim.SetCreationTimestamp(u.GetCreationTimestamp())
 	if phase, found, _ := unstructured.NestedString(u.Object, "status", "phase"); found {
 		_ = unstructured.SetNestedField(slim.Object, phase, "status", "phase")
@@ -114,3 +107,17 @@ func (r *Rule) Collector() prometheus.Collector {
 }
 
 var _ rule.MetricsCollector = (*Rule)(nil)
+
+// identityOf is a new object with u's type, namespace, name, UID and
+// resource version, and nothing else: what every cached object keeps.
+func identityOf(u *unstructured.Unstructured) *unstructured.Unstructured {
+	slim := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": u.GetAPIVersion(),
+		"kind":       u.GetKind(),
+	}}
+	slim.SetNamespace(u.GetNamespace())
+	slim.SetName(u.GetName())
+	slim.SetUID(u.GetUID())
+	slim.SetResourceVersion(u.GetResourceVersion())
+	return slim
+}

@@ -29,14 +29,7 @@ func keepPlanStatus(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	slim := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": u.GetAPIVersion(),
-		"kind":       u.GetKind(),
-	}}
-	slim.SetNamespace(u.GetNamespace())
-	slim.SetName(u.GetName())
-	slim.SetUID(u.GetUID())
-	slim.SetResourceVersion(u.GetResourceVersion())
+	slim := identityOf(u)
 	status := map[string]any{}
 	for _, f := range []string{"state", "lastUpdated"} {
 		if v, found, _ := unstructured.NestedString(u.Object, "status", f); found {
