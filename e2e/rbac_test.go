@@ -69,6 +69,23 @@ func TestStewardRunsOnTheRenderedRBAC(t *testing.T) {
 	}
 	grant("rendered", rendered.Rules, "")
 	grant("claimguard-kinds", claimguard.SandboxRBAC(), "")
+	// The rendered Role in Steward's namespace: the Lease of leader
+	// election, which this Steward asks for while the shared one holds it.
+	leader := renderedRole(t, "steward-leader-election")
+	leader.ObjectMeta = metav1.ObjectMeta{Name: "steward-e2e-leader-election", Namespace: harness.StewardNamespace}
+	if err := env.Client.Create(ctx, &leader); err != nil {
+		t.Fatalf("creating Role %s: %v", leader.Name, err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), &leader) })
+	leaderBinding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "steward-e2e-anonymous-leader-election", Namespace: harness.StewardNamespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leader.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: anonymous}},
+	}
+	if err := env.Client.Create(ctx, leaderBinding); err != nil {
+		t.Fatalf("creating RoleBinding %s: %v", leaderBinding.Name, err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), leaderBinding) })
 	for _, name := range everyServiceAccount {
 		grant(strings.ReplaceAll(name, ":", "-"), nil, name)
 	}
@@ -242,6 +259,30 @@ func renderedClusterRole(t *testing.T) rbacv1.ClusterRole {
 	}
 	t.Fatal("manifests/base/rbac.yaml has no ClusterRole steward")
 	return rbacv1.ClusterRole{}
+}
+
+// renderedRole reads one of Steward's Roles from the base manifests.
+func renderedRole(t *testing.T, name string) rbacv1.Role {
+	t.Helper()
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "manifests", "base", "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var role rbacv1.Role
+		if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
+			t.Fatal(err)
+		}
+		if role.Kind == "Role" && role.Name == name {
+			return role
+		}
+	}
+	t.Fatalf("manifests/base/rbac.yaml has no Role %s", name)
+	return rbacv1.Role{}
 }
 
 // grantOf turns a request into "verb resource.group", as RBAC sees it.

@@ -39,7 +39,6 @@ func (in install) baseRBAC(cfg webhooks.Config, rules []webhooks.Configured) []a
 // Events that record who leads, in Steward's namespace only.
 const leaderElectionRole = Name + "-leader-election"
 
-
 // metricsAuthRules let Steward ask the API server who a metrics scraper is
 // and whether it may read /metrics (steward serve --metrics-secure).
 var metricsAuthRules = []rbacv1.PolicyRule{

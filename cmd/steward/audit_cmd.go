@@ -212,7 +212,11 @@ func auditOnce(ctx context.Context, restCfg *rest.Config, cfg webhooks.Config, t
 func notAnswered(p audit.Pass, timeout time.Duration) error {
 	var errs []error
 	for _, a := range p {
-		if a.Err != nil {
+		switch {
+		case a.Err == nil:
+		case strings.HasPrefix(a.Err.Error(), a.Rule+": "):
+			errs = append(errs, fmt.Errorf("  %w", a.Err))
+		default:
 			errs = append(errs, fmt.Errorf("  %s: %w", a.Rule, a.Err))
 		}
 	}

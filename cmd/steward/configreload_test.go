@@ -452,3 +452,32 @@ func TestConfigReloadRecordsNoEventsUnderRecordEventsForNone(t *testing.T) {
 		t.Errorf("failures = %v, want 1", got)
 	}
 }
+
+// TestConfigReloadReachesTheAudit: each audit pass reads the rules and
+// audit settings in effect, so a reload that turns a rule off or changes
+// the audit section reaches the next pass, and the rules it audits are
+// the heirs that serve requests.
+func TestConfigReloadReachesTheAudit(t *testing.T) {
+	f := newReloadFixture(t, harnessHeader)
+	rules, cfg := f.served.forAudit()
+	if cfg.Every() != webhooks.DefaultAuditInterval || len(rules) != len(webhooks.RuleNames()) {
+		t.Fatalf("at start-up the audit reads %d rules every %s, want every rule every %s", len(rules), cfg.Every(), webhooks.DefaultAuditInterval)
+	}
+	before := map[string]rule.Rule{}
+	for _, r := range rules {
+		before[r.Name] = r.Rule
+	}
+	f.swap(t, harnessHeader+"audit:\n  interval: 1m\n  disabledRules: [fleetguard]\nrules:\n  suspendnotice:\n    mode: \"off\"\n")
+	rules, cfg = f.served.forAudit()
+	if cfg.Every() != time.Minute || !cfg.Disabled("fleetguard") {
+		t.Errorf("after the reload the audit runs every %s with disabledRules %v, want 1m and [fleetguard]", cfg.Every(), cfg.DisabledRules)
+	}
+	for _, r := range rules {
+		switch {
+		case r.Name == "suspendnotice" && r.Mode != rule.Off:
+			t.Errorf("suspendnotice turned off reaches the audit in mode %s", r.Mode)
+		case r.Name != "suspendnotice" && r.Rule == before[r.Name]:
+			t.Errorf("%s: the audit still reads the rule built at start-up, not its heir", r.Name)
+		}
+	}
+}

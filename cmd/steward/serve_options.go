@@ -54,7 +54,9 @@ It serves until SIGTERM or SIGINT, then drains. Invalid flags or an invalid
 --config are refused at start-up with a message naming the field. The
 --config file is read again every 10 seconds: a valid change takes effect
 without a restart; an invalid one is refused (logged, with an Event on
-Steward's Pod) and the last good configuration kept.
+Steward's Pod) and the last good configuration kept. The replica holding
+the Lease steward-leader (--leader-elect) also runs the background audit
+every audit.interval and publishes its findings as PolicyReports.
 
 Examples:
   # In the cluster, as the shipped Deployment runs it (cert-manager mode):

@@ -1,6 +1,9 @@
 package harness
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -76,4 +79,23 @@ func stewardBinary() (string, error) {
 	}
 	binary.built = true
 	return path, nil
+}
+
+// RunCommand runs the steward binary the harness built with args, as a
+// user would from a terminal, and returns what it printed and its exit
+// code; err is set only when it could not run at all.
+func RunCommand(ctx context.Context, args ...string) (stdout, stderr string, code int, err error) {
+	bin, err := stewardBinary()
+	if err != nil {
+		return "", "", 0, err
+	}
+	var out, errOut bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return out.String(), errOut.String(), exit.ExitCode(), nil
+	}
+	return out.String(), errOut.String(), 0, err
 }

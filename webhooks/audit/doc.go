@@ -11,8 +11,9 @@
 //
 // Reports are written only when their content changes, so an unchanged
 // cluster costs one list of Steward's reports per pass and no writes.
-// Each holds at most MaxResults results, failures first; the number left
-// out is in its steward.dev/omitted-results annotation. A report whose
+// Each holds at most MaxResults results and MaxReportBytes of them,
+// failures first; the number left out is in its steward.dev/omitted-results
+// annotation. A report whose
 // namespace has nothing left to report is deleted. A rule that cannot
 // answer a pass (its caches are not synced) keeps the results the
 // reports already hold for it.

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,12 +9,14 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/stewardhq/steward/webhooks/rule"
@@ -58,9 +59,11 @@ func (p *Publisher) Publish(ctx context.Context, answered map[string][]rule.Find
 	if err != nil {
 		return done, err
 	}
+	parsed := make(map[string][]Result, len(existing))
 	var previous []Result
-	for _, u := range existing {
-		previous = append(previous, resultsOf(u)...)
+	for ns, u := range existing {
+		parsed[ns] = resultsOf(u)
+		previous = append(previous, parsed[ns]...)
 	}
 	results := Results(answered, p.now())
 	keepTimestamps(results, previous)
@@ -78,19 +81,23 @@ func (p *Publisher) Publish(ctx context.Context, answered map[string][]rule.Find
 
 	var errs []error
 	for _, ns := range slices.Sorted(maps.Keys(desired)) {
-		want := reportObject(desired[ns])
 		have := existing[ns]
 		res := p.resource(ns)
 		switch {
 		case have == nil:
-			if _, err := res.Create(ctx, want, metav1.CreateOptions{}); err != nil {
+			if _, err := res.Create(ctx, reportObject(desired[ns]), metav1.CreateOptions{}); err != nil {
+				if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+					// Its objects go with it: nothing to report.
+					continue
+				}
 				errs = append(errs, fmt.Errorf("creating %s: %w", describe(ns), err))
 				continue
 			}
 			done.Created++
-		case sameContent(have, want):
+		case sameContent(have, parsed[ns], desired[ns]):
 			done.Unchanged++
 		default:
+			want := reportObject(desired[ns])
 			want.SetResourceVersion(have.GetResourceVersion())
 			if _, err := res.Update(ctx, want, metav1.UpdateOptions{}); err != nil {
 				errs = append(errs, fmt.Errorf("updating %s: %w", describe(ns), err))
@@ -181,46 +188,83 @@ func reportObject(r *Report) *unstructured.Unstructured {
 }
 
 // resultsOf reads a report's results; entries it cannot read are
-// skipped, and so dropped at the next write.
+// skipped, and so dropped at the next write. It reads the fields Steward
+// writes straight from the object: a pass reads every report.
 func resultsOf(u *unstructured.Unstructured) []Result {
-	raw, _, _ := unstructured.NestedSlice(u.Object, "results")
+	raw, _ := u.Object["results"].([]any)
 	out := make([]Result, 0, len(raw))
 	for _, item := range raw {
-		data, err := json.Marshal(item)
-		if err != nil {
+		m, ok := item.(map[string]any)
+		if !ok {
 			continue
 		}
-		var r Result
-		if err := json.Unmarshal(data, &r); err != nil {
-			continue
+		r := Result{Source: str(m, "source"), Policy: str(m, "policy"), Rule: str(m, "rule"), Result: str(m, "result"), Message: str(m, "message")}
+		resources, _ := m["resources"].([]any)
+		for _, res := range resources {
+			ref, _ := res.(map[string]any)
+			r.Resources = append(r.Resources, corev1.ObjectReference{
+				APIVersion: str(ref, "apiVersion"), Kind: str(ref, "kind"), Namespace: str(ref, "namespace"),
+				Name: str(ref, "name"), UID: types.UID(str(ref, "uid")),
+			})
 		}
+		if props, ok := m["properties"].(map[string]any); ok && len(props) > 0 {
+			r.Properties = make(map[string]string, len(props))
+			for k, v := range props {
+				r.Properties[k], _ = v.(string)
+			}
+		}
+		ts, _ := m["timestamp"].(map[string]any)
+		r.Timestamp = Timestamp{Seconds: number(ts["seconds"]), Nanos: int32(number(ts["nanos"]))}
 		out = append(out, r)
 	}
 	return out
 }
 
-// sameContent says whether have already holds what want would write:
-// the same results (read back through Result, so fields Steward does not
-// write are ignored), summary, label and omitted count.
-func sameContent(have, want *unstructured.Unstructured) bool {
-	if have.GetLabels()[ManagedByLabel] != ManagedBy ||
-		have.GetAnnotations()[OmittedAnnotation] != want.GetAnnotations()[OmittedAnnotation] {
+func str(m map[string]any, key string) string {
+	s, _ := m[key].(string)
+	return s
+}
+
+// number reads an integer as the API server's JSON (int64) or another
+// decoder (float64) gives it.
+func number(v any) int64 {
+	switch n := v.(type) {
+	case int64:
+		return n
+	case float64:
+		return int64(n)
+	case int:
+		return int64(n)
+	}
+	return 0
+}
+
+// sameContent says whether have, whose results are haveResults, already
+// holds what rep would write: the same results, summary, label and
+// omitted count. Fields Steward does not write are ignored.
+func sameContent(have *unstructured.Unstructured, haveResults []Result, rep *Report) bool {
+	omitted := ""
+	if rep.Omitted > 0 {
+		omitted = strconv.Itoa(rep.Omitted)
+	}
+	if have.GetLabels()[ManagedByLabel] != ManagedBy || have.GetAnnotations()[OmittedAnnotation] != omitted {
 		return false
 	}
-	a, _ := json.Marshal(resultsOf(have))
-	b, _ := json.Marshal(resultsOf(want))
-	if string(a) != string(b) {
-		return false
-	}
-	sa, _ := json.Marshal(summaryOf(have))
-	sb, _ := json.Marshal(summaryOf(want))
-	return string(sa) == string(sb)
+	return summaryOf(have) == rep.Summary && slices.EqualFunc(haveResults, rep.Results, sameResult)
+}
+
+// sameResult compares two results as they are written: an empty map or
+// list is no field at all.
+func sameResult(a, b Result) bool {
+	return a.Source == b.Source && a.Policy == b.Policy && a.Rule == b.Rule && a.Result == b.Result &&
+		a.Message == b.Message && a.Timestamp == b.Timestamp &&
+		slices.Equal(a.Resources, b.Resources) && maps.Equal(a.Properties, b.Properties)
 }
 
 func summaryOf(u *unstructured.Unstructured) Summary {
-	var s Summary
-	raw, _, _ := unstructured.NestedMap(u.Object, "summary")
-	data, _ := json.Marshal(raw)
-	_ = json.Unmarshal(data, &s)
-	return s
+	m, _ := u.Object["summary"].(map[string]any)
+	return Summary{
+		Pass: int(number(m["pass"])), Fail: int(number(m["fail"])), Warn: int(number(m["warn"])),
+		Error: int(number(m["error"])), Skip: int(number(m["skip"])),
+	}
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -266,4 +268,48 @@ func (*notFound) Status() metav1.Status {
 
 func notServedReactor(clienttesting.Action) (bool, runtime.Object, error) {
 	return true, nil, &notFound{}
+}
+
+func TestPublishSkipsNamespacesBeingDeleted(t *testing.T) {
+	p, c := newFakePublisher()
+	c.PrependReactor("create", "policyreports", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() != "leaving" {
+			return false, nil, nil
+		}
+		err := apierrors.NewForbidden(schema.GroupResource{Group: "wgpolicyk8s.io", Resource: "policyreports"}, ReportName, errors.New("namespace leaving is being terminated"))
+		err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
+		return true, nil, err
+	})
+	_, err := p.Publish(context.Background(), map[string][]rule.Finding{"suspendnotice": {
+		finding("suspended", rule.AuditWarn, "leaving", "web"), finding("suspended", rule.AuditWarn, "apps", "web"),
+	}}, nil)
+	if err != nil {
+		t.Errorf("a namespace being deleted refuses new objects; its report is not an error, got %v", err)
+	}
+	if report(t, c, "apps") == nil {
+		t.Error("the other namespaces' reports must still be written")
+	}
+}
+
+func TestReportsStayWithinTheirByteBound(t *testing.T) {
+	big := strings.Repeat("x", 900)
+	var findings []rule.Finding
+	for i := range 2000 {
+		f := finding("suspended", rule.AuditWarn, "apps", fmt.Sprintf("w%04d", i))
+		f.Properties = map[string]string{"detail": big}
+		findings = append(findings, f)
+	}
+	rep := Reports(Results(map[string][]rule.Finding{"r": findings}, t0), MaxResults)["apps"]
+	total := 0
+	for _, r := range rep.Results {
+		total += jsonSize(r)
+	}
+	if total > MaxReportBytes || len(rep.Results) >= MaxResults || rep.Omitted != 2000-len(rep.Results) {
+		t.Errorf("report of %d results (%d bytes), %d omitted: want at most %d bytes and every other result counted as omitted", len(rep.Results), total, rep.Omitted, MaxReportBytes)
+	}
+	long := finding("suspended", rule.AuditWarn, "apps", "long")
+	long.Message = strings.Repeat("y", 5000)
+	if got := FromFinding("r", long, t0).Message; len(got) > rule.MaxEventNote {
+		t.Errorf("a message of %d bytes must be cut to %d", len(got), rule.MaxEventNote)
+	}
 }

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"cmp"
+	"encoding/json"
 	"maps"
 	"slices"
 	"time"
@@ -30,6 +31,10 @@ const (
 	// MaxResults bounds each report: a cluster with thousands of
 	// suspended objects must not make an object etcd refuses (1.5 MiB).
 	MaxResults = 1000
+	// MaxReportBytes bounds the results of one report as JSON, whatever
+	// their number: results past it are left out like those past
+	// MaxResults.
+	MaxReportBytes = 1 << 20
 )
 
 // The report kinds, wgpolicyk8s.io/v1alpha2.
@@ -84,7 +89,7 @@ func FromFinding(ruleName string, f rule.Finding, seen time.Time) Result {
 		Rule:       f.Check,
 		Result:     string(f.Result),
 		Resources:  []corev1.ObjectReference{f.Object},
-		Message:    f.Message,
+		Message:    rule.TruncateNote(f.Message),
 		Properties: f.Properties,
 		Timestamp:  Timestamp{Seconds: seen.Unix()},
 	}
@@ -149,10 +154,11 @@ func (r Result) key() string {
 }
 
 // Reports groups results, in report order, by namespace ("" for the
-// ClusterPolicyReport), each cut to max results with the rest counted.
-// A namespace with no results has no report.
+// ClusterPolicyReport), each cut to max results and MaxReportBytes, with
+// the rest counted. A namespace with no results has no report.
 func Reports(results []Result, max int) map[string]*Report {
 	out := map[string]*Report{}
+	size := map[string]int{}
 	for _, r := range results {
 		ns := r.object().Namespace
 		rep := out[ns]
@@ -160,14 +166,25 @@ func Reports(results []Result, max int) map[string]*Report {
 			rep = &Report{Namespace: ns}
 			out[ns] = rep
 		}
-		if len(rep.Results) >= max {
+		n := jsonSize(r)
+		if len(rep.Results) >= max || size[ns]+n > MaxReportBytes {
 			rep.Omitted++
 			continue
 		}
+		size[ns] += n
 		rep.Results = append(rep.Results, r)
 		rep.Summary.add(r.Result)
 	}
 	return out
+}
+
+// jsonSize is how many bytes r takes in a report.
+func jsonSize(r Result) int {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return 0
+	}
+	return len(data)
 }
 
 func (s *Summary) add(result string) {

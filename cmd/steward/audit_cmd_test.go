@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/stewardhq/steward/webhooks/audit"
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+func auditPassFixture() audit.Pass {
+	return audit.Pass{
+		{Rule: "installplanguard", Findings: []rule.Finding{{
+			Check: "installplan-missing", Result: rule.AuditFail,
+			Object:     corev1.ObjectReference{APIVersion: "operators.coreos.com/v1alpha1", Kind: "Subscription", Namespace: "operators", Name: "etcd"},
+			Message:    "Subscription operators/etcd is InstallPlanMissing",
+			Properties: map[string]string{"installPlan": "operators/install-abc"},
+		}}},
+		{Rule: "suspendnotice", Findings: []rule.Finding{
+			{Check: "suspended", Result: rule.AuditWarn,
+				Object:     corev1.ObjectReference{APIVersion: "kustomize.toolkit.fluxcd.io/v1", Kind: "Kustomization", Namespace: "apps", Name: "web"},
+				Message:    "Kustomization apps/web is suspended",
+				Properties: map[string]string{"suspendedBy": "alice", "suspendedAt": "2026-01-01T00:00:00Z"}},
+			{Check: "suspended", Result: rule.AuditWarn,
+				Object:  corev1.ObjectReference{APIVersion: "kustomize.toolkit.fluxcd.io/v1", Kind: "Kustomization", Namespace: "apps", Name: "api"},
+				Message: "Kustomization apps/api is suspended"},
+		}},
+	}
+}
+
+func TestAuditTextGroupsByNamespaceThenRule(t *testing.T) {
+	pass := auditPassFixture()
+	var out bytes.Buffer
+	if err := writeAuditText(&out, pass, audit.Results(pass.Answered(), time.Time{})); err != nil {
+		t.Fatal(err)
+	}
+	want := `namespace apps:
+  suspendnotice:
+    warn  suspended  Kustomization api: Kustomization apps/api is suspended
+    warn  suspended  Kustomization web: Kustomization apps/web is suspended (suspendedAt=2026-01-01T00:00:00Z, suspendedBy=alice)
+namespace operators:
+  installplanguard:
+    fail  installplan-missing  Subscription etcd: Subscription operators/etcd is InstallPlanMissing (installPlan=operators/install-abc)
+
+3 findings: 1 fail, 2 warn, 0 pass (rules asked: installplanguard, suspendnotice)
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("steward audit -o text (-want +got):\n%s", diff)
+	}
+}
+
+func TestAuditJSONIsStableAndFailuresFirst(t *testing.T) {
+	pass := auditPassFixture()
+	var a, b bytes.Buffer
+	results := audit.Results(pass.Answered(), time.Time{})
+	if err := writeAuditJSON(&a, pass, results, auditFailures); err != nil {
+		t.Fatal(err)
+	}
+	// The same findings answered in another order print the same bytes.
+	reversed := audit.Pass{pass[1], pass[0]}
+	reversed[0].Findings = []rule.Finding{pass[1].Findings[1], pass[1].Findings[0]}
+	if err := writeAuditJSON(&b, audit.Pass{pass[0], reversed[0]}, audit.Results(reversed.Answered(), time.Time{}), auditFailures); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(a.String(), b.String()); diff != "" {
+		t.Errorf("steward audit -o json must not depend on the order findings come in (-first +second):\n%s", diff)
+	}
+	var got auditReport
+	if err := json.Unmarshal(a.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, f := range got.Findings {
+		order = append(order, f.Result+" "+f.Resource.Name)
+	}
+	if diff := cmp.Diff([]string{"fail etcd", "warn api", "warn web"}, order); diff != "" {
+		t.Errorf("findings in report order, failures first (-want +got):\n%s", diff)
+	}
+	if got.Summary != (auditSummary{Fail: 1, Warn: 2, ExitCode: auditFailures}) {
+		t.Errorf("summary = %+v", got.Summary)
+	}
+}
+
+func TestAuditNamesTheRulesThatCouldNotAnswer(t *testing.T) {
+	err := notAnswered(audit.Pass{
+		{Rule: "suspendnotice"},
+		{Rule: "installplanguard", Err: errors.New("installplanguard: informer for operators.coreos.com/v1alpha1, Resource=subscriptions has not synced")},
+		{Rule: "fleetguard", Err: errors.New("cache not synced")},
+	}, time.Minute)
+	want := "rules could not answer within --timeout 1m0s (their caches did not sync: may this identity list and watch what they read?):\n" +
+		"  installplanguard: informer for operators.coreos.com/v1alpha1, Resource=subscriptions has not synced\n" +
+		"  fleetguard: cache not synced"
+	if err == nil || err.Error() != want {
+		t.Errorf("notAnswered = %v\nwant %s", err, want)
+	}
+}
