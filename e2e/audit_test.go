@@ -12,6 +12,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -45,42 +46,11 @@ func TestAuditPublishesPolicyReports(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	env.LogOnFailure(t)
-	root, err := harness.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	crds, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{
-		filepath.Join(root, "manifests", "policyreport-crds", "policyreports.yaml"),
-		filepath.Join(root, "manifests", "policyreport-crds", "clusterpolicyreports.yaml"),
-	}, ErrorIfPathMissing: true})
-	if err != nil {
-		t.Fatalf("installing the PolicyReport CRDs Steward ships: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := envtest.UninstallCRDs(env.Config, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
-			t.Errorf("removing the PolicyReport CRDs: %v", err)
-		}
-	})
-	if _, err := env.RestartSteward(ctx, auditConfig); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := env.RestartSteward(context.Background(), harness.DefaultConfig); err != nil {
-			t.Errorf("restoring the default Steward: %v", err)
-		}
-	})
+	startAuditingSteward(t, ctx)
 	ns := testNamespace(t, ctx, fmt.Sprintf("audit-%d", time.Now().UnixNano()%1_000_000))
 
 	// A Kustomization alice suspends: Steward records who and when.
-	ks := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-		"kind":       "Kustomization",
-		"metadata":   map[string]any{"name": "web", "namespace": ns},
-		"spec": map[string]any{
-			"interval": "10m", "path": "./deploy", "prune": true, "suspend": true,
-			"sourceRef": map[string]any{"kind": "GitRepository", "name": "apps"},
-		},
-	}}
+	ks := suspendedKustomization(ns, "web")
 	alice, err := env.As("alice")
 	if err != nil {
 		t.Fatal(err)
@@ -265,6 +235,73 @@ func TestAuditPublishesPolicyReports(t *testing.T) {
 		}
 		return fmt.Errorf("PolicyReport %s/steward still holds %v; want it deleted once nothing is left to report", ns, reportResults(r))
 	})
+}
+
+// startAuditingSteward installs the PolicyReport CRDs Steward ships and
+// restarts Steward with auditConfig, undoing both when t ends.
+func startAuditingSteward(t *testing.T, ctx context.Context) {
+	t.Helper()
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// CRDs removed by an earlier test may still be terminating: installed
+	// over, they would vanish from under this one.
+	policyReportCRDsGone(t, ctx)
+	crds, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{
+		filepath.Join(root, "manifests", "policyreport-crds", "policyreports.yaml"),
+		filepath.Join(root, "manifests", "policyreport-crds", "clusterpolicyreports.yaml"),
+	}, ErrorIfPathMissing: true})
+	if err != nil {
+		t.Fatalf("installing the PolicyReport CRDs Steward ships: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := envtest.UninstallCRDs(env.Config, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+			t.Errorf("removing the PolicyReport CRDs: %v", err)
+		}
+		policyReportCRDsGone(t, context.Background())
+	})
+	if _, err := env.RestartSteward(ctx, auditConfig); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := env.RestartSteward(context.Background(), harness.DefaultConfig); err != nil {
+			t.Errorf("restoring the default Steward: %v", err)
+		}
+	})
+}
+
+// policyReportCRDsGone waits until no PolicyReport CRD exists, deleted
+// or being deleted.
+func policyReportCRDsGone(t *testing.T, ctx context.Context) {
+	t.Helper()
+	harness.Eventually(t, 30*time.Second, func() error {
+		for _, name := range []string{"policyreports.wgpolicyk8s.io", "clusterpolicyreports.wgpolicyk8s.io"} {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			err := env.Client.Get(ctx, client.ObjectKey{Name: name}, crd)
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return err
+			default:
+				return fmt.Errorf("the CRD %s still exists (deleting: %v)", name, crd.DeletionTimestamp != nil)
+			}
+		}
+		return nil
+	})
+}
+
+// suspendedKustomization is a Flux Kustomization created suspended.
+func suspendedKustomization(ns, name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+		"kind":       "Kustomization",
+		"metadata":   map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{
+			"interval": "10m", "path": "./deploy", "prune": true, "suspend": true,
+			"sourceRef": map[string]any{"kind": "GitRepository", "name": "apps"},
+		},
+	}}
 }
 
 // policyReport reads Steward's PolicyReport in ns.

@@ -35,8 +35,8 @@ func (in install) baseRBAC(cfg webhooks.Config, rules []webhooks.Configured) []a
 }
 
 // leaderElectionRole lets Steward's replicas elect the one that runs the
-// background audit (steward serve --leader-elect): its Lease, and the
-// Events that record who leads, in Steward's namespace only.
+// background audit (steward serve --leader-elect): its Lease, in
+// Steward's namespace only.
 const leaderElectionRole = Name + "-leader-election"
 
 // metricsAuthRules let Steward ask the API server who a metrics scraper is

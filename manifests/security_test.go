@@ -186,7 +186,7 @@ func checkPolicyRule(where string, r rbacv1.PolicyRule, namespaced bool) []strin
 		// the same for delegated authentication of /metrics).
 		return problems
 	}
-	if isEventNotes(r) || (namespaced && isCoreEventNotes(r)) {
+	if isEventNotes(r) {
 		// Events are notes about objects, not the objects: Steward records
 		// one on an object a service account was refused a write to, and
 		// patches it to count repeats. It never reads, updates or deletes
@@ -228,13 +228,6 @@ func checkPolicyRule(where string, r rbacv1.PolicyRule, namespaced bool) []strin
 // events.k8s.io Events, cluster-wide and not in a Role.
 func isEventNotes(r rbacv1.PolicyRule) bool {
 	return slices.Equal(r.APIGroups, []string{"events.k8s.io"}) && slices.Equal(r.Resources, []string{"events"}) &&
-		slices.Equal(r.Verbs, []string{"create", "patch"}) && len(r.ResourceNames) == 0
-}
-
-// isCoreEventNotes says whether r grants only create and patch on core
-// Events, which leader election records (in a Role: Steward's namespace).
-func isCoreEventNotes(r rbacv1.PolicyRule) bool {
-	return slices.Equal(r.APIGroups, []string{""}) && slices.Equal(r.Resources, []string{"events"}) &&
 		slices.Equal(r.Verbs, []string{"create", "patch"}) && len(r.ResourceNames) == 0
 }
 

@@ -98,15 +98,13 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 		Logger:                 log,
 		Metrics:                metricsOptions(opts),
 		HealthProbeBindAddress: opts.probeAddr,
-		// The background audit (and the webhook rules syncer) write from
-		// one replica at a time; everything else, the webhook server
-		// above all, runs on every replica (see everyReplica).
-		LeaderElection:                opts.leaderElect,
-		LeaderElectionID:              audit.LeaseName,
-		LeaderElectionNamespace:       opts.certs.Namespace,
-		LeaderElectionReleaseOnCancel: true,
-		PprofBindAddress:              opts.pprofAddr,
-		GracefulShutdownTimeout:       &timeout,
+		// No manager-wide leader election: a manager that cannot renew
+		// its Lease exits at once, webhook server and all, without
+		// draining. Every part runs on every replica; the background
+		// audit elects the replica that audits itself (addAudit).
+		LeaderElection:          false,
+		PprofBindAddress:        opts.pprofAddr,
+		GracefulShutdownTimeout: &timeout,
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:    opts.host,
 			Port:    opts.port,
@@ -154,7 +152,7 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 			return err
 		}
 	}
-	if err := addAudit(mgr, served, log); err != nil {
+	if err := addAudit(mgr, opts, served, log); err != nil {
 		return err
 	}
 
@@ -245,9 +243,9 @@ func denialEvents(mgr manager.Manager, cfg webhooks.Config) (*rule.DenialEvents,
 	return recorder, recorderFor, nil
 }
 
-// everyReplica is a manager Runnable that runs on every replica, leader
-// or not: the manager runs a Runnable that does not say so only on the
-// leader.
+// everyReplica is a manager Runnable that runs on every replica. The
+// manager elects no leader, so every Runnable does; saying so keeps it
+// true should the manager ever elect one.
 type everyReplica func(ctx context.Context) error
 
 func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
@@ -255,11 +253,13 @@ func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
 // NeedLeaderElection is false.
 func (everyReplica) NeedLeaderElection() bool { return false }
 
-// addAudit adds the background audit, which runs on the leader only. It
-// is added whatever audit.interval says, so a reloaded configuration can
-// turn it on or off, and reads the rules served and the audit settings
-// anew every pass.
-func addAudit(mgr manager.Manager, served *servedRules, log logr.Logger) error {
+// addAudit adds the background audit. With --leader-elect it audits only
+// on the replica holding the Lease audit.LeaseName in Steward's
+// namespace, and only while it holds it; losing the Lease stops the audit
+// and nothing else. It is added whatever audit.interval says, so a
+// reloaded configuration can turn it on or off, and reads the rules
+// served and the audit settings anew every pass.
+func addAudit(mgr manager.Manager, opts serveOptions, served *servedRules, log logr.Logger) error {
 	dyn, err := dynamic.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return fmt.Errorf("audit: dynamic client: %w", err)
@@ -269,10 +269,31 @@ func addAudit(mgr manager.Manager, served *servedRules, log logr.Logger) error {
 		return fmt.Errorf("registering the audit metrics: %w", err)
 	}
 	runner := audit.NewRunner(served.forAudit, mgr.GetAPIReader(), audit.NewPublisher(dyn), metrics, log.WithName("audit"))
+	if opts.leaderElect {
+		election, err := auditElection(mgr, opts.certs.Namespace)
+		if err != nil {
+			return err
+		}
+		runner.Elect(election)
+	}
 	if err := mgr.Add(runner); err != nil {
 		return fmt.Errorf("adding the audit: %w", err)
 	}
 	return nil
+}
+
+// auditElection campaigns for the Lease audit.LeaseName in namespace,
+// through the manager's connections to the API server.
+func auditElection(mgr manager.Manager, namespace string) (*audit.Election, error) {
+	kube, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("audit: kubernetes client: %w", err)
+	}
+	identity, err := audit.Identity()
+	if err != nil {
+		return nil, err
+	}
+	return audit.NewElection(kube.CoordinationV1(), namespace, identity, audit.DefaultTimings)
 }
 
 // addConfigReloader makes the manager reload the configuration file when

@@ -54,9 +54,10 @@ It serves until SIGTERM or SIGINT, then drains. Invalid flags or an invalid
 --config are refused at start-up with a message naming the field. The
 --config file is read again every 10 seconds: a valid change takes effect
 without a restart; an invalid one is refused (logged, with an Event on
-Steward's Pod) and the last good configuration kept. The replica holding
-the Lease steward-leader (--leader-elect) also runs the background audit
-every audit.interval and publishes its findings as PolicyReports.
+Steward's Pod) and the last good configuration kept. One replica, the one
+holding the Lease steward-leader (--leader-elect), also runs the background
+audit every audit.interval and publishes its findings as PolicyReports; a
+replica that loses the Lease stops auditing and goes on serving webhooks.
 
 Examples:
   # In the cluster, as the shipped Deployment runs it (cert-manager mode):
@@ -110,7 +111,7 @@ func serveFlagSet(o *serveOptions, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.memoryLimit, "memory-limit", os.Getenv("MEMORY_LIMIT"), "the container's memory limit (a quantity such as 256Mi, or bytes; $MEMORY_LIMIT by default); Steward sets Go's soft memory limit to 90% of it unless GOMEMLIMIT is set")
 	fs.StringVar(&o.requestMemory, "request-memory", "", "memory the webhook requests being read and decided may hold, counted as 3x their bodies (a third of it kept for reviews up to 256Ki); a request that does not fit is answered 429 at once; 3/8 of --memory-limit by default, or 96Mi")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, error, or a verbosity number (1 logs every allowed request)")
-	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect one replica, through the Lease "+audit.LeaseName+" in --namespace, to run the background audit and write its PolicyReports; every replica serves webhooks either way. false: this replica audits alone (one replica, or a local run)")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect one replica, through the Lease "+audit.LeaseName+" in --namespace, to run the background audit and write its PolicyReports; only the audit takes part: every replica serves webhooks either way, and one that loses the Lease stops auditing until it holds it again. false: this replica audits unconditionally (one replica, or a local run)")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "serve HTTP/2; off by default because of HTTP/2 rapid reset (CVE-2023-44487)")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving (reporting unready) this long so endpoints stop routing here")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 25*time.Second, "after the delay, how long in-flight requests may take to drain")

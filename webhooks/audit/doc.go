@@ -5,9 +5,11 @@
 // ClusterPolicyReport for cluster-scoped objects, all named "steward",
 // with source "steward" and policy = the rule's name.
 //
-// `steward serve` runs it every audit.interval on the leader replica
-// (Runner); `steward audit` runs one pass from the command line and
-// prints the findings (Collect and Results serve both).
+// `steward serve` runs it every audit.interval on the replica holding the
+// Lease LeaseName (Runner, Election): only the audit takes part in the
+// election, so a replica that loses the Lease stops auditing and keeps
+// serving webhooks. `steward audit` runs one pass from the command line
+// and prints the findings (Collect and Results serve both).
 //
 // Reports are written only when their content changes, so an unchanged
 // cluster costs one list of Steward's reports per pass and no writes.

@@ -19,14 +19,18 @@ import (
 //	steward_audit_duration_seconds{rule}            how long the rule's last answer took
 //	steward_audit_last_success_timestamp_seconds{rule}  when the rule last answered
 //	steward_audit_reports_published                 1 when the last pass wrote its reports, 0 when it could not
+//	steward_audit_leader                            1 while this replica audits (holds the Lease), 0 otherwise
 //
 // A rule that could not answer keeps its last counts; a rule the audit
-// no longer asks (disabled, or turned off) has no series.
+// no longer asks (disabled, or turned off) has no series. A replica that
+// stops auditing (it lost the Lease) drops every series but
+// steward_audit_leader, so only the replica that audits reports findings.
 type Metrics struct {
-	results, duration, lastSuccess, published *prometheus.Desc
+	results, duration, lastSuccess, published, leader *prometheus.Desc
 
-	mu    sync.Mutex
-	rules map[string]*ruleMetrics
+	mu      sync.Mutex
+	rules   map[string]*ruleMetrics
+	leading bool
 	// publishedOK is nil before the first pass tried to publish.
 	publishedOK *bool
 }
@@ -44,7 +48,20 @@ func NewMetrics() *Metrics {
 		duration:    prometheus.NewDesc("steward_audit_duration_seconds", "How long each rule's last audit took.", []string{"rule"}, nil),
 		lastSuccess: prometheus.NewDesc("steward_audit_last_success_timestamp_seconds", "When each rule last answered the audit (Unix time).", []string{"rule"}, nil),
 		published:   prometheus.NewDesc("steward_audit_reports_published", "1 when the last audit pass wrote Steward's PolicyReports (or found them current), 0 when it could not (the CRDs are not served, or a write failed).", nil, nil),
+		leader:      prometheus.NewDesc("steward_audit_leader", "1 while this replica runs the background audit (it holds the Lease "+LeaseName+", or audits without leader election), 0 otherwise.", nil, nil),
 		rules:       map[string]*ruleMetrics{},
+	}
+}
+
+// setLeading records whether this replica audits; when it stops, the
+// findings it counted are dropped: the replica that audits now has them.
+func (m *Metrics) setLeading(leading bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.leading = leading
+	if !leading {
+		m.rules = map[string]*ruleMetrics{}
+		m.publishedOK = nil
 	}
 }
 
@@ -93,6 +110,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.duration
 	ch <- m.lastSuccess
 	ch <- m.published
+	ch <- m.leader
 }
 
 // Collect implements prometheus.Collector.
@@ -116,6 +134,11 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.results, prometheus.GaugeValue, float64(rm.counts[r]), name, string(r))
 		}
 	}
+	leader := 0.0
+	if m.leading {
+		leader = 1
+	}
+	ch <- prometheus.MustNewConstMetric(m.leader, prometheus.GaugeValue, leader)
 	if m.publishedOK != nil {
 		v := 0.0
 		if *m.publishedOK {

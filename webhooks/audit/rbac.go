@@ -19,12 +19,12 @@ func RBAC() []rbacv1.PolicyRule {
 }
 
 // LeaderElectionRBAC is what electing the replica that audits needs, in
-// Steward's namespace: creating the Lease and renewing it by name, and
-// recording the Events that say who leads.
+// Steward's namespace: creating the Lease and renewing it by name. The
+// election records no Events: who leads is in the Lease, the log and
+// steward_audit_leader.
 func LeaderElectionRBAC() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"}, ResourceNames: []string{LeaseName}},
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
 }

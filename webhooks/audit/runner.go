@@ -30,8 +30,11 @@ type Current func() ([]webhooks.Configured, webhooks.AuditConfig)
 
 // Runner is the background audit of `steward serve`: every interval it
 // asks the auditing rules being served for their findings and publishes
-// them. It is a manager Runnable that needs leader election, so one
-// replica writes the reports.
+// them. It is a manager Runnable that runs on every replica; with an
+// Election, it audits only while its replica holds the Lease, so one
+// replica writes the reports, and campaigns again whenever it loses it.
+// It never stops the manager: the audit is optional, the webhooks are
+// not.
 type Runner struct {
 	current   Current
 	api       client.Reader
@@ -39,6 +42,7 @@ type Runner struct {
 	metrics   *Metrics
 	log       logr.Logger
 	now       func() time.Time
+	election  *Election
 
 	// notServed is set once the missing CRDs were logged, so they are
 	// logged once, not every pass.
@@ -46,16 +50,52 @@ type Runner struct {
 }
 
 // NewRunner audits current's rules, reading through api and writing
-// through publisher, counting in metrics.
+// through publisher, counting in metrics. It audits unconditionally
+// unless given an Election (Elect).
 func NewRunner(current Current, api client.Reader, publisher *Publisher, metrics *Metrics, log logr.Logger) *Runner {
 	return &Runner{current: current, api: api, publisher: publisher, metrics: metrics, log: log, now: time.Now}
 }
 
-// NeedLeaderElection is true: one replica writes the reports.
-func (r *Runner) NeedLeaderElection() bool { return true }
+// Elect makes the runner audit only while e elects its replica.
+func (r *Runner) Elect(e *Election) *Runner {
+	r.election = e
+	return r
+}
 
-// Start runs a pass at once, then every interval, until ctx ends.
+// NeedLeaderElection is false: the manager runs the runner on every
+// replica, and the runner elects the one that audits itself, so losing
+// the Lease never stops the manager and its webhook server.
+func (r *Runner) NeedLeaderElection() bool { return false }
+
+// Start audits until ctx ends: at once without an Election; with one,
+// while this replica holds the Lease, campaigning again each time it
+// loses it. It returns nil once ctx ended (and the Lease was released).
 func (r *Runner) Start(ctx context.Context) error {
+	if r.election == nil {
+		r.lead(ctx)
+		return nil
+	}
+	log := r.log.WithName("election")
+	for ctx.Err() == nil {
+		if r.election.campaign(ctx, log, r.lead) && ctx.Err() == nil {
+			r.log.Info("lost the Lease "+LeaseName+": stopped auditing until this replica holds it again; webhooks are served as before", "identity", r.election.lock.Identity())
+		}
+	}
+	return nil
+}
+
+// lead audits until ctx ends, with steward_audit_leader at 1 meanwhile.
+func (r *Runner) lead(ctx context.Context) {
+	if r.election != nil {
+		r.log.Info("holding the Lease "+LeaseName+": auditing", "identity", r.election.lock.Identity())
+	}
+	r.metrics.setLeading(true)
+	defer r.metrics.setLeading(false)
+	r.audit(ctx)
+}
+
+// audit runs a pass at once, then every interval, until ctx ends.
+func (r *Runner) audit(ctx context.Context) {
 	retry := retryFirst
 	for {
 		rules, cfg := r.current()
@@ -72,7 +112,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-time.After(wait):
 		}
 	}
@@ -82,6 +122,10 @@ func (r *Runner) Start(ctx context.Context) error {
 // answered and the reports were written.
 func (r *Runner) Pass(ctx context.Context, rules []webhooks.Configured, cfg webhooks.AuditConfig) bool {
 	pass := Collect(ctx, Auditors(rules, cfg), r.api)
+	if ctx.Err() != nil {
+		// Cut short: the Lease was lost, or Steward is stopping.
+		return false
+	}
 	r.metrics.observe(pass, r.now())
 	for _, a := range pass {
 		if a.Err != nil {
@@ -97,6 +141,8 @@ func (r *Runner) Pass(ctx context.Context, rules []webhooks.Configured, cfg webh
 			r.log.Info("the audit cannot publish its findings: "+err.Error()+"; install them (manifests/policyreport-crds, or the chart's policyReportCRDs.install) and the next pass writes the reports. Metrics are kept meanwhile.",
 				"policyReports", PolicyReports.String())
 		}
+		return false
+	case err != nil && ctx.Err() != nil:
 		return false
 	case err != nil:
 		r.log.Error(err, "writing the audit's PolicyReports; retrying at the next pass")

@@ -26,10 +26,11 @@ const rulesSyncInterval = 30 * time.Second
 // but those rules lists (webhooks is a list keyed by name, rules an atomic
 // list), so it never touches the caBundle cert-manager's cainjector (or
 // Steward's own certificate manager) writes, nor what the installer
-// applied. It runs on the leader only; without leader election every
-// replica runs it, which is also safe: each computes the same rules from
-// the same cluster, applies only when the live rules differ, and an apply
-// of unchanged content is a no-op.
+// applied. It runs on every replica, which is safe without electing a
+// writer: each computes the same rules from the same cluster, applies
+// only when the live rules differ, and an apply of unchanged content is a
+// no-op. (Only while replicas of two versions that compute different
+// rules run side by side, during a rollout, may each restore its own.)
 type RulesSyncer struct {
 	targets  []*rulesTarget
 	interval time.Duration
@@ -93,9 +94,10 @@ func AddRulesSyncer(mgr manager.Manager, specs []Spec) error {
 	return nil
 }
 
-// NeedLeaderElection is true: one writer at a time when Steward runs with
-// leader election.
-func (s *RulesSyncer) NeedLeaderElection() bool { return true }
+// NeedLeaderElection is false: every replica keeps the rules (see
+// RulesSyncer), so keeping the webhooks' rules never waits on an
+// election.
+func (s *RulesSyncer) NeedLeaderElection() bool { return false }
 
 // Start syncs on every change of any entry's rules and periodically.
 func (s *RulesSyncer) Start(ctx context.Context) error {
