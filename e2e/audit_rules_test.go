@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/stewardhq/steward/e2e/harness"
 	"github.com/stewardhq/steward/webhooks/audit"
@@ -33,53 +32,6 @@ const rulesAuditConfig = auditConfig + `rules:
   claimguard:
     foregroundDeletionWarnAfter: 1s
 `
-
-// installPolicyReportCRDs installs the PolicyReport CRDs Steward ships,
-// as TestAuditPublishesPolicyReports does, until the test ends.
-func installPolicyReportCRDs(t *testing.T) {
-	t.Helper()
-	root, err := harness.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A test before may have removed them a moment ago.
-	harness.Eventually(t, auditTimeout, func() error {
-		for _, name := range []string{"policyreports.wgpolicyk8s.io", "clusterpolicyreports.wgpolicyk8s.io"} {
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, crd)
-			switch {
-			case apierrors.IsNotFound(err):
-			case err != nil:
-				return err
-			case crd.DeletionTimestamp != nil:
-				return fmt.Errorf("CRD %s is being deleted", name)
-			}
-		}
-		return nil
-	})
-	crds, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{
-		filepath.Join(root, "manifests", "policyreport-crds", "policyreports.yaml"),
-		filepath.Join(root, "manifests", "policyreport-crds", "clusterpolicyreports.yaml"),
-	}, ErrorIfPathMissing: true})
-	if err != nil {
-		t.Fatalf("installing the PolicyReport CRDs Steward ships: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := envtest.UninstallCRDs(env.Config, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
-			t.Errorf("removing the PolicyReport CRDs: %v", err)
-		}
-		// Gone before the next test installs them again.
-		harness.Eventually(t, auditTimeout, func() error {
-			for _, crd := range crds {
-				err := env.Client.Get(context.Background(), client.ObjectKey{Name: crd.Name}, &apiextensionsv1.CustomResourceDefinition{})
-				if !apierrors.IsNotFound(err) {
-					return fmt.Errorf("CRD %s is still there (%v)", crd.Name, err)
-				}
-			}
-			return nil
-		})
-	})
-}
 
 // auditResults are the results of Steward's PolicyReport in namespace,
 // or of its ClusterPolicyReport when namespace is empty; none when the
@@ -193,17 +145,11 @@ func TestAuditRuleChecks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	env.LogOnFailure(t)
-	installPolicyReportCRDs(t)
+	// The PolicyReport CRDs, and the default Steward once the test ends.
+	startAuditingSteward(t, ctx)
 	if _, err := env.RestartSteward(ctx, rulesAuditConfig); err != nil {
-		t.Fatalf("starting steward with the audit configuration: %v", err)
+		t.Fatalf("starting steward with the rules' audit configuration: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if _, err := env.RestartSteward(ctx, harness.DefaultConfig); err != nil {
-			t.Errorf("restoring steward's default configuration: %v", err)
-		}
-	})
 
 	seedStoredVersions(t, ctx)
 	seedForegroundDeletion(t, ctx)
