@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,48 +23,15 @@ import (
 	"github.com/stewardhq/steward/webhooks/audit"
 )
 
-// rulesAuditConfig runs the background audit every 10 seconds (the
-// shortest interval accepted), targets Flux 2.8 (which no longer serves
-// helm.toolkit.fluxcd.io/v2beta2) and warns about Foreground deletions
-// after a second.
-const rulesAuditConfig = harness.DefaultConfig + `audit:
-  interval: 10s
-rules:
+// rulesAuditConfig is auditConfig (a pass every 10 seconds) targeting
+// Flux 2.8, which no longer serves helm.toolkit.fluxcd.io/v2beta2, and
+// warning about Foreground deletions after a second.
+const rulesAuditConfig = auditConfig + `rules:
   apimigration:
     fluxVersion: "2.8"
   claimguard:
     foregroundDeletionWarnAfter: 1s
 `
-
-// rulesAuditTimeout bounds the wait for a pass to see a change: the
-// caches follow at once, a pass runs every 10 seconds.
-const rulesAuditTimeout = 60 * time.Second
-
-// installPolicyReportCRDs installs the PolicyReport CRDs Steward ships,
-// unless they are installed, and removes what it installed when the test
-// ends.
-func installPolicyReportCRDs(t *testing.T, ctx context.Context) {
-	t.Helper()
-	root, err := harness.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"policyreports", "clusterpolicyreports"} {
-		crd := name + ".wgpolicyk8s.io"
-		err := env.Client.Get(ctx, client.ObjectKey{Name: crd}, &apiextensionsv1.CustomResourceDefinition{})
-		if err == nil {
-			continue
-		}
-		if !apierrors.IsNotFound(err) {
-			t.Fatal(err)
-		}
-		kubectlOK(t, ctx, "", "create", "-f", filepath.Join(root, "manifests", "upstream", "wgpolicyk8s.io_"+name+".yaml"))
-		t.Cleanup(func() {
-			_ = env.Client.Delete(context.Background(), &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd}})
-		})
-		kubectlOK(t, ctx, "", "wait", "--for=condition=Established", "--timeout=60s", "crd/"+crd)
-	}
-}
 
 // auditResults are the results of Steward's PolicyReport in namespace,
 // or of its ClusterPolicyReport when namespace is empty; none when the
@@ -111,7 +80,7 @@ func auditResultFor(ctx context.Context, policy, check, kind, namespace, name st
 func waitAuditResult(t *testing.T, ctx context.Context, policy, check, kind, namespace, name, want string) audit.Result {
 	t.Helper()
 	var got *audit.Result
-	harness.Eventually(t, rulesAuditTimeout, func() error {
+	harness.Eventually(t, auditTimeout, func() error {
 		var err error
 		if got, err = auditResultFor(ctx, policy, check, kind, namespace, name); err != nil {
 			return err
@@ -128,7 +97,7 @@ func waitAuditResult(t *testing.T, ctx context.Context, policy, check, kind, nam
 // check about the object.
 func waitAuditCleared(t *testing.T, ctx context.Context, policy, check, kind, namespace, name string) {
 	t.Helper()
-	harness.Eventually(t, rulesAuditTimeout, func() error {
+	harness.Eventually(t, auditTimeout, func() error {
 		got, err := auditResultFor(ctx, policy, check, kind, namespace, name)
 		if err != nil {
 			return err
@@ -158,30 +127,130 @@ func wantMessage(t *testing.T, r audit.Result, parts ...string) {
 	}
 }
 
+// The objects of TestAuditRuleChecks.
+const (
+	auditHelmCRD = "helmreleases.helm.toolkit.fluxcd.io"
+	auditFleetNS = "audit-fleet"
+)
+
 // TestAuditRuleChecks seeds, through the real API server, each condition
-// the audit checks of apimigration, claimguard and fleetguard look for,
-// waits for the background audit to report it in Steward's
-// PolicyReports, fixes it, and waits for the result to clear.
+// the audit checks of apimigration, claimguard and fleetguard look for:
+// a Flux CRD storing a version the target release drops, an XR waiting in
+// Foreground deletion, two live MRs sharing an external name, and a
+// break-glass edit of a Fleet-managed Deployment. It waits for the
+// background audit to report each in Steward's PolicyReports, with its
+// properties and the denials' words, checks that `steward audit -o json`
+// finds the same, fixes each condition and waits for its result to clear.
 func TestAuditRuleChecks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	env.LogOnFailure(t)
-	installPolicyReportCRDs(t, ctx)
+	// The PolicyReport CRDs, and the default Steward once the test ends.
+	startAuditingSteward(t, ctx)
 	if _, err := env.RestartSteward(ctx, rulesAuditConfig); err != nil {
-		t.Fatalf("starting steward with the audit configuration: %v", err)
+		t.Fatalf("starting steward with the rules' audit configuration: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if _, err := env.RestartSteward(ctx, harness.DefaultConfig); err != nil {
-			t.Errorf("restoring steward's default configuration: %v", err)
+
+	seedStoredVersions(t, ctx)
+	seedForegroundDeletion(t, ctx)
+	seedExternalNameCollision(t, ctx)
+	agentApply := seedDrift(t, ctx)
+
+	t.Run("ApimigrationStoredVersions", func(t *testing.T) {
+		r := waitAuditResult(t, ctx, "apimigration", "stored-versions", "CustomResourceDefinition", "", auditHelmCRD, "fail")
+		wantProperties(t, r, map[string]string{"storedVersions": "v2beta2,v2", "removedIn": "v2beta2: 2.8", "target": "2.8"})
+		wantMessage(t, r, "apimigration: CustomResourceDefinition "+auditHelmCRD+" still lists helm.toolkit.fluxcd.io/v2beta2 in status.storedVersions, which Flux 2.8 no longer serves",
+			"Run `flux migrate` (Flux CLI 2.7 or later) before upgrading to Flux 2.8")
+		// The kustomize CRD every environment installs stores only v1.
+		waitAuditResult(t, ctx, "apimigration", "stored-versions", "CustomResourceDefinition", "", "kustomizations.kustomize.toolkit.fluxcd.io", "pass")
+	})
+	t.Run("ClaimguardForegroundDeletion", func(t *testing.T) {
+		r := waitAuditResult(t, ctx, "claimguard", "foreground-deletion", "XPostgreSQLInstance", "", "audit-fg", "warn")
+		wantProperties(t, r, map[string]string{"blockedBy": "Database audit-fg-db"})
+		if r.Properties["deletingSince"] == "" {
+			t.Errorf("no deletingSince: %v", r.Properties)
+		}
+		wantMessage(t, r, "claimguard: XPostgreSQLInstance audit-fg has been deleting with Foreground propagation for more than 1s and is still held by 1 composed resource: ",
+			`Database audit-fg-db (external name "audit-fg"; finalizers: finalizer.managedresource.crossplane.io)`,
+			"(kubectl get xpostgresqlinstances.database.example.org audit-fg)")
+	})
+	t.Run("ClaimguardExternalNameCollision", func(t *testing.T) {
+		a := waitAuditResult(t, ctx, "claimguard", "external-name-collision", "Database", "", "audit-col-a", "fail")
+		wantProperties(t, a, map[string]string{"externalName": "audit-shared", "others": "Database audit-col-b"})
+		wantMessage(t, a, `claimguard: Database audit-col-a has external name "audit-shared", as Database audit-col-b does: they manage the same external resource`)
+		b := waitAuditResult(t, ctx, "claimguard", "external-name-collision", "Database", "", "audit-col-b", "fail")
+		wantProperties(t, b, map[string]string{"others": "Database audit-col-a"})
+	})
+	t.Run("FleetguardDrift", func(t *testing.T) {
+		r := waitAuditResult(t, ctx, "fleetguard", "drift", "Deployment", auditFleetNS, "web", "fail")
+		wantProperties(t, r, map[string]string{"managers": "kubectl-set", "fields": "/spec/template/spec/containers/[name=web]/image", "changes": "1"})
+		wantMessage(t, r, "fleetguard: Deployment "+auditFleetNS+"/web is managed by Fleet (bundle deployment web-app, Helm release "+auditFleetNS+"/web-app)",
+			"Changed since the Fleet agent last applied it, by kubectl-set: /spec/template/spec/containers/[name=web]/image.",
+			"Change it in the Git repository instead; if the change is meant to stay, ignore the field in fleet.yaml (diff.comparePatches)")
+	})
+	t.Run("StewardAuditFindsTheSame", func(t *testing.T) {
+		config := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(config, []byte(rulesAuditConfig), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, code, err := harness.RunCommand(ctx, "audit", "--kubeconfig", env.Kubeconfig, "--config", config, "-o", "json")
+		if err != nil || code != 1 {
+			t.Fatalf("steward audit: exit %d, %v, want 1 (findings fail)\nstderr: %s", code, err, stderr)
+		}
+		var out struct {
+			Findings []struct {
+				Policy, Rule, Result string
+				Resource             struct{ Kind, Namespace, Name string }
+			}
+		}
+		if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+			t.Fatalf("steward audit -o json printed what is not JSON: %v\n%s", err, stdout)
+		}
+		var got []string
+		for _, f := range out.Findings {
+			got = append(got, strings.Join([]string{f.Policy, f.Rule, f.Result, f.Resource.Kind, f.Resource.Namespace, f.Resource.Name}, "/"))
+		}
+		for _, w := range []string{
+			"apimigration/stored-versions/fail/CustomResourceDefinition//" + auditHelmCRD,
+			"claimguard/foreground-deletion/warn/XPostgreSQLInstance//audit-fg",
+			"claimguard/external-name-collision/fail/Database//audit-col-a",
+			"claimguard/external-name-collision/fail/Database//audit-col-b",
+			"fleetguard/drift/fail/Deployment/" + auditFleetNS + "/web",
+		} {
+			if !slices.Contains(got, w) {
+				t.Errorf("steward audit does not find %s; it found %v", w, got)
+			}
 		}
 	})
 
-	t.Run("ApimigrationStoredVersions", func(t *testing.T) { auditStoredVersions(t, ctx) })
-	t.Run("ClaimguardForegroundDeletion", func(t *testing.T) { auditForegroundDeletion(t, ctx) })
-	t.Run("ClaimguardExternalNameCollision", func(t *testing.T) { auditExternalNameCollision(t, ctx) })
-	t.Run("FleetguardDrift", func(t *testing.T) { auditDrift(t, ctx) })
+	// Each condition is fixed: flux migrate trimmed the stored versions,
+	// the provider and the garbage collector finished the deletion, one
+	// MR got its own external name, and the agent applied the bundle
+	// again.
+	if err := setStoredVersions(ctx, auditHelmCRD, "v2"); err != nil {
+		t.Fatal(err)
+	}
+	kubectlOK(t, ctx, "", "delete", "databases.postgresql.sql.crossplane.io", "audit-fg-db", "--wait=false")
+	dropFinalizers(t, ctx, legacyDBGVK, "", "audit-fg-db")
+	dropFinalizers(t, ctx, pgXRGVK, "", "audit-fg")
+	kubectlOK(t, ctx, "", "annotate", "--overwrite", "databases.postgresql.sql.crossplane.io", "audit-col-b", "crossplane.io/external-name=audit-own")
+	agentApply()
+
+	r := waitAuditResult(t, ctx, "apimigration", "stored-versions", "CustomResourceDefinition", "", auditHelmCRD, "pass")
+	wantProperties(t, r, map[string]string{"storedVersions": "v2", "target": "2.8"})
+	waitAuditCleared(t, ctx, "claimguard", "foreground-deletion", "XPostgreSQLInstance", "", "audit-fg")
+	waitAuditCleared(t, ctx, "claimguard", "external-name-collision", "Database", "", "audit-col-a")
+	waitAuditCleared(t, ctx, "claimguard", "external-name-collision", "Database", "", "audit-col-b")
+	harness.Eventually(t, auditTimeout, func() error {
+		r, err := policyReport(ctx, auditFleetNS)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		}
+		return fmt.Errorf("PolicyReport %s/steward still holds %v; want it deleted once the drift is gone", auditFleetNS, reportResults(r))
+	})
 }
 
 // setStoredVersions writes a CRD's status.storedVersions, as the API
@@ -195,41 +264,29 @@ func setStoredVersions(ctx context.Context, crd string, versions ...string) erro
 	return env.Client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
 }
 
-// auditStoredVersions: the HelmRelease CRD (Flux 2.6's, which every
-// environment installs) lists v2beta2, which the target 2.8 no longer
-// serves, among its stored versions; once `flux migrate` would have
-// trimmed the list, the CRD passes.
-func auditStoredVersions(t *testing.T, ctx context.Context) {
-	const crd = "helmreleases.helm.toolkit.fluxcd.io"
+// seedStoredVersions makes the HelmRelease CRD (Flux 2.6's, which every
+// environment installs) list v2beta2, which the target 2.8 no longer
+// serves, among its stored versions, as objects once stored through it
+// leave it.
+func seedStoredVersions(t *testing.T, ctx context.Context) {
 	before := &apiextensionsv1.CustomResourceDefinition{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: crd}, before); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: auditHelmCRD}, before); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := setStoredVersions(context.Background(), crd, before.Status.StoredVersions...); err != nil {
-			t.Errorf("restoring the stored versions of %s: %v", crd, err)
+		if err := setStoredVersions(context.Background(), auditHelmCRD, before.Status.StoredVersions...); err != nil {
+			t.Errorf("restoring the stored versions of %s: %v", auditHelmCRD, err)
 		}
 	})
-	if err := setStoredVersions(ctx, crd, "v2beta2", "v2"); err != nil {
+	if err := setStoredVersions(ctx, auditHelmCRD, "v2beta2", "v2"); err != nil {
 		t.Fatal(err)
 	}
-	r := waitAuditResult(t, ctx, "apimigration", "stored-versions", "CustomResourceDefinition", "", crd, "fail")
-	wantProperties(t, r, map[string]string{"storedVersions": "v2beta2,v2", "removedIn": "v2beta2: 2.8", "target": "2.8"})
-	wantMessage(t, r, "apimigration: CustomResourceDefinition "+crd+" still lists helm.toolkit.fluxcd.io/v2beta2 in status.storedVersions, which Flux 2.8 no longer serves",
-		"Run `flux migrate` (Flux CLI 2.7 or later) before upgrading to Flux 2.8")
-
-	if err := setStoredVersions(ctx, crd, "v2"); err != nil {
-		t.Fatal(err)
-	}
-	r = waitAuditResult(t, ctx, "apimigration", "stored-versions", "CustomResourceDefinition", "", crd, "pass")
-	wantProperties(t, r, map[string]string{"storedVersions": "v2", "target": "2.8"})
 }
 
-// auditForegroundDeletion: an XR deleted with Foreground propagation waits
-// for its composed Database (no garbage collector runs here, so it waits
-// for good); after the threshold the audit warns, naming the Database;
-// once the XR is gone the warning clears.
-func auditForegroundDeletion(t *testing.T, ctx context.Context) {
+// seedForegroundDeletion deletes an XR with Foreground propagation while
+// its composed Database holds it (no garbage collector runs here, so it
+// holds it until the test lets go).
+func seedForegroundDeletion(t *testing.T, ctx context.Context) {
 	xr := createUnstructured(t, ctx, `apiVersion: database.example.org/v1alpha1
 kind: XPostgreSQLInstance
 metadata:
@@ -246,67 +303,37 @@ spec:
 	kubectlOK(t, ctx, composedDB("audit-fg-db", "database.example.org/v1alpha1", "XPostgreSQLInstance", "audit-fg", xr.GetUID(), "audit-fg", "", false),
 		"--as", crossplaneUser, "create", "-f", "-")
 	kubectlOK(t, ctx, "", "delete", "xpostgresqlinstance", "audit-fg", "--cascade=foreground", "--wait=false")
-
-	r := waitAuditResult(t, ctx, "claimguard", "foreground-deletion", "XPostgreSQLInstance", "", "audit-fg", "warn")
-	wantProperties(t, r, map[string]string{"blockedBy": "Database audit-fg-db"})
-	if r.Properties["deletingSince"] == "" {
-		t.Errorf("no deletingSince: %v", r.Properties)
-	}
-	wantMessage(t, r, "claimguard: XPostgreSQLInstance audit-fg has been deleting with Foreground propagation for more than 1s and is still held by 1 composed resource: ",
-		`Database audit-fg-db (external name "audit-fg"; finalizers: finalizer.managedresource.crossplane.io)`,
-		"(kubectl get xpostgresqlinstances.database.example.org audit-fg)")
-
-	// The provider and the garbage collector finish.
-	kubectlOK(t, ctx, "", "delete", "databases.postgresql.sql.crossplane.io", "audit-fg-db", "--wait=false")
-	dropFinalizers(t, ctx, legacyDBGVK, "", "audit-fg-db")
-	dropFinalizers(t, ctx, pgXRGVK, "", "audit-fg")
-	waitAuditCleared(t, ctx, "claimguard", "foreground-deletion", "XPostgreSQLInstance", "", "audit-fg")
 }
 
-// auditExternalNameCollision: two live Databases share an external name,
-// created while nothing refused it; both fail, each naming the other, until
-// one is given its own external name.
-func auditExternalNameCollision(t *testing.T, ctx context.Context) {
-	db := func(name string) string {
-		return `apiVersion: postgresql.sql.crossplane.io/v1alpha1
+// seedExternalNameCollision creates two live Databases with one external
+// name, which nothing refuses: neither is being deleted.
+func seedExternalNameCollision(t *testing.T, ctx context.Context) {
+	for _, name := range []string{"audit-col-a", "audit-col-b"} {
+		kubectlOK(t, ctx, `apiVersion: postgresql.sql.crossplane.io/v1alpha1
 kind: Database
 metadata:
-  name: ` + name + `
+  name: `+name+`
   annotations: {crossplane.io/external-name: audit-shared}
 spec: {forProvider: {encoding: UTF8}}
-`
-	}
-	for _, name := range []string{"audit-col-a", "audit-col-b"} {
-		kubectlOK(t, ctx, db(name), "create", "-f", "-")
+`, "create", "-f", "-")
 		t.Cleanup(func() {
 			_, _, _ = env.Kubectl(context.Background(), "", "delete", "databases.postgresql.sql.crossplane.io", name, "--wait=false")
 		})
 	}
-	a := waitAuditResult(t, ctx, "claimguard", "external-name-collision", "Database", "", "audit-col-a", "fail")
-	wantProperties(t, a, map[string]string{"externalName": "audit-shared", "others": "Database audit-col-b"})
-	wantMessage(t, a, `claimguard: Database audit-col-a has external name "audit-shared", as Database audit-col-b does: they manage the same external resource`)
-	b := waitAuditResult(t, ctx, "claimguard", "external-name-collision", "Database", "", "audit-col-b", "fail")
-	wantProperties(t, b, map[string]string{"others": "Database audit-col-a"})
-
-	kubectlOK(t, ctx, "", "annotate", "--overwrite", "databases.postgresql.sql.crossplane.io", "audit-col-b", "crossplane.io/external-name=audit-own")
-	waitAuditCleared(t, ctx, "claimguard", "external-name-collision", "Database", "", "audit-col-a")
-	waitAuditCleared(t, ctx, "claimguard", "external-name-collision", "Database", "", "audit-col-b")
 }
 
-// auditDrift: the Fleet agent applies a Deployment; a break-glass member
-// changes its image with kubectl; the audit reports the drift with the
-// manager and the field, until the agent applies the bundle again.
-func auditDrift(t *testing.T, ctx context.Context) {
-	const ns = "audit-fleet"
-	kubectlOK(t, ctx, "", "create", "namespace", ns)
-	t.Cleanup(func() { _, _, _ = env.Kubectl(context.Background(), "", "delete", "namespace", ns, "--wait=false") })
+// seedDrift has the Fleet agent apply a Deployment and a break-glass
+// member change its image with kubectl; it returns the agent's apply,
+// which puts the image back.
+func seedDrift(t *testing.T, ctx context.Context) (agentApply func()) {
+	testNamespace(t, ctx, auditFleetNS)
 	deployment := `apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: web
-  namespace: ` + ns + `
+  namespace: ` + auditFleetNS + `
   labels: {app.kubernetes.io/managed-by: Helm, objectset.rio.cattle.io/hash: 3e4c9a2f6b0d8e1a7c5b9d3f2e6a8c0b4d7f1e9a}
-  annotations: {meta.helm.sh/release-name: web-app, meta.helm.sh/release-namespace: ` + ns + `, objectset.rio.cattle.io/id: default-web-app}
+  annotations: {meta.helm.sh/release-name: web-app, meta.helm.sh/release-namespace: ` + auditFleetNS + `, objectset.rio.cattle.io/id: default-web-app}
 spec:
   replicas: 1
   selector: {matchLabels: {app.kubernetes.io/name: web}}
@@ -314,23 +341,16 @@ spec:
     metadata: {labels: {app.kubernetes.io/name: web}}
     spec: {containers: [{name: web, image: "ghcr.io/example/web:1.4.2"}]}
 `
-	// Helm, in the agent, applies server-side under the agent binary's name.
-	agentApply := func() {
+	// Helm, in the agent, applies server-side under the agent binary's
+	// name. managedFields record whole seconds: each write comes in a
+	// later second than the one before.
+	agentApply = func() {
+		time.Sleep(1100 * time.Millisecond)
 		kubectlOK(t, ctx, deployment, "--as", fleetAgentUser, "--as-group", "system:serviceaccounts:cattle-fleet-system",
 			"apply", "--server-side", "--force-conflicts", "--field-manager=fleetagent", "-f", "-")
 	}
 	agentApply()
-	// managedFields record whole seconds: the edit comes in a later one.
 	time.Sleep(1100 * time.Millisecond)
-	kubectlOK(t, ctx, "", "--as", "jane", "--as-group", "steward:break-glass", "-n", ns, "set", "image", "deployment/web", "web=ghcr.io/example/web:9.9.9")
-
-	r := waitAuditResult(t, ctx, "fleetguard", "drift", "Deployment", ns, "web", "fail")
-	wantProperties(t, r, map[string]string{"managers": "kubectl-set", "fields": "/spec/template/spec/containers/[name=web]/image", "changes": "1"})
-	wantMessage(t, r, "fleetguard: Deployment "+ns+"/web is managed by Fleet (bundle deployment web-app, Helm release "+ns+"/web-app)",
-		"Changed since the Fleet agent last applied it, by kubectl-set: /spec/template/spec/containers/[name=web]/image.",
-		"Change it in the Git repository instead; if the change is meant to stay, ignore the field in fleet.yaml (diff.comparePatches)")
-
-	time.Sleep(1100 * time.Millisecond)
-	agentApply()
-	waitAuditCleared(t, ctx, "fleetguard", "drift", "Deployment", ns, "web")
+	kubectlOK(t, ctx, "", "--as", "jane", "--as-group", "steward:break-glass", "-n", auditFleetNS, "set", "image", "deployment/web", "web=ghcr.io/example/web:9.9.9")
+	return agentApply
 }

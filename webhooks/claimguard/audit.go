@@ -104,7 +104,7 @@ func (r *Rule) foregroundFinding(s *snapshot, w *watch, xr found) rule.Finding {
 	this := named(w.gk.Kind, xr.namespace(), xr.name())
 	waiting := "A claim or composite resource re-created in its place is refused until it is gone"
 	if xr.claim != "" {
-		waiting = "Its claim " + xr.claim + " stays until then, and one re-created in its place is refused until it is gone"
+		waiting = "Its claim " + xr.claim + ", when deleted in Foreground, waits for it too, and a claim re-created in its place is refused until it is gone"
 	}
 	f := rule.Finding{
 		Check:  CheckForegroundDeletion,

@@ -177,7 +177,7 @@ func TestAuditMessages(t *testing.T) {
 	want := "claimguard: XPostgreSQLInstance db-x7k2p has been deleting with Foreground propagation for more than 1m0s and is still held by 2 composed resources: " +
 		`RDSInstance db-x7k2p-abcde (external name "db"; being deleted; finalizers: finalizer.managedresource.crossplane.io); ` +
 		`Role db-x7k2p-fghij (external name "db-user"; finalizers: finalizer.managedresource.crossplane.io)` +
-		". Its claim default/db stays until then, and one re-created in its place is refused until it is gone (kubectl get xpostgresqlinstances.database.example.org db-x7k2p)."
+		". Its claim default/db, when deleted in Foreground, waits for it too, and a claim re-created in its place is refused until it is gone (kubectl get xpostgresqlinstances.database.example.org db-x7k2p)."
 	if len(got) != 1 || got[0].Message != want {
 		t.Errorf("foreground-deletion message:\n got %v\nwant %s", got, want)
 	}
