@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"errors"
+	"runtime/debug"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -109,6 +110,12 @@ func (r *Runner) audit(ctx context.Context) {
 			} else {
 				retry = retryFirst
 			}
+			// A pass's garbage (the rules' findings, the reports read
+			// and built) comes in one burst per interval into a heap
+			// that is otherwise quiet: without a collection now it
+			// stays resident until the next burst. One collection per
+			// interval costs a few milliseconds of CPU.
+			debug.FreeOSMemory()
 		}
 		select {
 		case <-ctx.Done():
