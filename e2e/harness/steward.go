@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -310,7 +311,7 @@ func (s *Steward) waitReady(ctx context.Context, timeout time.Duration) error {
 				s.mu.Lock()
 				s.startupTime = time.Since(s.startedAt)
 				s.mu.Unlock()
-				return nil
+				return s.waitMetricsListening(ctx, timeout)
 			}
 			last = resp.Status
 		} else {
@@ -322,6 +323,27 @@ func (s *Steward) waitReady(ctx context.Context, timeout time.Duration) error {
 		case <-ctx.Done():
 			return fmt.Errorf("steward was not ready within %s (GET %s: %s)", timeout, url, last)
 		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitMetricsListening waits until the metrics port accepts connections:
+// the metrics server starts beside the probes, not before them, and on a
+// busy machine it may bind a moment after Steward answers ready, while
+// tests read metrics as soon as Steward is ready.
+func (s *Steward) waitMetricsListening(ctx context.Context, timeout time.Duration) error {
+	addr := "127.0.0.1:" + strconv.Itoa(s.metricsPort)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return conn.Close()
+		}
+		select {
+		case <-s.Done():
+			return fmt.Errorf("steward exited before it served metrics: %v", s.ExitErr())
+		case <-ctx.Done():
+			return fmt.Errorf("steward was ready but did not serve metrics on %s within %s: %v", addr, timeout, err)
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
