@@ -45,8 +45,9 @@ type Finding struct {
 	// kebab-case. Each rule's checks:
 	//   apimigration:     stored-versions (a Flux CRD's status.storedVersions
 	//                     holds a version the target release no longer
-	//                     serves), deprecated-version (an object last written
-	//                     through such a version)
+	//                     serves: the API shows no object's stored version,
+	//                     and `flux migrate` clears the CRD's list once
+	//                     every object is rewritten)
 	//   claimguard:       foreground-deletion (a claim or XR deleting in
 	//                     Foreground longer than the threshold),
 	//                     external-name-collision (live MRs sharing an
