@@ -2,7 +2,6 @@ package manifests
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 
 	"sigs.k8s.io/yaml"
@@ -18,15 +17,10 @@ func toYAML(objs ...any) ([]byte, error) {
 	var out bytes.Buffer
 	out.WriteString(header)
 	for i, obj := range objs {
-		data, err := json.Marshal(obj)
+		m, err := toMap(obj)
 		if err != nil {
 			return nil, err
 		}
-		var m map[string]any
-		if err := json.Unmarshal(data, &m); err != nil {
-			return nil, err
-		}
-		clean(m)
 		y, err := yaml.Marshal(m)
 		if err != nil {
 			return nil, fmt.Errorf("object %d: %w", i, err)
