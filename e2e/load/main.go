@@ -42,6 +42,7 @@ type options struct {
 	scaleSizes                                           []int
 	mrKinds, objectsPerKind, fleetWorkloads, seedWorkers int
 	settle                                               time.Duration
+	heapProfiles                                         string
 }
 
 func parseOptions(args []string) (o options, err error) {
@@ -68,6 +69,7 @@ func parseOptions(args []string) (o options, err error) {
 	fs.IntVar(&o.fleetWorkloads, "fleet-workloads", fullFleetWorkloads, "-scale: Fleet-managed Deployments of the Fleet scenario (0 skips it)")
 	fs.IntVar(&o.seedWorkers, "seed-workers", 64, "-scale: concurrent writers that seed the caches")
 	fs.DurationVar(&o.settle, "settle", 5*time.Second, "-scale: how long after it is ready Steward's synced memory is read")
+	fs.StringVar(&o.heapProfiles, "heap-profiles", "", "-scale: a directory to save Steward's heap profile in at each measurement, taken after the collections that settle it")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -278,8 +280,12 @@ func (s *scaler) measureWith(ctx context.Context, config, scenario string, watch
 	if scenario == scenarioAuditOn {
 		sleep(ctx, 2*auditEvery) // at least two passes, the second with its reports in place
 	}
-	for range 2 {
-		if err := s.forceGC(); err != nil {
+	for i := range 2 {
+		save := ""
+		if i == 1 && s.opts.heapProfiles != "" {
+			save = filepath.Join(s.opts.heapProfiles, fmt.Sprintf("heap-%s-%d-watchlist-%s.pb.gz", scenario, seeded, onOff(watchList)))
+		}
+		if err := s.forceGC(save); err != nil {
 			s.warnf("forcing a collection: %v", err)
 		}
 	}
@@ -346,15 +352,29 @@ func (s *scaler) watches(ctx context.Context) (float64, error) {
 }
 
 // forceGC asks Steward's pprof endpoint for a heap profile after a
-// collection.
-func (s *scaler) forceGC() error {
+// collection, and saves it to path unless path is empty.
+func (s *scaler) forceGC(path string) error {
 	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Get("http://" + s.pprofAddr + "/debug/pprof/heap?gc=1")
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	_, err = io.Copy(io.Discard, resp.Body)
-	return err
+	if path == "" {
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // kindsScenario: opts.mrKinds generated MR kinds with a few objects each;

@@ -103,8 +103,8 @@ func (r *Rule) foregroundFinding(s *snapshot, w *watch, xr found) rule.Finding {
 	holders := s.composed(w.gk, xr.object, w.namespaced, &coverage{})
 	this := named(w.gk.Kind, xr.namespace(), xr.name())
 	waiting := "A claim or composite resource re-created in its place is refused until it is gone"
-	if xr.claim != "" {
-		waiting = "Its claim " + xr.claim + ", when deleted in Foreground, waits for it too, and a claim re-created in its place is refused until it is gone"
+	if xr.claim() != "" {
+		waiting = "Its claim " + xr.claim() + ", when deleted in Foreground, waits for it too, and a claim re-created in its place is refused until it is gone"
 	}
 	f := rule.Finding{
 		Check:  CheckForegroundDeletion,
@@ -122,8 +122,8 @@ func (r *Rule) foregroundFinding(s *snapshot, w *watch, xr found) rule.Finding {
 	} else if xr.finalizers.any() {
 		f.Properties["blockedBy"] = "finalizers " + xr.finalizers.String()
 	}
-	if xr.claim != "" {
-		f.Properties["claim"] = xr.claim
+	if xr.claim() != "" {
+		f.Properties["claim"] = xr.claim()
 	}
 	return f
 }
@@ -154,15 +154,15 @@ func externalNameCollisions(s *snapshot) []rule.Finding {
 				continue
 			}
 			for _, item := range w.indexer.List() {
-				if o, ok := item.(*object); ok && !o.deleting() && o.externalName != "" {
+				if o, ok := item.(*object); ok && !o.deleting() && o.externalName() != "" {
 					live = append(live, liveMR{w: w, o: o})
 				}
 			}
 		}
 		sort.Slice(live, func(i, j int) bool {
 			a, b := live[i], live[j]
-			if a.o.externalName != b.o.externalName {
-				return a.o.externalName < b.o.externalName
+			if a.o.externalName() != b.o.externalName() {
+				return a.o.externalName() < b.o.externalName()
 			}
 			if a.w.gk != b.w.gk {
 				return a.w.gk.String() < b.w.gk.String()
@@ -171,7 +171,7 @@ func externalNameCollisions(s *snapshot) []rule.Finding {
 		})
 		for start := 0; start < len(live); {
 			end := start + 1
-			for end < len(live) && live[end].o.externalName == live[start].o.externalName {
+			for end < len(live) && live[end].o.externalName() == live[start].o.externalName() {
 				end++
 			}
 			if end-start > 1 {
@@ -218,9 +218,9 @@ func collisionFindings(s *snapshot, group []liveMR) []rule.Finding {
 			Object: reference(e.w, e.o),
 			Message: fmt.Sprintf("claimguard: %s has external name %q, as %s%s %s: they manage the same external resource, each reconciling it toward its own spec, "+
 				"and deleting one deletes it from under the others. Keep one; delete the others with spec.deletionPolicy Orphan (or managementPolicies without Delete) so the external resource stays.",
-				this, e.o.externalName, strings.Join(shown, ", "), more, doDoes(len(names))),
+				this, e.o.externalName(), strings.Join(shown, ", "), more, doDoes(len(names))),
 			Properties: map[string]string{
-				"externalName": e.o.externalName,
+				"externalName": e.o.externalName(),
 				"others":       strings.Join(shown, ", ") + more,
 			},
 		})

@@ -102,21 +102,21 @@ func benchGK(k int) schema.GroupKind {
 func benchCluster(b testing.TB, shape benchShape) *cluster {
 	c := newCluster()
 	synced := func() bool { return true }
-	xrs := &watch{gk: pgXRD.compositeGK(), gvr: pgXRGVR, role: roleComposite, indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, compositeIndexers()),
+	xrs := &watch{gk: pgXRD.compositeGK(), gvr: pgXRGVR, role: roleComposite, indexer: cache.NewIndexer(keyOf, compositeIndexers()),
 		owners: c.owners, synced: synced}
 	mrs := make([]*watch, len(benchKinds))
 	for k := range benchKinds {
 		mrs[k] = &watch{gk: benchGK(k), gvr: schema.GroupVersionResource{Group: "database.aws.example.org", Version: "v1beta1", Resource: "x" + fmt.Sprint(k)},
-			role: roleManaged, indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, managedIndexers()), owners: c.owners, synced: synced}
+			role: roleManaged, indexer: cache.NewIndexer(keyOf, managedIndexers()), owners: c.owners, synced: synced}
 	}
 	for i := 0; i < benchXRs; i++ {
-		o, err := c.owners.transform(xrs)(realisticXR(i, shape))
+		o, err := transform(realisticXR(i, shape))
 		if err != nil {
 			b.Fatal(err)
 		}
 		store(xrs, o.(*object))
 		for k := 0; k < benchPerXR; k++ {
-			o, err := c.owners.transform(mrs[shape.kindOf(k)])(realisticMR(i, k))
+			o, err := transform(realisticMR(i, k))
 			if err != nil {
 				b.Fatal(err)
 			}

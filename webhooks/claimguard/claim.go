@@ -17,7 +17,7 @@ func (r *Rule) claimCreate(s *snapshot, req admission.Request, x *xrd) admission
 	if bad != nil {
 		return *bad
 	}
-	key := c.claimKey()
+	key := c.asClaim()
 	if key == "" {
 		return admission.Allowed("the claim has no name yet")
 	}
@@ -82,7 +82,7 @@ func (r *Rule) claimDelete(s *snapshot, req admission.Request, x *xrd) admission
 	if resp := usable(w, x.compositeGR().String()); resp != nil {
 		return *resp
 	}
-	xrs := byIndex(w, indexClaim, c.claimKey())
+	xrs := byIndex(w, indexClaim, c.asClaim())
 	if len(xrs) == 0 {
 		return admission.Allowed("")
 	}

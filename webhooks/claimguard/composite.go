@@ -34,9 +34,9 @@ func (r *Rule) compositeCreate(s *snapshot, req admission.Request, x *xrd) admis
 	}
 	now := r.now()
 	this := named(x.compositeKind, o.namespace(), o.name())
-	if o.claim != "" {
+	if o.claim() != "" {
 		var others []found
-		for _, f := range onlyDeleting(byIndex(w, indexClaim, o.claim)) {
+		for _, f := range onlyDeleting(byIndex(w, indexClaim, o.claim())) {
 			if f.key() != o.key() {
 				others = append(others, f)
 			}
@@ -50,7 +50,7 @@ func (r *Rule) compositeCreate(s *snapshot, req admission.Request, x *xrd) admis
 				"claimguard: %s for claim %s cannot be created yet: %s of the same claim has been deleting for %s and %s. "+
 					"A new composite resource would compose new resources with the same external names while the old ones are still deleting theirs. "+
 					"Retry once %s is gone (%s).",
-				this, o.claim, old, old.deletingFor(now), heldBy(old, holders, now), old, kubectlGet(w.gvr.GroupResource(), old.namespace(), old.name())))
+				this, o.claim(), old, old.deletingFor(now), heldBy(old, holders, now), old, kubectlGet(w.gvr.GroupResource(), old.namespace(), old.name())))
 		}
 	}
 	if o.name() == "" {
@@ -99,7 +99,7 @@ func (r *Rule) compositeDelete(s *snapshot, req admission.Request, x *xrd) admis
 	cov := &coverage{}
 	holders := s.composed(x.compositeGK(), o.object, namespaced, cov)
 	this := named(x.compositeKind, o.namespace(), o.name())
-	if !foreground && r.cfg.RequireForegroundDelete && o.claim == "" && !o.controlled && !slices.Contains(systemDeleters, req.UserInfo.Username) {
+	if !foreground && r.cfg.RequireForegroundDelete && o.claim() == "" && !o.controlled && !slices.Contains(systemDeleters, req.UserInfo.Username) {
 		shown := string(policy)
 		if shown == "" {
 			shown = "Background (the default)"

@@ -87,10 +87,10 @@ func decodeObject(raw []byte, r role) (*requested, error) {
 	}
 	out := fromRequestMeta(&b.Metadata)
 	_ = json.Unmarshal(b.Spec.CompositeDeletePolicy, &out.compositeDeletePolicy)
-	if out.claim == "" {
+	if out.claim() == "" {
 		var c struct{ Namespace, Name string }
 		if json.Unmarshal(b.Spec.ClaimRef, &c) == nil {
-			out.claim = claimKey(c.Namespace, c.Name)
+			out.setClaim(claimKey(c.Namespace, c.Name))
 		}
 	}
 	var refs []refJSON
@@ -101,6 +101,7 @@ func decodeObject(raw []byte, r role) (*requested, error) {
 	if json.Unmarshal(b.Spec.Crossplane, &cp) == nil {
 		refs = append(refs, cp.ResourceRefs...)
 	}
+	var parsed []ref
 	for _, rf := range refs {
 		gv, err := schema.ParseGroupVersion(rf.APIVersion)
 		if err != nil || rf.Kind == "" || rf.Name == "" {
@@ -110,8 +111,9 @@ func decodeObject(raw []byte, r role) (*requested, error) {
 		if ns == "" {
 			ns = out.namespace()
 		}
-		out.refs = append(out.refs, newRef(gv.Group, rf.Kind, ns, rf.Name))
+		parsed = append(parsed, newRef(gv.Group, rf.Kind, ns, rf.Name))
 	}
+	out.setRefs(parsed)
 	return out, nil
 }
 
@@ -119,17 +121,10 @@ func decodeObject(raw []byte, r role) (*requested, error) {
 // a request's object.
 func fromRequestMeta(m *requestMeta) *requested {
 	owner := controllerOwner(m.OwnerReferences)
-	return &requested{
-		object: &object{
-			id:           newID(m.Namespace, m.Name),
-			deletion:     m.DeletionTimestamp,
-			externalName: m.Annotations[annotationExtName],
-			owner:        owner,
-			claim:        claimKey(m.Labels[labelClaimNamespace], m.Labels[labelClaimName]),
-		},
-		controlled: owner != "",
-		finalizers: m.Finalizers,
-	}
+	o := &object{deletion: m.DeletionTimestamp, owner: owner}
+	o.setID(m.Namespace, m.Name, "", m.Annotations[annotationExtName])
+	o.setClaim(claimKey(m.Labels[labelClaimNamespace], m.Labels[labelClaimName]))
+	return &requested{object: o, controlled: owner != "", finalizers: m.Finalizers}
 }
 
 // propagationPolicy reads DeleteOptions.propagationPolicy from a DELETE

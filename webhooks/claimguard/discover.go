@@ -261,8 +261,10 @@ func (d *discoverer) start(ctx context.Context, want wanted) *watch {
 	w := &watch{gk: want.gk, gvr: want.gvr, namespaced: want.namespaced, role: want.role, owners: d.rule.found.owners, objects: count.get}
 	cw := d.cluster.Watch(ctx, want.gvr, clustercache.Spec{
 		Metadata:    want.role == roleManaged,
-		Transform:   d.rule.found.owners.transform(w),
+		Transform:   transform,
+		Prepare:     d.rule.found.owners.prepare(w),
 		Indexers:    indexers,
+		KeyFunc:     keyOf,
 		Handler:     handlers{count.handler(), d.rule.found.owners.handler(w)},
 		OnSynced:    d.trigger,
 		OnForbidden: d.onForbidden(want.gvr.GroupResource().String()),

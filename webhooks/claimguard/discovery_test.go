@@ -12,7 +12,7 @@ import (
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 )
 
-var allow = cmp.AllowUnexported(xrd{}, wanted{}, plan{}, object{}, ref{})
+var allow = cmp.AllowUnexported(xrd{}, wanted{}, plan{}, object{}, objectMore{}, ref{})
 
 func TestParseXRD(t *testing.T) {
 	cases := map[string]struct {
@@ -123,7 +123,7 @@ func TestTransform(t *testing.T) {
 		wantErr bool
 	}{
 		"MetadataOfAManagedResource": {
-			reason: "An MR keeps name, deletion, finalizers, external name, controller owner and claim; nothing else.",
+			reason: "A deleting MR keeps name, deletion, finalizers, external name, controller owner and claim; nothing else.",
 			in: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 				Name: "db-x7k2p-abcde", ResourceVersion: "7", DeletionTimestamp: &deleted, Finalizers: []string{mrFinalizer},
 				Labels:          map[string]string{labelClaimName: "db", labelClaimNamespace: "default", labelComposite: "db-x7k2p", "other": "x"},
@@ -131,8 +131,19 @@ func TestTransform(t *testing.T) {
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "not-controller"}, {APIVersion: "database.example.org/v1alpha1", Kind: "XPostgreSQLInstance", Name: "db-x7k2p", Controller: &tr}},
 				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "crossplane"}},
 			}},
-			want: &object{id: "db-x7k2p-abcde" + "7", rvLen: 1, deletion: &deleted, finalizers: internFinalizers([]string{mrFinalizer}), externalName: "db",
-				owner: "database.example.org/XPostgreSQLInstance/db-x7k2p", claim: "default/db"},
+			want: &object{id: "db-x7k2p-abcde" + "7" + "db", rvLen: 1, extLen: 2, deletion: &deleted, finalizers: internFinalizers([]string{mrFinalizer}),
+				owner: "database.example.org/XPostgreSQLInstance/db-x7k2p", more: &objectMore{claim: "default/db"}},
+		},
+		"MetadataOfALiveManagedResource": {
+			reason: "A live MR keeps no claim: only deleting MRs are looked up by claim, and a live MR is the most common cached object.",
+			in: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+				Name: "db-x7k2p-abcde", Namespace: "team-a", ResourceVersion: "7", Finalizers: []string{mrFinalizer},
+				Labels:          map[string]string{labelClaimName: "db", labelClaimNamespace: "default"},
+				Annotations:     map[string]string{annotationExtName: "db"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "database.example.org/v1alpha1", Kind: "XPostgreSQLInstance", Name: "db-x7k2p", Controller: &tr}},
+			}},
+			want: &object{id: "team-a/db-x7k2p-abcde" + "7" + "db", rvLen: 1, extLen: 2, finalizers: internFinalizers([]string{mrFinalizer}),
+				owner: "database.example.org/XPostgreSQLInstance/db-x7k2p"},
 		},
 		"V1CompositeWithClaimRefAndResourceRefs": {
 			reason: "An XR keeps its claim from spec.claimRef and its resource references.",
@@ -141,15 +152,15 @@ func TestTransform(t *testing.T) {
 				"resourceRefs": []any{map[string]any{"apiVersion": "database.aws.example.org/v1beta1", "kind": "RDSInstance", "name": "db-x7k2p-abcde"}, "garbage", map[string]any{"kind": "NoName"}},
 				"parameters":   map[string]any{"storageGB": 20},
 			}}},
-			want: &object{id: "db-x7k2p" + "9", rvLen: 1, claim: "default/db",
-				refs: []ref{newRef("database.aws.example.org", "RDSInstance", "", "db-x7k2p-abcde")}},
+			want: &object{id: "db-x7k2p" + "9", rvLen: 1, more: &objectMore{claim: "default/db",
+				refs: []ref{newRef("database.aws.example.org", "RDSInstance", "", "db-x7k2p-abcde")}}},
 		},
 		"V2NamespacedComposite": {
 			reason: "A v2 XR's references live under spec.crossplane and default to its namespace.",
 			in: &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "db", "namespace": "default"}, "spec": map[string]any{
 				"crossplane": map[string]any{"resourceRefs": []any{map[string]any{"apiVersion": "database.aws.m.example.org/v1beta1", "kind": "RDSInstance", "name": "db-q8w2z"}}},
 			}}},
-			want: &object{id: "default/db", refs: []ref{newRef("database.aws.m.example.org", "RDSInstance", "default", "db-q8w2z")}},
+			want: &object{id: "default/db", more: &objectMore{refs: []ref{newRef("database.aws.m.example.org", "RDSInstance", "default", "db-q8w2z")}}},
 		},
 		"AlreadyTransformedPassesThrough": {
 			reason: "client-go may hand an object to the transform twice.",

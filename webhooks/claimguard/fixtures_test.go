@@ -169,7 +169,9 @@ func newCluster() *cluster { return &cluster{s: newSnapshot(), owners: newOwnerI
 
 // store adds an object to a watch's cache as its informer does: to the
 // store, then through the event handler that keeps the owner index.
+// store keeps o as a Watch does: prepare, store, then the handler.
 func store(w *watch, o *object) {
+	w.owners.prepare(w)(o)
 	if err := w.indexer.Add(o); err != nil {
 		panic(err)
 	}
@@ -181,7 +183,7 @@ func (c *cluster) watch(gk schema.GroupKind, gvr schema.GroupVersionResource, na
 	if r == roleComposite {
 		indexers = compositeIndexers()
 	}
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
+	idx := cache.NewIndexer(keyOf, indexers)
 	w := &watch{gk: gk, gvr: gvr, namespaced: namespaced, role: r, indexer: idx, owners: c.owners, objects: func() int { return len(idx.ListKeys()) }, synced: func() bool { return st == stateSynced },
 		forbidden: func() bool { return st == stateForbidden }, cancel: func() {}}
 	for _, o := range objs {

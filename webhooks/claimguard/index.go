@@ -42,7 +42,7 @@ func one(s string) []string {
 
 func byTerminatingExternalName(obj any) ([]string, error) {
 	if o, ok := obj.(*object); ok && o.deleting() {
-		return one(o.externalName), nil
+		return one(o.externalName()), nil
 	}
 	return nil, nil
 }
@@ -81,7 +81,7 @@ func claimOf(w *watch, o *object) string {
 	if w.role == roleManaged && !o.deleting() {
 		return ""
 	}
-	return o.claim
+	return o.claim()
 }
 
 // handler keeps the index from one watch's informer events.

@@ -124,17 +124,22 @@ func TestOwnerIndexFollowsTheStore(t *testing.T) {
 	}
 }
 
-// TestObjectIDReadsBackWhatWasSet: namespace, name and resource version
-// share one string and read back exactly, whatever they hold.
+// TestObjectIDReadsBackWhatWasSet: namespace, name, resource version and
+// external name share one string and read back exactly, whatever they
+// hold, also after a setter of client-go's metav1.Object changes one.
 func TestObjectIDReadsBackWhatWasSet(t *testing.T) {
-	for _, tc := range []struct{ namespace, name, rv string }{
-		{"", "db", "7"}, {"default", "db", "123456"}, {"default", "db", ""}, {"", "db", ""},
-		{"", "a/b", "9"}, {"", "", "1"}, {"default", "", ""}, {"", "/x", "x/"},
+	for _, tc := range []struct{ namespace, name, rv, ext string }{
+		{"", "db", "7", ""}, {"default", "db", "123456", "prod-db"}, {"default", "db", "", "x"}, {"", "db", "", ""},
+		{"", "a/b", "9", "a/b"}, {"", "", "1", ""}, {"default", "", "", ""}, {"", "/x", "x/", "/"}, {"default", "db", "1", "db"}, {"", "a/b", "", "a/b"},
 	} {
 		o := &object{}
-		o.setID(tc.namespace, tc.name, tc.rv)
-		if o.namespace() != tc.namespace || o.name() != tc.name || o.resourceVersion() != tc.rv || o.key() != cacheKey(tc.namespace, tc.name) {
-			t.Errorf("%+v reads back as namespace %q, name %q, resourceVersion %q, key %q", tc, o.namespace(), o.name(), o.resourceVersion(), o.key())
+		o.setID(tc.namespace, tc.name, tc.rv, tc.ext)
+		if o.namespace() != tc.namespace || o.name() != tc.name || o.resourceVersion() != tc.rv || o.externalName() != tc.ext || o.key() != cacheKey(tc.namespace, tc.name) {
+			t.Errorf("%+v reads back as namespace %q, name %q, resourceVersion %q, external name %q, key %q", tc, o.namespace(), o.name(), o.resourceVersion(), o.externalName(), o.key())
+		}
+		o.SetResourceVersion("42")
+		if o.namespace() != tc.namespace || o.name() != tc.name || o.resourceVersion() != "42" || o.externalName() != tc.ext {
+			t.Errorf("%+v after SetResourceVersion(42) reads back as namespace %q, name %q, resourceVersion %q, external name %q", tc, o.namespace(), o.name(), o.resourceVersion(), o.externalName())
 		}
 		if got, err := cache.MetaNamespaceKeyFunc(o); err != nil || got != o.key() {
 			t.Errorf("%+v: client-go keys it %q (%v), claimguard %q", tc, got, err, o.key())
@@ -149,7 +154,7 @@ func TestLookupsAnswerFromTheStore(t *testing.T) {
 	names := func(fs []found) []string {
 		var out []string
 		for _, f := range fs {
-			out = append(out, f.name()+" "+f.externalName)
+			out = append(out, f.name()+" "+f.externalName())
 		}
 		return out
 	}

@@ -117,7 +117,7 @@ func (s *snapshot) composed(gk schema.GroupKind, xr *object, namespaced bool, co
 		}
 		out = append(out, f)
 	}
-	for _, r := range xr.refs {
+	for _, r := range xr.refs() {
 		rgk := r.groupKind()
 		if s.watchFor(rgk) != nil {
 			continue

@@ -20,7 +20,7 @@ func (r *Rule) managedCreate(s *snapshot, req admission.Request, gk schema.Group
 	if bad != nil {
 		return *bad
 	}
-	if o.externalName == "" {
+	if o.externalName() == "" {
 		return admission.Allowed("")
 	}
 	w := s.managed[gk]
@@ -39,7 +39,7 @@ func (r *Rule) managedCreate(s *snapshot, req admission.Request, gk schema.Group
 			continue
 		}
 		gvrs[pw.gk] = pw.gvr.GroupResource()
-		same = append(same, byIndex(pw, indexExternalName, o.externalName)...)
+		same = append(same, byIndex(pw, indexExternalName, o.externalName())...)
 	}
 	if len(same) == 0 {
 		resp := admission.Allowed("")
@@ -57,8 +57,8 @@ func (r *Rule) managedCreate(s *snapshot, req admission.Request, gk schema.Group
 	}
 	if old.owner != "" {
 		by := "composed by " + ownerName(old.owner)
-		if old.claim != "" {
-			by += " for claim " + old.claim
+		if old.claim() != "" {
+			by += " for claim " + old.claim()
 		}
 		details = append(details, by)
 	}
@@ -81,6 +81,6 @@ func (r *Rule) managedCreate(s *snapshot, req admission.Request, gk schema.Group
 		"claimguard: %s with external name %q cannot be created yet: %s (%s) has the same external name and still manages that external resource%s; "+
 			"%s would create or adopt it while the first deletes it. "+
 			"Retry once %s is gone (%s).",
-		named(gk.Kind, o.namespace(), o.name()), o.externalName, oldName, strings.Join(details, "; "), more,
+		named(gk.Kind, o.namespace(), o.name()), o.externalName(), oldName, strings.Join(details, "; "), more,
 		why, old, kubectlGet(gvrs[old.gk], old.namespace(), old.name())))
 }

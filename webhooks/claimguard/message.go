@@ -33,8 +33,8 @@ func describeDeleting(f found, deleting func(found) string) string {
 		return f.String() + " (a kind Steward does not cache; it may already be gone)"
 	}
 	var parts []string
-	if f.externalName != "" {
-		parts = append(parts, fmt.Sprintf("external name %q", f.externalName))
+	if f.externalName() != "" {
+		parts = append(parts, fmt.Sprintf("external name %q", f.externalName()))
 	}
 	if f.deleting() {
 		parts = append(parts, deleting(f))

@@ -1,6 +1,7 @@
 package claimguard
 
 import (
+	"math"
 	"strings"
 	"time"
 	"unique"
@@ -8,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 )
 
 // Crossplane's own label and annotation keys.
@@ -20,29 +22,77 @@ const (
 )
 
 // object is what claimguard keeps in its caches for one composite or
-// managed resource: only the fields its checks read. Informers hold tens of
-// thousands of these, so it carries no labels, annotations or managed
-// fields, and it is smaller than a metav1.ObjectMeta.
+// managed resource: only the fields its checks read. Informers hold
+// hundreds of thousands of these, most of them live managed resources, so
+// it carries no labels, annotations or managed fields, keeps its strings in
+// one allocation, and fits a 64-byte allocation; what only composites and
+// deleting objects need hangs off more.
 type object struct {
 	// id is the object's namespace and name as one string, the cache key
 	// ("namespace/name", or the name of a cluster-scoped object: see
-	// newID), followed by its resource version, the last rvLen bytes: one
-	// string for what every object has.
-	id         string
-	rvLen      uint32
-	deletion   *metav1.Time
-	finalizers finalizerList
-	// externalName is the crossplane.io/external-name annotation.
-	externalName string
+	// newID), followed by its resource version (rvLen bytes) and its
+	// crossplane.io/external-name annotation (extLen bytes, or none when
+	// it is extSameAsName): one string for what every managed resource
+	// has.
+	id            string
+	rvLen, extLen uint32
+	deletion      *metav1.Time
+	finalizers    finalizerList
 	// owner is the controller owner reference as "group/Kind/name": the
 	// composite resource that composed this object.
 	owner string
+	// more is set for composite resources, and for managed resources only
+	// while they are being deleted: nothing reads a live managed
+	// resource's claim.
+	more *objectMore
+}
+
+// objectMore is the part of an object that most cached objects lack.
+type objectMore struct {
 	// claim is "namespace/name" of the claim the object belongs to, from
 	// Crossplane's claim labels or a v1 XR's spec.claimRef.
 	claim string
 	// refs are a composite resource's spec.resourceRefs (v1) or
 	// spec.crossplane.resourceRefs (v2), sized exactly.
 	refs []ref
+}
+
+// claim is "namespace/name" of the object's claim, or "".
+func (o *object) claim() string {
+	if o.more == nil {
+		return ""
+	}
+	return o.more.claim
+}
+
+// refs are a composite resource's resource references.
+func (o *object) refs() []ref {
+	if o.more == nil {
+		return nil
+	}
+	return o.more.refs
+}
+
+// setClaim sets the object's claim.
+func (o *object) setClaim(claim string) {
+	if o.more == nil {
+		if claim == "" {
+			return
+		}
+		o.more = &objectMore{}
+	}
+	o.more.claim = claim
+}
+
+// setRefs sets a composite resource's resource references.
+func (o *object) setRefs(refs []ref) {
+	if o.more == nil {
+		if refs == nil {
+			return
+		}
+		o.more = &objectMore{}
+	}
+	o.more.refs = refs
 }
 
 // ref is one entry of a composite resource's resource references. Group,
@@ -113,28 +163,63 @@ func (o *object) deletingFor(now time.Time) time.Duration {
 // URL); a cluster-scoped name that does (a request body the API server
 // has not validated) is stored after a "/", so that name and namespace
 // still read back as given.
-func newID(namespace, name string) string { return newIDWithRV(namespace, name, "") }
+func newID(namespace, name string) string { return joinID(namespace, name, "", "") }
 
-// newIDWithRV is newID followed by a resource version, built at once.
-func newIDWithRV(namespace, name, rv string) string {
+// joinID is newID followed by a resource version and an external name,
+// built in one allocation.
+func joinID(namespace, name, rv, ext string) string {
+	var b strings.Builder
+	b.Grow(len(namespace) + 2 + len(name) + len(rv) + len(ext))
 	switch {
 	case namespace == "" && strings.Contains(name, "/"):
-		return "/" + name + rv
-	case namespace == "":
-		return name + rv
+		b.WriteByte('/')
+	case namespace != "":
+		b.WriteString(namespace)
+		b.WriteByte('/')
 	}
-	return namespace + "/" + name + rv
+	b.WriteString(name)
+	b.WriteString(rv)
+	b.WriteString(ext)
+	return b.String()
+}
+
+// extSameAsName is the extLen of an object whose external name is its
+// name, as many providers name what they create: the id then holds it once.
+const extSameAsName = math.MaxUint32
+
+// storedExtLen is how many bytes of the id the external name takes.
+func (o *object) storedExtLen() int {
+	if o.extLen == extSameAsName {
+		return 0
+	}
+	return int(o.extLen)
 }
 
 // ident is the object's namespace and name as newID joins them.
-func (o *object) ident() string { return o.id[:len(o.id)-int(o.rvLen)] }
+func (o *object) ident() string { return o.id[:len(o.id)-int(o.rvLen)-o.storedExtLen()] }
 
 // resourceVersion is the object's resource version, for client-go.
-func (o *object) resourceVersion() string { return o.id[len(o.id)-int(o.rvLen):] }
+func (o *object) resourceVersion() string {
+	end := len(o.id) - o.storedExtLen()
+	return o.id[end-int(o.rvLen) : end]
+}
 
-// setID sets the object's namespace, name and resource version.
-func (o *object) setID(namespace, name, rv string) {
-	o.id, o.rvLen = newIDWithRV(namespace, name, rv), uint32(len(rv))
+// externalName is the crossplane.io/external-name annotation.
+func (o *object) externalName() string {
+	if o.extLen == extSameAsName {
+		return o.name()
+	}
+	return o.id[len(o.id)-int(o.extLen):]
+}
+
+// setID sets the object's namespace, name, resource version and external
+// name.
+func (o *object) setID(namespace, name, rv, ext string) {
+	o.rvLen, o.extLen = uint32(len(rv)), uint32(len(ext))
+	if ext != "" && ext == name {
+		o.extLen, ext = extSameAsName, ""
+	}
+	o.id = joinID(namespace, name, rv, ext)
 }
 
 // name is the object's name.
@@ -164,6 +249,19 @@ func (o *object) key() string {
 	return id
 }
 
+// keyOf is the informers' key function. An object's key is a part of its
+// id, so the store's map shares the id's bytes instead of holding a key
+// built for each object.
+func keyOf(obj any) (string, error) {
+	switch o := obj.(type) {
+	case *object:
+		return o.key(), nil
+	case cache.DeletedFinalStateUnknown:
+		return o.Key, nil
+	}
+	return cache.MetaNamespaceKeyFunc(obj)
+}
+
 func cacheKey(namespace, name string) string {
 	if namespace == "" {
 		return name
@@ -176,8 +274,8 @@ func ownerKey(gk schema.GroupKind, name string) string {
 	return gk.Group + "/" + gk.Kind + "/" + name
 }
 
-// claimKey is claimKey(o.namespace(), o.name()) without building it again.
-func (o *object) claimKey() string {
+// asClaim is claimKey(o.namespace(), o.name()) without building it again.
+func (o *object) asClaim() string {
 	if o.namespace() == "" || o.name() == "" {
 		return ""
 	}
@@ -198,7 +296,9 @@ func (o *object) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKi
 
 func (o *object) DeepCopyObject() runtime.Object {
 	c := *o
-	c.refs = append([]ref(nil), o.refs...)
+	if o.more != nil {
+		c.more = &objectMore{claim: o.more.claim, refs: append([]ref(nil), o.more.refs...)}
+	}
 	if o.deletion != nil {
 		t := *o.deletion
 		c.deletion = &t

@@ -11,16 +11,22 @@ import (
 // objects are never written back.
 var _ metav1.Object = (*object)(nil)
 
-func (o *object) GetNamespace() string                  { return o.namespace() }
-func (o *object) SetNamespace(namespace string)         { o.setID(namespace, o.name(), o.resourceVersion()) }
-func (o *object) GetName() string                       { return o.name() }
-func (o *object) SetName(name string)                   { o.setID(o.namespace(), name, o.resourceVersion()) }
-func (o *object) GetGenerateName() string               { return "" }
-func (o *object) SetGenerateName(string)                {}
-func (o *object) GetUID() types.UID                     { return "" }
-func (o *object) SetUID(types.UID)                      {}
-func (o *object) GetResourceVersion() string            { return o.resourceVersion() }
-func (o *object) SetResourceVersion(version string)     { o.setID(o.namespace(), o.name(), version) }
+func (o *object) GetNamespace() string { return o.namespace() }
+func (o *object) SetNamespace(namespace string) {
+	o.setID(namespace, o.name(), o.resourceVersion(), o.externalName())
+}
+func (o *object) GetName() string { return o.name() }
+func (o *object) SetName(name string) {
+	o.setID(o.namespace(), name, o.resourceVersion(), o.externalName())
+}
+func (o *object) GetGenerateName() string    { return "" }
+func (o *object) SetGenerateName(string)     {}
+func (o *object) GetUID() types.UID          { return "" }
+func (o *object) SetUID(types.UID)           {}
+func (o *object) GetResourceVersion() string { return o.resourceVersion() }
+func (o *object) SetResourceVersion(version string) {
+	o.setID(o.namespace(), o.name(), version, o.externalName())
+}
 func (o *object) GetGeneration() int64                  { return 0 }
 func (o *object) SetGeneration(int64)                   {}
 func (o *object) GetSelfLink() string                   { return "" }

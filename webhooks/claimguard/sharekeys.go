@@ -1,30 +1,28 @@
 package claimguard
 
-import "k8s.io/client-go/tools/cache"
-
-// The owner and claim keys of the objects a composite composed are equal
-// strings: "group/Kind/name" of the composite and "namespace/name" of its
-// claim, decoded anew for each object. So are the names in a composite's
-// resource references and the names of the objects they name. Informers
-// hold tens of thousands of these objects, so each new one takes the
-// strings of an equal key or name from an object the owner index already
-// holds, and its own decoded copies become garbage: one copy of each key
-// for a composite and everything it composed, about 80 bytes less for
-// each composed resource. The index keeps objects alive while they are
+// The owner keys of the objects a composite composed are equal strings,
+// "group/Kind/name" of the composite, decoded anew for each object; so are
+// the claim keys ("namespace/name") of a claim's composites and deleting
+// objects, and the names in a composite's resource references and the
+// names of the objects they name. Informers hold hundreds of thousands of
+// these objects, so each new one takes the strings of an equal key or name
+// from an object the owner index already holds, and its own decoded copies
+// become garbage: one copy of each key for a composite and everything it
+// composed. The index keeps objects alive while they are
 // cached, and drops them with their informer, so no table of strings
 // outlives what holds them (unique.Make would keep the strings only until
 // the next collection, unless each object held a handle, which costs more
 // than it saves).
 
-// transform is the informers' TransformFunc for watch w: transform, then
-// shareKeys.
-func (x *ownerIndex) transform(w *watch) cache.TransformFunc {
-	return func(in any) (any, error) {
-		out, err := transform(in)
-		if o, ok := out.(*object); ok && out != in {
+// prepare is the Watch's Prepare for watch w: shareKeys, for each object
+// just before its store keeps it. Sharing there rather than in the
+// transform finds the objects of every kind listed before, since the
+// transform of a list runs before any of the list is stored.
+func (x *ownerIndex) prepare(w *watch) func(any) {
+	return func(obj any) {
+		if o, ok := obj.(*object); ok {
 			x.shareKeys(w, o)
 		}
-		return out, err
 	}
 }
 
@@ -37,17 +35,13 @@ func (x *ownerIndex) shareKeys(w *watch, o *object) {
 	if o.owner != "" {
 		// Another object the same composite composed.
 		if es := x.owners[o.owner]; len(es) > 0 {
-			sibling := es[0].o
-			o.owner = sibling.owner
-			if o.claim != "" && sibling.claim == o.claim {
-				o.claim = sibling.claim
-			}
+			o.owner = es[0].o.owner
 		}
 	}
-	if o.claim != "" {
+	if c := o.claim(); c != "" {
 		// A composite of the claim, or an object being deleted.
-		if es := x.claims[o.claim]; len(es) > 0 {
-			o.claim = es[0].o.claim
+		if es := x.claims[c]; len(es) > 0 {
+			o.more.claim = es[0].o.claim()
 		}
 	}
 	if w == nil || w.role != roleComposite {
@@ -58,11 +52,9 @@ func (x *ownerIndex) shareKeys(w *watch, o *object) {
 	if len(composed) == 0 {
 		return
 	}
-	if o.claim != "" && composed[0].o.claim == o.claim {
-		o.claim = composed[0].o.claim
-	}
-	for i := range o.refs {
-		r := &o.refs[i]
+	refs := o.refs()
+	for i := range refs {
+		r := &refs[i]
 		for _, e := range composed {
 			if e.w.gk == r.groupKind() && e.o.name() == r.name && e.o.namespace() == r.namespace.Value() {
 				r.name = e.o.name()

@@ -15,19 +15,22 @@ func sameString(a, b string) bool {
 }
 
 func TestTransformSharesKeysWithCachedObjects(t *testing.T) {
+	// A deleting composite and its deleting MRs: MRs keep their claim
+	// only while they are being deleted.
+	const i = deletingEvery
 	for _, mrsFirst := range []bool{false, true} {
 		t.Run(fmt.Sprintf("MRsFirst=%v", mrsFirst), func(t *testing.T) {
 			c := newCluster()
 			synced := func() bool { return true }
-			xrs := &watch{gk: pgXRD.compositeGK(), gvr: pgXRGVR, role: roleComposite, indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, compositeIndexers()), owners: c.owners, synced: synced}
+			xrs := &watch{gk: pgXRD.compositeGK(), gvr: pgXRGVR, role: roleComposite, indexer: cache.NewIndexer(keyOf, compositeIndexers()), owners: c.owners, synced: synced}
 			mrs := make([]*watch, 2)
 			for k := range mrs {
-				mrs[k] = &watch{gk: benchGK(k), gvr: pgXRGVR, role: roleManaged, indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, managedIndexers()), owners: c.owners, synced: synced}
+				mrs[k] = &watch{gk: benchGK(k), gvr: pgXRGVR, role: roleManaged, indexer: cache.NewIndexer(keyOf, managedIndexers()), owners: c.owners, synced: synced}
 			}
 			var x *object
 			var composed []*object
 			addXR := func() {
-				o, err := c.owners.transform(xrs)(realisticXR(7, oneOfEachKind))
+				o, err := transform(realisticXR(i, oneOfEachKind))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -38,7 +41,7 @@ func TestTransformSharesKeysWithCachedObjects(t *testing.T) {
 				addXR()
 			}
 			for k := range mrs {
-				o, err := c.owners.transform(mrs[k])(realisticMR(7, k))
+				o, err := transform(realisticMR(i, k))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -52,19 +55,29 @@ func TestTransformSharesKeysWithCachedObjects(t *testing.T) {
 			if !sameString(a.owner, b.owner) {
 				t.Errorf("two objects of one composite keep two copies of its owner key %q", a.owner)
 			}
-			if !sameString(a.claim, b.claim) || !sameString(a.claim, x.claim) {
-				t.Errorf("a composite and its objects keep several copies of their claim key %q, %q, %q", x.claim, a.claim, b.claim)
+			if !sameString(a.claim(), b.claim()) || !sameString(a.claim(), x.claim()) {
+				t.Errorf("a composite and its objects keep several copies of their claim key %q, %q, %q", x.claim(), a.claim(), b.claim())
 			}
-			for i, r := range x.refs[:len(composed)] {
+			for i, r := range x.refs()[:len(composed)] {
 				if got := sameString(r.name, composed[i].name()); got != mrsFirst {
 					t.Errorf("the composite's reference to %s shares the object's name: %v, want %v (only when the object was cached first)", r.name, got, mrsFirst)
 				}
 			}
 			// What the checks read is unchanged.
-			want, _ := transform(realisticMR(7, 1))
-			if w := want.(*object); w.owner != b.owner || w.claim != b.claim || w.id != b.id {
+			want, _ := transform(realisticMR(i, 1))
+			if w := want.(*object); w.owner != b.owner || w.claim() != b.claim() || w.id != b.id {
 				t.Errorf("sharing changed an object: got %+v, want %+v", b, w)
 			}
 		})
+	}
+}
+
+func TestLiveManagedResourcesKeepNoClaim(t *testing.T) {
+	o, err := transform(realisticMR(deletingEvery+1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mr := o.(*object); mr.more != nil || mr.claim() != "" || mr.owner == "" || mr.externalName() == "" {
+		t.Errorf("a live MR is cached as %+v (more %+v), want its owner and external name and nothing more", mr, mr.more)
 	}
 }

@@ -28,20 +28,23 @@ func transform(in any) (any, error) {
 // not nil, is the object's spec (composite resources only).
 func fromMeta(m metav1.Object, spec map[string]any) *object {
 	o := &object{
-		deletion:     m.GetDeletionTimestamp(),
-		finalizers:   internFinalizers(m.GetFinalizers()),
-		externalName: m.GetAnnotations()[annotationExtName],
-		owner:        controllerOwner(m.GetOwnerReferences()),
+		deletion:   m.GetDeletionTimestamp(),
+		finalizers: internFinalizers(m.GetFinalizers()),
+		owner:      controllerOwner(m.GetOwnerReferences()),
 	}
-	o.setID(m.GetNamespace(), m.GetName(), m.GetResourceVersion())
+	o.setID(m.GetNamespace(), m.GetName(), m.GetResourceVersion(), m.GetAnnotations()[annotationExtName])
+	if spec == nil && !o.deleting() {
+		// A live managed resource: nothing reads its claim (see claimOf).
+		return o
+	}
 	labels := m.GetLabels()
 	claim := claimKey(labels[labelClaimNamespace], labels[labelClaimName])
 	if claim == "" && spec != nil {
 		claim = claimKey(str(spec, "claimRef", "namespace"), str(spec, "claimRef", "name"))
 	}
-	o.claim = claim
+	o.setClaim(claim)
 	if spec != nil {
-		o.refs = refsOf(spec, o.namespace())
+		o.setRefs(refsOf(spec, o.namespace()))
 	}
 	return o
 }

@@ -179,10 +179,7 @@ steward_watched_kinds{group="kustomize.toolkit.fluxcd.io",resource="kustomizatio
 // watch error handler).
 func TestAcceptingQueueCountsWhatReachesTheStore(t *testing.T) {
 	var oks atomic.Int32
-	q := &acceptingQueue{RealFIFO: cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
-		KeyFunction:  cache.DeletionHandlingMetaNamespaceKeyFunc,
-		KnownObjects: cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, nil),
-	}), accepted: func() { oks.Add(1) }}
+	q := newQueue("test", cache.DeletionHandlingMetaNamespaceKeyFunc, nil, func() { oks.Add(1) })
 	obj := kustomization("v1", "apps", "web", "")
 	for _, f := range []func() error{
 		func() error { return q.Replace(nil, "1") },

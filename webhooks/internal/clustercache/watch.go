@@ -26,10 +26,21 @@ type Spec struct {
 	Transform cache.TransformFunc
 	// Indexers are the store's indexes.
 	Indexers cache.Indexers
+	// KeyFunc keys the store; by default "namespace/name" built for each
+	// object (cache.DeletionHandlingMetaNamespaceKeyFunc). The store
+	// keeps one key per object, so a rule whose transformed objects hold
+	// their key already can return it and save that copy.
+	KeyFunc cache.KeyFunc
 	// Handler, if set, hears of every change to the store, in the Watch's
 	// one loop, as each change is stored: it must be quick (index, count,
 	// notify), since the next object waits for it.
 	Handler cache.ResourceEventHandler
+	// Prepare, if set, is called with each listed or watched object in
+	// the Watch's loop just before the store keeps it, while nothing else
+	// can read it yet: a rule may still change it there (claimguard makes
+	// equal strings of objects of different kinds share their bytes,
+	// which needs the objects already stored).
+	Prepare func(obj any)
 	// OnSynced is called once the first list is stored.
 	OnSynced func()
 	// OnForbidden is called when listing fails because Steward may not
@@ -87,7 +98,11 @@ const (
 // Watch starts an informer over gvr until ctx ends or Stop is called.
 func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Spec) *Watch {
 	w := &Watch{gvr: gvr, started: time.Now()}
-	w.indexer = cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, s.Indexers)
+	keyFunc := s.KeyFunc
+	if keyFunc == nil {
+		keyFunc = cache.DeletionHandlingMetaNamespaceKeyFunc
+	}
+	w.indexer = cache.NewIndexer(keyFunc, s.Indexers)
 	wctx, cancel := context.WithCancel(ctx)
 	w.cancel = cancel
 	onForbidden := s.OnForbidden
@@ -97,18 +112,17 @@ func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Sp
 		}
 	}
 	// The list (pagedList) transforms what it lists; the queue transforms
-	// watch events.
-	queue := &acceptingQueue{RealFIFO: cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
-		Name:         gvr.String(),
-		KeyFunction:  cache.DeletionHandlingMetaNamespaceKeyFunc,
-		KnownObjects: w.indexer,
-		Transformer:  withTransformed(s.Transform),
-	}), accepted: w.accepted}
+	// watch events. The queue hands a list over as one item (AtomicEvents),
+	// which the store applies (see sink.replaceAll): queued one item per
+	// object, a list would leave an array of one entry per object behind,
+	// held by the emptied queue until the next event.
+	queue := newQueue(gvr.String(), keyFunc, withTransformed(s.Transform), w.accepted)
 	w.synced = queue.Done()
 	handler := s.Handler
 	if handler == nil {
 		handler = cache.ResourceEventHandlerFuncs{}
 	}
+	sink := &sink{indexer: w.indexer, keyFunc: keyFunc, handler: handler, prepare: s.Prepare}
 	w.controller = cache.New(&cache.Config{
 		Queue:             queue,
 		ListerWatcher:     c.listWatch(gvr, s, w),
@@ -119,7 +133,7 @@ func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Sp
 			if !ok {
 				return fmt.Errorf("%s: the queue gave %T, not Deltas", gvr, obj)
 			}
-			return store(w.indexer, handler, deltas, isInInitialList)
+			return sink.apply(deltas, isInInitialList)
 		},
 		WatchErrorHandlerWithContext: func(ctx context.Context, r *cache.Reflector, err error) {
 			if apierrors.IsForbidden(err) {
@@ -146,34 +160,13 @@ func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Sp
 	return w
 }
 
-// store applies what the queue gives to the indexer and tells the handler,
-// as a shared informer does for each of its handlers: an object already
-// stored is an update (a relist's too), one that is not is an add.
-func store(indexer cache.Indexer, handler cache.ResourceEventHandler, deltas cache.Deltas, isInInitialList bool) error {
-	for _, d := range deltas {
-		switch d.Type {
-		case cache.Sync, cache.Replaced, cache.Added, cache.Updated:
-			if old, exists, err := indexer.Get(d.Object); err == nil && exists {
-				if err := indexer.Update(d.Object); err != nil {
-					return err
-				}
-				handler.OnUpdate(old, d.Object)
-			} else {
-				if err := indexer.Add(d.Object); err != nil {
-					return err
-				}
-				handler.OnAdd(d.Object, isInInitialList)
-			}
-		case cache.Deleted:
-			if err := indexer.Delete(d.Object); err != nil {
-				return err
-			}
-			handler.OnDelete(d.Object)
-		default:
-			return fmt.Errorf("unexpected delta %q", d.Type)
-		}
-	}
-	return nil
+func newQueue(name string, keyFunc cache.KeyFunc, transform cache.TransformFunc, accepted func()) *acceptingQueue {
+	return &acceptingQueue{RealFIFO: cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
+		Name:         name,
+		KeyFunction:  keyFunc,
+		AtomicEvents: true,
+		Transformer:  transform,
+	}), accepted: accepted}
 }
 
 // acceptingQueue tells its Watch that the API server answered whenever
