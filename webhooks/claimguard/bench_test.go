@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
@@ -102,12 +101,12 @@ func benchGK(k int) schema.GroupKind {
 func benchCluster(b testing.TB, shape benchShape) *cluster {
 	c := newCluster()
 	synced := func() bool { return true }
-	xrs := &watch{gk: pgXRD.compositeGK(), gvr: pgXRGVR, role: roleComposite, indexer: cache.NewIndexer(keyOf, compositeIndexers()),
+	xrs := &watch{gk: pgXRD.compositeGK(), gvr: pgXRGVR, role: roleComposite, indexer: newObjectStore(),
 		owners: c.owners, synced: synced}
 	mrs := make([]*watch, len(benchKinds))
 	for k := range benchKinds {
 		mrs[k] = &watch{gk: benchGK(k), gvr: schema.GroupVersionResource{Group: "database.aws.example.org", Version: "v1beta1", Resource: "x" + fmt.Sprint(k)},
-			role: roleManaged, indexer: cache.NewIndexer(keyOf, managedIndexers()), owners: c.owners, synced: synced}
+			role: roleManaged, indexer: newObjectStore(), owners: c.owners, synced: synced}
 	}
 	for i := 0; i < benchXRs; i++ {
 		o, err := transform(realisticXR(i, shape))

@@ -253,49 +253,23 @@ func (d *discoverer) apply(ctx context.Context, p plan, partial bool) {
 // objects (trimmed on arrival) for composite resources, whose resource
 // references live in their spec.
 func (d *discoverer) start(ctx context.Context, want wanted) *watch {
-	indexers := compositeIndexers()
-	if want.role == roleManaged {
-		indexers = managedIndexers()
-	}
-	count := &objectCount{}
-	w := &watch{gk: want.gk, gvr: want.gvr, namespaced: want.namespaced, role: want.role, owners: d.rule.found.owners, objects: count.get}
+	store := newObjectStore()
+	w := &watch{gk: want.gk, gvr: want.gvr, namespaced: want.namespaced, role: want.role, indexer: store, owners: d.rule.found.owners, objects: store.Len}
 	cw := d.cluster.Watch(ctx, want.gvr, clustercache.Spec{
 		Metadata:    want.role == roleManaged,
 		Transform:   transform,
 		Prepare:     d.rule.found.owners.prepare(w),
-		Indexers:    indexers,
-		KeyFunc:     keyOf,
-		Handler:     handlers{count.handler(), d.rule.found.owners.handler(w)},
+		Store:       store,
+		Handler:     d.rule.found.owners.handler(w),
 		OnSynced:    d.trigger,
 		OnForbidden: d.onForbidden(want.gvr.GroupResource().String()),
 	})
-	w.indexer, w.synced, w.forbidden = cw.Indexer(), cw.HasSynced, cw.Forbidden
+	w.synced, w.forbidden = cw.HasSynced, cw.Forbidden
 	w.cancel = func() {
 		cw.Stop()
 		d.rule.found.owners.drop(w)
 	}
 	return w
-}
-
-// handlers passes an informer's events to each of its handlers in turn.
-type handlers []cache.ResourceEventHandler
-
-func (hs handlers) OnAdd(obj any, initial bool) {
-	for _, h := range hs {
-		h.OnAdd(obj, initial)
-	}
-}
-
-func (hs handlers) OnUpdate(old, cur any) {
-	for _, h := range hs {
-		h.OnUpdate(old, cur)
-	}
-}
-
-func (hs handlers) OnDelete(obj any) {
-	for _, h := range hs {
-		h.OnDelete(obj)
-	}
 }
 
 // onForbidden logs that Steward may not list a kind, whose requests are

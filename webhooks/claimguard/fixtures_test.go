@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 )
 
 // now is the tests' clock.
@@ -179,12 +178,8 @@ func store(w *watch, o *object) {
 }
 
 func (c *cluster) watch(gk schema.GroupKind, gvr schema.GroupVersionResource, namespaced bool, r role, st state, objs ...*object) *cluster {
-	indexers := managedIndexers()
-	if r == roleComposite {
-		indexers = compositeIndexers()
-	}
-	idx := cache.NewIndexer(keyOf, indexers)
-	w := &watch{gk: gk, gvr: gvr, namespaced: namespaced, role: r, indexer: idx, owners: c.owners, objects: func() int { return len(idx.ListKeys()) }, synced: func() bool { return st == stateSynced },
+	idx := newObjectStore()
+	w := &watch{gk: gk, gvr: gvr, namespaced: namespaced, role: r, indexer: idx, owners: c.owners, objects: idx.Len, synced: func() bool { return st == stateSynced },
 		forbidden: func() bool { return st == stateForbidden }, cancel: func() {}}
 	for _, o := range objs {
 		store(w, o)

@@ -18,20 +18,10 @@ const (
 	indexClaim = "claim"
 	// indexExternalName maps crossplane.io/external-name to the objects
 	// with that name that are being deleted; live objects are never looked
-	// up by external name, so they stay out of the index. It is an
-	// informer index: it holds few objects.
+	// up by external name, so they stay out of the index. The watches'
+	// stores keep it (objectStore): it holds few objects.
 	indexExternalName = "externalName"
 )
-
-// compositeIndexers are the informer indexes of composite resources.
-func compositeIndexers() cache.Indexers {
-	return cache.Indexers{indexExternalName: byTerminatingExternalName}
-}
-
-// managedIndexers are the informer indexes of managed resources.
-func managedIndexers() cache.Indexers {
-	return cache.Indexers{indexExternalName: byTerminatingExternalName}
-}
 
 func one(s string) []string {
 	if s == "" {

@@ -38,7 +38,7 @@ func TestOwnerIndexFollowsTheStore(t *testing.T) {
 	source.Add(mr("a", "x1", false))
 	source.Add(mr("b", "x1", true))
 	source.Add(mr("c", "x2", false))
-	informer := cache.NewSharedIndexInformer(source, &metav1.PartialObjectMetadata{}, 0, managedIndexers())
+	informer := cache.NewSharedIndexInformer(source, &metav1.PartialObjectMetadata{}, 0, newObjectStore().GetIndexers())
 	if err := informer.SetTransform(transform); err != nil {
 		t.Fatal(err)
 	}

@@ -26,8 +26,8 @@ type watch struct {
 	// dropped is set, under owners.mu, once the watch stopped and left
 	// owners.
 	dropped bool
-	// objects is how many objects the cache holds, kept from the
-	// informer's events (see objectCount) so a scrape lists nothing.
+	// objects is how many objects the cache holds; a scrape lists
+	// nothing.
 	objects func() int
 	// synced reports whether the informer has listed the kind once.
 	synced func() bool

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 	"unsafe"
-
-	"k8s.io/client-go/tools/cache"
 )
 
 // sameString reports whether two strings share their bytes, not only
@@ -22,10 +20,10 @@ func TestTransformSharesKeysWithCachedObjects(t *testing.T) {
 		t.Run(fmt.Sprintf("MRsFirst=%v", mrsFirst), func(t *testing.T) {
 			c := newCluster()
 			synced := func() bool { return true }
-			xrs := &watch{gk: pgXRD.compositeGK(), gvr: pgXRGVR, role: roleComposite, indexer: cache.NewIndexer(keyOf, compositeIndexers()), owners: c.owners, synced: synced}
+			xrs := &watch{gk: pgXRD.compositeGK(), gvr: pgXRGVR, role: roleComposite, indexer: newObjectStore(), owners: c.owners, synced: synced}
 			mrs := make([]*watch, 2)
 			for k := range mrs {
-				mrs[k] = &watch{gk: benchGK(k), gvr: pgXRGVR, role: roleManaged, indexer: cache.NewIndexer(keyOf, managedIndexers()), owners: c.owners, synced: synced}
+				mrs[k] = &watch{gk: benchGK(k), gvr: pgXRGVR, role: roleManaged, indexer: newObjectStore(), owners: c.owners, synced: synced}
 			}
 			var x *object
 			var composed []*object

@@ -26,11 +26,11 @@ type Spec struct {
 	Transform cache.TransformFunc
 	// Indexers are the store's indexes.
 	Indexers cache.Indexers
-	// KeyFunc keys the store; by default "namespace/name" built for each
-	// object (cache.DeletionHandlingMetaNamespaceKeyFunc). The store
-	// keeps one key per object, so a rule whose transformed objects hold
-	// their key already can return it and save that copy.
-	KeyFunc cache.KeyFunc
+	// Store, if set, is the Watch's store instead of client-go's indexer
+	// over Indexers: a rule that keeps many objects may bring one that
+	// holds them in less memory. It must key objects by "namespace/name"
+	// as client-go does, and serve one Watch only.
+	Store cache.Indexer
 	// Handler, if set, hears of every change to the store, in the Watch's
 	// one loop, as each change is stored: it must be quick (index, count,
 	// notify), since the next object waits for it.
@@ -98,11 +98,11 @@ const (
 // Watch starts an informer over gvr until ctx ends or Stop is called.
 func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Spec) *Watch {
 	w := &Watch{gvr: gvr, started: time.Now()}
-	keyFunc := s.KeyFunc
-	if keyFunc == nil {
-		keyFunc = cache.DeletionHandlingMetaNamespaceKeyFunc
+	keyFunc := cache.DeletionHandlingMetaNamespaceKeyFunc
+	w.indexer = s.Store
+	if w.indexer == nil {
+		w.indexer = cache.NewIndexer(keyFunc, s.Indexers)
 	}
-	w.indexer = cache.NewIndexer(keyFunc, s.Indexers)
 	wctx, cancel := context.WithCancel(ctx)
 	w.cancel = cancel
 	onForbidden := s.OnForbidden
