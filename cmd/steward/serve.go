@@ -92,7 +92,7 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 		clientCAs = newClientCAs(opts.clientCAFile, log.WithName("client-ca"))
 		webhookTLS = append(webhookTLS, clientCAs.configure)
 	}
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+	inner, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 clientgoscheme.Scheme,
 		Cache:                  cacheOptions(rules),
 		Logger:                 log,
@@ -115,6 +115,7 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
+	mgr := &readinessRecorder{Manager: inner}
 
 	if clientCAs != nil {
 		if err := mgr.Add(clientCAs); err != nil {
@@ -159,6 +160,7 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go shutdownOnSignal(log, opts.shutdownDelay, &stopping, cancel)
+	collectHarderUntilReady(ctx, os.Getenv("GOGC"), mgr.ready, 200*time.Millisecond, log)
 	log.Info("starting steward", "version", build.Version, "revision", build.Revision, "namespace", opts.certs.Namespace, "port", opts.port, "certMode", opts.certMode, "requestMemory", requestMemory)
 	return mgr.Start(ctx)
 }

@@ -245,16 +245,21 @@ func (s *scaler) measureWith(ctx context.Context, config, scenario string, watch
 	if err != nil {
 		s.warnf("%v", err)
 	}
+	limit := sizedLimit(s.res.Limit, seeded)
 	opts := harness.StewardOptions{Config: config, ProvideCerts: true, ReadyTimeout: scaleReadyTimeout,
-		Args: []string{"--pprof-bind-address", s.pprofAddr}}
+		Args: []string{"--pprof-bind-address", s.pprofAddr},
+		Env:  []string{"MEMORY_LIMIT=" + strconv.FormatInt(limit, 10)}}
 	if !watchList {
-		opts.Env = []string{watchListOff}
+		opts.Env = append(opts.Env, watchListOff)
 	}
 	st, err := s.env.RestartStewardWith(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("starting steward (%s, WatchList %s): %w", scenario, onOff(watchList), err)
 	}
-	m := &scaleMeasure{Scenario: scenario, WatchList: watchList, Seeded: seeded, Startup: st.StartupTime()}
+	m := &scaleMeasure{Scenario: scenario, WatchList: watchList, Seeded: seeded, Startup: st.StartupTime(), Limit: limit}
+	if m.StartupCPU, err = harness.ProcessCPU(st.PID()); err != nil {
+		s.warnf("reading steward's CPU time: %v", err)
+	}
 	// Ready means synced, but claimguard's counts come from its snapshot,
 	// taken a moment later.
 	deadline := time.Now().Add(2 * time.Minute)
@@ -335,6 +340,21 @@ func settledMemory(ctx context.Context, pid int) (harness.Memory, error) {
 			return mem, nil
 		}
 	}
+}
+
+// README's memory sizing: the shipped limit, or for more objects than it
+// suits, sizingPerObject of limit per cached object plus sizingBase.
+const (
+	sizingPerObject = 1 << 10
+	sizingBase      = 64 << 20
+)
+
+// sizedLimit is the memory limit an operator following the README gives
+// Steward for n cached objects: never below the shipped limit. Measuring
+// every size under the shipped limit would have Go's soft limit squeeze the
+// collector at the larger sizes, and report that squeeze as a smaller cache.
+func sizedLimit(shipped int64, n int) int64 {
+	return max(shipped, int64(n)*sizingPerObject+sizingBase)
 }
 
 // watches counts the WATCH requests the API server is serving

@@ -34,7 +34,7 @@ func sampleScale() *scaleResults {
 	res.Finished = res.Started.Add(time.Hour)
 	mk := func(scenario string, wl bool, seeded int, rss, heap int64, peak float64) *scaleMeasure {
 		return &scaleMeasure{Scenario: scenario, WatchList: wl, Seeded: seeded, Cached: float64(seeded) * 12 / 13, Kinds: 9, Watches: 13,
-			SyncedRSS: rss, PeakRSS: int64(float64(rss) * peak), LiveHeap: heap, Startup: 1500 * time.Millisecond}
+			SyncedRSS: rss, PeakRSS: int64(float64(rss) * peak), LiveHeap: heap, Startup: 1500 * time.Millisecond, StartupCPU: 2 * time.Second, Limit: sizedLimit(256<<20, seeded)}
 	}
 	res.Measures = []*scaleMeasure{
 		mk(scenarioEmpty, true, 0, base, 10<<20, 1.1), mk(scenarioEmpty, false, 0, base, 10<<20, 1.1),
@@ -91,7 +91,8 @@ func TestScaleSectionRendersTheSample(t *testing.T) {
 	}
 	for _, s := range []string{
 		"at commit `abc1234`, on 2 × Test CPU; full scale.",
-		"| 500k objects: XRs, MRs, Flux | off | 500000 | 461538 | 326.1 MiB | 489.2 MiB | 1.50× | 129.2 MiB | 1.5s | 13 | 9 |",
+		"| 500k objects: XRs, MRs, Flux | off | 500000 | 461538 | 552.3 MiB | 326.1 MiB | 489.2 MiB | 1.50× | 129.2 MiB | 1.5s | 2s | 13 | 9 |",
+		"| 65k objects: XRs, MRs, Flux | on | 65000 | 60000 | 256.0 MiB |",
 		"| 2000 Fleet-managed Deployments | on | 2000 |",
 		"| 500 MR kinds, 2 objects each | on | 1000 |",
 		"| on | 400 B | 200 B | 40.0 MiB | 10.0 MiB |",

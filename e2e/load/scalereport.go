@@ -58,6 +58,10 @@ type scaleMeasure struct {
 	Cached, Kinds, Watches       float64
 	SyncedRSS, PeakRSS, LiveHeap int64
 	Startup                      time.Duration
+	// StartupCPU is the CPU time Steward used until its first ready
+	// answer; Limit the memory limit it ran with ($MEMORY_LIMIT).
+	StartupCPU time.Duration
+	Limit      int64
 	// AuditSeconds is the sum over the rules of how long their last audit
 	// took (steward_audit_duration_seconds); AuditFindings the findings
 	// they last reported (steward_audit_results).
@@ -362,15 +366,15 @@ func renderScale(res *scaleResults, chart string) string {
 	for _, g := range scaleGoals(res) {
 		w("| %s | %s | %s |\n", g.Goal, g.Measured, g.Verdict)
 	}
-	w("\n| scenario | WatchList | objects seeded | in claimguard's caches | synced resident | start-up peak | peak ÷ synced | live heap | ready after | watches | kinds watched |\n")
-	w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	w("\n| scenario | WatchList | objects seeded | in claimguard's caches | memory limit | synced resident | start-up peak | peak ÷ synced | live heap | ready after | CPU until ready | watches | kinds watched |\n")
+	w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, x := range res.Measures {
 		watches := "–"
 		if !math.IsNaN(x.Watches) {
 			watches = fmt.Sprintf("%.0f", x.Watches)
 		}
-		w("| %s | %s | %d | %.0f | %s | %s | %.2f× | %s | %s | %s | %.0f |\n", res.scenarioTitle(x), onOff(x.WatchList), x.Seeded, x.Cached,
-			mib(x.SyncedRSS), mib(x.PeakRSS), x.PeakRatio(), mib(x.LiveHeap), x.Startup.Round(100*time.Millisecond), watches, x.Kinds)
+		w("| %s | %s | %d | %.0f | %s | %s | %s | %.2f× | %s | %s | %s | %s | %.0f |\n", res.scenarioTitle(x), onOff(x.WatchList), x.Seeded, x.Cached,
+			mib(x.Limit), mib(x.SyncedRSS), mib(x.PeakRSS), x.PeakRatio(), mib(x.LiveHeap), x.Startup.Round(100*time.Millisecond), x.StartupCPU.Round(10*time.Millisecond), watches, x.Kinds)
 	}
 	w("\n| WatchList | resident per object | live heap per object | resident at no objects (fit) | live heap at no objects (fit) |\n|---|---:|---:|---:|---:|\n")
 	for _, wl := range []bool{true, false} {
@@ -380,7 +384,7 @@ func renderScale(res *scaleResults, chart string) string {
 	}
 	w("\n![Steward's resident memory against the objects cached, WatchList on and off](%s)\n\n", chart)
 
-	w("How: one API server and etcd (the e2e harness) are filled step by step and Steward (every rule at its defaults, the Deployment's memory limit as `$MEMORY_LIMIT`) is started afresh for each measurement, once with client-go's defaults (WatchList on: informers start with a streaming watch) and once with `%s` (a paginated LIST, then WATCH). ", watchListOff)
+	w("How: one API server and etcd (the e2e harness) are filled step by step and Steward (every rule at its defaults; `$MEMORY_LIMIT` the Deployment's limit, or where larger what the README's sizing gives for the objects seeded, 1 KiB each plus 64 MiB, as an operator would set it: the memory limit column) is started afresh for each measurement, once with client-go's defaults (WatchList on: informers start with a streaming watch) and once with `%s` (a paginated LIST, then WATCH). ", watchListOff)
 	w("The mix is 1 XR : 5 MRs : ½ Flux object: v1 XPostgreSQLInstances (the sample XRD in `e2e/crds`) of claims, each composing five MRs of real provider-sql v0.16.0 kinds (a Database, a Role, a Schema and two Grants, owned by the XR, labelled with its claim and carrying an external name and the provider's finalizer), and Kustomizations, HelmReleases and GitRepositories (a quarter suspended). ")
 	w("The Fleet scenario's Deployments carry what Fleet's agent writes: Helm's labels and release annotations, wrangler's objectset id, owner and hash, `objectset.rio.cattle.io/applied` (the object gzipped, in base64), and managedFields of the `fleetagent` field manager and of `kube-controller-manager` (status); its cost is the difference from empty caches. ")
 	w("The MR kinds are generated: copies of provider-sql's Database CRD renamed (kind DatabaseNNN, group kNNN.scale.sql.crossplane.io), in the `managed` category, each with a few composed objects; they and the Deployments are removed before the mix is seeded. ")
@@ -394,7 +398,7 @@ func renderScale(res *scaleResults, chart string) string {
 		w("%s%s to %s objects in %s (%.0f objects/s)", sep, kilo(from), kilo(s.Total), s.Took.Round(time.Second), s.rate())
 	}
 	w(". ")
-	w("Settled means: %s after /readyz first answers and claimguard reports the objects, the tool triggers two of the collections Go's runtime forces on an idle process every two minutes (pprof's `heap?gc=1`; the scavenger's goal after a collection follows the heap of the one before, so after the first it still allows for the start-up's), reads the live heap (`go_memstats_heap_alloc_bytes`) right after them, and reads the synced resident memory (VmRSS) once the runtime has returned what that freed (it has not fallen by 1%% in 30 seconds: Go's scavenger returns memory in bursts, seconds apart); the start-up peak is VmHWM, both from `/proc/<pid>/status`. Ready after is from the process's start to its first ready answer. ", res.Settle)
+	w("Settled means: %s after /readyz first answers and claimguard reports the objects, the tool triggers two of the collections Go's runtime forces on an idle process every two minutes (pprof's `heap?gc=1`; the scavenger's goal after a collection follows the heap of the one before, so after the first it still allows for the start-up's), reads the live heap (`go_memstats_heap_alloc_bytes`) right after them, and reads the synced resident memory (VmRSS) once the runtime has returned what that freed (it has not fallen by 1%% in 30 seconds: Go's scavenger returns memory in bursts, seconds apart); the start-up peak is VmHWM, both from `/proc/<pid>/status`. Ready after is from the process's start to its first ready answer, and CPU until ready the process's user and system time then (`/proc/<pid>/stat`). ", res.Settle)
 	w("The PolicyReport CRDs Steward ships are installed, so the background audit publishes as it would in a cluster that has them (every 5m, the default, in every measurement but two); at %s objects Steward is started twice more, with the audit off and with it every %s, and the goal compares the two: a pass's time is `steward_audit_duration_seconds` summed over the rules, read after at least two passes. ", kilo(auditScale(res.Sizes)), auditEvery)
 	w("Watches are the API server's own count, `apiserver_longrunning_requests{verb=\"WATCH\"}` with Steward running minus without it; kinds watched are Steward's (`steward_claimguard_watched_kinds` plus the series of `steward_watched_kinds`; fleetguard's four workload informers are not among them). Objects seeded count what the scenario created; claimguard's caches hold the XRs and MRs of them (`steward_claimguard_cached_objects`); suspendnotice's Flux objects have no count of their own.\n\n")
 	w("Reproducing: `make tools` once, then `make bench-scale` for the full run")
