@@ -151,6 +151,9 @@ func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
 			if err := s.auditScenarios(ctx); err != nil {
 				return nil, err
 			}
+			if err := s.startupGCScenarios(ctx); err != nil {
+				return nil, err
+			}
 		}
 	}
 	res.Finished = time.Now()
@@ -167,6 +170,10 @@ const (
 	// auditEvery: what the audit adds.
 	scenarioAuditOff = "audit-off"
 	scenarioAuditOn  = "audit-on"
+	// The mix again with GOGC=100 set, so that Steward starts at Go's
+	// default pace instead of collecting at GOGC=50 until ready: what
+	// that costs in CPU and saves in peak memory.
+	scenarioGC100 = "gogc-100"
 )
 
 // auditEvery is the audit interval of the audit-on scenario: the first
@@ -197,7 +204,21 @@ func (s *scaler) auditScenarios(ctx context.Context) error {
 		{scenarioAuditOff, harness.DefaultConfig + "audit:\n  interval: 0s\n"},
 		{scenarioAuditOn, harness.DefaultConfig + "audit:\n  interval: " + auditEvery.String() + "\n"},
 	} {
-		m, err := s.measureWith(ctx, sc.config, sc.name, true, s.mix.total(), float64(s.mix.xrs+s.mix.mrs))
+		m, err := s.measureWith(ctx, sc.config, sc.name, true, s.mix.total(), float64(s.mix.xrs+s.mix.mrs), nil)
+		if err != nil {
+			return err
+		}
+		s.res.Measures = append(s.res.Measures, m)
+	}
+	return nil
+}
+
+// startupGCScenarios measures the mix as it is, WatchList on and off, with
+// GOGC=100 set: paired with the mix's own measurements of this size, the
+// CPU and peak memory of collecting harder until ready.
+func (s *scaler) startupGCScenarios(ctx context.Context) error {
+	for _, wl := range []bool{true, false} {
+		m, err := s.measureWith(ctx, harness.DefaultConfig, scenarioGC100, wl, s.mix.total(), float64(s.mix.xrs+s.mix.mrs), []string{"GOGC=100"})
 		if err != nil {
 			return err
 		}
@@ -233,11 +254,12 @@ func (s *scaler) quiesce(ctx context.Context) error {
 // and reads what the scenario reports. cached is what claimguard should
 // hold once synced; seeded the objects the scenario put in the caches.
 func (s *scaler) measure(ctx context.Context, scenario string, watchList bool, seeded int, cached float64) (*scaleMeasure, error) {
-	return s.measureWith(ctx, harness.DefaultConfig, scenario, watchList, seeded, cached)
+	return s.measureWith(ctx, harness.DefaultConfig, scenario, watchList, seeded, cached, nil)
 }
 
-// measureWith is measure with Steward configured by config.
-func (s *scaler) measureWith(ctx context.Context, config, scenario string, watchList bool, seeded int, cached float64) (*scaleMeasure, error) {
+// measureWith is measure with Steward configured by config, and env added
+// to its environment.
+func (s *scaler) measureWith(ctx context.Context, config, scenario string, watchList bool, seeded int, cached float64, env []string) (*scaleMeasure, error) {
 	if err := s.quiesce(ctx); err != nil {
 		return nil, err
 	}
@@ -252,6 +274,7 @@ func (s *scaler) measureWith(ctx context.Context, config, scenario string, watch
 	if !watchList {
 		opts.Env = append(opts.Env, watchListOff)
 	}
+	opts.Env = append(opts.Env, env...)
 	st, err := s.env.RestartStewardWith(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("starting steward (%s, WatchList %s): %w", scenario, onOff(watchList), err)

@@ -220,6 +220,10 @@ func scaleGoals(r *scaleResults) []goal {
 		add(fmt.Sprintf("Start-up peak (VmHWM) ≤ %.2f× the synced resident memory, WatchList on and off", peakRatioGoal), "not run", "not measured")
 	}
 
+	if g := startupGCGoal(r); g != nil {
+		out = append(out, *g)
+	}
+
 	first := fullScaleSizes[0]
 	g := fmt.Sprintf("With %s objects cached and WatchList off, Steward starts inside its %s limit", kilo(first), mib(r.Limit))
 	if m := r.atLeast(first, false); m != nil {
@@ -282,6 +286,8 @@ func (r *scaleResults) scenarioTitle(m *scaleMeasure) string {
 		return fmt.Sprintf("%s objects, background audit off", kilo(m.Seeded))
 	case scenarioAuditOn:
 		return fmt.Sprintf("%s objects, background audit every %s", kilo(m.Seeded), auditEvery)
+	case scenarioGC100:
+		return fmt.Sprintf("%s objects, GOGC=100 while starting", kilo(m.Seeded))
 	}
 	return fmt.Sprintf("%s objects: XRs, MRs, Flux", kilo(m.Seeded))
 }
@@ -423,4 +429,29 @@ func fitMiB(v float64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.1f MiB", v/(1<<20))
+}
+
+// startupGCGoal compares the mix started as Steward starts (GOGC=50 until
+// ready) with the same mix started at GOGC=100, WatchList on and off: the
+// CPU that costs and the peak it saves. Nil when not run.
+func startupGCGoal(r *scaleResults) *goal {
+	var parts []string
+	for _, wl := range []bool{true, false} {
+		gc := r.find(scenarioGC100, wl)
+		if gc == nil {
+			continue
+		}
+		for _, m := range r.mix(wl) {
+			if m.Seeded != gc.Seeded || gc.StartupCPU <= 0 {
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("WatchList %s, %s objects: CPU until ready %s against %s at GOGC=100 (%+.0f %%), start-up peak %.2f× against %.2f× the synced memory",
+				onOff(wl), kilo(m.Seeded), m.StartupCPU.Round(10*time.Millisecond), gc.StartupCPU.Round(10*time.Millisecond),
+				100*(float64(m.StartupCPU)/float64(gc.StartupCPU)-1), m.PeakRatio(), gc.PeakRatio()))
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return &goal{"Steward collects at GOGC=50 until it is first ready (Go's default is 100): what that costs in CPU, measured in the same run", strings.Join(parts, "; "), "cost shown"}
 }
