@@ -43,7 +43,7 @@ export HELM := $(CACHE_DIR)/helm-$(HELM_VERSION)/helm
 GORELEASER_VERSION := $(shell awk '/^require github.com\/goreleaser\/goreleaser\/v2 / {print $$3}' e2e/tools/goreleaser/go.mod)
 export GORELEASER := $(CACHE_DIR)/goreleaser-$(GORELEASER_VERSION)/goreleaser
 
-.PHONY: all build test unit e2e fuzz lint generate verify sandbox bench bench-hostile bench-scale tools chart-package release-snapshot clean
+.PHONY: all build test unit e2e fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools chart-package release-snapshot clean
 
 all: build
 
@@ -206,6 +206,27 @@ bench-hostile: tools
 # make bench-scale BENCH_FLAGS="-scale-objects 6000,12000 -mr-kinds 50 -fleet-workloads 200".
 bench-scale: tools
 	$(GO) run ./e2e/load -scale $(BENCH_FLAGS)
+
+# A package's handler benchmarks (time and CPU per webhook call; claimguard's
+# with its caches at the benchmark scale) of BASE, a commit, against the work
+# tree, in alternating rounds on one machine, compared by benchstat:
+# make bench-compare BASE=v0.4.0 [BENCH_PKG=./webhooks/fleetguard BENCH_RUN=.].
+# Results in bin/bench-compare/.
+BASE ?=
+BENCH_ROUNDS ?= 10
+BENCH_PKG ?= ./webhooks/claimguard
+BENCH_RUN ?= ^BenchmarkClaimguard$$
+bench-compare:
+	@test -n "$(BASE)" || { echo "usage: make bench-compare BASE=<commit>"; exit 2; }
+	@rm -rf bin/bench-compare && mkdir -p bin/bench-compare
+	git worktree add --detach bin/bench-compare/base $(BASE)
+	cd bin/bench-compare/base && $(GO) test -c -o ../base.test $(BENCH_PKG)
+	$(GO) test -c -o bin/bench-compare/head.test $(BENCH_PKG)
+	git worktree remove --force bin/bench-compare/base
+	@for i in $$(seq $(BENCH_ROUNDS)); do for side in base head; do \
+		(cd $(BENCH_PKG) && $(CURDIR)/bin/bench-compare/$$side.test -test.run '^$$' -test.bench '$(BENCH_RUN)' -test.benchtime 3000x) \
+			| grep '^Benchmark' >> bin/bench-compare/$$side.txt || exit 1; done; done
+	$(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da bin/bench-compare/base.txt bin/bench-compare/head.txt | tee bin/bench-compare/benchstat.txt
 
 # Runs Steward against a local real API server until interrupted;
 # SANDBOX_CONFIG=<file> runs it with that configuration file.
