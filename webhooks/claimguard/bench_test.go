@@ -108,8 +108,16 @@ func benchCluster(b testing.TB, shape benchShape) *cluster {
 		mrs[k] = &watch{gk: benchGK(k), gvr: schema.GroupVersionResource{Group: "database.aws.example.org", Version: "v1beta1", Resource: "x" + fmt.Sprint(k)},
 			role: roleManaged, indexer: newObjectStore(), owners: c.owners, synced: synced}
 	}
+	// The composites' transform, as the discoverer gives it with the
+	// benchmark's kinds watched.
+	d := &discoverer{}
+	watched := map[schema.GroupKind]bool{pgXRD.compositeGK(): true}
+	for k := range benchKinds {
+		watched[benchGK(k)] = true
+	}
+	d.watched.Store(&watched)
 	for i := 0; i < benchXRs; i++ {
-		o, err := transform(realisticXR(i, shape))
+		o, err := d.transform(roleComposite)(realisticXR(i, shape))
 		if err != nil {
 			b.Fatal(err)
 		}

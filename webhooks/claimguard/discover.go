@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -46,6 +47,10 @@ type discoverer struct {
 
 	mu      sync.Mutex
 	watches map[schema.GroupVersionResource]*watch
+	// watched are the kinds the last plan watches, set before its
+	// watches start: composites drop their references to these kinds
+	// (compositeTransform).
+	watched atomic.Pointer[map[schema.GroupKind]bool]
 	// ignored are the XRDs last found not composable, with the reason.
 	ignored map[string]string
 }
@@ -218,6 +223,16 @@ func (d *discoverer) apply(ctx context.Context, p plan, partial bool) {
 	defer d.mu.Unlock()
 	s := newSnapshot()
 	s.claims, s.xrds, s.served, s.ignoredXRDs = p.claims, p.xrds, p.served, len(p.ignored)
+	watched := map[schema.GroupKind]bool{}
+	for _, want := range p.watches {
+		watched[want.gk] = true
+	}
+	if partial {
+		for _, w := range d.watches {
+			watched[w.gk] = true
+		}
+	}
+	d.watched.Store(&watched)
 	keep := map[schema.GroupVersionResource]bool{}
 	for _, want := range p.watches {
 		keep[want.gvr] = true
@@ -257,7 +272,7 @@ func (d *discoverer) start(ctx context.Context, want wanted) *watch {
 	w := &watch{gk: want.gk, gvr: want.gvr, namespaced: want.namespaced, role: want.role, indexer: store, owners: d.rule.found.owners, objects: store.Len}
 	cw := d.cluster.Watch(ctx, want.gvr, clustercache.Spec{
 		Metadata:    want.role == roleManaged,
-		Transform:   transform,
+		Transform:   d.transform(want.role),
 		Prepare:     d.rule.found.owners.prepare(w),
 		Store:       store,
 		Handler:     d.rule.found.owners.handler(w),
@@ -270,6 +285,29 @@ func (d *discoverer) start(ctx context.Context, want wanted) *watch {
 		d.rule.found.owners.drop(w)
 	}
 	return w
+}
+
+// transform is the transform of a watch of role r: composites keep only
+// their references to kinds no watch caches. composed finds what a
+// composite composed of a watched kind through the owner index, and reads
+// its references only for the kinds it cannot find there; references to
+// watched kinds were a sixth of what claimguard kept per cached object.
+// A kind that stops being watched later (its CRD removed, its objects
+// going with it) is no longer named in messages as one Steward does not
+// cache until the composite changes.
+func (d *discoverer) transform(r role) cache.TransformFunc {
+	if r != roleComposite {
+		return transform
+	}
+	return func(in any) (any, error) {
+		out, err := transform(in)
+		if o, ok := out.(*object); ok && out != in {
+			if watched := d.watched.Load(); watched != nil {
+				o.dropRefsTo(*watched)
+			}
+		}
+		return out, err
+	}
 }
 
 // onForbidden logs that Steward may not list a kind, whose requests are

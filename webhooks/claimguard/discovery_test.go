@@ -303,3 +303,40 @@ func TestWebhookRules(t *testing.T) {
 		t.Errorf("webhookRules(nil) = %v, want none", got)
 	}
 }
+
+// TestCompositesKeepOnlyReferencesToKindsNotWatched: a composite's
+// references to watched kinds are never read (composed finds those
+// objects through the owner index), so the composite transform drops
+// them, and keeps the others.
+func TestCompositesKeepOnlyReferencesToKindsNotWatched(t *testing.T) {
+	d := &discoverer{}
+	watched := map[schema.GroupKind]bool{rdsGK: true}
+	d.watched.Store(&watched)
+	xr := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "db-x7k2p"}, "spec": map[string]any{
+		"claimRef": map[string]any{"namespace": "default", "name": "db"},
+		"resourceRefs": []any{
+			map[string]any{"apiVersion": rdsGK.Group + "/v1beta1", "kind": rdsGK.Kind, "name": "db-x7k2p-abcde"},
+			map[string]any{"apiVersion": "kubernetes.crossplane.io/v1alpha2", "kind": "Object", "name": "db-x7k2p-conf"},
+		},
+	}}}
+	out, err := d.transform(roleComposite)(xr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ref{newRef("kubernetes.crossplane.io", "Object", "", "db-x7k2p-conf")}
+	if got := out.(*object).refs(); !cmp.Equal(want, got, allow) || cap(got) != len(got) {
+		t.Errorf("references kept: %v (cap %d), want %v, exactly sized", got, cap(got), want)
+	}
+	if got := out.(*object).claim(); got != "default/db" {
+		t.Errorf("claim = %q, want default/db", got)
+	}
+
+	watched[schema.GroupKind{Group: "kubernetes.crossplane.io", Kind: "Object"}] = true
+	out, _ = d.transform(roleComposite)(xr)
+	if got := out.(*object).refs(); got != nil {
+		t.Errorf("every kind watched: references kept %v, want none", got)
+	}
+	if mr, _ := d.transform(roleManaged)(realisticMR(1, 0)); mr.(*object).more != nil {
+		t.Errorf("a managed resource's transform kept %+v", mr.(*object).more)
+	}
+}

@@ -84,6 +84,31 @@ func (o *object) setClaim(claim string) {
 	o.more.claim = claim
 }
 
+// dropRefsTo drops the references to the given kinds, keeping the rest in
+// an exactly sized list. It changes o: call it before o is stored.
+func (o *object) dropRefsTo(kinds map[schema.GroupKind]bool) {
+	refs := o.refs()
+	n := 0
+	for _, r := range refs {
+		if !kinds[r.groupKind()] {
+			n++
+		}
+	}
+	if n == len(refs) {
+		return
+	}
+	var kept []ref
+	if n > 0 {
+		kept = make([]ref, 0, n)
+		for _, r := range refs {
+			if !kinds[r.groupKind()] {
+				kept = append(kept, r)
+			}
+		}
+	}
+	o.more.refs = kept
+}
+
 // setRefs sets a composite resource's resource references.
 func (o *object) setRefs(refs []ref) {
 	if o.more == nil {
