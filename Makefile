@@ -216,6 +216,7 @@ BASE ?=
 BENCH_ROUNDS ?= 10
 BENCH_PKG ?= ./webhooks/claimguard
 BENCH_RUN ?= ^BenchmarkClaimguard$$
+BENCH_TIME ?= 20000x
 bench-compare:
 	@test -n "$(BASE)" || { echo "usage: make bench-compare BASE=<commit>"; exit 2; }
 	@rm -rf bin/bench-compare && mkdir -p bin/bench-compare
@@ -224,7 +225,7 @@ bench-compare:
 	$(GO) test -c -o bin/bench-compare/head.test $(BENCH_PKG)
 	git worktree remove --force bin/bench-compare/base
 	@for i in $$(seq $(BENCH_ROUNDS)); do for side in base head; do \
-		(cd $(BENCH_PKG) && $(CURDIR)/bin/bench-compare/$$side.test -test.run '^$$' -test.bench '$(BENCH_RUN)' -test.benchtime 3000x) \
+		(cd $(BENCH_PKG) && $(CURDIR)/bin/bench-compare/$$side.test -test.run '^$$' -test.bench '$(BENCH_RUN)' -test.benchtime $(BENCH_TIME)) \
 			| grep '^Benchmark' >> bin/bench-compare/$$side.txt || exit 1; done; done
 	$(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da bin/bench-compare/base.txt bin/bench-compare/head.txt | tee bin/bench-compare/benchstat.txt
 

@@ -73,7 +73,8 @@ func decodeObject(raw []byte, r role) (*requested, error) {
 		if err := json.Unmarshal(raw, &b); err != nil {
 			return nil, fmt.Errorf("decoding the object: %w", err)
 		}
-		return fromRequestMeta(&b.Metadata), nil
+		// No claim: as for a cached live managed resource, nothing reads it.
+		return fromRequestMeta(&b.Metadata, false), nil
 	}
 	var b compositeBody
 	if err := json.Unmarshal(raw, &b); err != nil {
@@ -83,9 +84,9 @@ func decodeObject(raw []byte, r role) (*requested, error) {
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return nil, fmt.Errorf("decoding the object: %w", err)
 		}
-		return fromRequestMeta(&m.Metadata), nil
+		return fromRequestMeta(&m.Metadata, true), nil
 	}
-	out := fromRequestMeta(&b.Metadata)
+	out := fromRequestMeta(&b.Metadata, true)
 	_ = json.Unmarshal(b.Spec.CompositeDeletePolicy, &out.compositeDeletePolicy)
 	if out.claim() == "" {
 		var c struct{ Namespace, Name string }
@@ -118,12 +119,14 @@ func decodeObject(raw []byte, r role) (*requested, error) {
 }
 
 // fromRequestMeta builds the cached form (what an informer would hold) of
-// a request's object.
-func fromRequestMeta(m *requestMeta) *requested {
+// a request's object, with its claim from Crossplane's labels if withClaim.
+func fromRequestMeta(m *requestMeta, withClaim bool) *requested {
 	owner := controllerOwner(m.OwnerReferences)
 	o := &object{deletion: m.DeletionTimestamp, owner: owner}
 	o.setID(m.Namespace, m.Name, "", m.Annotations[annotationExtName])
-	o.setClaim(claimKey(m.Labels[labelClaimNamespace], m.Labels[labelClaimName]))
+	if withClaim {
+		o.setClaim(claimKey(m.Labels[labelClaimNamespace], m.Labels[labelClaimName]))
+	}
 	return &requested{object: o, controlled: owner != "", finalizers: m.Finalizers}
 }
 
