@@ -18,12 +18,13 @@ import (
 // object as the API server sent it, trimmed to a few fields on arrival,
 // and the lists' own arrays), so the heap the collector allows for is
 // twice a live heap that itself holds a list in flight: the start-up peak
-// sat a third above the memory Steward kept once synced. Collecting at
-// half that growth until /readyz first passes keeps the peak near the
-// synced memory, for CPU spent only while starting (see docs/benchmarks.md).
+// sat a third to a half above the memory Steward kept once synced.
+// Collecting at a quarter of that growth until /readyz first passes keeps
+// the peak nearer the synced memory, for CPU spent only while starting
+// (make bench-scale measures both; see docs/benchmarks.md).
 
 // startupGCPercent is GOGC until Steward is first ready.
-const startupGCPercent = 50
+const startupGCPercent = 25
 
 // readinessRecorder is the manager, noting each readiness check added
 // through it, so that Steward can tell when /readyz first passes.

@@ -171,7 +171,7 @@ const (
 	scenarioAuditOff = "audit-off"
 	scenarioAuditOn  = "audit-on"
 	// The mix again with GOGC=100 set, so that Steward starts at Go's
-	// default pace instead of collecting at GOGC=50 until ready: what
+	// default pace instead of collecting harder until ready: what
 	// that costs in CPU and saves in peak memory.
 	scenarioGC100 = "gogc-100"
 )

@@ -431,8 +431,8 @@ func fitMiB(v float64) string {
 	return fmt.Sprintf("%.1f MiB", v/(1<<20))
 }
 
-// startupGCGoal compares the mix started as Steward starts (GOGC=50 until
-// ready) with the same mix started at GOGC=100, WatchList on and off: the
+// startupGCGoal compares the mix started as Steward starts (a low GOGC
+// until ready) with the same mix started at GOGC=100, WatchList on and off: the
 // CPU that costs and the peak it saves. Nil when not run.
 func startupGCGoal(r *scaleResults) *goal {
 	var parts []string
@@ -453,5 +453,5 @@ func startupGCGoal(r *scaleResults) *goal {
 	if len(parts) == 0 {
 		return nil
 	}
-	return &goal{"Steward collects at GOGC=50 until it is first ready (Go's default is 100): what that costs in CPU, measured in the same run", strings.Join(parts, "; "), "cost shown"}
+	return &goal{"Steward collects harder (a lower GOGC) until it is first ready: what that costs in CPU against Go's default GOGC=100, measured in the same run", strings.Join(parts, "; "), "cost shown"}
 }
