@@ -120,9 +120,11 @@ type Steward struct {
 	exited  chan struct{}
 	exitErr error
 	// startedAt is when the current process was started, startupTime how
-	// long it then took to answer /readyz (zero until it has).
+	// long it then took to answer /readyz (zero until it has), readyPeak
+	// its peak resident memory (VmHWM) when it first did.
 	startedAt   time.Time
 	startupTime time.Duration
+	readyPeak   int64
 }
 
 // StartSteward runs Steward with configYAML (DefaultConfig, or empty for no
@@ -283,7 +285,7 @@ func (s *Steward) start() error {
 	}
 	exited := make(chan struct{})
 	s.mu.Lock()
-	s.cmd, s.exited, s.exitErr, s.startedAt, s.startupTime = cmd, exited, nil, time.Now(), 0
+	s.cmd, s.exited, s.exitErr, s.startedAt, s.startupTime, s.readyPeak = cmd, exited, nil, time.Now(), 0, 0
 	s.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
@@ -308,8 +310,10 @@ func (s *Steward) waitReady(ctx context.Context, timeout time.Duration) error {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
+				mem, _ := ProcessMemory(s.PID())
 				s.mu.Lock()
 				s.startupTime = time.Since(s.startedAt)
+				s.readyPeak = mem.Peak
 				s.mu.Unlock()
 				return s.waitMetricsListening(ctx, timeout)
 			}
@@ -402,6 +406,15 @@ func (s *Steward) StartupTime() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.startupTime
+}
+
+// ReadyPeak is the current process's peak resident memory (VmHWM) as read
+// when it first answered /readyz: what starting cost, before anything
+// else ran; zero before that.
+func (s *Steward) ReadyPeak() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.readyPeak
 }
 
 // Running says whether the process has been started and has not exited.

@@ -279,7 +279,7 @@ func (s *scaler) measureWith(ctx context.Context, config, scenario string, watch
 	if err != nil {
 		return nil, fmt.Errorf("starting steward (%s, WatchList %s): %w", scenario, onOff(watchList), err)
 	}
-	m := &scaleMeasure{Scenario: scenario, WatchList: watchList, Seeded: seeded, Startup: st.StartupTime(), Limit: limit}
+	m := &scaleMeasure{Scenario: scenario, WatchList: watchList, Seeded: seeded, Startup: st.StartupTime(), ReadyPeakRSS: st.ReadyPeak(), Limit: limit}
 	if m.StartupCPU, err = harness.ProcessCPU(st.PID()); err != nil {
 		s.warnf("reading steward's CPU time: %v", err)
 	}
@@ -337,8 +337,8 @@ func (s *scaler) measureWith(ctx context.Context, config, scenario string, watch
 	} else {
 		m.Watches = math.NaN()
 	}
-	logf("%-6s WatchList %-3s %7d seeded, %7.0f in claimguard: ready in %6s, synced %s, peak %s (%.2f×), live heap %s, %3.0f watches, %3.0f kinds",
-		scenario, onOff(watchList), seeded, m.Cached, m.Startup.Round(100*time.Millisecond), mib(m.SyncedRSS), mib(m.PeakRSS), m.PeakRatio(), mib(m.LiveHeap), m.Watches, m.Kinds)
+	logf("%-6s WatchList %-3s %7d seeded, %7.0f in claimguard: ready in %6s (CPU %s), synced %s, start-up peak %s (%.2f×), peak once settled %s, live heap %s, %3.0f watches, %3.0f kinds",
+		scenario, onOff(watchList), seeded, m.Cached, m.Startup.Round(100*time.Millisecond), m.StartupCPU.Round(10*time.Millisecond), mib(m.SyncedRSS), mib(m.ReadyPeakRSS), m.PeakRatio(), mib(m.PeakRSS), mib(m.LiveHeap), m.Watches, m.Kinds)
 	return m, nil
 }
 

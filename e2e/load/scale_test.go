@@ -34,7 +34,7 @@ func sampleScale() *scaleResults {
 	res.Finished = res.Started.Add(time.Hour)
 	mk := func(scenario string, wl bool, seeded int, rss, heap int64, peak float64) *scaleMeasure {
 		return &scaleMeasure{Scenario: scenario, WatchList: wl, Seeded: seeded, Cached: float64(seeded) * 12 / 13, Kinds: 9, Watches: 13,
-			SyncedRSS: rss, PeakRSS: int64(float64(rss) * peak), LiveHeap: heap, Startup: 1500 * time.Millisecond, StartupCPU: 2 * time.Second, Limit: sizedLimit(256<<20, seeded)}
+			SyncedRSS: rss, PeakRSS: int64(float64(rss) * peak * 1.1), ReadyPeakRSS: int64(float64(rss) * peak), LiveHeap: heap, Startup: 1500 * time.Millisecond, StartupCPU: 2 * time.Second, Limit: sizedLimit(256<<20, seeded)}
 	}
 	res.Measures = []*scaleMeasure{
 		mk(scenarioEmpty, true, 0, base, 10<<20, 1.1), mk(scenarioEmpty, false, 0, base, 10<<20, 1.1),
@@ -63,7 +63,7 @@ func TestScaleGoalsJudgeTheSample(t *testing.T) {
 		"live heap per cached object":                            {"WatchList on 200 B, off 250 B", "**met**"},
 		"with 500k objects cached ≤ 300.0 MiB":                   {"WatchList on 230.7 MiB, off 326.1 MiB", "**missed**"},
 		"Start-up peak":                                          {"WatchList on 1.20× (at 500k objects); WatchList off 1.50× (at 65k objects)", "**missed**"},
-		"With 65k objects cached and WatchList off":              {"start-up peak 115.8 MiB with 65k objects", "**met**"},
+		"With 65k objects cached and WatchList off":              {"peak 127.4 MiB with 65k objects (115.8 MiB at the first ready answer)", "**met**"},
 		"per Fleet-managed workload":                             {"786 B of live heap each over 2000 Deployments", "**met**"},
 		"500 MR kinds with few objects add":                      {"500 kinds (2 objects each) add 48.0 MiB resident", "**met**"},
 		"collects harder (a lower GOGC) until it is first ready": {"WatchList on, 65k objects: CPU until ready 2s against 1.6s at GOGC=100 (+25 %), start-up peak 1.10× against 1.40× the synced memory", "cost shown"},
@@ -96,7 +96,7 @@ func TestScaleSectionRendersTheSample(t *testing.T) {
 	}
 	for _, s := range []string{
 		"at commit `abc1234`, on 2 × Test CPU; full scale.",
-		"| 500k objects: XRs, MRs, Flux | off | 500000 | 461538 | 552.3 MiB | 326.1 MiB | 489.2 MiB | 1.50× | 129.2 MiB | 1.5s | 2s | 13 | 9 |",
+		"| 500k objects: XRs, MRs, Flux | off | 500000 | 461538 | 552.3 MiB | 326.1 MiB | 489.2 MiB | 1.50× | 538.1 MiB | 129.2 MiB | 1.5s | 2s | 13 | 9 |",
 		"| 65k objects: XRs, MRs, Flux | on | 65000 | 60000 | 256.0 MiB |",
 		"| 2000 Fleet-managed Deployments | on | 2000 |",
 		"| 500 MR kinds, 2 objects each | on | 1000 |",

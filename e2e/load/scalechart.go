@@ -32,7 +32,7 @@ func memoryChart(res *scaleResults) string {
 		name   string
 		figure func(*scaleMeasure) int64
 		dashed bool
-	}{{"synced resident", syncedRSS, false}, {"start-up peak", func(m *scaleMeasure) int64 { return m.PeakRSS }, true}, {"live heap", liveHeap, false}} {
+	}{{"synced resident", syncedRSS, false}, {"start-up peak", func(m *scaleMeasure) int64 { return m.ReadyPeakRSS }, true}, {"live heap", liveHeap, false}} {
 		for _, wl := range []bool{true, false} {
 			l := line{Name: fmt.Sprintf("%s, WatchList %s", s.name, onOff(wl)), Dashed: s.dashed,
 				Color: map[bool]string{true: "#59a14f", false: "#e15759"}[wl]}
