@@ -55,11 +55,11 @@ type scaleMeasure struct {
 	// the informers Steward reports (steward_claimguard_watched_kinds
 	// plus the series of steward_watched_kinds); Watches the WATCH
 	// requests the API server served for Steward (NaN when unknown).
-	Cached, Kinds, Watches       float64
+	Cached, Kinds, Watches float64
 	// PeakRSS is VmHWM once settled; ReadyPeakRSS VmHWM at the first
 	// ready answer, the start-up's own peak.
 	SyncedRSS, PeakRSS, ReadyPeakRSS, LiveHeap int64
-	Startup                      time.Duration
+	Startup                                    time.Duration
 	// StartupCPU is the CPU time Steward used until its first ready
 	// answer; Limit the memory limit it ran with ($MEMORY_LIMIT).
 	StartupCPU time.Duration
