@@ -276,6 +276,7 @@ func (s *scaler) measureWith(ctx context.Context, config, scenario string, watch
 	}
 	opts.Env = append(opts.Env, env...)
 	st, err := s.env.RestartStewardWith(ctx, opts)
+	readyAt := time.Now()
 	if err != nil {
 		return nil, fmt.Errorf("starting steward (%s, WatchList %s): %w", scenario, onOff(watchList), err)
 	}
@@ -284,11 +285,18 @@ func (s *scaler) measureWith(ctx context.Context, config, scenario string, watch
 		s.warnf("reading steward's CPU time: %v", err)
 	}
 	// Ready means synced, but claimguard's counts come from its snapshot,
-	// taken a moment later.
+	// taken a moment later. Claimguard answers ready after a minute even
+	// if its lists are not stored yet: the start-up then ends when they
+	// are, and its peak is read then.
 	deadline := time.Now().Add(2 * time.Minute)
 	for ; ; time.Sleep(500 * time.Millisecond) {
 		fams, err := scrape(st.MetricsRequest(protoFormat))
 		if err == nil && harness.SumFamilies(fams, "steward_claimguard_cached_objects", nil) >= cached {
+			if time.Since(readyAt) > 5*time.Second {
+				if mem, err := harness.ProcessMemory(st.PID()); err == nil {
+					m.ReadyPeakRSS, m.FilledAfterReady = mem.Peak, time.Since(readyAt)
+				}
+			}
 			break
 		}
 		if time.Now().After(deadline) {

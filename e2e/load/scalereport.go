@@ -56,14 +56,17 @@ type scaleMeasure struct {
 	// plus the series of steward_watched_kinds); Watches the WATCH
 	// requests the API server served for Steward (NaN when unknown).
 	Cached, Kinds, Watches float64
-	// PeakRSS is VmHWM once settled; ReadyPeakRSS VmHWM at the first
-	// ready answer, the start-up's own peak.
+	// PeakRSS is VmHWM once settled; ReadyPeakRSS VmHWM at the end of
+	// the start-up: the first ready answer, or, when claimguard answered
+	// ready before its lists were stored (its one-minute bound), the
+	// moment they were, FilledAfterReady later.
 	SyncedRSS, PeakRSS, ReadyPeakRSS, LiveHeap int64
 	Startup                                    time.Duration
 	// StartupCPU is the CPU time Steward used until its first ready
 	// answer; Limit the memory limit it ran with ($MEMORY_LIMIT).
-	StartupCPU time.Duration
-	Limit      int64
+	StartupCPU       time.Duration
+	Limit            int64
+	FilledAfterReady time.Duration
 	// AuditSeconds is the sum over the rules of how long their last audit
 	// took (steward_audit_duration_seconds); AuditFindings the findings
 	// they last reported (steward_audit_results).
@@ -382,8 +385,12 @@ func renderScale(res *scaleResults, chart string) string {
 		if !math.IsNaN(x.Watches) {
 			watches = fmt.Sprintf("%.0f", x.Watches)
 		}
-		w("| %s | %s | %d | %.0f | %s | %s | %s | %.2f× | %s | %s | %s | %s | %s | %.0f |\n", res.scenarioTitle(x), onOff(x.WatchList), x.Seeded, x.Cached,
-			mib(x.Limit), mib(x.SyncedRSS), mib(x.ReadyPeakRSS), x.PeakRatio(), mib(x.PeakRSS), mib(x.LiveHeap), x.Startup.Round(100*time.Millisecond), x.StartupCPU.Round(10*time.Millisecond), watches, x.Kinds)
+		filled := ""
+		if x.FilledAfterReady > 0 {
+			filled = fmt.Sprintf(" † (%s after ready)", x.FilledAfterReady.Round(time.Second))
+		}
+		w("| %s | %s | %d | %.0f | %s | %s | %s%s | %.2f× | %s | %s | %s | %s | %s | %.0f |\n", res.scenarioTitle(x), onOff(x.WatchList), x.Seeded, x.Cached,
+			mib(x.Limit), mib(x.SyncedRSS), mib(x.ReadyPeakRSS), filled, x.PeakRatio(), mib(x.PeakRSS), mib(x.LiveHeap), x.Startup.Round(100*time.Millisecond), x.StartupCPU.Round(10*time.Millisecond), watches, x.Kinds)
 	}
 	w("\n| WatchList | resident per object | live heap per object | resident at no objects (fit) | live heap at no objects (fit) |\n|---|---:|---:|---:|---:|\n")
 	for _, wl := range []bool{true, false} {
@@ -407,7 +414,7 @@ func renderScale(res *scaleResults, chart string) string {
 		w("%s%s to %s objects in %s (%.0f objects/s)", sep, kilo(from), kilo(s.Total), s.Took.Round(time.Second), s.rate())
 	}
 	w(". ")
-	w("Settled means: %s after /readyz first answers and claimguard reports the objects, the tool triggers two of the collections Go's runtime forces on an idle process every two minutes (pprof's `heap?gc=1`; the scavenger's goal after a collection follows the heap of the one before, so after the first it still allows for the start-up's), reads the live heap (`go_memstats_heap_alloc_bytes`) right after them, and reads the synced resident memory (VmRSS) once the runtime has returned what that freed (it has not fallen by 1%% in 30 seconds: Go's scavenger returns memory in bursts, seconds apart); the start-up peak is VmHWM read when Steward first answers ready, and the peak once settled VmHWM read with the synced memory: it adds what ran after start-up (the first audit pass, the collections the tool triggers) and the heap Go's collector allows once Steward is ready (twice the live heap at Go's default GOGC=100, where the synced memory is read after the runtime returned what it could), all from `/proc/<pid>/status`. Ready after is from the process's start to its first ready answer, and CPU until ready the process's user and system time then (`/proc/<pid>/stat`). ", res.Settle)
+	w("Settled means: %s after /readyz first answers and claimguard reports the objects, the tool triggers two of the collections Go's runtime forces on an idle process every two minutes (pprof's `heap?gc=1`; the scavenger's goal after a collection follows the heap of the one before, so after the first it still allows for the start-up's), reads the live heap (`go_memstats_heap_alloc_bytes`) right after them, and reads the synced resident memory (VmRSS) once the runtime has returned what that freed (it has not fallen by 1%% in 30 seconds: Go's scavenger returns memory in bursts, seconds apart); the start-up peak is VmHWM read when Steward first answers ready and claimguard holds every seeded XR and MR (claimguard answers ready after one minute even while its lists are still being stored; the start-up then ends, and its peak is read, when they are: a dagger marks those), and the peak once settled VmHWM read with the synced memory: it adds what ran after start-up (the first audit pass, the collections the tool triggers) and the heap Go's collector allows once Steward is ready (twice the live heap at Go's default GOGC=100, where the synced memory is read after the runtime returned what it could), all from `/proc/<pid>/status`. Ready after is from the process's start to its first ready answer, and CPU until ready the process's user and system time then (`/proc/<pid>/stat`). ", res.Settle)
 	w("The PolicyReport CRDs Steward ships are installed, so the background audit publishes as it would in a cluster that has them (every 5m, the default, in every measurement but two); at %s objects Steward is started twice more, with the audit off and with it every %s, and the goal compares the two: a pass's time is `steward_audit_duration_seconds` summed over the rules, read after at least two passes. ", kilo(auditScale(res.Sizes)), auditEvery)
 	w("Watches are the API server's own count, `apiserver_longrunning_requests{verb=\"WATCH\"}` with Steward running minus without it; kinds watched are Steward's (`steward_claimguard_watched_kinds` plus the series of `steward_watched_kinds`; fleetguard's four workload informers are not among them). Objects seeded count what the scenario created; claimguard's caches hold the XRs and MRs of them (`steward_claimguard_cached_objects`); suspendnotice's Flux objects have no count of their own.\n\n")
 	w("Reproducing: `make tools` once, then `make bench-scale` for the full run")
