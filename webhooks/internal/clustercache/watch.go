@@ -160,6 +160,9 @@ func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Sp
 	return w
 }
 
+// newQueue is a Watch's queue: client-go's RealFIFO handing each list over
+// as one ReplacedAll item (see sink), telling accepted whenever the API
+// server's answer reaches it.
 func newQueue(name string, keyFunc cache.KeyFunc, transform cache.TransformFunc, accepted func()) *acceptingQueue {
 	return &acceptingQueue{RealFIFO: cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
 		Name:         name,
