@@ -24,12 +24,11 @@ type Spec struct {
 	// Transform replaces each object before the store keeps it, so only
 	// what the rule reads stays in memory. It must accept its own output.
 	Transform cache.TransformFunc
-	// Indexers are the store's indexes.
-	Indexers cache.Indexers
-	// Store, if set, is the Watch's store instead of client-go's indexer
-	// over Indexers: a rule that keeps many objects may bring one that
-	// holds them in less memory. It must key objects by "namespace/name"
-	// as client-go does, and serve one Watch only.
+	// Store, if set, is the Watch's store instead of client-go's indexer:
+	// a rule that keeps many objects, or looks them up by more than their
+	// key, may bring one that holds them in less memory and keeps its own
+	// indexes. It must key objects by "namespace/name" as client-go does,
+	// and serve one Watch only.
 	Store cache.Indexer
 	// Handler, if set, hears of every change to the store, in the Watch's
 	// one loop, as each change is stored: it must be quick (index, count,
@@ -101,7 +100,7 @@ func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Sp
 	keyFunc := cache.DeletionHandlingMetaNamespaceKeyFunc
 	w.indexer = s.Store
 	if w.indexer == nil {
-		w.indexer = cache.NewIndexer(keyFunc, s.Indexers)
+		w.indexer = cache.NewIndexer(keyFunc, nil)
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	w.cancel = cancel
