@@ -3,7 +3,6 @@ package claimguard
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"syscall"
 	"testing"
@@ -219,15 +218,9 @@ func BenchmarkClaimguardCacheBytes(b *testing.B) {
 	for _, shape := range []benchShape{oneOfEachKind, severalOfOneKind} {
 		b.Run(shape.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				var before, after runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				c := benchCluster(b, shape)
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(benchXRs*(1+benchPerXR)), "bytes/object")
-				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB")
-				runtime.KeepAlive(c)
+				kept := ruletest.HeapKept(func() any { return benchCluster(b, shape) })
+				b.ReportMetric(float64(kept)/float64(benchXRs*(1+benchPerXR)), "bytes/object")
+				b.ReportMetric(float64(kept)/(1<<20), "MiB")
 			}
 		})
 	}

@@ -5,13 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 )
 
 // fleetWorkload is a Fleet-managed Deployment's metadata as the API server
@@ -128,25 +129,23 @@ func BenchmarkFleetWorkloadCacheBytes(b *testing.B) {
 	}{{"Untrimmed", nil, ""}, {"Trimmed", trimWorkload, "2026-11-01T09:00:00Z"}, {"TrimmedAllDrifted", trimWorkload, "2026-11-02T10:00:00Z"}} {
 		b.Run(tc.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				var before, after runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-				for j := 0; j < n; j++ {
-					// Decoded here, as the informer decodes each object;
-					// what the store does not keep is garbage by the end.
-					var o any = fleetWorkloadEditedAt(b, j, tc.edited)
-					if tc.transform != nil {
-						o, _ = tc.transform(o)
+				kept := ruletest.HeapKept(func() any {
+					store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+					for j := 0; j < n; j++ {
+						// Decoded here, as the informer decodes each
+						// object; what the store does not keep is garbage
+						// by the end.
+						var o any = fleetWorkloadEditedAt(b, j, tc.edited)
+						if tc.transform != nil {
+							o, _ = tc.transform(o)
+						}
+						if err := store.Add(o); err != nil {
+							b.Fatal(err)
+						}
 					}
-					if err := store.Add(o); err != nil {
-						b.Fatal(err)
-					}
-				}
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/n, "bytes/object")
-				runtime.KeepAlive(store)
+					return store
+				})
+				b.ReportMetric(float64(kept)/n, "bytes/object")
 			}
 		})
 	}
