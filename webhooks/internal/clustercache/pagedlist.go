@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -41,6 +42,23 @@ const PageSize = 500
 // that the store's transform passes them through instead of transforming
 // them twice. With WatchList the list is not called at all, and the
 // stream's objects are transformed one by one as they arrive.
+
+// listsInFlight counts the lists Steward's informers are reading now,
+// process-wide (see ListsInFlight).
+var listsInFlight atomic.Int64
+
+// listing counts a list in flight until the function it returns is called.
+func listing() (done func()) {
+	listsInFlight.Add(1)
+	return func() { listsInFlight.Add(-1) }
+}
+
+// ListsInFlight is how many lists the informers of every Cache and of the
+// manager's cache (NewPagedInformer) are reading now. Steward collects
+// harder while it fills its caches; readiness alone does not say they are
+// filled, since claimguard stops holding it back for a kind after a
+// minute.
+func ListsInFlight() int64 { return listsInFlight.Load() }
 
 // transformed is an object a paged list already passed through the
 // informer's transform. The reflector needs runtime.Objects; the store's
@@ -85,17 +103,31 @@ func withTransformed(transform cache.TransformFunc) cache.TransformFunc {
 // list. A page whose continue token has expired fails the whole list; the
 // reflector then lists again from the start.
 func pagedList(ctx context.Context, list func(context.Context, metav1.ListOptions) (runtime.Object, error), transform cache.TransformFunc, opts metav1.ListOptions) (runtime.Object, error) {
+	defer listing()()
+	out := &metainternalversion.List{}
+	rv, err := listPages(ctx, list, transform, opts, func(kept any) {
+		out.Items = append(out.Items, &transformed{obj: kept})
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.ResourceVersion = rv
+	return out, nil
+}
+
+// listPages lists as pagedList does, handing each object to add once
+// transformed, and returns the list's resource version.
+func listPages(ctx context.Context, list func(context.Context, metav1.ListOptions) (runtime.Object, error), transform cache.TransformFunc, opts metav1.ListOptions, add func(kept any)) (string, error) {
 	opts.ResourceVersion, opts.ResourceVersionMatch, opts.Continue = "", "", ""
 	opts.Limit = PageSize
-	out := &metainternalversion.List{}
 	for {
 		page, err := list(ctx, opts)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		m, err := meta.ListAccessor(page)
 		if err != nil {
-			return nil, fmt.Errorf("reading a list page: %w", err)
+			return "", fmt.Errorf("reading a list page: %w", err)
 		}
 		// A copy of each item, so that an object the transform keeps as
 		// it is does not keep its whole page alive.
@@ -106,15 +138,14 @@ func pagedList(ctx context.Context, list func(context.Context, metav1.ListOption
 					return err
 				}
 			}
-			out.Items = append(out.Items, &transformed{obj: kept})
+			add(kept)
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("transforming a list page: %w", err)
+			return "", fmt.Errorf("transforming a list page: %w", err)
 		}
 		if m.GetContinue() == "" {
-			out.ResourceVersion = m.GetResourceVersion()
-			return out, nil
+			return m.GetResourceVersion(), nil
 		}
 		opts.Continue = m.GetContinue()
 	}

@@ -173,3 +173,29 @@ func TestPagedInformerStoresTransformedObjects(t *testing.T) {
 type noWatchList struct{}
 
 func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+// TestListsInFlightCountsAListUntilItReturns: Steward collects harder
+// while lists are in flight, so a list must count while it reads its pages
+// and stop counting once it returns, failed or not.
+func TestListsInFlightCountsAListUntilItReturns(t *testing.T) {
+	before := ListsInFlight()
+	var during int64
+	for _, fail := range []bool{false, true} {
+		_, err := pagedList(context.Background(), func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			during = ListsInFlight()
+			if fail {
+				return nil, fmt.Errorf("the API server is gone")
+			}
+			return &metav1.PartialObjectMetadataList{}, nil
+		}, nil, metav1.ListOptions{})
+		if (err != nil) != fail {
+			t.Fatalf("pagedList = %v", err)
+		}
+		if during != before+1 {
+			t.Errorf("%d lists in flight while listing, want %d", during, before+1)
+		}
+		if after := ListsInFlight(); after != before {
+			t.Errorf("%d lists in flight once the list returned (failed: %v), want %d", after, fail, before)
+		}
+	}
+}

@@ -3,16 +3,20 @@ package clustercache
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 )
 
 // Spec says how to cache one resource.
@@ -110,12 +114,13 @@ func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Sp
 			c.log.Info("Steward may not list a resource a rule caches; lookups find nothing until RBAC grants list and watch", "resource", gvr.String(), "error", err.Error())
 		}
 	}
-	// The list (pagedList) transforms what it lists; the queue transforms
-	// watch events. The queue hands a list over as one item (AtomicEvents),
-	// which the store applies (see sink.replaceAll): queued one item per
-	// object, a list would leave an array of one entry per object behind,
-	// held by the emptied queue until the next event.
-	queue := newQueue(gvr.String(), keyFunc, withTransformed(s.Transform), w.accepted)
+	// The list (streamList or listPages) transforms what it lists and
+	// stages it in the queue; the queue transforms watch events. The
+	// queue hands a list over as one item (AtomicEvents), which the store
+	// applies (see sink.replaceAll): queued one item per object, a list
+	// would leave an array of one entry per object behind, held by the
+	// emptied queue until the next event.
+	queue := newQueue(gvr.String(), keyFunc, s.Transform, w.accepted)
 	w.synced = queue.Done()
 	handler := s.Handler
 	if handler == nil {
@@ -124,7 +129,7 @@ func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Sp
 	sink := &sink{indexer: w.indexer, keyFunc: keyFunc, handler: handler, prepare: s.Prepare}
 	w.controller = cache.New(&cache.Config{
 		Queue:             queue,
-		ListerWatcher:     c.listWatch(gvr, s, w),
+		ListerWatcher:     c.listWatch(gvr, s, w, queue),
 		ObjectType:        exampleObject(s),
 		ObjectDescription: gvr.String(),
 		Process: func(obj any, isInInitialList bool) error {
@@ -160,44 +165,90 @@ func (c *Cache) Watch(ctx context.Context, gvr schema.GroupVersionResource, s Sp
 }
 
 // newQueue is a Watch's queue: client-go's RealFIFO handing each list over
-// as one ReplacedAll item (see sink), telling accepted whenever the API
-// server's answer reaches it.
+// as one ReplacedAll item (see sink), transforming watch events, and
+// telling accepted whenever the API server's answer reaches it.
 func newQueue(name string, keyFunc cache.KeyFunc, transform cache.TransformFunc, accepted func()) *acceptingQueue {
 	return &acceptingQueue{RealFIFO: cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
 		Name:         name,
 		KeyFunction:  keyFunc,
 		AtomicEvents: true,
-		Transformer:  transform,
-	}), accepted: accepted}
+	}), transform: transform, accepted: accepted}
 }
 
 // acceptingQueue tells its Watch that the API server answered whenever
 // anything reaches the queue: a list (Replace), or a watch's object or
 // bookmark. A watch's error never does: the reflector hands it to the
 // watch error handler instead.
+//
+// It transforms watch events itself rather than through the RealFIFO's
+// transformer, which would also pass every listed object through the
+// transform again, into a second array as long as the list: the list
+// comes already transformed, staged by the Watch's list function.
 type acceptingQueue struct {
 	*cache.RealFIFO
-	accepted func()
+	transform cache.TransformFunc
+	accepted  func()
+
+	mu     sync.Mutex
+	staged []any
+}
+
+// stage keeps the objects a list found, transformed, for the Replace that
+// follows: the Watch's list function returns the reflector an empty list,
+// so that the objects reach the store in this one array, never copied
+// into the reflector's.
+func (q *acceptingQueue) stage(objs []any) {
+	q.mu.Lock()
+	q.staged = objs
+	q.mu.Unlock()
+}
+
+func (q *acceptingQueue) transformed(obj any) (any, error) {
+	if q.transform == nil {
+		return obj, nil
+	}
+	return q.transform(obj)
 }
 
 func (q *acceptingQueue) Add(obj any) error {
 	q.accepted()
+	obj, err := q.transformed(obj)
+	if err != nil {
+		return err
+	}
 	return q.RealFIFO.Add(obj)
 }
 
 func (q *acceptingQueue) Update(obj any) error {
 	q.accepted()
+	obj, err := q.transformed(obj)
+	if err != nil {
+		return err
+	}
 	return q.RealFIFO.Update(obj)
 }
 
 func (q *acceptingQueue) Delete(obj any) error {
 	q.accepted()
+	obj, err := q.transformed(obj)
+	if err != nil {
+		return err
+	}
 	return q.RealFIFO.Delete(obj)
 }
 
+// Replace hands over the staged list with what the reflector gives (from
+// a Watch's list function, nothing).
 func (q *acceptingQueue) Replace(list []any, resourceVersion string) error {
 	q.accepted()
-	return q.RealFIFO.Replace(list, resourceVersion)
+	q.mu.Lock()
+	staged := q.staged
+	q.staged = nil
+	q.mu.Unlock()
+	if len(list) > 0 {
+		staged = append(staged, list...)
+	}
+	return q.RealFIFO.Replace(staged, resourceVersion)
 }
 
 func (q *acceptingQueue) Bookmark(resourceVersion string) error {
@@ -254,10 +305,13 @@ func (w *Watch) accepted() {
 // learns that RBAC was granted again or a failing list recovered. A watch
 // the API server opens is allowed (forbidden is cleared), but only what
 // it brings to the queue says whether its objects can be served
-// (acceptingQueue): client-go lists through a watch (WatchListClient),
-// and a list that cannot convert its objects fails in the stream, not
-// when it opens. Lists are paged (pagedList).
-func (c *Cache) listWatch(gvr schema.GroupVersionResource, s Spec, w *Watch) cache.ListerWatcher {
+// (acceptingQueue): a list that cannot convert its objects fails in the
+// stream, not when it opens.
+//
+// The reflector is told it cannot stream lists, so it always lists; the
+// list streams where client-go would (streamList), else lists in pages
+// (listPages), and stages what it found in queue.
+func (c *Cache) listWatch(gvr schema.GroupVersionResource, s Spec, w *Watch, queue *acceptingQueue) cache.ListerWatcher {
 	var list func(context.Context, metav1.ListOptions) (runtime.Object, error)
 	var watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)
 	var client any
@@ -272,13 +326,32 @@ func (c *Cache) listWatch(gvr schema.GroupVersionResource, s Spec, w *Watch) cac
 		watchFn = r.Watch
 		client = c.dyn
 	}
+	stream := clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) && !watchlist.DoesClientNotSupportWatchListSemantics(client)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			obj, err := pagedList(ctx, list, s.Transform, o)
-			if err == nil {
-				w.accepted()
+			defer listing()()
+			var objs []any
+			add := func(kept any) { objs = append(objs, kept) }
+			if stream {
+				rv, err := streamList(ctx, watchFn, s.Transform, add)
+				if err == nil {
+					w.accepted()
+					queue.stage(objs)
+					return &metainternalversion.List{ListMeta: metav1.ListMeta{ResourceVersion: rv}}, nil
+				}
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				c.log.V(1).Info("the API server did not stream the list; listing in pages", "resource", gvr.String(), "error", err.Error())
+				objs = nil
 			}
-			return obj, err
+			rv, err := listPages(ctx, list, s.Transform, o, add)
+			if err != nil {
+				return nil, err
+			}
+			w.accepted()
+			queue.stage(objs)
+			return &metainternalversion.List{ListMeta: metav1.ListMeta{ResourceVersion: rv}}, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			wi, err := watchFn(ctx, o)
@@ -289,8 +362,14 @@ func (c *Cache) listWatch(gvr schema.GroupVersionResource, s Spec, w *Watch) cac
 			return wi, nil
 		},
 	}
-	return cache.ToListWatcherWithWatchListSemantics(lw, client)
+	return cache.ToListWatcherWithWatchListSemantics(lw, cannotStream{})
 }
+
+// cannotStream tells the reflector not to stream lists: a Watch's list
+// function does (see listWatch).
+type cannotStream struct{}
+
+func (cannotStream) IsWatchListSemanticsUnSupported() bool { return true }
 
 // exampleObject is the type the API server sends for s.
 func exampleObject(s Spec) runtime.Object {
