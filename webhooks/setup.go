@@ -35,6 +35,10 @@ func SetupWithManager(mgr manager.Manager, rules []Configured) error {
 	return nil
 }
 
+// ListsInFlight is how many lists Steward's informers are reading now
+// (clustercache.ListsInFlight).
+func ListsInFlight() int64 { return clustercache.ListsInFlight() }
+
 // ClusterCacheRBAC is what the cluster cache reads for every rule: CRD
 // metadata, to notice kinds and versions being served or withdrawn.
 func ClusterCacheRBAC() []rbacv1.PolicyRule {

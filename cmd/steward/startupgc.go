@@ -10,22 +10,38 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/stewardhq/steward/webhooks"
 )
 
 // Steward's collector while it fills its caches. Go lets the heap grow to
 // twice what was live after the last collection (GOGC=100). While the
 // informers list, most of what Steward allocates is garbage at once (each
-// object as the API server sent it, trimmed to a few fields on arrival,
-// and the lists' own arrays), so the heap the collector allows for is
-// twice a live heap that itself holds a list in flight: the start-up peak
-// sat a third above the memory Steward kept once synced. Collecting at
-// half that growth until /readyz first passes keeps the peak nearer the
-// synced memory, for CPU spent only while starting (make bench-scale
-// measures both; see docs/benchmarks.md). A quarter (GOGC=25) slowed the
-// start-up at 500k objects past claimguard's one-minute readiness bound.
+// object as the API server sent it, trimmed to a few fields on arrival),
+// so the heap the collector allows for is twice a live heap that itself
+// holds a list in flight: the start-up peak sat a third above the memory
+// Steward kept once synced. Collecting at half that growth until Steward
+// is ready and no informer is listing keeps the peak nearer the synced
+// memory, for CPU spent only while starting (make bench-scale measures
+// both; see docs/benchmarks.md). Readiness alone is not enough: claimguard
+// stops holding it back for a kind after a minute, while that kind's list
+// may still be on its way. A quarter (GOGC=25) slowed the start-up at 500k
+// objects past that minute.
 
-// startupGCPercent is GOGC until Steward is first ready.
+// startupGCPercent is GOGC until Steward has started.
 const startupGCPercent = 50
+
+// startupGCFor bounds how long Steward collects at startupGCPercent, so
+// that an informer whose list never finishes cannot keep the collector
+// at that pace for good.
+const startupGCFor = 10 * time.Minute
+
+// started reports whether Steward is ready and its informers list nothing.
+func started(ready func(context.Context) bool) func(context.Context) bool {
+	return func(ctx context.Context) bool {
+		return ready(ctx) && webhooks.ListsInFlight() == 0
+	}
+}
 
 // readinessRecorder is the manager, noting each readiness check added
 // through it, so that Steward can tell when /readyz first passes.
@@ -59,10 +75,11 @@ func (r *readinessRecorder) ready(ctx context.Context) bool {
 	return true
 }
 
-// collectHarderUntilReady sets GOGC to startupGCPercent, and back once
-// ready reports true (asked every poll) or ctx ends. It does nothing when
-// GOGC is set: the operator chose the collector's pace.
-func collectHarderUntilReady(ctx context.Context, gogc string, ready func(context.Context) bool, poll time.Duration, log logr.Logger) {
+// collectHarderUntilStarted sets GOGC to startupGCPercent, and back once
+// started reports true (asked every poll), after limit, or once ctx ends.
+// It does nothing when GOGC is set: the operator chose the collector's
+// pace.
+func collectHarderUntilStarted(ctx context.Context, gogc string, started func(context.Context) bool, poll, limit time.Duration, log logr.Logger) {
 	if gogc != "" {
 		return
 	}
@@ -77,8 +94,8 @@ func collectHarderUntilReady(ctx context.Context, gogc string, ready func(contex
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if ready(ctx) {
-					log.V(1).Info("ready: the collector is back at its usual pace", "startupGCPercent", startupGCPercent, "GOGC", before, "after", time.Since(start).Round(time.Millisecond).String())
+				if started(ctx) || time.Since(start) >= limit {
+					log.V(1).Info("started: the collector is back at its usual pace", "startupGCPercent", startupGCPercent, "GOGC", before, "after", time.Since(start).Round(time.Millisecond).String())
 					return
 				}
 			}

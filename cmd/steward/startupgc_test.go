@@ -19,13 +19,13 @@ func gcPercent() int {
 	return p
 }
 
-func TestCollectorWorksHarderOnlyUntilReady(t *testing.T) {
+func TestCollectorWorksHarderOnlyUntilStarted(t *testing.T) {
 	before := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(before) })
 	var ready atomic.Bool
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	collectHarderUntilReady(ctx, "", func(context.Context) bool { return ready.Load() }, time.Millisecond, logr.Discard())
+	collectHarderUntilStarted(ctx, "", func(context.Context) bool { return ready.Load() }, time.Millisecond, time.Hour, logr.Discard())
 	if got := gcPercent(); got != startupGCPercent {
 		t.Fatalf("GOGC while starting = %d, want %d", got, startupGCPercent)
 	}
@@ -43,10 +43,30 @@ func TestCollectorWorksHarderOnlyUntilReady(t *testing.T) {
 	}
 }
 
+// TestCollectorWorksHarderForAtMostItsLimit: Steward that never starts
+// (an informer whose list never finishes) goes back to the usual pace.
+func TestCollectorWorksHarderForAtMostItsLimit(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	collectHarderUntilStarted(ctx, "", func(context.Context) bool { return false }, time.Millisecond, 50*time.Millisecond, logr.Discard())
+	if got := gcPercent(); got != startupGCPercent {
+		t.Fatalf("GOGC while starting = %d, want %d", got, startupGCPercent)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for gcPercent() != 100 {
+		if time.Now().After(deadline) {
+			t.Fatalf("GOGC past the limit = %d, want 100 again", gcPercent())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func TestCollectorPaceIsTheOperatorsWhenGOGCIsSet(t *testing.T) {
 	before := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(before) })
-	collectHarderUntilReady(context.Background(), "200", func(context.Context) bool { return false }, time.Millisecond, logr.Discard())
+	collectHarderUntilStarted(context.Background(), "200", func(context.Context) bool { return false }, time.Millisecond, time.Hour, logr.Discard())
 	if got := gcPercent(); got != 100 {
 		t.Errorf("with GOGC set Steward changed the collector's pace to %d", got)
 	}
