@@ -85,9 +85,11 @@
 // of the manager's cache (NewPagedInformer), lists in pages of PageSize
 // instead and transforms each page before asking for the next
 // (pagedlist.go), so start-up holds at most one page of untrimmed
-// objects; with a stream the list is not called. Readiness is unchanged:
-// a kind is syncing, and holds readiness back as above, until every page
-// of its first list is stored.
+// objects. A Watch also streams its list itself where the API server
+// can (streamlist.go): client-go's reflector would hold the streamed
+// objects in a temporary store and two more arrays before the store had
+// them. Readiness is unchanged: a kind is syncing, and holds readiness
+// back as above, until its first list is stored.
 //
 // fleetguard keeps using the manager's cache: its kinds are built in, always
 // served, and narrowed by a label selector the manager's cache applies.

@@ -25,8 +25,9 @@ const PageSize = 500
 //
 // An informer's first list, when it is not streamed (WatchList: API
 // servers of Kubernetes 1.31 and older do not stream, and a client run
-// with KUBE_FEATURE_WatchListClient=false does not ask), is read whole into memory and only then handed to the store, whose
-// transform trims each object. Until then every object is held as the API
+// with KUBE_FEATURE_WatchListClient=false does not ask), is read whole
+// into memory and only then handed to the store, whose transform trims
+// each object. Until then every object is held as the API
 // server sent it, managed fields, specs and statuses included: at 39,000
 // cached objects Steward's start-up peak was three times what it kept once
 // synced, and a large enough cluster would put it over its memory limit
@@ -38,10 +39,13 @@ const PageSize = 500
 // resource version (resourceVersion "", the read the reflector itself
 // falls back to when the one it asked for is gone), and applies the
 // informer's transform to each page's objects before it asks for the next;
-// what it hands the reflector holds only transformed objects, wrapped so
-// that the store's transform passes them through instead of transforming
-// them twice. With WatchList the list is not called at all, and the
-// stream's objects are transformed one by one as they arrive.
+// a Watch stages the transformed objects in its queue (see listWatch);
+// for the manager's informers, what the list hands the reflector holds
+// only transformed objects, wrapped so that the store's transform passes
+// them through instead of transforming them twice. Where the API server
+// streams, a Watch streams its list instead (streamList), and the
+// manager's informers do not call the list at all: their stream's objects
+// are transformed one by one as they arrive.
 
 // listsInFlight counts the lists Steward's informers are reading now,
 // process-wide (see ListsInFlight).
