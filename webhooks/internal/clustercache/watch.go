@@ -327,25 +327,23 @@ func (c *Cache) listWatch(gvr schema.GroupVersionResource, s Spec, w *Watch, que
 		client = c.dyn
 	}
 	stream := clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) && !watchlist.DoesClientNotSupportWatchListSemantics(client)
+	// read lists, streamed if it can be, else in pages.
+	read := func(ctx context.Context, o metav1.ListOptions) (objs []any, rv string, err error) {
+		add := func(kept any) { objs = append(objs, kept) }
+		if stream {
+			if rv, err = streamList(ctx, watchFn, s.Transform, add); err == nil || ctx.Err() != nil {
+				return objs, rv, err
+			}
+			c.log.V(1).Info("the API server did not stream the list; listing in pages", "resource", gvr.String(), "error", err.Error())
+			objs = nil
+		}
+		rv, err = listPages(ctx, list, s.Transform, o, add)
+		return objs, rv, err
+	}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			defer listing()()
-			var objs []any
-			add := func(kept any) { objs = append(objs, kept) }
-			if stream {
-				rv, err := streamList(ctx, watchFn, s.Transform, add)
-				if err == nil {
-					w.accepted()
-					queue.stage(objs)
-					return &metainternalversion.List{ListMeta: metav1.ListMeta{ResourceVersion: rv}}, nil
-				}
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				c.log.V(1).Info("the API server did not stream the list; listing in pages", "resource", gvr.String(), "error", err.Error())
-				objs = nil
-			}
-			rv, err := listPages(ctx, list, s.Transform, o, add)
+			objs, rv, err := read(ctx, o)
 			if err != nil {
 				return nil, err
 			}
