@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -86,16 +87,23 @@ func collectHarderUntilStarted(ctx context.Context, gogc string, started func(co
 	before := debug.SetGCPercent(startupGCPercent)
 	start := time.Now()
 	go func() {
-		defer debug.SetGCPercent(before)
 		t := time.NewTicker(poll)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
+				debug.SetGCPercent(before)
 				return
 			case <-t.C:
 				if started(ctx) || time.Since(start) >= limit {
-					log.V(1).Info("started: the collector is back at its usual pace", "startupGCPercent", startupGCPercent, "GOGC", before, "after", time.Since(start).Round(time.Millisecond).String())
+					debug.SetGCPercent(before)
+					// One collection at the usual pace now: until
+					// the next, the runtime would keep a third more
+					// memory from the system, sized by the pace the
+					// last one ran at (in a test with a 100 MiB heap,
+					// 196 MiB resident instead of 146).
+					runtime.GC()
+					log.Info("started: the collector is back at its usual pace", "startupGCPercent", startupGCPercent, "GOGC", before, "after", time.Since(start).Round(time.Millisecond).String())
 					return
 				}
 			}
