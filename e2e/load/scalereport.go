@@ -463,5 +463,5 @@ func startupGCGoal(r *scaleResults) *goal {
 	if len(parts) == 0 {
 		return nil
 	}
-	return &goal{"Steward collects harder (a lower GOGC) until it is first ready: what that costs in CPU against Go's default GOGC=100, measured in the same run", strings.Join(parts, "; "), "cost shown"}
+	return &goal{"Steward collects harder (a lower GOGC) until it is ready and no informer is listing: what that costs in CPU against Go's default GOGC=100, measured in the same run", strings.Join(parts, "; "), "cost shown"}
 }
