@@ -22,6 +22,9 @@ const (
 	debounce = 200 * time.Millisecond
 	// retryAfter is how soon readiness is checked again while caches sync.
 	retryAfter = 2 * time.Second
+	// listedKeysFor bounds how long the first lists' owner keys are kept
+	// (listedKeys) when a kind never syncs.
+	listedKeysFor = 10 * time.Minute
 	// resyncEvery is the safety net when nothing changes.
 	resyncEvery = 5 * time.Minute
 	// readyWithin bounds how long one kind whose cache cannot sync (for a
@@ -53,10 +56,12 @@ type discoverer struct {
 	watched atomic.Pointer[map[schema.GroupKind]bool]
 	// ignored are the XRDs last found not composable, with the reason.
 	ignored map[string]string
+	// listed shares owner keys while the first lists arrive.
+	listed *listedKeys
 }
 
 func newDiscoverer(r *Rule, cluster *clustercache.Cache) *discoverer {
-	return &discoverer{rule: r, log: r.log.WithName("discovery"), cluster: cluster, discovered: cluster.Subscribe(), kick: make(chan struct{}, 1)}
+	return &discoverer{rule: r, log: r.log.WithName("discovery"), cluster: cluster, discovered: cluster.Subscribe(), kick: make(chan struct{}, 1), listed: newListedKeys()}
 }
 
 // NeedLeaderElection is false: every replica needs the caches to answer.
@@ -106,6 +111,13 @@ func (d *discoverer) Start(ctx context.Context) error {
 			} else if time.Since(started) > readyWithin {
 				d.rule.found.ready.Store(true)
 				d.log.Info("ready although some caches have not synced; requests for these kinds are refused until they do", "kinds", pending)
+			} else {
+				next = retryAfter
+			}
+		}
+		if d.listed.sharing() {
+			if len(d.pending()) == 0 || time.Since(started) > listedKeysFor {
+				d.listed.done()
 			} else {
 				next = retryAfter
 			}
@@ -294,14 +306,18 @@ func (d *discoverer) start(ctx context.Context, want wanted) *watch {
 // watched kinds were a sixth of what claimguard kept per cached object.
 // A kind that stops being watched later (its CRD removed, its objects
 // going with it) is no longer named in messages as one Steward does not
-// cache until the composite changes.
+// cache until the composite changes. Every object also takes the owner
+// key of one transformed before it while the first lists arrive
+// (listedKeys).
 func (d *discoverer) transform(r role) cache.TransformFunc {
-	if r != roleComposite {
-		return transform
-	}
 	return func(in any) (any, error) {
 		out, err := transform(in)
-		if o, ok := out.(*object); ok && out != in {
+		o, ok := out.(*object)
+		if !ok || out == in {
+			return out, err
+		}
+		d.listed.share(o)
+		if r == roleComposite {
 			if watched := d.watched.Load(); watched != nil {
 				o.dropRefsTo(*watched)
 			}

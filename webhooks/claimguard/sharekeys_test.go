@@ -79,3 +79,36 @@ func TestLiveManagedResourcesKeepNoClaim(t *testing.T) {
 		t.Errorf("a live MR is cached as %+v (more %+v), want its owner and external name and nothing more", mr, mr.more)
 	}
 }
+
+// TestFirstListsShareOwnerKeysBeforeAnythingIsStored: while the first
+// lists arrive, objects of one composite decoded one after another (of
+// several kinds) share its owner key though none is stored yet; once the
+// caches are synced the table is gone and nothing more is shared there.
+func TestFirstListsShareOwnerKeysBeforeAnythingIsStored(t *testing.T) {
+	d := &discoverer{listed: newListedKeys()}
+	decode := func(k int) *object {
+		o, err := d.transform(roleManaged)(realisticMR(7, k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.(*object)
+	}
+	a, b := decode(0), decode(1)
+	if !sameString(a.owner, b.owner) {
+		t.Errorf("two objects of one composite listed before either is stored keep two copies of its owner key %q", a.owner)
+	}
+	other, err := d.transform(roleManaged)(realisticMR(8, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := other.(*object); o.owner == a.owner {
+		t.Fatalf("objects of two composites have one owner key %q", o.owner)
+	}
+	d.listed.done()
+	if d.listed.sharing() {
+		t.Fatal("the table is kept once done")
+	}
+	if c := decode(2); sameString(c.owner, a.owner) {
+		t.Error("an object decoded after the first lists took its owner key from the dropped table")
+	}
+}
