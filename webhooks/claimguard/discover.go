@@ -104,8 +104,9 @@ func (d *discoverer) Start(ctx context.Context) error {
 		}
 		d.resync(ctx)
 		next := resyncEvery
+		pending := d.pending()
 		if !d.rule.found.ready.Load() {
-			if pending := d.pending(); len(pending) == 0 {
+			if len(pending) == 0 {
 				d.rule.found.ready.Store(true)
 				d.log.Info("caches synced; ready")
 			} else if time.Since(started) > readyWithin {
@@ -116,7 +117,7 @@ func (d *discoverer) Start(ctx context.Context) error {
 			}
 		}
 		if d.listed.sharing() {
-			if len(d.pending()) == 0 || time.Since(started) > listedKeysFor {
+			if len(pending) == 0 || time.Since(started) > listedKeysFor {
 				d.listed.done()
 			} else {
 				next = retryAfter

@@ -72,9 +72,10 @@ func (x *ownerIndex) shareKeys(w *watch, o *object) {
 // every kind lists at once. A key such as
 // "database.example.org/XPostgreSQLInstance/db-x7k2p" takes 64 bytes, so
 // 385k managed resources held some 23 MiB of keys only for the start-up,
-// and the collector lets the heap grow by half as much again on top. So until every kind's first list is
-// stored, the transform also takes owner keys from a table of the keys it
-// has seen (listedKeys); the table is dropped once the caches are synced.
+// and the collector lets the heap grow by half as much again on top. So
+// until every kind's first list is stored, the transform also takes owner
+// keys from a table of the keys it has seen (listedKeys); the table is
+// dropped once the caches are synced.
 
 // listedKeys is the table of owner keys the first lists decoded.
 type listedKeys struct {
