@@ -51,7 +51,9 @@ const startupPeakRatio = 1.25
 // up to readiness must stay within startupPeakRatio of what it holds once
 // synced (VmRSS two seconds after readiness), and the list run must hold no more than
 // startupPeakRatio of what the streaming run holds: a list read whole
-// before the informers trim it would show in either.
+// before the informers trim it would show in either. The API server's
+// metrics must show that each run took its path: streamed lists only with
+// WatchList, LISTs only without.
 func TestStartUpPeakMemoryStaysNearSyncedMemory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -68,12 +70,21 @@ func TestStartUpPeakMemoryStaysNearSyncedMemory(t *testing.T) {
 	measure := func(watchList bool) run {
 		t.Helper()
 		t.Setenv("KUBE_FEATURE_WatchListClient", fmt.Sprint(watchList))
+		lists, streams := databaseLists(ctx, t)
 		begin := time.Now()
 		s, err := env.RestartSteward(ctx, harness.DefaultConfig)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ready := time.Since(begin)
+		// Which way claimguard filled its cache of Databases, from the
+		// API server's side: a silent fall-back from streaming to pages
+		// would measure the wrong path.
+		listsAfter, streamsAfter := databaseLists(ctx, t)
+		if listed, streamed := listsAfter-lists, streamsAfter-streams; watchList && (streamed < 1 || listed > 0) || !watchList && (listed < 1 || streamed > 0) {
+			t.Errorf("WatchList %v: Steward's start-up made %.0f LISTs and %.0f streamed lists of Databases; want only the %s", watchList, listed, streamed,
+				map[bool]string{true: "streamed list", false: "LISTs"}[watchList])
+		}
 		// What Steward holds once synced is read a moment later: at the
 		// instant of readiness it depends on whether a collection has
 		// just run.
@@ -99,6 +110,22 @@ func TestStartUpPeakMemoryStaysNearSyncedMemory(t *testing.T) {
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// databaseLists counts, from the API server's metrics, the LIST requests
+// for Databases (one a page) and the watches that streamed their initial
+// list to its end (apiserver_watch_list_duration_seconds is recorded at
+// the initial-events-end bookmark).
+func databaseLists(ctx context.Context, t *testing.T) (lists, streams float64) {
+	t.Helper()
+	families, err := env.APIServerMetrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const group = "postgresql.sql.crossplane.io"
+	lists = harness.SumFamilies(families, "apiserver_request_total", map[string]string{"group": group, "resource": "databases", "verb": "LIST"})
+	streams = harness.SumFamilies(families, "apiserver_watch_list_duration_seconds", map[string]string{"group": group, "resource": "databases"})
+	return lists, streams
+}
 
 // startupLabel marks the seeded objects, so that cleanup finds them.
 const startupLabel = "e2e.steward.dev/startup-memory"
