@@ -160,7 +160,7 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go shutdownOnSignal(log, opts.shutdownDelay, &stopping, cancel)
-	collectHarderUntilStarted(ctx, os.Getenv("GOGC"), started(mgr.ready), 200*time.Millisecond, startupGCFor, log)
+	collectHarderUntilStarted(ctx, os.Getenv("GOGC"), started(mgr.ready), liveHeap, 200*time.Millisecond, startupGCFor, log)
 	log.Info("starting steward", "version", build.Version, "revision", build.Revision, "namespace", opts.certs.Namespace, "port", opts.port, "certMode", opts.certMode, "requestMemory", requestMemory)
 	return mgr.Start(ctx)
 }

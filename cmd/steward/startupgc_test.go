@@ -25,7 +25,7 @@ func TestCollectorWorksHarderOnlyUntilStarted(t *testing.T) {
 	var ready atomic.Bool
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	collectHarderUntilStarted(ctx, "", func(context.Context) bool { return ready.Load() }, time.Millisecond, time.Hour, logr.Discard())
+	collectHarderUntilStarted(ctx, "", func(context.Context) bool { return ready.Load() }, smallHeap, time.Millisecond, time.Hour, logr.Discard())
 	if got := gcPercent(); got != startupGCPercent {
 		t.Fatalf("GOGC while starting = %d, want %d", got, startupGCPercent)
 	}
@@ -45,12 +45,59 @@ func TestCollectorWorksHarderOnlyUntilStarted(t *testing.T) {
 
 // TestCollectorWorksHarderForAtMostItsLimit: Steward that never starts
 // (an informer whose list never finishes) goes back to the usual pace.
+// smallHeap is a live heap too small for the headroom cap to matter.
+func smallHeap() uint64 { return 1 << 20 }
+
+func TestStartupPercentCapsTheHeadroomOfALargeLiveHeap(t *testing.T) {
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{
+		{0, startupGCPercent},
+		{1 << 20, startupGCPercent},
+		{2 * startupHeadroom, startupGCPercent},
+		{4 * startupHeadroom, 25},
+		{100 * startupHeadroom, minStartupGCPercent},
+	} {
+		if got := startupPercent(c.live); got != c.want {
+			t.Errorf("startupPercent(%d MiB) = %d, want %d", c.live>>20, got, c.want)
+		}
+	}
+}
+
+// TestCollectorLowersItsPaceAsTheLiveHeapGrows: while starting, GOGC
+// follows the live heap down, and back up if it shrinks.
+func TestCollectorLowersItsPaceAsTheLiveHeapGrows(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	var live, ready atomic.Uint64
+	live.Store(1 << 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	collectHarderUntilStarted(ctx, "", func(context.Context) bool { return ready.Load() == 1 }, live.Load, time.Millisecond, time.Hour, logr.Discard())
+	waitForGCPercent := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); gcPercent() != want; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("GOGC = %d, want %d", gcPercent(), want)
+			}
+		}
+	}
+	waitForGCPercent(startupGCPercent)
+	live.Store(4 * startupHeadroom)
+	waitForGCPercent(25)
+	live.Store(startupHeadroom)
+	waitForGCPercent(startupGCPercent)
+	ready.Store(1)
+	waitForGCPercent(100)
+}
+
 func TestCollectorWorksHarderForAtMostItsLimit(t *testing.T) {
 	before := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(before) })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	collectHarderUntilStarted(ctx, "", func(context.Context) bool { return false }, time.Millisecond, 50*time.Millisecond, logr.Discard())
+	collectHarderUntilStarted(ctx, "", func(context.Context) bool { return false }, smallHeap, time.Millisecond, 50*time.Millisecond, logr.Discard())
 	if got := gcPercent(); got != startupGCPercent {
 		t.Fatalf("GOGC while starting = %d, want %d", got, startupGCPercent)
 	}
@@ -66,7 +113,7 @@ func TestCollectorWorksHarderForAtMostItsLimit(t *testing.T) {
 func TestCollectorPaceIsTheOperatorsWhenGOGCIsSet(t *testing.T) {
 	before := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(before) })
-	collectHarderUntilStarted(context.Background(), "200", func(context.Context) bool { return false }, time.Millisecond, time.Hour, logr.Discard())
+	collectHarderUntilStarted(context.Background(), "200", func(context.Context) bool { return false }, smallHeap, time.Millisecond, time.Hour, logr.Discard())
 	if got := gcPercent(); got != 100 {
 		t.Errorf("with GOGC set Steward changed the collector's pace to %d", got)
 	}
