@@ -334,7 +334,14 @@ func (c *Cache) listWatch(gvr schema.GroupVersionResource, s Spec, w *Watch, que
 			if rv, err = streamList(ctx, watchFn, s.Transform, add); err == nil || ctx.Err() != nil {
 				return objs, rv, err
 			}
-			c.log.V(1).Info("the API server did not stream the list; listing in pages", "resource", gvr.String(), "error", err.Error())
+			// An API server without WatchList refuses every stream (an
+			// invalid request), so that is only worth a debug line; a
+			// stream that broke off is worth knowing about.
+			log := c.log
+			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+				log = log.V(1)
+			}
+			log.Info("the API server did not stream the list; listing in pages", "resource", gvr.String(), "error", err.Error())
 			objs = nil
 		}
 		rv, err = listPages(ctx, list, s.Transform, o, add)
