@@ -43,8 +43,6 @@ func TestCollectorWorksHarderOnlyUntilStarted(t *testing.T) {
 	}
 }
 
-// TestCollectorWorksHarderForAtMostItsLimit: Steward that never starts
-// (an informer whose list never finishes) goes back to the usual pace.
 // smallHeap is a live heap too small for the headroom cap to matter.
 func smallHeap() uint64 { return 1 << 20 }
 
@@ -70,11 +68,12 @@ func TestStartupPercentCapsTheHeadroomOfALargeLiveHeap(t *testing.T) {
 func TestCollectorLowersItsPaceAsTheLiveHeapGrows(t *testing.T) {
 	before := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(before) })
-	var live, ready atomic.Uint64
+	var live atomic.Uint64
+	var ready atomic.Bool
 	live.Store(1 << 20)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	collectHarderUntilStarted(ctx, "", func(context.Context) bool { return ready.Load() == 1 }, live.Load, time.Millisecond, time.Hour, logr.Discard())
+	collectHarderUntilStarted(ctx, "", func(context.Context) bool { return ready.Load() }, live.Load, time.Millisecond, time.Hour, logr.Discard())
 	waitForGCPercent := func(want int) {
 		t.Helper()
 		for deadline := time.Now().Add(5 * time.Second); gcPercent() != want; time.Sleep(time.Millisecond) {
@@ -88,10 +87,12 @@ func TestCollectorLowersItsPaceAsTheLiveHeapGrows(t *testing.T) {
 	waitForGCPercent(25)
 	live.Store(startupHeadroom)
 	waitForGCPercent(startupGCPercent)
-	ready.Store(1)
+	ready.Store(true)
 	waitForGCPercent(100)
 }
 
+// TestCollectorWorksHarderForAtMostItsLimit: Steward that never starts
+// (an informer whose list never finishes) goes back to the usual pace.
 func TestCollectorWorksHarderForAtMostItsLimit(t *testing.T) {
 	before := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(before) })
