@@ -19,7 +19,7 @@ import (
 // the manifests about it.
 type sampleRule struct{}
 
-func (sampleRule) Handle(context.Context, admission.Request) admission.Response {
+func (sampleRule) Handle(context.Context, *rule.Request) admission.Response {
 	return admission.Allowed("")
 }
 

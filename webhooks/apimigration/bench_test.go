@@ -8,6 +8,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/ruletest"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // Benchmarks of the handler on a realistic HelmRelease (metadata with
@@ -109,7 +110,7 @@ func realisticHelmRelease(version, chart string, annotations map[string]string) 
 	return o
 }
 
-func benchmark(b *testing.B, h admission.Handler, req admission.Request, allowed, patched bool) {
+func benchmark(b *testing.B, h rule.Rule, req admission.Request, allowed, patched bool) {
 	b.Helper()
 	ruletest.BenchmarkVerdict(b, h, req, func(got admission.Response) error {
 		if got.Allowed != allowed || (len(got.Patches) > 0) != patched {

@@ -1,7 +1,8 @@
 package apimigration
 
 // The decoding reading of a write, kept as the oracle FuzzHandle and
-// TestPatchAppliesToTheObject hold the rule's raw reading to.
+// TestPatchAppliesToTheObject hold the rule's reading through object
+// views to.
 
 import (
 	"bytes"
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -27,7 +29,7 @@ func (r *Rule) markDecoded(req admission.Request, f Finding) admission.Response 
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %w", err))
 	}
-	var old *object
+	var old *decoded
 	if req.Operation == admissionv1.Update {
 		if old, err = decodeObject(req.OldObject.Raw); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored object: %w", err))
@@ -35,7 +37,12 @@ func (r *Rule) markDecoded(req admission.Request, f Finding) admission.Response 
 	}
 	var set map[string]string
 	if !obj.terminating() {
-		set = plan(f.From(), obj, old, r.now().UTC().Format(time.RFC3339Nano))
+		var o map[string]string
+		if old != nil {
+			o = old.Metadata.Annotations
+		}
+		sameSpec := func() bool { return decodedEqual(old.Spec, obj.Spec) }
+		set = plan(f.From(), obj.Metadata.Annotations, o, old != nil, sameSpec, r.now().UTC().Format(time.RFC3339Nano))
 	}
 	resp := admission.Allowed(warning)
 	if len(set) > 0 {
@@ -65,7 +72,7 @@ func metadataOnly(raw []byte) ([]byte, error) {
 		Metadata json.RawMessage `json:"metadata"`
 	}
 	if err := json.Unmarshal(raw, &o); err != nil {
-		return nil, fmt.Errorf("decoding the object: %w", plainJSONError(err))
+		return nil, fmt.Errorf("decoding the object: %w", err)
 	}
 	if len(o.Metadata) == 0 {
 		return nil, errors.New("the object has no metadata")
@@ -108,6 +115,52 @@ func withAnnotations(raw []byte, set map[string]string) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(top)
+}
+
+// decoded is the little of a Flux object the rule reads, decoded.
+type decoded struct {
+	Metadata metadata
+	Spec     json.RawMessage
+}
+
+// metadata is the part of metadata the rule reads.
+type metadata struct {
+	Name              string            `json:"name"`
+	GenerateName      string            `json:"generateName"`
+	Namespace         string            `json:"namespace"`
+	DeletionTimestamp *json.RawMessage  `json:"deletionTimestamp"`
+	Labels            map[string]string `json:"labels"`
+	Annotations       map[string]string `json:"annotations"`
+}
+
+// decodeObject decodes an object with encoding/json.
+func decodeObject(raw []byte) (*decoded, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, errors.New("the request carries no object")
+	}
+	var o struct {
+		Metadata *metadata       `json:"metadata"`
+		Spec     json.RawMessage `json:"spec"`
+	}
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return nil, err
+	}
+	if o.Metadata == nil {
+		return nil, errors.New("the object has no metadata")
+	}
+	return &decoded{Metadata: *o.Metadata, Spec: o.Spec}, nil
+}
+
+// terminating reports whether the object is being deleted.
+func (o *decoded) terminating() bool {
+	return o.Metadata.DeletionTimestamp != nil && string(*o.Metadata.DeletionTimestamp) != "null"
+}
+
+// decodedEqual compares two specs decoded, as reflect.DeepEqual does.
+func decodedEqual(a, b json.RawMessage) bool {
+	va, errA := decodeAny(a)
+	vb, errB := decodeAny(b)
+	return errA == nil && errB == nil && reflect.DeepEqual(va, vb)
 }
 
 // decodeAny decodes JSON keeping numbers exact, so 1 and 1.0000000000000001

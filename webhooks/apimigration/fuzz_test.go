@@ -1,7 +1,6 @@
 package apimigration
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"reflect"
@@ -13,7 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
-	"github.com/stewardhq/steward/webhooks/internal/rawjson"
+	"github.com/stewardhq/steward/webhooks/object"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 func mustJSON(v any) []byte {
@@ -87,23 +87,25 @@ func FuzzHandle(f *testing.F) {
 	})
 }
 
-// checkMark holds mark to the decoding path: the same answer, patch,
-// warning and error message included, whenever decodeFast reads the
-// objects or encoding/json cannot; and a refusal naming the form where
-// only encoding/json reads them.
+// checkMark holds mark to the decoding path: the same answer, patch and
+// warning included, whenever the objects are in the API server's form;
+// and otherwise a refusal as bad input, naming the form where
+// encoding/json reads them.
 func checkMark(t *testing.T, r *Rule, req admission.Request, f Finding) {
 	t.Helper()
-	got, want := outcome(r.mark(req, f)), outcome(r.markDecoded(req, f))
-	_, fastNew := decodeFast(req.Object.Raw)
-	_, fastOld := decodeFast(req.OldObject.Raw)
-	if fastNew && (fastOld || req.Operation != admissionv1.Update) || want.Code == http.StatusBadRequest {
+	rr := rule.NewRequest(req)
+	got, want := outcome(r.mark(rr, f)), outcome(r.markDecoded(req, f))
+	if rr.View().ServerForm() && (rr.OldView().ServerForm() || req.Operation != admissionv1.Update) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("mark differs from markDecoded (-decoded +mark):\n%s", diff)
 		}
 		return
 	}
-	if got.Code != http.StatusBadRequest || !strings.HasSuffix(got.Message, errNotServerForm.Error()) {
-		t.Fatalf("mark of an object only encoding/json reads: %+v, want the refusal %q", got, errNotServerForm)
+	if got.Code != http.StatusBadRequest {
+		t.Fatalf("mark of an object not in the API server's form: %+v, want a refusal as bad input", got)
+	}
+	if want.Code != http.StatusBadRequest && !strings.HasSuffix(got.Message, object.ErrNotServerForm.Error()) {
+		t.Fatalf("mark of an object only encoding/json reads: %+v, want the refusal %q", got, object.ErrNotServerForm)
 	}
 }
 
@@ -161,9 +163,9 @@ func FuzzParseRelease(f *testing.F) {
 	})
 }
 
-// fastSeeds are objects in and out of the form the fast decoder reads:
-// the API server's form, and each departure from it that must be left to
-// encoding/json (wrong types, duplicate, differently-cased and escaped
+// fastSeeds are objects in and out of the form the rule reads (the API
+// server's form, object.View.ServerForm), and each departure from it that
+// it refuses (wrong types, duplicate, differently-cased and escaped
 // names, null annotations, deep nesting, invalid JSON).
 var fastSeeds = [][]byte{
 	mustJSON(obj(helmRelease, "v2beta1", marked(HelmGroup+"/v2beta1", earlier, "team", "web"), spec1)),
@@ -190,123 +192,7 @@ var fastSeeds = [][]byte{
 	[]byte(`{"metadata":{"a":"\xff"}}`),
 	[]byte(`{"metadata":{"annotations":{"\xff":"\xfe"}}}`),
 	[]byte("{\"metadata\":{\"name\u017f\":1}}"),
-	[]byte(`{"metadata":{}, "spec":` + strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1) + `}`),
+	[]byte(`{"metadata":{}, "spec":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`),
 	[]byte(`[]`),
 	[]byte(``),
-}
-
-// FuzzDecodeFast proves the fast decoder agrees with encoding/json: what
-// it accepts is valid JSON that decodeObject reads the same way, on every
-// key the rule looks at.
-func FuzzDecodeFast(f *testing.F) {
-	for _, s := range fastSeeds {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		fast, ok := decodeFast(raw)
-		if !ok {
-			return
-		}
-		if !json.Valid(raw) {
-			t.Fatalf("decodeFast accepted invalid JSON %q", raw)
-		}
-		slow, err := decodeObject(raw)
-		if err != nil {
-			t.Fatalf("decodeFast accepted %q, decodeObject fails: %v", raw, err)
-		}
-		keep := func(m map[string]string, keys []string) map[string]string {
-			out := map[string]string{}
-			for _, k := range keys {
-				if v, ok := m[k]; ok {
-					out[k] = v
-				}
-			}
-			return out
-		}
-		type view struct {
-			Name, GenerateName, Namespace string
-			Terminating, HasAnnotations   bool
-			Labels, Annotations           map[string]string
-			Spec                          string
-		}
-		var top map[string]json.RawMessage
-		_ = json.Unmarshal(raw, &top)
-		var meta map[string]json.RawMessage
-		_ = json.Unmarshal(top["metadata"], &meta)
-		a, hasAnnotations := meta["annotations"]
-		hasAnnotations = hasAnnotations && string(a) != "null"
-		got := view{fast.Metadata.Name, fast.Metadata.GenerateName, fast.Metadata.Namespace, fast.terminating(), fast.hasAnnotations,
-			keep(fast.Metadata.Labels, ownerLabels), keep(fast.Metadata.Annotations, annotationKeys), string(fast.Spec)}
-		want := view{slow.Metadata.Name, slow.Metadata.GenerateName, slow.Metadata.Namespace, slow.terminating(), hasAnnotations,
-			keep(slow.Metadata.Labels, ownerLabels), keep(slow.Metadata.Annotations, annotationKeys), string(slow.Spec)}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("decodeFast(%q) differs from decodeObject (-want +got):\n%s", raw, diff)
-		}
-	})
-}
-
-// FuzzScanner proves the scanner the fast path reads with (a strict
-// rawjson.Scanner at maxDepth) accepts exactly the JSON encoding/json
-// accepts, up to that nesting limit.
-func FuzzScanner(f *testing.F) {
-	for _, s := range fastSeeds {
-		f.Add(s)
-	}
-	for _, s := range []string{`"\u12"`, `"\uD834\uDD1E"`, `-`, `-0`, `1.`, `1e`, `1E+2`, `.5`, `tru`, `nul`, `[1 2]`, `{"a" 1}`, `{"a":1 "b":2}`, "\t[\n]\r ", `{,}`, `[,]`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		s := rawjson.NewStrict(raw, maxDepth)
-		got := s.Value() && s.End()
-		if want := json.Valid(raw); got != want {
-			if !got && (bytes.Count(raw, []byte("["))+bytes.Count(raw, []byte("{"))) > maxDepth {
-				return // Deeper than the scanner goes: left to encoding/json.
-			}
-			t.Fatalf("scanner accepts %q: %v; encoding/json: %v", raw, got, want)
-		}
-	})
-}
-
-// FuzzCompareSpecs proves sameSpec, and the walk over two specs whenever
-// it answers, answer as decoding both and comparing with
-// reflect.DeepEqual does.
-func FuzzCompareSpecs(f *testing.F) {
-	for _, p := range [][2]string{
-		{`{"a":1,"b":[1,2]}`, `{"b":[1,2],"a":1}`},
-		{`{"a":1,"b":{"c":"x"}}`, `{"a":1,"b":{"c":"y"}}`},
-		{`{"a":1}`, `{"a":1,"b":2}`},
-		{`{"a":1,"a":2}`, `{"a":2}`},
-		{`{"a":"\u0041"}`, `{"a":"A"}`},
-		{`{"a":"\u003c"}`, `{"a":"<"}`},
-		{`{"a":"\ud800"}`, `{"a":"\ufffd"}`},
-		{"{\"a\":\"\xff\"}", `{"a":"\ufffd"}`},
-		{`{"a":1.0}`, `{"a":1}`},
-		{`{"a":[1,2,3]}`, `{"a":[1,2]}`},
-		{`{"a":null}`, `{"a":false}`},
-		{`{"a":true}`, `{"a":false}`},
-		{``, `null`},
-		{``, `{}`},
-		{`[{"b":1,"a":2}]`, `[{"a":2,"b":1}]`},
-		{`{"\u0061":1}`, `{"a":1}`},
-		{`{"a!":1,"a":2}`, `{"a":2,"a!":1}`},
-	} {
-		f.Add([]byte(p[0]), []byte(p[1]))
-	}
-	f.Fuzz(func(t *testing.T, a, b []byte) {
-		if (len(a) > 0 && !json.Valid(a)) || (len(b) > 0 && !json.Valid(b)) {
-			return // Specs come from decoded objects: always valid.
-		}
-		va, errA := decodeAny(a)
-		vb, errB := decodeAny(b)
-		if errA != nil || errB != nil {
-			t.Fatalf("decodeAny: %v, %v", errA, errB)
-		}
-		want := reflect.DeepEqual(va, vb)
-		if got := sameSpec(&object{Spec: a}, &object{Spec: b}); got != want {
-			t.Fatalf("sameSpec(%q, %q) = %v, want %v", a, b, got, want)
-		}
-		if v := compareSpecs(a, b); v != unsure && (v == same) != want {
-			t.Fatalf("compareSpecs(%q, %q) = %v, want same = %v", a, b, v, want)
-		}
-	})
 }

@@ -11,6 +11,8 @@ import (
 	jsonpatch "gomodules.xyz/jsonpatch/v2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // clock is the fixed time every test rule marks objects with.
@@ -97,7 +99,7 @@ func outcome(resp admission.Response) result {
 }
 
 func handle(r *Rule, req admission.Request) result {
-	return outcome(r.Handle(context.Background(), req))
+	return outcome(rule.Judge(context.Background(), r, req))
 }
 
 // add and replace build expected patch operations on annotations.

@@ -27,14 +27,13 @@ const (
 // every interval never starts a reconcile and the stored object stays
 // stable. The plan is a fixed point: applied to its own result it asks for
 // nothing, which is what reinvocationPolicy IfNeeded needs.
-func plan(from string, obj, old *object, now string) map[string]string {
-	n := obj.Metadata.Annotations
-	var o map[string]string
-	if old != nil {
-		o = old.Metadata.Annotations
-	}
+//
+// n and o are the new and the stored object's annotations (o is nil and
+// update false on CREATE); sameSpec compares their specs, only when the
+// plan needs to know.
+func plan(from string, n, o map[string]string, update bool, sameSpec func() bool, now string) map[string]string {
 	want := map[string]string{MigratedFromAnnotation: from}
-	if old != nil && o[MigratedFromAnnotation] == from && sameSpec(old, obj) {
+	if update && o[MigratedFromAnnotation] == from && sameSpec() {
 		if at, ok := o[MigratedAtAnnotation]; ok {
 			want[MigratedAtAnnotation] = at
 		}

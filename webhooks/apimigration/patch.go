@@ -11,10 +11,10 @@ import (
 // object has is changed with "replace".
 var annotations = annotationpatch.New(annotationpatch.Options{Replace: true}, annotationKeys...)
 
-// annotationPatch is the JSON patch that sets the annotations in set on o,
-// as decoded by decodeFast: one "add" of the whole map when the object has
-// no annotations, otherwise an "add" for each new key and a "replace" for
-// each existing one.
-func annotationPatch(o *object, set map[string]string) []jsonpatch.JsonPatchOperation {
-	return annotations.Ops(o.Metadata.Annotations, o.hasAnnotations, set)
+// annotationPatch is the JSON patch that sets the annotations in set on o:
+// one "add" of the whole map when the object has no annotations,
+// otherwise an "add" for each new key and a "replace" for each existing
+// one.
+func annotationPatch(o *fluxObject, set map[string]string) []jsonpatch.JsonPatchOperation {
+	return annotations.Ops(o.annotations, o.view.HasAnnotations(), set)
 }

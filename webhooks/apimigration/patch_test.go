@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // TestPatchAppliesToTheObject applies the patch the rule returns to the
@@ -60,10 +61,11 @@ func TestPatchAppliesToTheObject(t *testing.T) {
 	f := Classify(HelmGroup, "HelmRelease", "v2beta1", r.Target().Release)
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if _, ok := decodeFast(tc.req.Object.Raw); !ok {
-				t.Fatalf("%s: the object is in the API server's form, yet decodeFast does not read it", tc.reason)
+			req := rule.NewRequest(tc.req)
+			if !req.View().ServerForm() {
+				t.Fatalf("%s: the object is in the API server's form, yet its view says it is not", tc.reason)
 			}
-			resp := r.mark(tc.req, f)
+			resp := r.mark(req, f)
 			if diff := cmp.Diff(outcome(r.markDecoded(tc.req, f)), outcome(resp)); diff != "" {
 				t.Errorf("%s: written-out patch differs from the diffed one (-diffed +written):\n%s", tc.reason, diff)
 			}

@@ -78,7 +78,7 @@ var _ rule.Inheritor = (*Rule)(nil)
 // Handle answers one admission request. See the package README for what is
 // decided and why; the decision itself is Classify, shared with `steward
 // check`.
-func (r *Rule) Handle(_ context.Context, req admission.Request) admission.Response {
+func (r *Rule) Handle(_ context.Context, req *rule.Request) admission.Response {
 	if (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) || req.SubResource != "" {
 		return admission.Allowed("")
 	}
@@ -101,24 +101,23 @@ func (r *Rule) Handle(_ context.Context, req admission.Request) admission.Respon
 }
 
 // mark allows a write through a deprecated version, with the warning and
-// whatever annotations plan asks for. It reads the objects with
-// decodeFast and writes the patch operations directly.
-func (r *Rule) mark(req admission.Request, f Finding) admission.Response {
-	obj, err := readObject(req.Object.Raw)
+// whatever annotations plan asks for. It writes the patch operations
+// directly.
+func (r *Rule) mark(req *rule.Request, f Finding) admission.Response {
+	obj, err := readObject(req.View())
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %w", err))
 	}
-	var old *object
-	if req.Operation == admissionv1.Update {
-		o, err := readObject(req.OldObject.Raw)
-		if err != nil {
+	var old fluxObject
+	update := req.Operation == admissionv1.Update
+	if update {
+		if old, err = readObject(req.OldView()); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored object: %w", err))
 		}
-		old = &o
 	}
 	var set map[string]string
-	if !obj.terminating() {
-		set = plan(f.From(), &obj, old, r.now().UTC().Format(time.RFC3339Nano))
+	if !obj.view.Deleting() {
+		set = plan(f.From(), obj.annotations, old.annotations, update, func() bool { return sameSpec(&old, &obj) }, r.now().UTC().Format(time.RFC3339Nano))
 	}
 	warning := f.Warning()
 	resp := admission.Allowed(warning)
@@ -133,31 +132,32 @@ func (r *Rule) mark(req admission.Request, f Finding) admission.Response {
 // describe names the object and the Flux object that applied it, for the
 // refusal message. It reads what it can; a request whose object does not
 // read is still refused, by the request's own name.
-func describe(req admission.Request, kind string) (object, source string) {
+func describe(req *rule.Request, kind string) (object, source string) {
 	ns, name := req.Namespace, req.Name
-	if obj, ok := decodeFast(req.Object.Raw); ok {
+	if v := req.View(); v.ServerForm() {
 		if name == "" {
-			name = obj.Metadata.Name
+			name = v.Name()
 		}
-		if name == "" && obj.Metadata.GenerateName != "" {
-			name = obj.Metadata.GenerateName + "*"
+		if name == "" && v.GenerateName() != "" {
+			name = v.GenerateName() + "*"
 		}
 		if ns == "" {
-			ns = obj.Metadata.Namespace
+			ns = v.Namespace()
 		}
-		source = appliedBy(obj.Metadata.Labels)
+		source = appliedBy(v.Label)
 	}
 	return kind + " " + ns + "/" + name, source
 }
 
 // appliedBy names the Flux object that applied an object, from the
 // ownership labels kustomize-controller and helm-controller set.
-func appliedBy(labels map[string]string) string {
+func appliedBy(label func(key string) (string, bool)) string {
 	for _, owner := range []struct{ kind, group string }{
 		{"Kustomization", KustomizeGroup},
 		{"HelmRelease", HelmGroup},
 	} {
-		name, ns := labels[owner.group+"/name"], labels[owner.group+"/namespace"]
+		name, _ := label(owner.group + "/name")
+		ns, _ := label(owner.group + "/namespace")
 		if name != "" {
 			return owner.kind + " " + ns + "/" + name
 		}

@@ -298,7 +298,7 @@ func TestHandle(t *testing.T) {
 			reason: "the stored object is decoded too",
 			req:    admissiontest.Update(v2beta1, "HelmRelease", `[]`, obj(helmRelease, "v2beta1", nil, spec1)).Build(),
 			want: result{Code: http.StatusBadRequest,
-				Message: "decoding the stored object: the object is a JSON array, where an object is expected"},
+				Message: "decoding the stored object: object is an array, not a JSON object"},
 		},
 	}
 	for name, tc := range cases {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // servedFrom is what the cluster cache would publish with the vendored
@@ -218,13 +219,13 @@ func TestAdviceFollowsTheClusterRelease(t *testing.T) {
 		return admissiontest.Create(gvr(policy, "v1beta2"), "ImagePolicy", obj(policy, "v1beta2", nil, map[string]any{"interval": "5m"})).Build()
 	}
 	r.follow(ClusterTarget(servedFrom(t, "2.6", "v2.6.0")))
-	if resp := r.Handle(context.Background(), req()); len(resp.Warnings) != 0 || len(resp.Patches) != 0 {
+	if resp := rule.Judge(context.Background(), r, req()); len(resp.Warnings) != 0 || len(resp.Patches) != 0 {
 		t.Errorf("at 2.6, image v1beta2 is current: warnings %q, patches %v", resp.Warnings, resp.Patches)
 	}
 	assertTargetInfo(t, r, "2.6", SourceClusterLabel)
 
 	r.follow(ClusterTarget(servedFrom(t, "2.7", "v2.7.0")))
-	resp := r.Handle(context.Background(), req())
+	resp := rule.Judge(context.Background(), r, req())
 	want := []string{"apimigration: image.toolkit.fluxcd.io/v1beta2 is deprecated and removed in Flux 2.9; use v1 (flux migrate)"}
 	if diff := cmp.Diff(want, resp.Warnings); diff != "" {
 		t.Errorf("at 2.7 (-want +got):\n%s", diff)
@@ -299,7 +300,7 @@ func TestTargetChangesWhileRequestsAreInFlight(t *testing.T) {
 		}
 	}()
 	for range 2000 {
-		resp := r.Handle(context.Background(), req)
+		resp := rule.Judge(context.Background(), r, req)
 		if !resp.Allowed || (len(resp.Warnings) == 0) != (len(resp.Patches) == 0) {
 			t.Fatalf("a mixed answer: allowed=%v warnings=%q patches=%v", resp.Allowed, resp.Warnings, resp.Patches)
 		}

@@ -26,7 +26,7 @@ import (
 // countingRule counts the audit passes that asked it, from any goroutine.
 type countingRule struct{ asked atomic.Int32 }
 
-func (c *countingRule) Handle(context.Context, admission.Request) admission.Response {
+func (c *countingRule) Handle(context.Context, *rule.Request) admission.Response {
 	return admission.Allowed("")
 }
 func (c *countingRule) Spec() rule.Spec { return rule.Spec{} }

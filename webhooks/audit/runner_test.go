@@ -22,7 +22,7 @@ type fakeRule struct {
 	asked    int
 }
 
-func (f *fakeRule) Handle(context.Context, admission.Request) admission.Response {
+func (f *fakeRule) Handle(context.Context, *rule.Request) admission.Response {
 	return admission.Allowed("")
 }
 func (f *fakeRule) Spec() rule.Spec { return rule.Spec{} }
@@ -34,7 +34,7 @@ func (f *fakeRule) Audit(context.Context, client.Reader) ([]rule.Finding, error)
 // plainRule cannot audit.
 type plainRule struct{}
 
-func (plainRule) Handle(context.Context, admission.Request) admission.Response {
+func (plainRule) Handle(context.Context, *rule.Request) admission.Response {
 	return admission.Allowed("")
 }
 func (plainRule) Spec() rule.Spec { return rule.Spec{} }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/ruletest"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // The benchmark cluster: 10k claimed XRs, each composing five MRs (50k
@@ -147,9 +148,9 @@ func cpuTime() time.Duration {
 // runHandler times every call and reports p50 and p99 (wall clock) and the
 // CPU time per call (process-wide, GC included) next to ns/op; on a busy
 // machine the CPU time is the steadier figure.
-func runHandler(b *testing.B, h admission.Handler, rq admission.Request, wantAllowed bool) {
+func runHandler(b *testing.B, h rule.Rule, rq admission.Request, wantAllowed bool) {
 	ctx := context.Background()
-	if got := h.Handle(ctx, rq); got.Allowed != wantAllowed {
+	if got := rule.Judge(ctx, h, rq); got.Allowed != wantAllowed {
 		b.Fatalf("allowed = %v, want %v: %+v", got.Allowed, wantAllowed, got.Result)
 	}
 	durations := make([]time.Duration, 0, b.N)
@@ -158,7 +159,7 @@ func runHandler(b *testing.B, h admission.Handler, rq admission.Request, wantAll
 	cpu := cpuTime()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		_ = h.Handle(ctx, rq)
+		_ = rule.Judge(ctx, h, rq)
 		durations = append(durations, time.Since(start))
 	}
 	b.StopTimer()
@@ -189,7 +190,7 @@ func BenchmarkClaimguard(b *testing.B) {
 	}()).Build()
 	cases := []struct {
 		name    string
-		h       admission.Handler
+		h       rule.Rule
 		req     admission.Request
 		allowed bool
 	}{

@@ -6,13 +6,15 @@ import (
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // claimCreate refuses a claim while a composite resource of a previous
 // claim with the same namespace and name is still being deleted, or, when
 // that XR is already gone (Background deletion), while resources it
 // composed still are.
-func (r *Rule) claimCreate(s *snapshot, req admission.Request, x *xrd) admission.Response {
+func (r *Rule) claimCreate(s *snapshot, req *rule.Request, x *xrd) admission.Response {
 	c, bad := decode(req, roleComposite)
 	if bad != nil {
 		return *bad
@@ -66,7 +68,7 @@ func (r *Rule) claimCreate(s *snapshot, req admission.Request, x *xrd) admission
 // with compositeDeletePolicy Foreground (on the claim, or the XRD's
 // default) Crossplane deletes the XR with Foreground propagation and the
 // claim stays until everything is gone.
-func (r *Rule) claimDelete(s *snapshot, req admission.Request, x *xrd) admission.Response {
+func (r *Rule) claimDelete(s *snapshot, req *rule.Request, x *xrd) admission.Response {
 	c, bad := decode(req, roleComposite)
 	if bad != nil {
 		return *bad

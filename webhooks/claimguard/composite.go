@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // systemDeleters are Kubernetes' own controllers, whose deletes
@@ -23,7 +25,7 @@ var systemDeleters = []string{
 //   - an XR of the same kind, namespace and name is still being deleted, or
 //     is gone while the resources it composed are still being deleted or
 //     await garbage collection (v2 XRs re-created by a GitOps tool).
-func (r *Rule) compositeCreate(s *snapshot, req admission.Request, x *xrd) admission.Response {
+func (r *Rule) compositeCreate(s *snapshot, req *rule.Request, x *xrd) admission.Response {
 	o, bad := decode(req, roleComposite)
 	if bad != nil {
 		return *bad
@@ -85,7 +87,7 @@ func (r *Rule) compositeCreate(s *snapshot, req admission.Request, x *xrd) admis
 // compositeDelete warns when deleting an XR waits for its composed
 // resources (Foreground propagation), and with requireForegroundDelete
 // refuses other propagation for XRs that nothing else deletes.
-func (r *Rule) compositeDelete(s *snapshot, req admission.Request, x *xrd) admission.Response {
+func (r *Rule) compositeDelete(s *snapshot, req *rule.Request, x *xrd) admission.Response {
 	o, bad := decode(req, roleComposite)
 	if bad != nil {
 		return *bad

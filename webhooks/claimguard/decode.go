@@ -1,6 +1,8 @@
 package claimguard
 
 import (
+	objectview "github.com/stewardhq/steward/webhooks/object"
+
 	"encoding/json"
 	"fmt"
 
@@ -23,39 +25,6 @@ type requested struct {
 	finalizers []string
 }
 
-// requestMeta is the part of the metadata claimguard reads; managed
-// fields and everything else are skipped while decoding.
-type requestMeta struct {
-	Name              string                  `json:"name"`
-	Namespace         string                  `json:"namespace"`
-	Labels            map[string]string       `json:"labels"`
-	Annotations       map[string]string       `json:"annotations"`
-	OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
-	Finalizers        []string                `json:"finalizers"`
-	DeletionTimestamp *metav1.Time            `json:"deletionTimestamp"`
-}
-
-// managedBody is a managed resource as claimguard reads it: metadata only,
-// because MR specs belong to many providers and claimguard needs nothing
-// from them.
-type managedBody struct {
-	Metadata requestMeta `json:"metadata"`
-}
-
-// compositeBody is a claim or composite resource: the metadata, and the spec
-// fields Crossplane reserves. Each spec field is kept raw and decoded on
-// its own, so a field of an unexpected shape is ignored instead of failing
-// the request.
-type compositeBody struct {
-	Metadata requestMeta `json:"metadata"`
-	Spec     struct {
-		ClaimRef              json.RawMessage `json:"claimRef"`
-		CompositeDeletePolicy json.RawMessage `json:"compositeDeletePolicy"`
-		ResourceRefs          json.RawMessage `json:"resourceRefs"`
-		Crossplane            json.RawMessage `json:"crossplane"`
-	} `json:"spec"`
-}
-
 type refJSON struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
@@ -63,44 +32,31 @@ type refJSON struct {
 	Namespace  string `json:"namespace"`
 }
 
-// decodeObject reads an object of the given role from raw JSON, in one pass.
-func decodeObject(raw []byte, r role) (*requested, error) {
-	if len(raw) == 0 {
-		return nil, fmt.Errorf("the request carries no object")
+// decodeObject reads an object of the given role through its view: the
+// metadata, and for claims and composite resources the spec fields
+// Crossplane reserves. MR specs belong to many providers and claimguard
+// needs nothing from them. Each spec field is decoded on its own, so a
+// field of an unexpected shape is ignored instead of failing the request.
+func decodeObject(v *objectview.View, r role) (*requested, error) {
+	if err := v.FormErr(); err != nil {
+		return nil, fmt.Errorf("decoding the object: %w", err)
 	}
 	if r == roleManaged {
-		var b managedBody
-		if err := json.Unmarshal(raw, &b); err != nil {
-			return nil, fmt.Errorf("decoding the object: %w", err)
-		}
 		// No claim: as for a cached live managed resource, nothing reads it.
-		return fromRequestMeta(&b.Metadata, false), nil
+		return fromView(v, false), nil
 	}
-	var b compositeBody
-	if err := json.Unmarshal(raw, &b); err != nil {
-		// A spec field of a shape Crossplane never writes: read the
-		// metadata alone, as for any other object.
-		var m managedBody
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, fmt.Errorf("decoding the object: %w", err)
-		}
-		return fromRequestMeta(&m.Metadata, true), nil
-	}
-	out := fromRequestMeta(&b.Metadata, true)
-	_ = json.Unmarshal(b.Spec.CompositeDeletePolicy, &out.compositeDeletePolicy)
+	out := fromView(v, true)
+	_ = json.Unmarshal(v.Field("spec", "compositeDeletePolicy"), &out.compositeDeletePolicy)
 	if out.claim() == "" {
 		var c struct{ Namespace, Name string }
-		if json.Unmarshal(b.Spec.ClaimRef, &c) == nil {
+		if json.Unmarshal(v.Field("spec", "claimRef"), &c) == nil {
 			out.setClaim(claimKey(c.Namespace, c.Name))
 		}
 	}
-	var refs []refJSON
-	_ = json.Unmarshal(b.Spec.ResourceRefs, &refs)
-	var cp struct {
-		ResourceRefs []refJSON `json:"resourceRefs"`
-	}
-	if json.Unmarshal(b.Spec.Crossplane, &cp) == nil {
-		refs = append(refs, cp.ResourceRefs...)
+	var refs, v2 []refJSON
+	_ = json.Unmarshal(v.Field("spec", "resourceRefs"), &refs)
+	if json.Unmarshal(v.Field("spec", "crossplane", "resourceRefs"), &v2) == nil {
+		refs = append(refs, v2...)
 	}
 	var parsed []ref
 	for _, rf := range refs {
@@ -118,16 +74,30 @@ func decodeObject(raw []byte, r role) (*requested, error) {
 	return out, nil
 }
 
-// fromRequestMeta builds the cached form (what an informer would hold) of
-// a request's object, with its claim from Crossplane's labels if withClaim.
-func fromRequestMeta(m *requestMeta, withClaim bool) *requested {
-	owner := controllerOwner(m.OwnerReferences)
-	o := &object{deletion: m.DeletionTimestamp, owner: owner}
-	o.setID(m.Namespace, m.Name, "", m.Annotations[annotationExtName])
-	if withClaim {
-		o.setClaim(claimKey(m.Labels[labelClaimNamespace], m.Labels[labelClaimName]))
+// fromView builds the cached form (what an informer would hold) of a
+// request's object, with its claim from Crossplane's labels if withClaim.
+// Owner references, finalizers and the deletion timestamp of a shape the
+// API server never sends read as none.
+func fromView(v *objectview.View, withClaim bool) *requested {
+	owner := controllerOwner(v.OwnerReferences())
+	var deletion *metav1.Time
+	if v.Deleting() {
+		deletion = new(metav1.Time)
+		if json.Unmarshal(v.Field("metadata", "deletionTimestamp"), deletion) != nil {
+			deletion = nil
+		}
 	}
-	return &requested{object: o, controlled: owner != "", finalizers: m.Finalizers}
+	var finalizers []string
+	_ = json.Unmarshal(v.Field("metadata", "finalizers"), &finalizers)
+	o := &object{deletion: deletion, owner: owner}
+	extName, _ := v.Annotation(annotationExtName)
+	o.setID(v.Namespace(), v.Name(), "", extName)
+	if withClaim {
+		ns, _ := v.Label(labelClaimNamespace)
+		name, _ := v.Label(labelClaimName)
+		o.setClaim(claimKey(ns, name))
+	}
+	return &requested{object: o, controlled: owner != "", finalizers: finalizers}
 }
 
 // propagationPolicy reads DeleteOptions.propagationPolicy from a DELETE

@@ -1,7 +1,8 @@
 package claimguard
 
 import (
-	"encoding/json"
+	objectview "github.com/stewardhq/steward/webhooks/object"
+
 	"fmt"
 	"net/http"
 	"strconv"
@@ -73,53 +74,36 @@ func celValue(obj, field, key string) string {
 	return fmt.Sprintf("(has(%s) && %s in %s ? %s[%s] : '')", m, strconv.Quote(key), m, m, strconv.Quote(key))
 }
 
-// deletingMeta is the metadata the deleting guard reads.
-type deletingMeta struct {
-	Metadata struct {
-		Name              string            `json:"name"`
-		Namespace         string            `json:"namespace"`
-		DeletionTimestamp *metav1.Time      `json:"deletionTimestamp"`
-		Labels            map[string]string `json:"labels"`
-		Annotations       map[string]string `json:"annotations"`
-	} `json:"metadata"`
-}
-
-func decodeDeletingMeta(raw []byte) (deletingMeta, error) {
-	var m deletingMeta
-	if len(raw) == 0 {
-		return m, fmt.Errorf("the request carries no object")
-	}
-	return m, json.Unmarshal(raw, &m)
-}
-
 // deletingUpdate refuses an update of a resource being deleted that changes
 // a tracked key.
-func (r *Rule) deletingUpdate(req admission.Request) admission.Response {
-	old, err := decodeDeletingMeta(req.OldObject.Raw)
-	if err != nil {
+func (r *Rule) deletingUpdate(req *rule.Request) admission.Response {
+	old, cur := req.OldView(), req.View()
+	if err := old.FormErr(); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("old object: %w", err))
 	}
-	if old.Metadata.DeletionTimestamp == nil {
+	if !old.Deleting() {
 		return admission.Allowed("")
 	}
-	cur, err := decodeDeletingMeta(req.Object.Raw)
-	if err != nil {
+	if err := cur.FormErr(); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("object: %w", err))
 	}
 	var changes []string
 	for _, k := range trackedKeys {
-		from, to := old.Metadata.Labels[k.key], cur.Metadata.Labels[k.key]
-		if k.kind == "annotation" {
-			from, to = old.Metadata.Annotations[k.key], cur.Metadata.Annotations[k.key]
+		get := func(v *objectview.View) string {
+			val, _ := v.Label(k.key)
+			if k.kind == "annotation" {
+				val, _ = v.Annotation(k.key)
+			}
+			return val
 		}
-		if from != to {
+		if from, to := get(old), get(cur); from != to {
 			changes = append(changes, fmt.Sprintf("%s %s from %s to %s", k.kind, k.key, quotedOrNone(from), quotedOrNone(to)))
 		}
 	}
 	if len(changes) == 0 {
 		return admission.Allowed("")
 	}
-	subject := named(req.Kind.Kind, req.Namespace, old.Metadata.Name)
+	subject := named(req.Kind.Kind, req.Namespace, old.Name())
 	return admission.Denied(fmt.Sprintf("%s: %s is being deleted; changing %s is refused: claimguard finds resources being deleted by their claim, composite resource and external name, "+
 		"and refuses re-creating what would collide with them until they are gone. Wait until it is deleted.", Name, subject, strings.Join(changes, " and ")))
 }

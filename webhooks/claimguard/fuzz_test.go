@@ -1,6 +1,9 @@
 package claimguard
 
 import (
+	objectview "github.com/stewardhq/steward/webhooks/object"
+	"github.com/stewardhq/steward/webhooks/rule"
+
 	"context"
 	"encoding/json"
 	"testing"
@@ -30,7 +33,7 @@ func FuzzDecodeObject(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		for _, r := range []role{roleComposite, roleManaged} {
-			o, err := decodeObject(raw, r)
+			o, err := decodeObject(objectview.New(raw), r)
 			if err == nil && o == nil {
 				t.Fatal("no object and no error")
 			}
@@ -113,6 +116,6 @@ func FuzzHandle(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, which uint8) {
 		rq := requests[int(which)%len(requests)](raw).Build()
-		_ = r.Handle(context.Background(), rq)
+		_ = rule.Judge(context.Background(), r, rq)
 	})
 }

@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // managedCreate refuses a composed managed resource whose provider kind
@@ -15,7 +17,7 @@ import (
 // cluster-scoped group and the namespaced ".m." group of Crossplane v2
 // providers (see pair.go), so migrating an MR from one to the other is
 // held back the same way.
-func (r *Rule) managedCreate(s *snapshot, req admission.Request, gk schema.GroupKind) admission.Response {
+func (r *Rule) managedCreate(s *snapshot, req *rule.Request, gk schema.GroupKind) admission.Response {
 	o, bad := decode(req, roleManaged)
 	if bad != nil {
 		return *bad

@@ -73,7 +73,7 @@ func (r *Rule) Inherit(running rule.Rule) error {
 }
 
 // Handle judges one admission request as if the rule were enforced.
-func (r *Rule) Handle(_ context.Context, req admission.Request) admission.Response {
+func (r *Rule) Handle(_ context.Context, req *rule.Request) admission.Response {
 	if req.Operation == admissionv1.Update {
 		// Needs no cache: the request carries all it judges.
 		return r.deletingUpdate(req)
@@ -105,12 +105,12 @@ func (r *Rule) Handle(_ context.Context, req admission.Request) admission.Respon
 }
 
 // decode reads the request's object (CREATE) or stored object (DELETE).
-func decode(req admission.Request, r role) (*requested, *admission.Response) {
-	raw := req.Object.Raw
+func decode(req *rule.Request, r role) (*requested, *admission.Response) {
+	v := req.View()
 	if req.Operation == admissionv1.Delete {
-		raw = req.OldObject.Raw
+		v = req.OldView()
 	}
-	o, err := decodeObject(raw, r)
+	o, err := decodeObject(v, r)
 	if err != nil {
 		resp := admission.Errored(http.StatusBadRequest, err)
 		return nil, &resp

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 const (
@@ -42,7 +43,7 @@ func standard(xrs ...*object) *cluster {
 }
 
 func handle(r *Rule, rq admission.Request) admission.Response {
-	return r.Handle(context.Background(), rq)
+	return rule.Judge(context.Background(), r, rq)
 }
 
 func TestClaimCreate(t *testing.T) {
@@ -189,7 +190,7 @@ func TestClaimCreate(t *testing.T) {
 			reason: "A body that is not an object cannot be judged.",
 			rule:   standard().defaults(),
 			req:    admissiontest.Create(pgClaimGVR, "PostgreSQLInstance", []byte(`[1,2]`)).Namespace("default").Build(),
-			want:   admission.Errored(http.StatusBadRequest, errString("decoding the object: json: cannot unmarshal array into Go value of type claimguard.managedBody")),
+			want:   admission.Errored(http.StatusBadRequest, errString("decoding the object: object is an array, not a JSON object")),
 		},
 	}
 	for name, tc := range cases {

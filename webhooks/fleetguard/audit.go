@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/stewardhq/steward/webhooks/object"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -77,7 +78,7 @@ func (r *Rule) driftFinding(gvk schema.GroupVersionKind, o *metav1.PartialObject
 	skip := r.skipFor(gvk.GroupKind())
 	var fields []string
 	for _, f := range s.Fields {
-		p, err := parsePointer(f)
+		p, err := object.ParsePointer(f)
 		if err != nil || !skipped(p, skip) {
 			fields = append(fields, f)
 		}
@@ -85,12 +86,12 @@ func (r *Rule) driftFinding(gvk schema.GroupVersionKind, o *metav1.PartialObject
 	if len(fields) == 0 && s.Unlisted == 0 {
 		return rule.Finding{}, false // every change is to an ignored field
 	}
-	c := changes{first: fields, total: len(fields) + s.Unlisted}
-	if len(c.first) > listedPaths {
-		c.first = c.first[:listedPaths]
+	c := object.Changes{First: fields, Total: len(fields) + s.Unlisted}
+	if len(c.First) > listedPaths {
+		c.First = c.First[:listedPaths]
 	}
-	list := strings.Join(c.first, ", ")
-	if more := c.total - len(c.first); more > 0 {
+	list := strings.Join(c.First, ", ")
+	if more := c.Total - len(c.First); more > 0 {
 		list = strings.TrimPrefix(fmt.Sprintf("%s and %d more", list, more), " ")
 	}
 	managers := strings.Join(s.Managers, ", ")
@@ -109,15 +110,15 @@ func (r *Rule) driftFinding(gvk schema.GroupVersionKind, o *metav1.PartialObject
 			"managers":  managers,
 			"fields":    list,
 			"changedAt": s.At.UTC().Format(time.RFC3339),
-			"changes":   strconv.Itoa(c.total),
+			"changes":   strconv.Itoa(c.Total),
 		},
 	}, true
 }
 
 // skipped reports whether p is at or under one of skip.
-func skipped(p pointer, skip []pointer) bool {
+func skipped(p object.Pointer, skip []object.Pointer) bool {
 	for _, s := range skip {
-		if p.hasPrefix(s) {
+		if p.HasPrefix(s) {
 			return true
 		}
 	}

@@ -8,13 +8,14 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/ruletest"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // Benchmarks of the handler on a realistic Deployment, against an
 // allow-all handler as the baseline. Run with: go test -bench . -benchmem
 // ./webhooks/fleetguard/
 
-func benchmark(b *testing.B, h admission.Handler, req admission.Request, allowed bool) {
+func benchmark(b *testing.B, h rule.Rule, req admission.Request, allowed bool) {
 	b.Helper()
 	ruletest.BenchmarkVerdict(b, h, req, func(got admission.Response) error {
 		if got.Allowed != allowed {

@@ -3,6 +3,7 @@ package fleetguard
 import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/stewardhq/steward/webhooks/object"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -90,7 +91,7 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 		}
 		for j, s := range f.Paths {
 			pp := fp.Child("paths").Index(j)
-			ptr, err := parsePointer(s)
+			ptr, err := object.ParsePointer(s)
 			switch {
 			case err != nil:
 				errs = append(errs, field.Invalid(pp, s, "not an RFC 6901 JSON pointer: "+err.Error()))

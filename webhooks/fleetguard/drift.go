@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stewardhq/steward/webhooks/object"
 )
 
 // Drift is read from managedFields: the API server records, per field
@@ -154,7 +156,7 @@ type fieldWalk struct {
 	limit int
 	first []string
 	total int
-	path  pointer
+	path  object.Pointer
 }
 
 // raw walks a fieldsV1 document. One that does not decode is no field:
@@ -206,7 +208,7 @@ func (w *fieldWalk) report() {
 // change without being a manual edit (servermanaged.go).
 func (w *fieldWalk) serverManaged() bool {
 	for _, s := range serverManaged {
-		if w.path.hasPrefix(s) {
+		if w.path.HasPrefix(s) {
 			return true
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/stewardhq/steward/webhooks/object"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -281,7 +282,7 @@ func FuzzDriftOf(f *testing.F) {
 			t.Fatalf("summary does not read back: %+v, got %+v (%v)", s, back, ok)
 		}
 		for _, p := range s.Fields {
-			if _, err := parsePointer(p); err != nil {
+			if _, err := object.ParsePointer(p); err != nil {
 				t.Fatalf("field %q is not a pointer the audit can match: %v", p, err)
 			}
 		}

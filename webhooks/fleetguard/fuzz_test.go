@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/object"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // fuzzSeeds are committed seeds: realistic objects, odd JSON, and deeply
@@ -24,68 +26,20 @@ var fuzzSeeds = []string{
 	strings.Repeat(`[`, 5000) + strings.Repeat(`]`, 5000),
 }
 
-// FuzzDiff checks the object reader and the structural diff: no panic on
-// any input, no change between an object and itself, and the same number of
-// changes in both directions.
-func FuzzDiff(f *testing.F) {
-	for _, a := range fuzzSeeds {
-		f.Add(a, webDeployment)
-		f.Add(webDeployment, a)
-	}
-	skip := append(mustPointers("/spec/replicas", "/metadata/annotations/a~1b", "/0"), serverManaged...)
-	f.Fuzz(func(t *testing.T, a, b string) {
-		ab, errA := readObjects([]byte(a), []byte(b))
-		ba, errB := readObjects([]byte(b), []byte(a))
-		if errA != nil || errB != nil {
-			return
-		}
-		self := objects{old: ab.old, new: ab.old}
-		if c := self.diff(skip, listedPaths); c.total != 0 {
-			t.Fatalf("an object differs from itself: %v", c.first)
-		}
-		cab, cba := ab.diff(skip, listedPaths), ba.diff(skip, listedPaths)
-		if cab.total != cba.total {
-			t.Fatalf("diff is not symmetric: %d vs %d changes", cab.total, cba.total)
-		}
-		for _, p := range cab.first {
-			if _, err := parsePointer(p); err != nil {
-				t.Fatalf("reported path %q is not a JSON pointer: %v", p, err)
-			}
-		}
-		old, _ := ab.meta()
-		_ = old.owner()
-	})
-}
-
-// FuzzDecoders feeds arbitrary bytes to every decoder this rule has.
+// FuzzDecoders feeds arbitrary bytes to every reader this rule has.
 func FuzzDecoders(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if m, err := decodeMeta([]byte(s)); err == nil {
+		v := object.New([]byte(s))
+		if m, err := strictMeta(v); err == nil {
 			_ = m.owner()
 			_ = m.ownershipKeys()
 		}
-		_, _ = decodeScale([]byte(s))
-		_, _ = readObjects([]byte(s), []byte(s))
-	})
-}
-
-// FuzzParsePointer checks that every pointer that parses renders back to
-// itself, so reported and configured paths use one spelling.
-func FuzzParsePointer(f *testing.F) {
-	for _, s := range []string{"", "/", "/spec/replicas", "/a~0b~1c", "/~01", "a", "/~", "/~2", "//"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		p, err := parsePointer(s)
-		if err != nil {
-			return
-		}
-		if got := p.String(); got != s {
-			t.Fatalf("parsePointer(%q).String() = %q", s, got)
-		}
+		_ = metaOf(v).owner()
+		_, _ = replicas(v)
+		_ = addedOwners(v, v)
 	})
 }
 
@@ -109,9 +63,14 @@ func FuzzHandle(f *testing.F) {
 		case 3:
 			req = admissiontest.Update(deploymentsGVR, "Scale", []byte(oldObj), []byte(newObj)).SubResource("scale")
 		}
-		resp := r.Handle(context.Background(), req.Build())
+		resp := r.Handle(context.Background(), rule.NewRequest(req.Build()))
 		if resp.Result == nil {
 			t.Fatal("response without a result")
 		}
 	})
+}
+
+// nested returns {"a": {"a": ... leaf}} n levels deep.
+func nested(n int, leaf string) string {
+	return strings.Repeat(`{"a": `, n) + leaf + strings.Repeat(`}`, n)
 }

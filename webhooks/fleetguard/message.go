@@ -1,8 +1,12 @@
 package fleetguard
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"fmt"
 	"strings"
+
+	"github.com/stewardhq/steward/webhooks/object"
 )
 
 // listedPaths is how many changed paths a denial names before "and N more".
@@ -39,9 +43,9 @@ func (m messages) managedBy(subj string, meta objectMeta) string {
 }
 
 // changed refuses an update of a managed object, naming the changed paths.
-func (m messages) changed(subj string, meta objectMeta, c changes) string {
-	list := strings.Join(c.first, ", ")
-	if more := c.total - len(c.first); more > 0 {
+func (m messages) changed(subj string, meta objectMeta, c object.Changes) string {
+	list := strings.Join(c.First, ", ")
+	if more := c.Total - len(c.First); more > 0 {
 		list = fmt.Sprintf("%s and %d more", list, more)
 	}
 	return fmt.Sprintf("%s Changed: %s. Change it in the Git repository instead%s", m.managedBy(subj, meta), list, m.emergency())
@@ -67,10 +71,10 @@ func (m messages) spoofing(subj, verb string, meta objectMeta) string {
 }
 
 // addingOwners refuses an update that gives a managed object new owners.
-func (m messages) addingOwners(subj string, meta objectMeta, added []ownerRef) string {
+func (m messages) addingOwners(subj string, meta objectMeta, added []metav1.OwnerReference) string {
 	names := make([]string, len(added))
 	for i, o := range added {
-		names[i] = o.String()
+		names[i] = o.Kind + " " + o.Name
 	}
 	return fmt.Sprintf("%s Adding the owner reference %s is refused: the garbage collector would delete the object when that owner is deleted, outside Git. Change it in the Git repository instead%s",
 		m.managedBy(subj, meta), strings.Join(names, ", "), m.emergency())

@@ -1,10 +1,9 @@
 package fleetguard
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"strings"
+
+	"github.com/stewardhq/steward/webhooks/object"
 )
 
 // Fleet's ownership keys, as Fleet's agent writes them on every object it
@@ -33,37 +32,54 @@ const (
 // with a hash suffix.
 const fleetIDPrefix = "default-"
 
-// objectMeta is the part of an object's metadata this rule reads.
+// objectMeta is the part of an object's metadata this rule reads: its
+// name and namespace, and of its labels and annotations only Fleet's and
+// Helm's keys.
 type objectMeta struct {
-	Name         string            `json:"name,omitempty"`
-	GenerateName string            `json:"generateName,omitempty"`
-	Namespace    string            `json:"namespace,omitempty"`
-	Labels       map[string]string `json:"labels,omitempty"`
-	Annotations  map[string]string `json:"annotations,omitempty"`
+	Name, GenerateName, Namespace string
+	Labels, Annotations           map[string]string
 }
 
-// decodeMeta reads only the metadata of a raw object. Plain objects (all
-// of the API server's) are read without decoding them; the rest are
-// decoded, which words the errors.
-func decodeMeta(raw []byte) (objectMeta, error) {
-	if m, ok := strictMetaFromRaw(raw); ok {
-		return m, nil
+// ownershipLabels and ownershipAnnotations are the only keys objectMeta's
+// methods read; metaOf copies no others, so judging an update does not
+// copy every label and annotation (kubectl's last-applied configuration
+// is often the largest of them).
+var (
+	ownershipLabels      = []string{LabelHash}
+	ownershipAnnotations = []string{AnnotationID, AnnotationOwnerGVK, AnnotationReleaseName, AnnotationReleaseNamespace}
+)
+
+// metaOf reads an object's metadata as the view holds it, whatever its
+// form: an update is judged on what both objects hold.
+func metaOf(v *object.View) objectMeta {
+	m := objectMeta{Name: v.Name(), GenerateName: v.GenerateName(), Namespace: v.Namespace()}
+	for _, k := range ownershipLabels {
+		if val, ok := v.Label(k); ok {
+			if m.Labels == nil {
+				m.Labels = make(map[string]string, len(ownershipLabels))
+			}
+			m.Labels[k] = val
+		}
 	}
-	return decodeMetaJSON(raw)
+	for _, k := range ownershipAnnotations {
+		if val, ok := v.Annotation(k); ok {
+			if m.Annotations == nil {
+				m.Annotations = make(map[string]string, len(ownershipAnnotations))
+			}
+			m.Annotations[k] = val
+		}
+	}
+	return m
 }
 
-// decodeMetaJSON decodes the object's metadata with encoding/json.
-func decodeMetaJSON(raw []byte) (objectMeta, error) {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return objectMeta{}, fmt.Errorf("object is empty")
+// strictMeta is metaOf of the one object a create or delete is judged
+// on, which must be in the form the API server sends: anything else is
+// bad input, refused with what is wrong with it.
+func strictMeta(v *object.View) (objectMeta, error) {
+	if err := v.FormErr(); err != nil {
+		return objectMeta{}, err
 	}
-	var o struct {
-		Metadata objectMeta `json:"metadata"`
-	}
-	if err := json.Unmarshal(raw, &o); err != nil {
-		return objectMeta{}, fmt.Errorf("decoding object metadata: %w", err)
-	}
-	return o.Metadata, nil
+	return metaOf(v), nil
 }
 
 // managed reports whether the object carries Fleet's object-set label.

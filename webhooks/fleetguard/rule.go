@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/stewardhq/steward/webhooks/object"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -25,7 +26,7 @@ type Rule struct {
 	agentGroups []string
 	// skip holds, per group and kind, the paths an update may change: the
 	// server-managed ones plus the configured ignored fields.
-	skip map[schema.GroupKind][]pointer
+	skip map[schema.GroupKind][]object.Pointer
 	msg  messages
 	// parents reads workloads' metadata for scale requests; it is the
 	// manager's cache once SetupWithManager ran.
@@ -49,17 +50,17 @@ func New(c Config, breakGlassGroup string) *Rule {
 	r := &Rule{
 		agentUsers:    c.AgentUsers,
 		agentGroups:   c.AgentGroups,
-		skip:          map[schema.GroupKind][]pointer{},
+		skip:          map[schema.GroupKind][]object.Pointer{},
 		msg:           messages{breakGlass: breakGlassGroup},
 		lookupTimeout: time.Second,
 	}
 	for _, f := range c.IgnoredFields {
 		gk := schema.GroupKind{Group: f.Group, Kind: f.Kind}
 		if r.skip[gk] == nil {
-			r.skip[gk] = append([]pointer(nil), serverManaged...)
+			r.skip[gk] = append([]object.Pointer(nil), serverManaged...)
 		}
 		for _, s := range f.Paths {
-			if p, err := parsePointer(s); err == nil && len(p) > 0 {
+			if p, err := object.ParsePointer(s); err == nil && len(p) > 0 {
 				r.skip[gk] = append(r.skip[gk], p)
 			}
 		}
@@ -68,7 +69,7 @@ func New(c Config, breakGlassGroup string) *Rule {
 }
 
 // skipFor returns the paths an update of the given kind may change.
-func (r *Rule) skipFor(gk schema.GroupKind) []pointer {
+func (r *Rule) skipFor(gk schema.GroupKind) []object.Pointer {
 	if s, ok := r.skip[gk]; ok {
 		return s
 	}
@@ -76,7 +77,7 @@ func (r *Rule) skipFor(gk schema.GroupKind) []pointer {
 }
 
 // Handle decides one admission request as if the rule were enforced.
-func (r *Rule) Handle(ctx context.Context, req admission.Request) admission.Response {
+func (r *Rule) Handle(ctx context.Context, req *rule.Request) admission.Response {
 	switch req.SubResource {
 	case "scale":
 		return r.handleScale(ctx, req)
@@ -104,8 +105,8 @@ func (r *Rule) Handle(ctx context.Context, req admission.Request) admission.Resp
 	return admission.Allowed("")
 }
 
-func (r *Rule) create(req admission.Request) admission.Response {
-	m, err := decodeMeta(req.Object.Raw)
+func (r *Rule) create(req *rule.Request) admission.Response {
+	m, err := strictMeta(req.View())
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("create: %w", err))
 	}
@@ -118,12 +119,15 @@ func (r *Rule) create(req admission.Request) admission.Response {
 	return admission.Denied(r.msg.spoofing(subject(req.Kind.Kind, req.Namespace, m), "carries", m))
 }
 
-func (r *Rule) update(req admission.Request) admission.Response {
-	objs, err := readObjects(req.OldObject.Raw, req.Object.Raw)
-	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("update, %w", err))
+func (r *Rule) update(req *rule.Request) admission.Response {
+	oldView, curView := req.OldView(), req.View()
+	if err := oldView.Err(); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("update, old object: %w", err))
 	}
-	old, cur := objs.meta()
+	if err := curView.Err(); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("update, new object: %w", err))
+	}
+	old, cur := metaOf(oldView), metaOf(curView)
 	guardedOld := old.managed() && !old.appliedWithOwner()
 	guardedNew := cur.managed() && !cur.appliedWithOwner()
 	switch {
@@ -138,21 +142,21 @@ func (r *Rule) update(req admission.Request) admission.Response {
 	if keys := strippedKeys(old, cur); len(keys) > 0 {
 		return admission.Denied(r.msg.stripping(subj, old, keys))
 	}
-	if added := objs.addedOwners(); len(added) > 0 {
+	if added := addedOwners(oldView, curView); len(added) > 0 {
 		return admission.Denied(r.msg.addingOwners(subj, old, added))
 	}
 	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
-	if c := objs.diff(r.skipFor(gk), listedPaths); c.total > 0 {
+	if c := object.Diff(oldView, curView, r.skipFor(gk), listedPaths); c.Total > 0 {
 		return admission.Denied(r.msg.changed(subj, old, c))
 	}
 	return admission.Allowed("no change to fields Fleet deploys (status, metadata bookkeeping and ignored fields are not guarded)")
 }
 
-func (r *Rule) delete(req admission.Request) admission.Response {
-	if len(req.OldObject.Raw) == 0 {
+func (r *Rule) delete(req *rule.Request) admission.Response {
+	if !req.OldView().Present() {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("delete: the request carries no oldObject, so the object's owner cannot be checked"))
 	}
-	m, err := decodeMeta(req.OldObject.Raw)
+	m, err := strictMeta(req.OldView())
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("delete: %w", err))
 	}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 const (
@@ -359,7 +360,7 @@ func TestHandle(t *testing.T) {
 		"CreateWithNonStringLabelsIsAnError": {
 			reason: "Metadata of the wrong shape is bad input.",
 			args:   args{defaultRule(), admissiontest.Create(configmapsGVR, "ConfigMap", []byte(`{"metadata": {"labels": {"a": 1}}}`)).Build()},
-			want:   admission.Errored(http.StatusBadRequest, errors.New("create: decoding object metadata: json: cannot unmarshal number into Go struct field objectMeta.metadata.labels of type string")),
+			want:   admission.Errored(http.StatusBadRequest, errors.New("create: metadata.labels is a JSON number, where a string is expected")),
 		},
 
 		// The scale subresource.
@@ -437,7 +438,7 @@ func TestHandle(t *testing.T) {
 		"MalformedScaleIsAnError": {
 			reason: "Bad Scale input is an error.",
 			args:   args{defaultRule(), admissiontest.Update(deploymentsGVR, "Scale", scaleObject("web", 1), []byte(`{"spec": {"replicas": "many"}}`)).SubResource("scale").Build()},
-			want:   admission.Errored(http.StatusBadRequest, errors.New("scale, new object: decoding Scale: json: cannot unmarshal string into Go struct field .spec.replicas of type int64")),
+			want:   admission.Errored(http.StatusBadRequest, errors.New("scale, new object: decoding Scale: spec.replicas: json: cannot unmarshal string into Go value of type int64")),
 		},
 		"ScaleOfOtherResourceIsAllowed": {
 			reason: "Only the three apps workloads are guarded on the scale path.",
@@ -447,7 +448,7 @@ func TestHandle(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := tc.args.rule.Handle(context.Background(), tc.args.req)
+			got := tc.args.rule.Handle(context.Background(), rule.NewRequest(tc.args.req))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nHandle(...): -want, +got:\n%s", tc.reason, diff)
 			}

@@ -1,7 +1,6 @@
 package fleetguard
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
+	"github.com/stewardhq/steward/webhooks/object"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -34,7 +34,7 @@ var scaledKinds = map[string]schema.GroupVersionKind{
 }
 
 // replicasPointer is the field a scale request changes.
-var replicasPointer = pointer{"spec", "replicas"}
+var replicasPointer = object.Pointer{"spec", "replicas"}
 
 // SetupWithManager starts metadata-only informers for the scalable
 // workloads before the manager starts, so they sync before Steward reports
@@ -101,28 +101,27 @@ func partialObject(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 	return o
 }
 
-// scale is the part of an autoscaling/v1 Scale this rule reads.
-type scale struct {
-	Spec struct {
-		Replicas *int64 `json:"replicas"`
-	} `json:"spec"`
-}
-
-func decodeScale(raw []byte) (scale, error) {
-	var s scale
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return s, fmt.Errorf("object is empty")
+// replicas reads spec.replicas of an autoscaling/v1 Scale: nil when it
+// is not set.
+func replicas(v *object.View) (*int64, error) {
+	if err := v.Err(); err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return s, fmt.Errorf("decoding Scale: %w", err)
+	raw := v.Field("spec", "replicas")
+	if raw == nil || string(raw) == "null" {
+		return nil, nil
 	}
-	return s, nil
+	var n int64
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return nil, fmt.Errorf("decoding Scale: spec.replicas: %w", err)
+	}
+	return &n, nil
 }
 
 // handleScale guards a change of a workload's replicas through its scale
 // subresource. A Scale carries no labels, so the workload's own labels and
 // annotations come from the metadata cache.
-func (r *Rule) handleScale(ctx context.Context, req admission.Request) admission.Response {
+func (r *Rule) handleScale(ctx context.Context, req *rule.Request) admission.Response {
 	if req.Operation != admissionv1.Update {
 		return admission.Allowed("")
 	}
@@ -133,15 +132,15 @@ func (r *Rule) handleScale(ctx context.Context, req admission.Request) admission
 	if who, ok := r.trusted(req.UserInfo); ok {
 		return admission.Allowed("written by " + who)
 	}
-	oldScale, err := decodeScale(req.OldObject.Raw)
+	oldReplicas, err := replicas(req.OldView())
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("scale, old object: %w", err))
 	}
-	newScale, err := decodeScale(req.Object.Raw)
+	newReplicas, err := replicas(req.View())
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("scale, new object: %w", err))
 	}
-	if sameReplicas(oldScale.Spec.Replicas, newScale.Spec.Replicas) {
+	if sameReplicas(oldReplicas, newReplicas) {
 		return admission.Allowed("")
 	}
 	parent, err := r.lookupParent(ctx, gvk, req.Namespace, req.Name)
@@ -155,11 +154,11 @@ func (r *Rule) handleScale(ctx context.Context, req admission.Request) admission
 		return admission.Allowed(appliedWithOwnerReason)
 	}
 	for _, p := range r.skipFor(gvk.GroupKind()) {
-		if replicasPointer.hasPrefix(p) {
+		if replicasPointer.HasPrefix(p) {
 			return admission.Allowed("only the ignored field /spec/replicas changed")
 		}
 	}
-	c := changes{first: []string{replicasPointer.String()}, total: 1}
+	c := object.Changes{First: []string{replicasPointer.String()}, Total: 1}
 	return admission.Denied(r.msg.changed(subject(gvk.Kind, req.Namespace, parent), parent, c))
 }
 

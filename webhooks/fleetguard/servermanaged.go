@@ -1,6 +1,10 @@
 package fleetguard
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/stewardhq/steward/webhooks/object"
+)
 
 // serverManaged are the paths an UPDATE may change without being a manual
 // edit of the desired state: bookkeeping the API server, controllers or
@@ -27,10 +31,10 @@ var serverManaged = mustPointers(
 	"/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration",
 )
 
-func mustPointers(ss ...string) []pointer {
-	ps := make([]pointer, len(ss))
+func mustPointers(ss ...string) []object.Pointer {
+	ps := make([]object.Pointer, len(ss))
 	for i, s := range ss {
-		p, err := parsePointer(s)
+		p, err := object.ParsePointer(s)
 		if err != nil {
 			panic(fmt.Sprintf("invalid built-in pointer %q: %v", s, err))
 		}

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/object"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // FuzzDecodeInstallPlan feeds arbitrary bytes to the InstallPlan decoder:
@@ -19,7 +21,7 @@ func FuzzDecodeInstallPlan(f *testing.F) {
 	f.Add([]byte(`null`))
 	f.Add([]byte(``))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		p, err := decodeInstallPlan(raw)
+		p, err := decodeInstallPlan(object.New(raw))
 		if err == nil {
 			_ = p.subscriptions()
 		}
@@ -33,7 +35,7 @@ func FuzzDecodeSubscription(f *testing.F) {
 	f.Add([]byte(`{"status":{"installPlanRef":null}}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		s, err := decodeSubscription(raw)
+		s, err := decodeSubscription(object.New(raw))
 		if err == nil {
 			_ = s.approval()
 			_, _, _ = s.plan()
@@ -61,7 +63,7 @@ func FuzzHandle(f *testing.F) {
 		default:
 			b = admissiontest.Update(schema.GroupVersionResource{Group: group, Version: "v1alpha1", Resource: "subscriptions"}, "Subscription", oldRaw, newRaw)
 		}
-		resp := r.Handle(context.Background(), b.Build())
+		resp := rule.Judge(context.Background(), r, b.Build())
 		if resp.Result == nil {
 			t.Fatalf("no result for %v", admissionv1.Operation(b.Build().Operation))
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/stewardhq/steward/webhooks/object"
 )
 
 // OLM's names, as in operator-framework/api (operators/v1alpha1).
@@ -25,24 +27,21 @@ var inFlight = []string{phasePlanning, phaseRequiresApproval, phaseInstalling}
 // installPlan is the part of an InstallPlan the rule reads.
 type installPlan struct {
 	Metadata struct {
-		Name            string     `json:"name"`
-		Namespace       string     `json:"namespace"`
-		OwnerReferences []ownerRef `json:"ownerReferences"`
-	} `json:"metadata"`
+		Name, Namespace string
+		OwnerReferences []ownerRef
+	}
 	Spec struct {
-		Approved                   bool     `json:"approved"`
-		ClusterServiceVersionNames []string `json:"clusterServiceVersionNames"`
-	} `json:"spec"`
+		Approved                   bool
+		ClusterServiceVersionNames []string
+	}
 	Status struct {
-		Phase string `json:"phase"`
-	} `json:"status"`
+		Phase string
+	}
 }
 
+// ownerRef is an owner reference as the rule compares them: by value.
 type ownerRef struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Name       string `json:"name"`
-	UID        string `json:"uid"`
+	APIVersion, Kind, Name, UID string
 }
 
 func (o ownerRef) subscription() bool {
@@ -78,23 +77,21 @@ func droppedOwners(old, plan *installPlan) []string {
 // subscription is the part of a Subscription the rule reads.
 type subscription struct {
 	Metadata struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
-	} `json:"metadata"`
+		Name, Namespace string
+	}
 	Spec struct {
-		InstallPlanApproval string `json:"installPlanApproval"`
-	} `json:"spec"`
+		InstallPlanApproval string
+	}
 	Status struct {
 		// InstallPlanRef is the current plan; InstallPlan is its older,
 		// deprecated form that some OLM versions still fill alone.
-		InstallPlanRef *struct {
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-		} `json:"installPlanRef"`
-		InstallPlan *struct {
-			Name string `json:"name"`
-		} `json:"installplan"`
-	} `json:"status"`
+		InstallPlanRef, InstallPlan *statusPlan
+	}
+}
+
+// statusPlan names an InstallPlan from a Subscription's status.
+type statusPlan struct {
+	Name, Namespace string
 }
 
 // approval is the effective spec.installPlanApproval: OLM treats an unset
@@ -121,25 +118,37 @@ func (s *subscription) plan() (namespace, name string, ok bool) {
 	return "", "", false
 }
 
-func decodeInstallPlan(raw []byte) (*installPlan, error) {
-	var p installPlan
-	if err := decode(raw, &p); err != nil {
+// decodeInstallPlan reads an InstallPlan through its view. Fields of a
+// shape the API server's validation never lets through read as unset.
+func decodeInstallPlan(v *object.View) (*installPlan, error) {
+	if err := v.FormErr(); err != nil {
 		return nil, fmt.Errorf("decoding InstallPlan: %w", err)
 	}
+	var p installPlan
+	p.Metadata.Name, p.Metadata.Namespace = v.Name(), v.Namespace()
+	for _, o := range v.OwnerReferences() {
+		p.Metadata.OwnerReferences = append(p.Metadata.OwnerReferences, ownerRef{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, UID: string(o.UID)})
+	}
+	p.Spec.Approved = string(v.Field("spec", "approved")) == "true"
+	_ = json.Unmarshal(v.Field("spec", "clusterServiceVersionNames"), &p.Spec.ClusterServiceVersionNames)
+	p.Status.Phase = v.String("status", "phase")
 	return &p, nil
 }
 
-func decodeSubscription(raw []byte) (*subscription, error) {
-	var s subscription
-	if err := decode(raw, &s); err != nil {
+// decodeSubscription reads a Subscription through its view, as
+// decodeInstallPlan reads a plan.
+func decodeSubscription(v *object.View) (*subscription, error) {
+	if err := v.FormErr(); err != nil {
 		return nil, fmt.Errorf("decoding Subscription: %w", err)
 	}
-	return &s, nil
-}
-
-func decode(raw []byte, into any) error {
-	if len(raw) == 0 {
-		return fmt.Errorf("the request carries no object")
+	var s subscription
+	s.Metadata.Name, s.Metadata.Namespace = v.Name(), v.Namespace()
+	s.Spec.InstallPlanApproval = v.String("spec", "installPlanApproval")
+	if v.Field("status", "installPlanRef") != nil {
+		s.Status.InstallPlanRef = &statusPlan{Name: v.String("status", "installPlanRef", "name"), Namespace: v.String("status", "installPlanRef", "namespace")}
 	}
-	return json.Unmarshal(raw, into)
+	if v.Field("status", "installplan") != nil {
+		s.Status.InstallPlan = &statusPlan{Name: v.String("status", "installplan", "name")}
+	}
+	return &s, nil
 }

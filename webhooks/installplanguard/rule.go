@@ -52,7 +52,7 @@ func New(c Config) *Rule {
 }
 
 // Handle returns the rule's verdict for one request, as if enforced.
-func (r *Rule) Handle(_ context.Context, req admission.Request) admission.Response {
+func (r *Rule) Handle(_ context.Context, req *rule.Request) admission.Response {
 	if req.Kind.Group != group || slices.Contains(r.allowed, req.UserInfo.Username) {
 		return admission.Allowed("")
 	}
@@ -67,8 +67,8 @@ func (r *Rule) Handle(_ context.Context, req admission.Request) admission.Respon
 	return admission.Allowed("")
 }
 
-func (r *Rule) deletePlan(req admission.Request) admission.Response {
-	plan, err := decodeInstallPlan(req.OldObject.Raw)
+func (r *Rule) deletePlan(req *rule.Request) admission.Response {
+	plan, err := decodeInstallPlan(req.OldView())
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
@@ -85,8 +85,8 @@ func (r *Rule) deletePlan(req admission.Request) admission.Response {
 // (only OLM moves a plan through its phases). While the plan is
 // Installing, it also refuses withdrawing the approval or changing the
 // CSVs it installs.
-func (r *Rule) updatePlan(req admission.Request) admission.Response {
-	old, err := decodeInstallPlan(req.OldObject.Raw)
+func (r *Rule) updatePlan(req *rule.Request) admission.Response {
+	old, err := decodeInstallPlan(req.OldView())
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
@@ -94,7 +94,7 @@ func (r *Rule) updatePlan(req admission.Request) admission.Response {
 	if len(subs) == 0 || !slices.Contains(inFlight, old.Status.Phase) {
 		return admission.Allowed("")
 	}
-	plan, err := decodeInstallPlan(req.Object.Raw)
+	plan, err := decodeInstallPlan(req.View())
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
@@ -124,12 +124,12 @@ func (r *Rule) updatePlan(req admission.Request) admission.Response {
 	return admission.Denied(updateMessage(old, subs, refused))
 }
 
-func (r *Rule) updateSubscription(req admission.Request) admission.Response {
-	old, err := decodeSubscription(req.OldObject.Raw)
+func (r *Rule) updateSubscription(req *rule.Request) admission.Response {
+	old, err := decodeSubscription(req.OldView())
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	sub, err := decodeSubscription(req.Object.Raw)
+	sub, err := decodeSubscription(req.View())
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/celtest"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 var (
@@ -309,7 +310,7 @@ func TestHandle(t *testing.T) {
 		"GarbageInstallPlanIsAnError": {
 			reason: "an undecodable object is reported, not guessed about",
 			req:    admissiontest.Delete(planGVR, "InstallPlan", []byte(`{"status":`)).Build(),
-			want:   verdict{Code: http.StatusBadRequest, Message: "decoding InstallPlan: unexpected end of JSON input"},
+			want:   verdict{Code: http.StatusBadRequest, Message: "decoding InstallPlan: decoding object: unexpected EOF"},
 		},
 		"DeleteWithoutOldObjectIsAnError": {
 			reason: "a DELETE without the stored object cannot be judged",
@@ -325,7 +326,7 @@ func TestHandle(t *testing.T) {
 			if tc.plans != nil {
 				r.plans = tc.plans
 			}
-			resp := r.Handle(context.Background(), tc.req)
+			resp := rule.Judge(context.Background(), r, tc.req)
 			got := verdictOf(resp)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nHandle(): -want +got:\n%s", tc.reason, diff)

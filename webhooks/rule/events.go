@@ -2,7 +2,6 @@ package rule
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"sync"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/lru"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
 // Limits of DenialEvents. They bound what a writer retrying forever, or
@@ -123,7 +121,7 @@ func (d *DenialEvents) forRule(name string) *ruleEvents {
 // service account. Warn and audit mode, exempt users and break-glass
 // allow the request, so there is no refusal to report; people get the
 // denial message in their terminal, so an Event would only repeat it.
-func (r *ruleEvents) denied(req admission.Request, verdict string) {
+func (r *ruleEvents) denied(req *Request, verdict string) {
 	// A dry run must change nothing: Steward's webhooks promise
 	// sideEffects None, which is what lets the API server call them for
 	// dry runs at all. The agent learns of the refusal from its answer.
@@ -176,7 +174,7 @@ func isServiceAccount(user string) bool {
 // whose kind is Scale, not the object's (which the request does not carry).
 // A CREATE's object does not exist yet, so its reference has no uid; the
 // API server accepts that and `kubectl describe` matches by kind and name.
-func regardingRef(req admission.Request) (*corev1.ObjectReference, bool) {
+func regardingRef(req *Request) (*corev1.ObjectReference, bool) {
 	if req.Name == "" || req.SubResource == "scale" {
 		return nil, false
 	}
@@ -192,21 +190,13 @@ func regardingRef(req admission.Request) (*corev1.ObjectReference, bool) {
 // old one of an UPDATE or DELETE); it is only decoded for a request that
 // gets an Event. A CREATE's object carries the uid the API server gave it
 // before admission, which names nothing once the create is refused.
-func objectUID(req admission.Request) types.UID {
-	var m struct {
-		Metadata struct {
-			UID types.UID `json:"uid"`
-		} `json:"metadata"`
-	}
-	if len(req.OldObject.Raw) == 0 || json.Unmarshal(req.OldObject.Raw, &m) != nil {
-		return ""
-	}
-	return m.Metadata.UID
+func objectUID(req *Request) types.UID {
+	return types.UID(req.OldView().UID())
 }
 
 // eventNote says who was refused what, then the denial, cut to the API
 // server's limit on a whole character.
-func eventNote(req admission.Request, verdict string) string {
+func eventNote(req *Request, verdict string) string {
 	what := string(req.Operation)
 	if req.SubResource != "" {
 		what += " of " + req.SubResource

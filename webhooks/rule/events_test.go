@@ -71,7 +71,7 @@ func deployment(uid string) map[string]any {
 // denyingRule refuses everything with msg.
 type denyingRule struct{ msg string }
 
-func (r denyingRule) Handle(context.Context, admission.Request) admission.Response {
+func (r denyingRule) Handle(context.Context, *Request) admission.Response {
 	return admission.Denied(r.msg)
 }
 func (denyingRule) Spec() Spec { return Spec{Name: "fleetguard", Type: Validating} }
@@ -180,9 +180,9 @@ func TestDenialEventsCooldown(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	events.now = func() time.Time { return now }
 	fleet, claims := events.forRule("fleetguard"), events.forRule("claimguard")
-	req := func(name string) admission.Request {
+	req := func(name string) *Request {
 		obj := map[string]any{"metadata": map[string]any{"name": name, "namespace": "apps"}}
-		return admissiontest.Update(deploymentsGVR, "Deployment", obj, obj).User(kustomizeController).Build()
+		return NewRequest(admissiontest.Update(deploymentsGVR, "Deployment", obj, obj).User(kustomizeController).Build())
 	}
 	for range 10 {
 		fleet.denied(req("web"), "no")
@@ -210,9 +210,9 @@ func TestDenialEventsAreBounded(t *testing.T) {
 	fake := &fakeRecorder{}
 	events := NewDenialEvents(fake.forController)
 	fleet := events.forRule("fleetguard")
-	req := func(i int) admission.Request {
+	req := func(i int) *Request {
 		obj := map[string]any{"metadata": map[string]any{"name": fmt.Sprintf("web-%d", i), "namespace": "apps"}}
-		return admissiontest.Update(deploymentsGVR, "Deployment", obj, obj).User(kustomizeController).Build()
+		return NewRequest(admissiontest.Update(deploymentsGVR, "Deployment", obj, obj).User(kustomizeController).Build())
 	}
 
 	// Unlimited rate, nothing draining: the queue fills and the rest drop.

@@ -1,6 +1,8 @@
 package rule
 
 import (
+	"context"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -10,14 +12,16 @@ import (
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 )
 
-// Rule is one Steward rule: a controller-runtime admission handler that
-// knows how it is registered.
+// Rule is one Steward rule: an admission handler that knows how it is
+// registered.
 //
 // Handle returns the rule's verdict as if the rule were enforced; modes,
 // exemptions, break-glass, audit annotations, logs and metrics are applied
-// around it by Wrap, in one place for every rule.
+// around it by Wrap, in one place for every rule. It reads the request's
+// objects through req's Views (View, OldView), never by decoding them
+// itself.
 type Rule interface {
-	admission.Handler
+	Handle(ctx context.Context, req *Request) admission.Response
 	Spec() Spec
 }
 

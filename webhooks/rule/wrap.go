@@ -58,9 +58,15 @@ type wrapped struct {
 	events *ruleEvents
 }
 
-func (w *wrapped) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
+func (w *wrapped) Handle(ctx context.Context, ar admission.Request) (resp admission.Response) {
 	start := time.Now()
+	req := requests.Get().(*Request)
+	req.reset(ar)
 	defer func() {
+		// The Request's Views are read up to the last line of the
+		// decision (Events read the stored object's uid), and reused
+		// once it is made.
+		defer release(req)
 		if p := recover(); p != nil {
 			resp = w.finish(req, admission.Errored(http.StatusInternalServerError, fmt.Errorf("panic: %v", p)))
 		}
@@ -79,7 +85,7 @@ func (w *wrapped) Handle(ctx context.Context, req admission.Request) (resp admis
 
 // checkRequest refuses AdmissionReviews that carry no usable request, so no
 // rule has to guard against an empty one.
-func checkRequest(req admission.Request) error {
+func checkRequest(req *Request) error {
 	switch {
 	case req.UID == "":
 		return fmt.Errorf("AdmissionReview has no request (or the request has no uid)")
@@ -92,7 +98,7 @@ func checkRequest(req admission.Request) error {
 }
 
 // finish turns the rule's verdict into the response the API server gets.
-func (w *wrapped) finish(req admission.Request, resp admission.Response) admission.Response {
+func (w *wrapped) finish(req *Request, resp admission.Response) admission.Response {
 	decision := classify(resp)
 	verdict := message(resp)
 	switch decision {
@@ -125,7 +131,7 @@ func (w *wrapped) finish(req admission.Request, resp admission.Response) admissi
 }
 
 // soften applies exemptions, break-glass and the rule's mode to a denial.
-func (w *wrapped) soften(req admission.Request, verdict string, denied admission.Response) (Decision, admission.Response) {
+func (w *wrapped) soften(req *Request, verdict string, denied admission.Response) (Decision, admission.Response) {
 	user := req.UserInfo.Username
 	switch {
 	case slices.Contains(w.opts.ExemptUsers, user) || intersects(w.opts.ExemptGroups, req.UserInfo.Groups):
@@ -193,7 +199,7 @@ func withAnnotation(resp admission.Response, key, value string) admission.Respon
 	return resp
 }
 
-func (w *wrapped) log(req admission.Request, d Decision, verdict string) {
+func (w *wrapped) log(req *Request, d Decision, verdict string) {
 	level := 0
 	if d == Allowed {
 		level = 1

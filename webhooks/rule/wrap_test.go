@@ -29,7 +29,7 @@ type fakeRule struct {
 	delay time.Duration
 }
 
-func (f fakeRule) Handle(context.Context, admission.Request) admission.Response {
+func (f fakeRule) Handle(context.Context, *rule.Request) admission.Response {
 	time.Sleep(f.delay)
 	if f.panic {
 		panic("boom")

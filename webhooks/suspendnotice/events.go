@@ -1,7 +1,6 @@
 package suspendnotice
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -11,6 +10,9 @@ import (
 	"gomodules.xyz/jsonpatch/v2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/webhooks/object"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // The announcements of a next run that Flux controllers put in their
@@ -50,25 +52,7 @@ var nextRun = regexp.MustCompile(`(?:,\s*|\s+)?next (` + strings.Join(announceme
 // objectRef is the involved object of an event: involvedObject in
 // core/v1, regarding in events.k8s.io/v1.
 type objectRef struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Name       string `json:"name"`
-	Namespace  string `json:"namespace"`
-}
-
-type coreEvent struct {
-	InvolvedObject objectRef `json:"involvedObject"`
-	Source         struct {
-		Component string `json:"component"`
-	} `json:"source"`
-	ReportingComponent string `json:"reportingComponent"`
-	Message            string `json:"message"`
-}
-
-type eventsV1Event struct {
-	Regarding           objectRef `json:"regarding"`
-	ReportingController string    `json:"reportingController"`
-	Note                string    `json:"note"`
+	APIVersion, Kind, Name, Namespace string
 }
 
 // event is what the rule needs of either kind of event.
@@ -79,22 +63,24 @@ type event struct {
 	path        string // the JSON pointer of text
 }
 
-func decodeEvent(group string, raw []byte) (*event, error) {
-	if len(raw) == 0 {
+// decodeEvent reads a core/v1 or events.k8s.io/v1 Event through its
+// view; fields of another type read as empty.
+func decodeEvent(group string, v *object.View) (*event, error) {
+	if !v.Present() {
 		return nil, fmt.Errorf("the request carries no object")
 	}
-	if group == "events.k8s.io" {
-		var e eventsV1Event
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return nil, fmt.Errorf("decoding the event: %w", err)
-		}
-		return &event{controllers: []string{e.ReportingController}, about: e.Regarding, text: e.Note, path: "/note"}, nil
-	}
-	var e coreEvent
-	if err := json.Unmarshal(raw, &e); err != nil {
+	if err := v.Err(); err != nil {
 		return nil, fmt.Errorf("decoding the event: %w", err)
 	}
-	return &event{controllers: []string{e.Source.Component, e.ReportingComponent}, about: e.InvolvedObject, text: e.Message, path: "/message"}, nil
+	if group == "events.k8s.io" {
+		return &event{controllers: []string{v.String("reportingController")}, about: refAt(v, "regarding"), text: v.String("note"), path: "/note"}, nil
+	}
+	return &event{controllers: []string{v.String("source", "component"), v.String("reportingComponent")}, about: refAt(v, "involvedObject"), text: v.String("message"), path: "/message"}, nil
+}
+
+// refAt reads the object reference at key.
+func refAt(v *object.View, key string) objectRef {
+	return objectRef{APIVersion: v.String(key, "apiVersion"), Kind: v.String(key, "kind"), Name: v.String(key, "name"), Namespace: v.String(key, "namespace")}
 }
 
 // rewrite returns the message of an event about a suspended object, and
@@ -112,11 +98,11 @@ func rewrite(text string) (string, bool) {
 // events rewrites the "next run in" or "next scan in" message of a Flux
 // controller's event
 // about a suspended object. Every other event passes untouched.
-func (r *Rule) events(req admission.Request) admission.Response {
+func (r *Rule) events(req *rule.Request) admission.Response {
 	if req.Kind.Group != "" && req.Kind.Group != "events.k8s.io" {
 		return admission.Allowed("")
 	}
-	ev, err := decodeEvent(req.Kind.Group, req.Object.Raw)
+	ev, err := decodeEvent(req.Kind.Group, req.View())
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}

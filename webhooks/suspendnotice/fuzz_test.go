@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/object"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // FuzzDecodeFluxObject feeds arbitrary bytes to the Flux object decoder.
@@ -14,7 +16,7 @@ func FuzzDecodeFluxObject(f *testing.F) {
 	f.Add([]byte(`{"spec":null}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		o, err := decodeFluxObject(raw)
+		o, err := decodeFluxObject(object.New(raw))
 		if err == nil {
 			_ = o.suspended()
 			_, _, _ = o.record()
@@ -32,7 +34,7 @@ func FuzzDecodeEvent(f *testing.F) {
 		if v1 {
 			group = "events.k8s.io"
 		}
-		_, _ = decodeEvent(group, raw)
+		_, _ = decodeEvent(group, object.New(raw))
 	})
 }
 
@@ -82,7 +84,7 @@ func FuzzHandle(f *testing.F) {
 		default:
 			b = admissiontest.Create(evV1GVR, "Event", newRaw)
 		}
-		if resp := r.Handle(context.Background(), b.Build()); resp.Result == nil {
+		if resp := rule.Judge(context.Background(), r, b.Build()); resp.Result == nil {
 			t.Fatal("no result")
 		}
 	})

@@ -49,7 +49,7 @@ func New(c Config) *Rule {
 }
 
 // Handle returns the rule's verdict for one request.
-func (r *Rule) Handle(_ context.Context, req admission.Request) admission.Response {
+func (r *Rule) Handle(_ context.Context, req *rule.Request) admission.Response {
 	if req.Kind.Kind == "Event" {
 		return r.events(req)
 	}

@@ -1,7 +1,6 @@
 package suspendnotice
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -12,24 +11,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/internal/annotationpatch"
+	"github.com/stewardhq/steward/webhooks/object"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // fluxObject is the part of a Flux object the rule reads.
 type fluxObject struct {
-	Metadata struct {
-		Name        string            `json:"name"`
-		Namespace   string            `json:"namespace"`
-		Annotations map[string]string `json:"annotations"`
-	} `json:"metadata"`
-	Spec struct {
-		// Suspend is read as any value: only JSON true suspends, as in
-		// the webhook's match condition.
-		Suspend any `json:"suspend"`
-	} `json:"spec"`
+	name, namespace string
+	// annotations holds the suspension record's annotations, no others;
+	// hasAnnotations is whether the object has any, which decides the
+	// shape of the patch.
+	annotations    map[string]string
+	hasAnnotations bool
+	// suspend is whether spec.suspend is JSON true: only true suspends,
+	// as in the webhook's match condition.
+	suspend bool
 }
 
 func (o *fluxObject) suspended() bool {
-	return o != nil && o.Spec.Suspend == true
+	return o != nil && o.suspend
 }
 
 // record returns the suspension annotations, and whether both are set.
@@ -37,37 +37,42 @@ func (o *fluxObject) record() (by, at string, ok bool) {
 	if o == nil {
 		return "", "", false
 	}
-	by, hasBy := o.Metadata.Annotations[AnnotationSuspendedBy]
-	at, hasAt := o.Metadata.Annotations[AnnotationSuspendedAt]
+	by, hasBy := o.annotations[AnnotationSuspendedBy]
+	at, hasAt := o.annotations[AnnotationSuspendedAt]
 	return by, at, hasBy && hasAt
 }
 
-func decodeFluxObject(raw []byte) (*fluxObject, error) {
-	if len(raw) == 0 {
-		return nil, fmt.Errorf("the request carries no object")
-	}
-	var o fluxObject
-	if err := json.Unmarshal(raw, &o); err != nil {
+func decodeFluxObject(v *object.View) (*fluxObject, error) {
+	if err := v.FormErr(); err != nil {
 		return nil, fmt.Errorf("decoding the object: %w", err)
 	}
-	return &o, nil
+	o := &fluxObject{name: v.Name(), namespace: v.Namespace(), hasAnnotations: v.HasAnnotations(), suspend: string(v.Field("spec", "suspend")) == "true"}
+	for _, k := range []string{AnnotationSuspendedBy, AnnotationSuspendedAt} {
+		if val, ok := v.Annotation(k); ok {
+			if o.annotations == nil {
+				o.annotations = make(map[string]string, 2)
+			}
+			o.annotations[k] = val
+		}
+	}
+	return o, nil
 }
 
 // suspension keeps the suspension record in step with spec.suspend: set
 // when it turns true, kept as it was while it stays true, removed when it
 // turns false.
-func (r *Rule) suspension(req admission.Request) admission.Response {
+func (r *Rule) suspension(req *rule.Request) admission.Response {
 	kind, ok := byGroupKind[schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}]
 	if !ok || req.SubResource != "" {
 		return admission.Allowed("")
 	}
-	obj, err := decodeFluxObject(req.Object.Raw)
+	obj, err := decodeFluxObject(req.View())
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	var old *fluxObject
 	if req.Operation == admissionv1.Update {
-		if old, err = decodeFluxObject(req.OldObject.Raw); err != nil {
+		if old, err = decodeFluxObject(req.OldView()); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
 	}
@@ -78,7 +83,7 @@ func (r *Rule) suspension(req admission.Request) admission.Response {
 	case obj.suspended() && !old.suspended():
 		want = map[string]string{AnnotationSuspendedBy: req.UserInfo.Username, AnnotationSuspendedAt: r.now().UTC().Format(time.RFC3339)}
 		reason = "recorded the suspension"
-		warning = Name + ": " + suspendedMessage(kind, obj.Metadata.Namespace, obj.Metadata.Name)
+		warning = Name + ": " + suspendedMessage(kind, obj.namespace, obj.name)
 	case obj.suspended():
 		// Still suspended: the first record stands. An object suspended
 		// before Steward was installed has none; one written by hand
@@ -92,7 +97,7 @@ func (r *Rule) suspension(req admission.Request) admission.Response {
 	default:
 		reason = "removed the suspension record"
 	}
-	ops := annotationPatch(obj.Metadata.Annotations, want)
+	ops := annotationPatch(obj.annotations, obj.hasAnnotations, want)
 	if len(ops) == 0 && warning == "" {
 		return admission.Allowed("")
 	}
@@ -116,8 +121,8 @@ func suspendedMessage(kind fluxKind, namespace, name string) string {
 var suspensionRecord = annotationpatch.New(annotationpatch.Options{Remove: true}, AnnotationSuspendedBy, AnnotationSuspendedAt)
 
 // annotationPatch returns the JSON patch that makes the two suspension
-// annotations of an object with the annotations have equal want (absent
-// when want is nil).
-func annotationPatch(have, want map[string]string) []jsonpatch.JsonPatchOperation {
-	return suspensionRecord.Ops(have, have != nil, want)
+// annotations of an object with the annotations have (and any annotations
+// at all when hasAnnotations) equal want (absent when want is nil).
+func annotationPatch(have map[string]string, hasAnnotations bool, want map[string]string) []jsonpatch.JsonPatchOperation {
+	return suspensionRecord.Ops(have, hasAnnotations, want)
 }

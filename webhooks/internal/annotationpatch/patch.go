@@ -8,7 +8,7 @@ package annotationpatch
 import (
 	jsonpatch "gomodules.xyz/jsonpatch/v2"
 
-	"github.com/stewardhq/steward/webhooks/internal/jsonpointer"
+	"github.com/stewardhq/steward/webhooks/object"
 )
 
 // annotationsPath is the JSON pointer to metadata.annotations.
@@ -38,7 +38,7 @@ type Patcher struct {
 func New(opts Options, keys ...string) *Patcher {
 	p := &Patcher{opts: opts, keys: keys, paths: make([]string, len(keys))}
 	for i, k := range keys {
-		p.paths[i] = annotationsPath + "/" + jsonpointer.Escape(k)
+		p.paths[i] = annotationsPath + "/" + object.EscapeToken(k)
 	}
 	return p
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // AllowAll is the floor a rule's handler is measured against: it allows
@@ -13,25 +15,31 @@ import (
 type AllowAll struct{}
 
 // Handle allows req.
-func (AllowAll) Handle(context.Context, admission.Request) admission.Response {
+func (AllowAll) Handle(context.Context, *rule.Request) admission.Response {
 	return admission.Allowed("")
 }
+
+// Spec names the baseline; it is never registered.
+func (AllowAll) Spec() rule.Spec { return rule.Spec{Name: "allowall"} }
+
+// Both measure a rule as the serving layer calls it (rule.Judge), its
+// objects' Views included.
 
 // BenchmarkHandle measures h on each of reqs, one sub-benchmark each, and
 // AllowAll on reqs[floor] as the sub-benchmark "AllowAll", so the handler's
 // own cost can be read off against the admission plumbing's.
-func BenchmarkHandle(b *testing.B, h admission.Handler, floor string, reqs map[string]admission.Request) {
+func BenchmarkHandle(b *testing.B, h rule.Rule, floor string, reqs map[string]admission.Request) {
 	b.Helper()
 	req, ok := reqs[floor]
 	if !ok {
 		b.Fatalf("no request %q to measure AllowAll on", floor)
 	}
-	run := func(name string, h admission.Handler, req admission.Request) {
+	run := func(name string, h rule.Rule, req admission.Request) {
 		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = h.Handle(ctx, req)
+				_ = rule.Judge(ctx, h, req)
 			}
 		})
 	}
@@ -45,15 +53,15 @@ func BenchmarkHandle(b *testing.B, h admission.Handler, floor string, reqs map[s
 // measures h on req, so a benchmark never times an answer it did not mean
 // to (a fixture that stopped matching the rule would measure its cheapest
 // path).
-func BenchmarkVerdict(b *testing.B, h admission.Handler, req admission.Request, check func(admission.Response) error) {
+func BenchmarkVerdict(b *testing.B, h rule.Rule, req admission.Request, check func(admission.Response) error) {
 	b.Helper()
 	ctx := context.Background()
-	if err := check(h.Handle(ctx, req)); err != nil {
+	if err := check(rule.Judge(ctx, h, req)); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = h.Handle(ctx, req)
+		_ = rule.Judge(ctx, h, req)
 	}
 }
 

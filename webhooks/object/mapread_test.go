@@ -1,10 +1,10 @@
-package fleetguard
+package object
 
-// The map-based reading of an update: both objects decoded whole into
-// generic values, then compared. It was fleetguard's first implementation
-// and costs about eight times the raw reading (1,350 allocations and
-// 105 KB per update of a Deployment), so it lives here only as the oracle
-// FuzzRawMatchesMapDiff holds the raw reading to.
+// The map-based reading of objects: decoded whole into generic values,
+// then read and compared. It was fleetguard's first implementation and
+// costs about eight times a View (1,350 allocations and 105 KB per update
+// of a Deployment), so it lives here only as the oracle the fuzz targets
+// hold Views to (view_fuzz_test.go).
 
 import (
 	"bytes"
@@ -13,45 +13,9 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// mapUpdate is an update's objects decoded whole.
-type mapUpdate struct {
-	old, new map[string]any
-}
-
-// readMapObjects is readObjects by decoding.
-func readMapObjects(oldRaw, newRaw []byte) (mapUpdate, error) {
-	old, err := decodeObject(oldRaw)
-	if err != nil {
-		return mapUpdate{}, fmt.Errorf("old object: %w", err)
-	}
-	cur, err := decodeObject(newRaw)
-	if err != nil {
-		return mapUpdate{}, fmt.Errorf("new object: %w", err)
-	}
-	return mapUpdate{old: old, new: cur}, nil
-}
-
-func (u mapUpdate) meta() (objectMeta, objectMeta) { return metaFromMap(u.old), metaFromMap(u.new) }
-
-func (u mapUpdate) diff(skip []pointer, limit int) changes { return diff(u.old, u.new, skip, limit) }
-
-// addedOwners is objects.addedOwners of the decoded objects: their owner
-// references are encoded again and read as the raw ones are.
-func (u mapUpdate) addedOwners() []ownerRef {
-	return addedOwners(ownersFromMap(u.old), ownersFromMap(u.new))
-}
-
-func ownersFromMap(obj map[string]any) []byte {
-	md, _ := obj["metadata"].(map[string]any)
-	v, ok := md["ownerReferences"]
-	if !ok {
-		return nil
-	}
-	raw, _ := json.Marshal(v)
-	return raw
-}
 
 // decodeObject decodes a raw object into generic JSON values. Numbers stay
 // json.Number so that integers beyond float64 precision still compare
@@ -89,15 +53,15 @@ func jsonType(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// diff is the structural diff of two decoded values that diffDocs must
+// mapDiff is the structural diff of two decoded values that Diff must
 // match: the same paths, in the same order, with the same total.
-func diff(a, b any, skip []pointer, limit int) changes {
-	d := differ{skip: skip, limit: limit, path: make(pointer, 0, 16)}
+func mapDiff(a, b any, skip []Pointer, limit int) Changes {
+	d := mapDiffer{differ: differ{skip: skip, limit: limit, path: make(Pointer, 0, 16)}}
 	d.walk(a, b, 0)
 	return d.out
 }
 
-func (d *differ) walk(a, b any, depth int) {
+func (d *mapDiffer) walk(a, b any, depth int) {
 	if d.skipped() || (isEmpty(a) && isEmpty(b)) {
 		return
 	}
@@ -129,7 +93,7 @@ func (d *differ) walk(a, b any, depth int) {
 	}
 }
 
-func (d *differ) walkMaps(a, b map[string]any, depth int) {
+func (d *mapDiffer) walkMaps(a, b map[string]any, depth int) {
 	keys := make([]string, 0, len(a)+len(b))
 	for k := range a {
 		keys = append(keys, k)
@@ -147,7 +111,7 @@ func (d *differ) walkMaps(a, b map[string]any, depth int) {
 	}
 }
 
-func (d *differ) walkLists(a, b []any, depth int) {
+func (d *mapDiffer) walkLists(a, b []any, depth int) {
 	n := max(len(a), len(b))
 	for i := 0; i < n; i++ {
 		var x, y any
@@ -163,6 +127,9 @@ func (d *differ) walkLists(a, b []any, depth int) {
 	}
 }
 
+// mapDiffer is a differ that walks decoded values.
+type mapDiffer struct{ differ }
+
 // isEmpty treats a missing value, null, {} and [] alike: the API server
 // omits empty fields, so their presence alone is no change.
 func isEmpty(v any) bool {
@@ -177,28 +144,68 @@ func isEmpty(v any) bool {
 	return false
 }
 
-// metaFromMap reads the metadata of an object already decoded into
-// generic values; fields of an unexpected type count as absent.
-func metaFromMap(obj map[string]any) objectMeta {
+// mapMeta is what a View reads of metadata, read from an object already
+// decoded into generic values; fields of an unexpected type count as
+// absent.
+type mapMeta struct {
+	Name, GenerateName, Namespace, UID string
+	Deleting                           bool
+	Labels, Annotations                map[string]string
+	HasAnnotations                     bool
+}
+
+func metaFromMap(obj map[string]any) mapMeta {
 	md, _ := obj["metadata"].(map[string]any)
 	str := func(k string) string { s, _ := md[k].(string); return s }
-	return objectMeta{
-		Name:         str("name"),
-		GenerateName: str("generateName"),
-		Namespace:    str("namespace"),
-		Labels:       stringMap(md["labels"]),
-		Annotations:  stringMap(md["annotations"]),
+	_, hasAnnotations := md["annotations"].(map[string]any)
+	return mapMeta{
+		Name:           str("name"),
+		GenerateName:   str("generateName"),
+		Namespace:      str("namespace"),
+		UID:            str("uid"),
+		Deleting:       md["deletionTimestamp"] != nil,
+		Labels:         stringMapOf(md["labels"]),
+		Annotations:    stringMapOf(md["annotations"]),
+		HasAnnotations: hasAnnotations,
 	}
 }
 
-func stringMap(v any) map[string]string {
-	m, _ := v.(map[string]any)
-	if len(m) == 0 {
+// metaOfView is mapMeta as a View reads it.
+func metaOfView(v *View) mapMeta {
+	return mapMeta{
+		Name:           v.Name(),
+		GenerateName:   v.GenerateName(),
+		Namespace:      v.Namespace(),
+		UID:            v.UID(),
+		Deleting:       v.Deleting(),
+		Labels:         v.Labels(),
+		Annotations:    v.Annotations(),
+		HasAnnotations: v.HasAnnotations(),
+	}
+}
+
+// ownersFromMap is OwnerReferences of a decoded object: encoded again and
+// decoded as a View decodes them.
+func ownersFromMap(obj map[string]any) []metav1.OwnerReference {
+	md, _ := obj["metadata"].(map[string]any)
+	l, ok := md["ownerReferences"].([]any)
+	if !ok {
 		return nil
 	}
-	out := make(map[string]string, len(m))
+	raw, _ := json.Marshal(l)
+	var refs []metav1.OwnerReference
+	_ = json.Unmarshal(raw, &refs)
+	return refs
+}
+
+func stringMapOf(v any) map[string]string {
+	m, _ := v.(map[string]any)
+	var out map[string]string
 	for k, v := range m {
 		if s, ok := v.(string); ok {
+			if out == nil {
+				out = make(map[string]string, len(m))
+			}
 			out[k] = s
 		}
 	}

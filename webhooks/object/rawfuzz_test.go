@@ -1,4 +1,4 @@
-package rawjson
+package object
 
 import (
 	"bytes"
@@ -20,74 +20,74 @@ var fuzzSeeds = []string{
 }
 
 // FuzzRawJSON holds both readings to encoding/json. On any input nothing
-// panics; Valid, a strict Scanner and an Index accept exactly what
-// json.Valid accepts, up to MaxDepth; and on valid input the lazy reading
+// panics; validJSON, a strict rawScanner and an rawIndex accept exactly what
+// json.Valid accepts, up to maxNesting; and on valid input the lazy reading
 // finds the same extent, and both readings find the members and elements
 // encoding/json finds, the last of repeated keys winning, as do the
-// splits through an Index at every level.
+// splits through an rawIndex at every level.
 func FuzzRawJSON(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		valid := json.Valid(data)
-		got := Valid(data, MaxDepth)
+		got := validJSON(data, maxNesting)
 		if got && !valid {
 			t.Fatalf("Valid(%q) = true, json.Valid = false", data)
 		}
-		if !got && valid && nesting(data) <= MaxDepth {
+		if !got && valid && nesting(data) <= maxNesting {
 			t.Fatalf("Valid(%q) = false, json.Valid = true (nesting %d)", data, nesting(data))
 		}
-		strict := NewStrict(data, MaxDepth)
+		strict := newStrict(data, maxNesting)
 		if ok := strict.Value() && strict.End(); ok != got {
-			t.Fatalf("a strict Scanner reads %q: %v; Valid: %v", data, ok, got)
+			t.Fatalf("a strict rawScanner reads %q: %v; validJSON: %v", data, ok, got)
 		}
-		var x Index
-		if ok := x.Valid(data, 3); ok != Valid(data, 3) {
-			t.Fatalf("an Index at depth 3 reads %q: %v; Valid: %v", data, ok, !ok)
+		var x rawIndex
+		if ok := x.validJSON(data, 3); ok != validJSON(data, 3) {
+			t.Fatalf("an rawIndex at depth 3 reads %q: %v; validJSON: %v", data, ok, !ok)
 		}
-		if ok := x.Valid(data, MaxDepth); ok != got {
-			t.Fatalf("an Index reads %q: %v; Valid: %v", data, ok, got)
+		if ok := x.validJSON(data, maxNesting); ok != got {
+			t.Fatalf("an rawIndex reads %q: %v; validJSON: %v", data, ok, got)
 		}
 		// Whatever the input, walking it must not panic.
-		walkAll(NewStrict(data, 8))
-		walkAll(NewLazy(data))
-		SplitObject(data, nil)
-		SplitArray(data, nil)
+		walkAll(newStrict(data, 8))
+		walkAll(newLazy(data))
+		objectMembers(data, nil)
+		arrayElements(data, nil)
 		if !got {
 			return
 		}
-		lazy := NewLazy(data)
+		lazy := newLazy(data)
 		if !lazy.Value() || !lazy.End() {
 			t.Fatalf("the lazy reading of valid %q does not end where the value does", data)
 		}
 		checkMembers(t, bytes.TrimSpace(data))
-		checkIndex(t, &x, TrimSpace(data))
+		checkIndex(t, &x, trimSpace(data))
 	})
 }
 
 // checkIndex checks that x splits the value v, and every container in
 // it, through the index, into the members the lazy splits find.
-func checkIndex(t *testing.T, x *Index, v []byte) {
+func checkIndex(t *testing.T, x *rawIndex, v []byte) {
 	t.Helper()
-	var lazy, indexed []Member
+	var lazy, indexed []rawMember
 	switch v[0] {
 	case '{':
-		lazy, indexed = SplitObject(v, nil), x.SplitObject(v, nil)
+		lazy, indexed = objectMembers(v, nil), x.objectMembers(v, nil)
 	case '[':
-		lazy, indexed = SplitArray(v, nil), x.SplitArray(v, nil)
+		lazy, indexed = arrayElements(v, nil), x.arrayElements(v, nil)
 	default:
 		return
 	}
 	if len(lazy) > 0 && x.nested(v).spans == nil {
-		t.Fatalf("the Index of %q does not hold its container %q", x.data, v)
+		t.Fatalf("the rawIndex of %q does not hold its container %q", x.data, v)
 	}
 	if len(lazy) != len(indexed) {
-		t.Fatalf("split through an Index, %q has %d members, %d when split lazily", v, len(indexed), len(lazy))
+		t.Fatalf("split through an rawIndex, %q has %d members, %d when split lazily", v, len(indexed), len(lazy))
 	}
 	for i, m := range indexed {
 		if !bytes.Equal(m.Key, lazy[i].Key) || !bytes.Equal(m.Value, lazy[i].Value) {
-			t.Fatalf("split through an Index, member %d of %q is %q: %q, split lazily %q: %q", i, v, m.Key, m.Value, lazy[i].Key, lazy[i].Value)
+			t.Fatalf("split through an rawIndex, member %d of %q is %q: %q, split lazily %q: %q", i, v, m.Key, m.Value, lazy[i].Key, lazy[i].Value)
 		}
 		checkIndex(t, x, m.Value)
 	}
@@ -95,7 +95,7 @@ func checkIndex(t *testing.T, x *Index, v []byte) {
 
 // walkAll reads every member and element it can reach, decoding every
 // key and string on the way.
-func walkAll(s Scanner) {
+func walkAll(s rawScanner) {
 	switch s.Peek() {
 	case '{':
 		s.OpenObject()
@@ -123,11 +123,11 @@ func walkAll(s Scanner) {
 	}
 }
 
-func walkValue(s *Scanner) bool {
+func walkValue(s *rawScanner) bool {
 	if s.Peek() == '"' {
 		str, ok := s.StringValue()
 		if ok {
-			_, _ = str.Bytes(), Unquote(str.Raw)
+			_, _ = str.Bytes(), unquote(str.Raw)
 		}
 		return ok
 	}
@@ -135,7 +135,7 @@ func walkValue(s *Scanner) bool {
 	if !s.Value() {
 		return false
 	}
-	walkAll(NewLazy(s.data[start:s.Pos()]))
+	walkAll(newLazy(s.data[start:s.Pos()]))
 	return true
 }
 
@@ -149,14 +149,14 @@ func checkMembers(t *testing.T, v []byte) {
 		if err := json.Unmarshal(v, &want); err != nil {
 			t.Fatal(err)
 		}
-		split := lastWins(SplitObject(v, nil))
+		split := lastWins(objectMembers(v, nil))
 		walked := map[string][]byte{}
-		s := NewStrict(v, MaxDepth)
+		s := newStrict(v, maxNesting)
 		s.OpenObject()
 		for first := true; ; first = false {
 			key, end, ok := s.Member(first)
 			if !ok {
-				t.Fatalf("a strict Scanner fails on a member of valid %q", v)
+				t.Fatalf("a strict rawScanner fails on a member of valid %q", v)
 			}
 			if end {
 				break
@@ -165,7 +165,7 @@ func checkMembers(t *testing.T, v []byte) {
 			s.Value()
 			walked[key.Text()] = v[start:s.Pos()]
 		}
-		for name, got := range map[string]map[string][]byte{"SplitObject": split, "a strict Scanner": walked} {
+		for name, got := range map[string]map[string][]byte{"SplitObject": split, "a strict rawScanner": walked} {
 			if len(got) != len(want) {
 				t.Fatalf("%s finds %d distinct keys in %q, encoding/json %d", name, len(got), v, len(want))
 			}
@@ -180,7 +180,7 @@ func checkMembers(t *testing.T, v []byte) {
 		if err := json.Unmarshal(v, &want); err != nil {
 			t.Fatal(err)
 		}
-		got := SplitArray(v, nil)
+		got := arrayElements(v, nil)
 		if len(got) != len(want) {
 			t.Fatalf("SplitArray(%q): %d elements, encoding/json %d", v, len(got), len(want))
 		}
@@ -194,7 +194,7 @@ func checkMembers(t *testing.T, v []byte) {
 		if err := json.Unmarshal(v, &want); err != nil {
 			t.Fatal(err)
 		}
-		if got := Unquote(v); string(got) != want {
+		if got := unquote(v); string(got) != want {
 			t.Fatalf("Unquote(%q) = %q, encoding/json %q", v, got, want)
 		}
 	}
@@ -202,7 +202,7 @@ func checkMembers(t *testing.T, v []byte) {
 
 // lastWins maps each key to the value of its last member, as decoding
 // into a map does.
-func lastWins(ms []Member) map[string][]byte {
+func lastWins(ms []rawMember) map[string][]byte {
 	out := make(map[string][]byte, len(ms))
 	for _, m := range ms {
 		out[string(m.Key)] = m.Value

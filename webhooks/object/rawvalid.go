@@ -1,21 +1,21 @@
-package rawjson
+package object
 
 import "bytes"
 
-// MaxDepth is the deepest nesting a strict reading can follow; a larger
-// limit asked of Valid or NewStrict counts as MaxDepth. It is
-// encoding/json's own limit, so a reader asking for MaxDepth accepts
+// maxNesting is the deepest nesting a strict reading can follow; a larger
+// limit asked of validJSON or newStrict counts as maxNesting. It is
+// encoding/json's own limit, so a reader asking for maxNesting accepts
 // exactly what encoding/json accepts and needs no decoder beside it.
-const MaxDepth = 10000
+const maxNesting = 10000
 
-// Valid reports whether data is exactly one JSON value, with nothing but
+// validJSON reports whether data is exactly one JSON value, with nothing but
 // white space around it, and with containers (objects and arrays, empty
 // ones included) nested at most maxDepth deep. It accepts nothing
 // encoding/json rejects, so whatever it accepts decodes.
-func Valid(data []byte, maxDepth int) bool {
-	i := SkipSpace(data, 0)
-	end, ok := validValue(data, i, min(maxDepth, MaxDepth), nil)
-	return ok && SkipSpace(data, end) == len(data)
+func validJSON(data []byte, maxDepth int) bool {
+	i := skipSpace(data, 0)
+	end, ok := validValue(data, i, min(maxDepth, maxNesting), nil)
+	return ok && skipSpace(data, end) == len(data)
 }
 
 // validValue validates the value that starts at data[i], with containers
@@ -23,7 +23,7 @@ func Valid(data []byte, maxDepth int) bool {
 // not nil, it records the non-empty containers in x. It walks
 // the containers with a stack of its own rather than by recursion, which
 // is about twice as fast.
-func validValue(data []byte, i, maxDepth int, x *Index) (int, bool) {
+func validValue(data []byte, i, maxDepth int, x *rawIndex) (int, bool) {
 	// objects has bit d set when the open container at depth d is an
 	// object, clear when it is an array; object is that bit of the
 	// innermost one. The first 1024 levels live on the stack; only text
@@ -49,7 +49,7 @@ func validValue(data []byte, i, maxDepth int, x *Index) (int, bool) {
 				closing = ']'
 			}
 			start := i
-			i = SkipSpace(data, i+1)
+			i = skipSpace(data, i+1)
 			if i < len(data) && data[i] == closing {
 				i++
 				break // empty: a complete value
@@ -103,13 +103,13 @@ func validValue(data []byte, i, maxDepth int, x *Index) (int, bool) {
 			if depth == 0 {
 				return i, true
 			}
-			i = SkipSpace(data, i)
+			i = skipSpace(data, i)
 			if i >= len(data) {
 				return i, false
 			}
 			switch data[i] {
 			case ',':
-				i = SkipSpace(data, i+1)
+				i = skipSpace(data, i+1)
 				if object {
 					var ok bool
 					if i, ok = scanKey(data, i); !ok {
@@ -147,11 +147,11 @@ func scanKey(data []byte, i int) (int, bool) {
 	if !ok {
 		return i, false
 	}
-	i = SkipSpace(data, i)
+	i = skipSpace(data, i)
 	if i >= len(data) || data[i] != ':' {
 		return i, false
 	}
-	return SkipSpace(data, i+1), true
+	return skipSpace(data, i+1), true
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }

@@ -1,52 +1,80 @@
-package fleetguard
+package object
 
 import (
 	"bytes"
 	"strconv"
-
-	"github.com/stewardhq/steward/webhooks/internal/rawjson"
 )
 
-// Updates are judged on raw members (rawjson reads them in place) so that
-// only the parts that differ are ever read past their bytes; managedFields
-// and status, most of an object's bytes, never are. Members whose text is
-// identical are skipped unread (identical text decodes to identical
-// values); skipped paths are never read; where the text differs, the
-// structural comparison decides.
-
-// A member is one member of a JSON object or one element of a list, as
-// rawjson splits them.
-type member = rawjson.Member
-
-// Kinds of raw values; a missing value (nil) counts as null.
-const (
-	rawNull = iota
-	rawObject
-	rawList
-	rawScalar
-)
-
-func rawKind(v []byte) int {
-	if len(v) == 0 {
-		return rawNull
-	}
-	switch v[0] {
-	case 'n':
-		return rawNull
-	case '{':
-		return rawObject
-	case '[':
-		return rawList
-	}
-	return rawScalar
+// Diff reports the JSON paths at which two objects differ, the way a
+// structural comparison of the decoded objects finds them: objects key by
+// key and lists index by index, a missing value, null, {} and [] counting
+// alike (the API server omits empty fields, so their presence alone is no
+// change), so that the outcome never depends on formatting. A path at or
+// under one of skip is not reported; the first limit paths are kept, in
+// key and index order, and all are counted.
+//
+// Only the parts that differ are read past their bytes: members whose
+// text is identical are skipped unread (identical text decodes to
+// identical values), and skipped paths are never read, so managedFields
+// and status, most of an object's bytes, never are. Either view that is
+// not a valid object reads as an empty one.
+func Diff(old, cur *View, skip []Pointer, limit int) Changes {
+	// The members of the levels the diff descends to, about 60 for an
+	// image change of a Deployment.
+	buf := make([]rawMember, 0, 64)
+	d := differ{skip: skip, limit: limit, path: make(Pointer, 0, 16), views: [2]*View{old, cur}, buf: buf}
+	d.walk(old.Field(), cur.Field(), 0)
+	return d.out
 }
 
-// walkRaw reports the paths under the current one at which a and b, raw
+// Changes are the result of a Diff: the first few changed paths, in a
+// stable order, and how many there are in total.
+type Changes struct {
+	First []string
+	Total int
+}
+
+// maxDiffDepth bounds how deep Diff descends. Below it, two subtrees are
+// compared whole and a difference is reported at the deepest path
+// reached, so arbitrarily nested input cannot make the paths, or the
+// recursion, arbitrarily long.
+const maxDiffDepth = 64
+
+// differ walks two objects. views are the old and new object, and buf
+// holds the members of the objects and lists in them it is comparing, as
+// a stack: each level appends its own and drops them when done.
+type differ struct {
+	skip  []Pointer
+	limit int
+	out   Changes
+	path  Pointer
+	views [2]*View
+	buf   []rawMember
+}
+
+func (d *differ) report() {
+	d.out.Total++
+	if len(d.out.First) < d.limit {
+		d.out.First = append(d.out.First, d.path.String())
+	}
+}
+
+// skipped reports whether the current path is at or under a skipped one.
+func (d *differ) skipped() bool {
+	for _, s := range d.skip {
+		if d.path.HasPrefix(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// walk reports the paths under the current one at which a and b, raw
 // values of the old and new object, differ; either is nil when missing.
 // An added or removed subtree is reported leaf by leaf, counting a
 // missing value as an empty object or list: every path can be pasted
 // into ignoredFields as it is, and ignored paths inside it still apply.
-func (d *differ) walkRaw(a, b []byte, depth int) {
+func (d *differ) walk(a, b []byte, depth int) {
 	if identical(a, b, depth) || d.skipped() || (rawEmpty(a) && rawEmpty(b)) {
 		return
 	}
@@ -56,13 +84,13 @@ func (d *differ) walkRaw(a, b []byte, depth int) {
 		}
 		return
 	}
-	ka, kb := rawKind(a), rawKind(b)
+	ka, kb := kindOf(a), kindOf(b)
 	switch {
-	case (ka == rawObject || ka == rawNull) && (kb == rawObject || kb == rawNull):
-		d.walkRawObjects(a, b, ka == rawObject, kb == rawObject, depth)
-	case (ka == rawList || ka == rawNull) && (kb == rawList || kb == rawNull):
-		d.walkRawLists(a, b, ka == rawList, kb == rawList, depth)
-	case ka == rawScalar && kb == rawScalar && d.same(a, b):
+	case (ka == '{' || ka == 'n') && (kb == '{' || kb == 'n'):
+		d.walkObjects(a, b, ka == '{', kb == '{', depth)
+	case (ka == '[' || ka == 'n') && (kb == '[' || kb == 'n'):
+		d.walkLists(a, b, ka == '[', kb == '[', depth)
+	case scalar(ka) && scalar(kb) && d.same(a, b):
 		// The same string, escaped differently.
 	default:
 		// A type change, or two different scalars.
@@ -87,37 +115,41 @@ func identical(a, b []byte, depth int) bool {
 // rawEmpty reports whether a raw value is missing, null, {} or []: the
 // API server omits empty fields, so their presence alone is no change.
 func rawEmpty(v []byte) bool {
-	switch rawKind(v) {
-	case rawNull:
+	switch kindOf(v) {
+	case 'n':
 		return true
-	case rawObject, rawList:
-		return rawjson.SkipSpace(v, 1) == len(v)-1
+	case '{', '[':
+		return skipSpace(v, 1) == len(v)-1
 	}
 	return false
 }
 
+// scalar reports whether a kind kindOf returned is a string, number or
+// boolean.
+func scalar(k byte) bool { return k == '"' || k == 's' }
+
 // same reports whether a and b, raw values of the old and new object,
-// decode to equal values; unlike walkRaw, it counts no empty value equal
+// decode to equal values; unlike walk, it counts no empty value equal
 // to another of a different type.
 func (d *differ) same(a, b []byte) bool {
-	return rawjson.Equal(&d.docs[0].ix, a, &d.docs[1].ix, b)
+	return equalJSON(&d.views[0].ix, a, &d.views[1].ix, b)
 }
 
-// walkRawObjects compares two objects key by key, in key order. Members
+// walkObjects compares two objects key by key, in key order. Members
 // split here are appended to d.buf and dropped on return; deeper levels
 // only append past them, so the slices below stay valid even when d.buf
 // moves.
-func (d *differ) walkRawObjects(a, b []byte, aObj, bObj bool, depth int) {
+func (d *differ) walkObjects(a, b []byte, aObj, bObj bool, depth int) {
 	start := len(d.buf)
 	if aObj {
-		d.buf = d.docs[0].ix.SplitObject(a, d.buf)
+		d.buf = d.views[0].ix.objectMembers(a, d.buf)
 	}
 	mid := len(d.buf)
 	if bObj {
-		d.buf = d.docs[1].ix.SplitObject(b, d.buf)
+		d.buf = d.views[1].ix.objectMembers(b, d.buf)
 	}
 	as, bs := d.buf[start:mid], d.buf[mid:]
-	as, bs = rawjson.SortMembers(as), rawjson.SortMembers(bs)
+	as, bs = sortMembers(as), sortMembers(bs)
 	for i, j := 0, 0; i < len(as) || j < len(bs); {
 		var key, x, y []byte
 		switch c := compareKeys(as, bs, i, j); {
@@ -136,7 +168,7 @@ func (d *differ) walkRawObjects(a, b []byte, aObj, bObj bool, depth int) {
 			continue
 		}
 		d.path = append(d.path, keyString(key))
-		d.walkRaw(x, y, depth+1)
+		d.walk(x, y, depth+1)
 		d.path = d.path[:len(d.path)-1]
 	}
 	d.buf = d.buf[:start]
@@ -144,7 +176,7 @@ func (d *differ) walkRawObjects(a, b []byte, aObj, bObj bool, depth int) {
 
 // compareKeys orders the next members of two sorted member lists, an
 // exhausted list last.
-func compareKeys(as, bs []member, i, j int) int {
+func compareKeys(as, bs []rawMember, i, j int) int {
 	switch {
 	case j == len(bs):
 		return -1
@@ -154,15 +186,15 @@ func compareKeys(as, bs []member, i, j int) int {
 	return bytes.Compare(as[i].Key, bs[j].Key)
 }
 
-// walkRawLists compares two lists index by index.
-func (d *differ) walkRawLists(a, b []byte, aList, bList bool, depth int) {
+// walkLists compares two lists index by index.
+func (d *differ) walkLists(a, b []byte, aList, bList bool, depth int) {
 	start := len(d.buf)
 	if aList {
-		d.buf = d.docs[0].ix.SplitArray(a, d.buf)
+		d.buf = d.views[0].ix.arrayElements(a, d.buf)
 	}
 	mid := len(d.buf)
 	if bList {
-		d.buf = d.docs[1].ix.SplitArray(b, d.buf)
+		d.buf = d.views[1].ix.arrayElements(b, d.buf)
 	}
 	as, bs := d.buf[start:mid], d.buf[mid:]
 	for k := 0; k < max(len(as), len(bs)); k++ {
@@ -177,7 +209,7 @@ func (d *differ) walkRawLists(a, b []byte, aList, bList bool, depth int) {
 			continue
 		}
 		d.path = append(d.path, strconv.Itoa(k))
-		d.walkRaw(x, y, depth+1)
+		d.walk(x, y, depth+1)
 		d.path = d.path[:len(d.path)-1]
 	}
 	d.buf = d.buf[:start]

@@ -1,4 +1,4 @@
-package jsonpointer
+package object
 
 import "testing"
 
@@ -13,10 +13,10 @@ func TestEscape(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := Escape(tc.key); got != tc.want {
+			if got := EscapeToken(tc.key); got != tc.want {
 				t.Errorf("%s\nEscape(%q) = %q, want %q", tc.reason, tc.key, got, tc.want)
 			}
-			if got := Unescape(tc.want); got != tc.key {
+			if got := unescapeToken(tc.want); got != tc.key {
 				t.Errorf("%s\nUnescape(%q) = %q, want %q", tc.reason, tc.want, got, tc.key)
 			}
 		})
@@ -30,14 +30,14 @@ func FuzzEscape(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, key string) {
-		tok := Escape(key)
+		tok := EscapeToken(key)
 		for i := 0; i < len(tok); i++ {
 			if tok[i] == '/' {
-				t.Fatalf("Escape(%q) = %q holds a /", key, tok)
+				t.Fatalf("EscapeToken(%q) = %q holds a /", key, tok)
 			}
 		}
-		if got := Unescape(tok); got != key {
-			t.Fatalf("Unescape(Escape(%q)) = %q", key, got)
+		if got := unescapeToken(tok); got != key {
+			t.Fatalf("unescapeToken(EscapeToken(%q)) = %q", key, got)
 		}
 	})
 }

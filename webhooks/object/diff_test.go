@@ -1,4 +1,4 @@
-package fleetguard
+package object
 
 import (
 	"errors"
@@ -13,29 +13,29 @@ func TestParsePointer(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		in     string
-		want   pointer
+		want   Pointer
 		err    error
 	}{
-		"EmptyIsTheWholeDocument": {reason: "RFC 6901: the empty string refers to the whole document.", in: "", want: pointer{}},
-		"Plain":                   {reason: "Tokens are split at /.", in: "/spec/replicas", want: pointer{"spec", "replicas"}},
-		"EscapedSlash":            {reason: "~1 is a literal /.", in: "/metadata/annotations/kubectl.kubernetes.io~1restartedAt", want: pointer{"metadata", "annotations", "kubectl.kubernetes.io/restartedAt"}},
-		"EscapedTilde":            {reason: "~0 is a literal ~, and ~01 is ~1, not /.", in: "/a~0b/~01", want: pointer{"a~b", "~1"}},
-		"EmptyToken":              {reason: "\"/\" refers to the key \"\".", in: "/", want: pointer{""}},
+		"EmptyIsTheWholeDocument": {reason: "RFC 6901: the empty string refers to the whole document.", in: "", want: Pointer{}},
+		"Plain":                   {reason: "Tokens are split at /.", in: "/spec/replicas", want: Pointer{"spec", "replicas"}},
+		"EscapedSlash":            {reason: "~1 is a literal /.", in: "/metadata/annotations/kubectl.kubernetes.io~1restartedAt", want: Pointer{"metadata", "annotations", "kubectl.kubernetes.io/restartedAt"}},
+		"EscapedTilde":            {reason: "~0 is a literal ~, and ~01 is ~1, not /.", in: "/a~0b/~01", want: Pointer{"a~b", "~1"}},
+		"EmptyToken":              {reason: "\"/\" refers to the key \"\".", in: "/", want: Pointer{""}},
 		"NoLeadingSlash":          {reason: "A non-empty pointer starts with /.", in: "spec/replicas", err: errors.New(`a JSON pointer starts with "/"`)},
 		"BadEscape":               {reason: "~ must be followed by 0 or 1.", in: "/a~2b", err: errors.New(`"~" must be followed by "0" or "1" (token "a~2b")`)},
 		"TrailingTilde":           {reason: "A lone ~ at the end is invalid.", in: "/a~", err: errors.New(`"~" must be followed by "0" or "1" (token "a~")`)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := parsePointer(tc.in)
+			got, err := ParsePointer(tc.in)
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("%s\nparsePointer(%q): -want, +got:\n%s", tc.reason, tc.in, diff)
+				t.Errorf("%s\nParsePointer(%q): -want, +got:\n%s", tc.reason, tc.in, diff)
 			}
 			if diff := cmp.Diff(errString(tc.err), errString(err)); diff != "" {
-				t.Errorf("%s\nparsePointer(%q) error: -want, +got:\n%s", tc.reason, tc.in, diff)
+				t.Errorf("%s\nParsePointer(%q) error: -want, +got:\n%s", tc.reason, tc.in, diff)
 			}
 			if err == nil && got.String() != tc.in {
-				t.Errorf("%s\nparsePointer(%q).String() = %q, want the input back", tc.reason, tc.in, got.String())
+				t.Errorf("%s\nParsePointer(%q).String() = %q, want the input back", tc.reason, tc.in, got.String())
 			}
 		})
 	}
@@ -76,68 +76,61 @@ func TestDiff(t *testing.T) {
 		"SkipIsExact":          {reason: "Skipping /spec/replicas does not skip /spec/replicasMax.", old: `{"spec": {"replicas": 1, "replicasMax": 1}}`, new: `{"spec": {"replicas": 2, "replicasMax": 2}}`, skip: []string{"/spec/replicas"}, want: []string{"/spec/replicasMax"}},
 		"SkipListElement":      {reason: "A pointer can name a list element.", old: `{"l": [1, 2]}`, new: `{"l": [3, 4]}`, skip: []string{"/l/0"}, want: []string{"/l/1"}},
 		"SkipEscapedKey":       {reason: "Skipped pointers are matched unescaped.", old: `{"m": {"a/b": 1}}`, new: `{"m": {"a/b": 2}}`, skip: []string{"/m/a~1b"}},
-		"DeepNestingIsBounded": {reason: "Below the depth bound the difference is reported at the deepest path reached.", old: nested(100, `1`), new: nested(100, `2`), want: []string{strings.Repeat("/a", maxDiffDepth)}},
+		"DeepNestingIsBounded": {reason: "Below the depth bound the difference is reported at the deepest path reached.", old: nestedA(100, `1`), new: nestedA(100, `2`), want: []string{strings.Repeat("/a", maxDiffDepth)}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			objs, err := readObjects([]byte(tc.old), []byte(tc.new))
-			if err != nil {
-				t.Fatal(err)
+			got := Diff(New([]byte(tc.old)), New([]byte(tc.new)), mustPointers(t, tc.skip...), 100)
+			if diff := cmp.Diff(tc.want, got.First, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nDiff(...): -want, +got:\n%s", tc.reason, diff)
 			}
-			got := objs.diff(mustPointers(tc.skip...), 100)
-			if diff := cmp.Diff(tc.want, got.first, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("%s\ndiff(...): -want, +got:\n%s", tc.reason, diff)
-			}
-			if got.total != len(got.first) {
-				t.Errorf("%s\ndiff(...).total = %d, want %d", tc.reason, got.total, len(got.first))
+			if got.Total != len(got.First) {
+				t.Errorf("%s\nDiff(...).Total = %d, want %d", tc.reason, got.Total, len(got.First))
 			}
 		})
 	}
 }
 
 func TestDiffLimitCountsAll(t *testing.T) {
-	objs, err := readObjects([]byte(`{"a": 1, "b": 1, "c": 1, "d": 1}`), []byte(`{"a": 2, "b": 2, "c": 2, "d": 2}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := objs.diff(nil, 2)
-	want := changes{first: []string{"/a", "/b"}, total: 4}
-	if diff := cmp.Diff(want, got, cmp.AllowUnexported(changes{})); diff != "" {
+	got := Diff(New([]byte(`{"a": 1, "b": 1, "c": 1, "d": 1}`)), New([]byte(`{"a": 2, "b": 2, "c": 2, "d": 2}`)), nil, 2)
+	want := Changes{First: []string{"/a", "/b"}, Total: 4}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("diff keeps the first limit paths and counts the rest: -want, +got:\n%s", diff)
 	}
 }
 
-// nested returns {"a": {"a": ... leaf}} n levels deep.
-func nested(n int, leaf string) string {
+// mustPointers parses pointers a test names.
+func mustPointers(t testing.TB, ss ...string) []Pointer {
+	t.Helper()
+	ps := make([]Pointer, len(ss))
+	for i, s := range ss {
+		p, err := ParsePointer(s)
+		if err != nil {
+			t.Fatalf("ParsePointer(%q): %v", s, err)
+		}
+		ps[i] = p
+	}
+	return ps
+}
+
+// FuzzParsePointer checks that every pointer that parses renders back to
+// itself, so reported and configured paths use one spelling.
+func FuzzParsePointer(f *testing.F) {
+	for _, s := range []string{"", "/", "/spec/replicas", "/a~0b~1c", "/~01", "a", "/~", "/~2", "//"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParsePointer(s)
+		if err != nil {
+			return
+		}
+		if got := p.String(); got != s {
+			t.Fatalf("ParsePointer(%q).String() = %q", s, got)
+		}
+	})
+}
+
+// nestedA returns {"a": {"a": ... leaf}} n levels deep.
+func nestedA(n int, leaf string) string {
 	return strings.Repeat(`{"a": `, n) + leaf + strings.Repeat(`}`, n)
-}
-
-func TestServerManagedPointersParse(t *testing.T) {
-	// mustPointers panics at package initialisation otherwise; this names
-	// the list in a failure.
-	if len(serverManaged) == 0 {
-		t.Fatal("serverManaged is empty")
-	}
-}
-
-func TestBundleDeployment(t *testing.T) {
-	cases := map[string]struct {
-		reason string
-		id     string
-		want   string
-	}{
-		"FleetID":          {reason: "Fleet's agent builds ids as \"default-\" + bundle deployment name.", id: "default-web-app", want: "web-app"},
-		"AgentScope":       {reason: "With an agent scope, Fleet appends it; it cannot be told apart and stays in the name.", id: "default-mcc-harvester-cattle-fleet-local-system", want: "mcc-harvester-cattle-fleet-local-system"},
-		"OtherPrefix":      {reason: "An id not built by the agent is shown as it is.", id: "fleet-agent-bootstrap", want: "fleet-agent-bootstrap"},
-		"Empty":            {reason: "No id, no bundle deployment.", id: "", want: ""},
-		"PlaceholderDash":  {reason: "\"-\" carries no name.", id: "-", want: ""},
-		"OnlyPrefixRemain": {reason: "The prefix alone names nothing.", id: "default-", want: ""},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := bundleDeployment(tc.id); got != tc.want {
-				t.Errorf("%s\nbundleDeployment(%q) = %q, want %q", tc.reason, tc.id, got, tc.want)
-			}
-		})
-	}
 }

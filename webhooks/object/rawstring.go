@@ -1,4 +1,4 @@
-package rawjson
+package object
 
 import (
 	"bytes"
@@ -6,10 +6,10 @@ import (
 	"unicode/utf8"
 )
 
-// A String is a JSON string as written in the text, with what the scan
+// A rawString is a JSON string as written in the text, with what the scan
 // learnt about it on the way, so that comparing it with a name or
 // decoding it costs nothing in the common case: no escapes, ASCII only.
-type String struct {
+type rawString struct {
 	// Raw is the string as written, quotes included.
 	Raw []byte
 	// escaped: it holds a backslash escape; nonASCII: a byte >= 0x80.
@@ -17,26 +17,26 @@ type String struct {
 }
 
 // Inner returns the string's bytes between the quotes, as written.
-func (s String) Inner() []byte { return s.Raw[1 : len(s.Raw)-1] }
+func (s rawString) Inner() []byte { return s.Raw[1 : len(s.Raw)-1] }
 
 // Escaped reports whether the string holds a backslash escape, so that
 // its text differs from its value.
-func (s String) Escaped() bool { return s.escaped }
+func (s rawString) Escaped() bool { return s.escaped }
 
 // Plain reports whether the string is ASCII without escapes: its value is
 // exactly its bytes, and no other spelling (in any case, or with escapes)
 // hides behind it.
-func (s String) Plain() bool { return !s.escaped && !s.nonASCII }
+func (s rawString) Plain() bool { return !s.escaped && !s.nonASCII }
 
 // Is reports whether the string is written exactly as the ASCII text
 // lit, without escapes. An escaped spelling of lit is not lit here: the
 // callers send such strings to encoding/json.
-func (s String) Is(lit string) bool { return s.Plain() && string(s.Inner()) == lit }
+func (s rawString) Is(lit string) bool { return s.Plain() && string(s.Inner()) == lit }
 
 // Bytes returns the string's value as encoding/json decodes it (escapes
 // resolved, invalid UTF-8 replaced): the bytes between the quotes
 // themselves when they need neither.
-func (s String) Bytes() []byte {
+func (s rawString) Bytes() []byte {
 	if !s.escaped && (!s.nonASCII || utf8.Valid(s.Inner())) {
 		return s.Inner()
 	}
@@ -44,19 +44,19 @@ func (s String) Bytes() []byte {
 }
 
 // Text is Bytes as a string.
-func (s String) Text() string {
+func (s rawString) Text() string {
 	if !s.escaped && (!s.nonASCII || utf8.Valid(s.Inner())) {
 		return string(s.Inner())
 	}
 	return decode(s.Raw)
 }
 
-// Unquote returns the value of the JSON string raw (quotes included) as
+// unquote returns the value of the JSON string raw (quotes included) as
 // encoding/json decodes it: the bytes between the quotes themselves unless
 // they hold escapes or bytes that are not UTF-8. raw must be a valid
-// string, as Valid or a strict Scanner checks; for anything else the
+// string, as validJSON or a strict rawScanner checks; for anything else the
 // result is the bytes between the quotes.
-func Unquote(raw []byte) []byte {
+func unquote(raw []byte) []byte {
 	inner := raw[1 : len(raw)-1]
 	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		return inner
@@ -64,7 +64,7 @@ func Unquote(raw []byte) []byte {
 	return []byte(decode(raw))
 }
 
-// decode is the slow path of Bytes, Text and Unquote.
+// decode is the slow path of Bytes, Text and unquote.
 func decode(raw []byte) string {
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
@@ -84,7 +84,7 @@ var plainByte = func() (t [256]bool) {
 }()
 
 // scanString validates the string whose opening quote is data[i] and
-// returns the index after its closing quote, and what String records of
+// returns the index after its closing quote, and what rawString records of
 // it. Like encoding/json, it takes any byte >= 0x80 (the decoder replaces
 // what is not UTF-8).
 func scanString(data []byte, i int) (end int, escaped, nonASCII, ok bool) {
@@ -151,9 +151,9 @@ func skipString(data []byte, i int) (end int, ok bool) {
 }
 
 // lazyString returns the string raw (quotes included), which skipString
-// found, with what String records of it.
-func lazyString(raw []byte) String {
-	s := String{Raw: raw}
+// found, with what rawString records of it.
+func lazyString(raw []byte) rawString {
+	s := rawString{Raw: raw}
 	for _, c := range s.Inner() {
 		switch {
 		case c == '\\':

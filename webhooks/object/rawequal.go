@@ -1,11 +1,11 @@
-package rawjson
+package object
 
 import (
 	"bytes"
 	"slices"
 )
 
-// Equal reports whether the values a and b, texts Valid accepted (or
+// equalJSON reports whether the values a and b, texts validJSON accepted (or
 // empty, which counts as null: a missing value), decode to equal values,
 // as reflect.DeepEqual compares what encoding/json decodes with
 // UseNumber: objects with the same keys, the last of repeated keys
@@ -17,17 +17,17 @@ import (
 // xa and xb are the Indexes a and b belong to, if any: through them each
 // level is split reading only its own members, so the comparison reads
 // each byte about once however deep the values nest. Its recursion is
-// bounded by the nesting Valid accepted.
-func Equal(xa *Index, a []byte, xb *Index, b []byte) bool {
+// bounded by the nesting validJSON accepted.
+func equalJSON(xa *rawIndex, a []byte, xb *rawIndex, b []byte) bool {
 	e := equality{xa: xa, xb: xb}
-	return e.equal(TrimSpace(a), TrimSpace(b))
+	return e.equal(trimSpace(a), trimSpace(b))
 }
 
 // equality holds the members of the objects and arrays being compared, as
 // a stack: each level appends its own and drops them when done.
 type equality struct {
-	xa, xb *Index
-	buf    []Member
+	xa, xb *rawIndex
+	buf    []rawMember
 }
 
 // equal compares two values. It compares the text of scalars only: a
@@ -42,28 +42,28 @@ func (e *equality) equal(a, b []byte) bool {
 	case ka == 'n':
 		return true // empty and null
 	case ka == '"':
-		return bytes.Equal(a, b) || bytes.Equal(Unquote(a), Unquote(b))
+		return bytes.Equal(a, b) || bytes.Equal(unquote(a), unquote(b))
 	case ka == 's':
 		return bytes.Equal(a, b) // numbers as written, and literals
 	}
 	start := len(e.buf)
 	defer func() { e.buf = e.buf[:start] }()
 	if ka == '[' {
-		e.buf = e.xa.SplitArray(a, e.buf)
+		e.buf = e.xa.arrayElements(a, e.buf)
 		mid := len(e.buf)
-		e.buf = e.xb.SplitArray(b, e.buf)
+		e.buf = e.xb.arrayElements(b, e.buf)
 		return e.equalMembers(e.buf[start:mid], e.buf[mid:], false)
 	}
-	e.buf = e.xa.SplitObject(a, e.buf)
+	e.buf = e.xa.objectMembers(a, e.buf)
 	mid := len(e.buf)
-	e.buf = e.xb.SplitObject(b, e.buf)
-	return e.equalMembers(SortMembers(e.buf[start:mid]), SortMembers(e.buf[mid:]), true)
+	e.buf = e.xb.objectMembers(b, e.buf)
+	return e.equalMembers(sortMembers(e.buf[start:mid]), sortMembers(e.buf[mid:]), true)
 }
 
 // equalMembers compares the members of two objects, sorted by key, or
 // the elements of two arrays. Deeper levels append to e.buf past as and
 // bs, so the slices stay valid even when e.buf moves.
-func (e *equality) equalMembers(as, bs []Member, keyed bool) bool {
+func (e *equality) equalMembers(as, bs []rawMember, keyed bool) bool {
 	if len(as) != len(bs) {
 		return false
 	}
@@ -91,14 +91,14 @@ func kindOf(v []byte) byte {
 	return 's'
 }
 
-// SortMembers sorts an object's members by key and keeps only the last of
+// sortMembers sorts an object's members by key and keeps only the last of
 // each key, as decoding into a map does. It returns the members kept, at
 // the front of ms.
-func SortMembers(ms []Member) []Member {
+func sortMembers(ms []rawMember) []rawMember {
 	if len(ms) < 2 {
 		return ms
 	}
-	byKey := func(x, y Member) int { return bytes.Compare(x.Key, y.Key) }
+	byKey := func(x, y rawMember) int { return bytes.Compare(x.Key, y.Key) }
 	if !slices.IsSortedFunc(ms, byKey) {
 		slices.SortStableFunc(ms, byKey)
 	}

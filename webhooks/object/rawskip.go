@@ -1,4 +1,4 @@
-package rawjson
+package object
 
 // structural marks the bytes skipValue stops at inside a container.
 var structural = func() (t [256]bool) {

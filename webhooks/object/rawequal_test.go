@@ -1,4 +1,4 @@
-package rawjson
+package object
 
 import (
 	"bytes"
@@ -43,14 +43,14 @@ func TestEqual(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := Equal(nil, []byte(tc.a), nil, []byte(tc.b)); got != tc.want {
+			if got := equalJSON(nil, []byte(tc.a), nil, []byte(tc.b)); got != tc.want {
 				t.Errorf("%s\nEqual(%q, %q) = %v, want %v", tc.reason, tc.a, tc.b, got, tc.want)
 			}
 		})
 	}
 }
 
-// FuzzEqual holds Equal to reflect.DeepEqual of the decoded values, with
+// FuzzEqual holds equalJSON to reflect.DeepEqual of the decoded values, with
 // and without Indexes.
 func FuzzEqual(f *testing.F) {
 	for _, s := range fuzzSeeds {
@@ -59,16 +59,16 @@ func FuzzEqual(f *testing.F) {
 	f.Add([]byte(`{"b":[1,{"c":"\u0041"}],"a":null}`), []byte(`{"a":null,"b":[1,{"c":"A"}]}`))
 	f.Add([]byte(`{"a":1,"a":{"x":[]}}`), []byte(`{"a":{"x":[]}}`))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		var xa, xb Index
-		if !xa.Valid(a, MaxDepth) || !xb.Valid(b, MaxDepth) {
+		var xa, xb rawIndex
+		if !xa.validJSON(a, maxNesting) || !xb.validJSON(b, maxNesting) {
 			return
 		}
-		ta, tb := TrimSpace(a), TrimSpace(b)
+		ta, tb := trimSpace(a), trimSpace(b)
 		want := reflect.DeepEqual(decodeNumbers(t, a), decodeNumbers(t, b))
-		if got := Equal(nil, ta, nil, tb); got != want {
+		if got := equalJSON(nil, ta, nil, tb); got != want {
 			t.Fatalf("Equal(%q, %q) = %v, reflect.DeepEqual of the decoded values: %v", a, b, got, want)
 		}
-		if got := Equal(&xa, ta, &xb, tb); got != want {
+		if got := equalJSON(&xa, ta, &xb, tb); got != want {
 			t.Fatalf("Equal(%q, %q) through Indexes = %v, reflect.DeepEqual of the decoded values: %v", a, b, got, want)
 		}
 	})

@@ -1,4 +1,4 @@
-package rawjson
+package object
 
 import (
 	"bytes"
@@ -46,12 +46,12 @@ func TestValid(t *testing.T) {
 		"BeyondDepth":         {reason: "Nesting beyond the limit is left to encoding/json.", data: nest(4, "1"), maxDepth: 3},
 		"EmptyContainerDepth": {reason: "Empty containers count towards the depth too.", data: nest(4, ""), maxDepth: 3},
 		"ScalarAtDepthZero":   {reason: "A limit of 0 still takes a scalar.", data: `"s"`, maxDepth: 0, want: true},
-		"LimitAboveMax":       {reason: "A limit above MaxDepth counts as MaxDepth.", data: nest(MaxDepth+1, "1"), maxDepth: MaxDepth + 1},
-		"MaxDepth":            {reason: "MaxDepth itself is reached.", data: nest(MaxDepth, "1"), maxDepth: MaxDepth, want: true},
+		"LimitAboveMax":       {reason: "A limit above maxNesting counts as maxNesting.", data: nest(maxNesting+1, "1"), maxDepth: maxNesting + 1},
+		"MaxDepth":            {reason: "MaxDepth itself is reached.", data: nest(maxNesting, "1"), maxDepth: maxNesting, want: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := Valid([]byte(tc.data), tc.maxDepth); got != tc.want {
+			if got := validJSON([]byte(tc.data), tc.maxDepth); got != tc.want {
 				t.Errorf("%s\nValid(%q, %d) = %v, want %v", tc.reason, tc.data, tc.maxDepth, got, tc.want)
 			}
 		})
@@ -60,7 +60,7 @@ func TestValid(t *testing.T) {
 
 // walk reads the object data member by member with s, passing over each
 // value, and returns the keys and values it saw.
-func walk(s Scanner) ([][2]string, bool) {
+func walk(s rawScanner) ([][2]string, bool) {
 	var out [][2]string
 	if !s.OpenObject() {
 		return out, false
@@ -174,9 +174,9 @@ func TestScannerMembers(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for _, m := range []struct {
 				mode string
-				s    Scanner
+				s    rawScanner
 				want want
-			}{{"strict", NewStrict([]byte(tc.data), 3), tc.strict}, {"lazy", NewLazy([]byte(tc.data)), tc.lazy}} {
+			}{{"strict", newStrict([]byte(tc.data), 3), tc.strict}, {"lazy", newLazy([]byte(tc.data)), tc.lazy}} {
 				members, ok := walk(m.s)
 				if diff := cmp.Diff(m.want, want{members, ok}, cmp.AllowUnexported(want{}), cmpopts.EquateEmpty()); diff != "" {
 					t.Errorf("%s\n%s reading of %q (-want +got):\n%s", tc.reason, m.mode, tc.data, diff)
@@ -201,7 +201,7 @@ func TestScannerElements(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			for _, s := range []Scanner{NewStrict([]byte(tc.data), 2), NewLazy([]byte(tc.data))} {
+			for _, s := range []rawScanner{newStrict([]byte(tc.data), 2), newLazy([]byte(tc.data))} {
 				var got []string
 				ok := s.OpenArray()
 				for first := true; ok; first = false {
@@ -242,7 +242,7 @@ func TestString(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			for _, s := range []Scanner{NewStrict([]byte(tc.raw), 1), NewLazy([]byte(tc.raw))} {
+			for _, s := range []rawScanner{newStrict([]byte(tc.raw), 1), newLazy([]byte(tc.raw))} {
 				str, ok := s.StringValue()
 				if !ok || !s.End() {
 					t.Fatalf("%s\nStringValue(%q) failed (strict %v)", tc.reason, tc.raw, s.strict)
@@ -251,8 +251,8 @@ func TestString(t *testing.T) {
 				if diff := cmp.Diff(tc.want, got); diff != "" {
 					t.Errorf("%s\n%q (strict %v) (-want +got):\n%s", tc.reason, tc.raw, s.strict, diff)
 				}
-				if string(str.Bytes()) != tc.want.Text || string(Unquote(str.Raw)) != tc.want.Text {
-					t.Errorf("%s\nBytes(%q) = %q, Unquote = %q, want %q", tc.reason, tc.raw, str.Bytes(), Unquote(str.Raw), tc.want.Text)
+				if string(str.Bytes()) != tc.want.Text || string(unquote(str.Raw)) != tc.want.Text {
+					t.Errorf("%s\nBytes(%q) = %q, unquote = %q, want %q", tc.reason, tc.raw, str.Bytes(), unquote(str.Raw), tc.want.Text)
 				}
 			}
 		})
@@ -263,31 +263,31 @@ func TestSplit(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		data   string
-		split  func([]byte, []Member) []Member
-		want   []Member
+		split  func([]byte, []rawMember) []rawMember
+		want   []rawMember
 	}{
 		"Object": {
 			reason: "Members come in the order written, repeated keys included, keys decoded.",
 			data:   `{"a":1, "b" : {"c":2},"\u0061":"x"}`,
-			split:  SplitObject,
-			want:   []Member{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b"), Value: []byte(`{"c":2}`)}, {Key: []byte("a"), Value: []byte(`"x"`)}},
+			split:  objectMembers,
+			want:   []rawMember{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b"), Value: []byte(`{"c":2}`)}, {Key: []byte("a"), Value: []byte(`"x"`)}},
 		},
 		"Array": {
 			reason: "Elements come in order, with no key.",
 			data:   `[1, [2] ,"]"]`,
-			split:  SplitArray,
-			want:   []Member{{Value: []byte("1")}, {Value: []byte("[2]")}, {Value: []byte(`"]"`)}},
+			split:  arrayElements,
+			want:   []rawMember{{Value: []byte("1")}, {Value: []byte("[2]")}, {Value: []byte(`"]"`)}},
 		},
 		"Broken": {
 			reason: "Of a broken object, the members before the fault.",
 			data:   `{"a":1,"b"}`,
-			split:  SplitObject,
-			want:   []Member{{Key: []byte("a"), Value: []byte("1")}},
+			split:  objectMembers,
+			want:   []rawMember{{Key: []byte("a"), Value: []byte("1")}},
 		},
 		"Mismatch": {
 			reason: "SplitObject of an array finds no members.",
 			data:   `[1]`,
-			split:  SplitObject,
+			split:  objectMembers,
 		},
 	}
 	for name, tc := range cases {
@@ -329,7 +329,7 @@ func TestSkipValue(t *testing.T) {
 
 func TestTrimSpace(t *testing.T) {
 	for in, want := range map[string]string{" \t{}\r\n": "{}", "": "", "  ": "", "1": "1"} {
-		if got := string(TrimSpace([]byte(in))); got != want {
+		if got := string(trimSpace([]byte(in))); got != want {
 			t.Errorf("TrimSpace(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -337,43 +337,43 @@ func TestTrimSpace(t *testing.T) {
 
 func TestIndex(t *testing.T) {
 	text := []byte(` {"a":{"b":[1,{"c":"}"}],"d":{}}, "e" : [ [], [2] ] } `)
-	var x Index
-	if !x.Valid(text, MaxDepth) {
+	var x rawIndex
+	if !x.validJSON(text, maxNesting) {
 		t.Fatalf("Index.Valid(%q) = false", text)
 	}
-	top := TrimSpace(text)
-	a := x.SplitObject(top, nil)[0].Value
+	top := trimSpace(text)
+	a := x.objectMembers(top, nil)[0].Value
 	cases := map[string]struct {
 		reason  string
 		v       []byte
-		split   func(*Index, []byte, []Member) []Member
+		split   func(*rawIndex, []byte, []rawMember) []rawMember
 		indexed bool
-		want    []Member
+		want    []rawMember
 	}{
 		"Top": {
 			reason: "The text less white space is split through the index.",
-			v:      top, split: (*Index).SplitObject, indexed: true,
-			want: []Member{{Key: []byte("a"), Value: []byte(`{"b":[1,{"c":"}"}],"d":{}}`)}, {Key: []byte("e"), Value: []byte(`[ [], [2] ]`)}},
+			v:      top, split: (*rawIndex).objectMembers, indexed: true,
+			want: []rawMember{{Key: []byte("a"), Value: []byte(`{"b":[1,{"c":"}"}],"d":{}}`)}, {Key: []byte("e"), Value: []byte(`[ [], [2] ]`)}},
 		},
 		"Member": {
 			reason: "A member's value is split through the index.",
-			v:      a, split: (*Index).SplitObject, indexed: true,
-			want: []Member{{Key: []byte("b"), Value: []byte(`[1,{"c":"}"}]`)}, {Key: []byte("d"), Value: []byte(`{}`)}},
+			v:      a, split: (*rawIndex).objectMembers, indexed: true,
+			want: []rawMember{{Key: []byte("b"), Value: []byte(`[1,{"c":"}"}]`)}, {Key: []byte("d"), Value: []byte(`{}`)}},
 		},
 		"Array": {
 			reason: "So is an array, empty elements read lazily.",
-			v:      x.SplitObject(top, nil)[1].Value, split: (*Index).SplitArray, indexed: true,
-			want: []Member{{Value: []byte(`[]`)}, {Value: []byte(`[2]`)}},
+			v:      x.objectMembers(top, nil)[1].Value, split: (*rawIndex).arrayElements, indexed: true,
+			want: []rawMember{{Value: []byte(`[]`)}, {Value: []byte(`[2]`)}},
 		},
 		"Copy": {
 			reason: "A copy of a container is not in the index: it is split lazily, to the same members.",
-			v:      bytes.Clone(a), split: (*Index).SplitObject,
-			want: []Member{{Key: []byte("b"), Value: []byte(`[1,{"c":"}"}]`)}, {Key: []byte("d"), Value: []byte(`{}`)}},
+			v:      bytes.Clone(a), split: (*rawIndex).objectMembers,
+			want: []rawMember{{Key: []byte("b"), Value: []byte(`[1,{"c":"}"}]`)}, {Key: []byte("d"), Value: []byte(`{}`)}},
 		},
 		"Part": {
 			reason: "Part of a container is not a container of the index.",
-			v:      a[:len(a)-1], split: (*Index).SplitObject,
-			want: []Member{{Key: []byte("b"), Value: []byte(`[1,{"c":"}"}]`)}, {Key: []byte("d"), Value: []byte(`{}`)}},
+			v:      a[:len(a)-1], split: (*rawIndex).objectMembers,
+			want: []rawMember{{Key: []byte("b"), Value: []byte(`[1,{"c":"}"}]`)}, {Key: []byte("d"), Value: []byte(`{}`)}},
 		},
 	}
 	for name, tc := range cases {
@@ -388,8 +388,8 @@ func TestIndex(t *testing.T) {
 		})
 	}
 	t.Run("Invalid", func(t *testing.T) {
-		if x.Valid([]byte(`{"a":{"b":1}`), MaxDepth) || x.nested(top).spans != nil || len(x.spans) != 0 {
-			t.Errorf("an Index of invalid text must refuse it and hold nothing, holds %v", x.spans)
+		if x.validJSON([]byte(`{"a":{"b":1}`), maxNesting) || x.nested(top).spans != nil || len(x.spans) != 0 {
+			t.Errorf("an rawIndex of invalid text must refuse it and hold nothing, holds %v", x.spans)
 		}
 	})
 }

@@ -1,33 +1,33 @@
-package rawjson
+package object
 
 import (
 	"math"
 	"slices"
 )
 
-// An Index is a text Valid accepted, with where each of its non-empty
+// An rawIndex is a text validJSON accepted, with where each of its non-empty
 // objects and arrays starts and ends, recorded while validating. Splitting
 // a value lazily reads all of it, the values nested in its members
 // included, so splitting an object and then its members level by level
-// reads the deepest bytes once per level; through an Index, a split reads
+// reads the deepest bytes once per level; through an rawIndex, a split reads
 // only the object's own keys and scalars and passes each nested container
 // in one step, so validating and then splitting any part of the text
 // reads each byte about once.
 //
-// The zero Index holds no text; its splits are the lazy ones. Its text
-// must not change while it is in use, and Valid reuses its memory, which
+// The zero rawIndex holds no text; its splits are the lazy ones. Its text
+// must not change while it is in use, and validJSON reuses its memory, which
 // copies of it share.
-type Index struct {
+type rawIndex struct {
 	data []byte
 	// spans are the non-empty containers in the order they open, which
 	// is the order of their starts.
 	spans []span
-	// open is, while Valid runs, the span of the innermost open
+	// open is, while validJSON runs, the span of the innermost open
 	// container (-1 at the top level).
 	open int32
 }
 
-// A span is one container of an Index: data[start:end] is its text, and
+// A span is one container of an rawIndex: data[start:end] is its text, and
 // spans[next] the first container after it, past the ones nested in it.
 // While the container is open, next holds the span of the container
 // around it.
@@ -35,22 +35,22 @@ type span struct {
 	start, end, next int32
 }
 
-// Valid validates data as Valid does and, when it is valid, makes x its
-// Index, reusing x's memory; otherwise x indexes nothing. A text larger
+// validJSON validates data as validJSON does and, when it is valid, makes x its
+// rawIndex, reusing x's memory; otherwise x indexes nothing. A text larger
 // than 2 GiB is validated but not indexed.
-func (x *Index) Valid(data []byte, maxDepth int) bool {
-	*x = Index{spans: x.spans[:0], open: -1}
+func (x *rawIndex) validJSON(data []byte, maxDepth int) bool {
+	*x = rawIndex{spans: x.spans[:0], open: -1}
 	if len(data) > math.MaxInt32 {
-		return Valid(data, maxDepth)
+		return validJSON(data, maxDepth)
 	}
 	if cap(x.spans) == 0 {
 		// Kubernetes objects hold a non-empty container every 70 bytes
 		// or so: room for one every 64 spares growing step by step.
 		x.spans = make([]span, 0, len(data)/64+8)
 	}
-	i := SkipSpace(data, 0)
-	end, ok := validValue(data, i, min(maxDepth, MaxDepth), x)
-	if !ok || SkipSpace(data, end) != len(data) {
+	i := skipSpace(data, 0)
+	end, ok := validValue(data, i, min(maxDepth, maxNesting), x)
+	if !ok || skipSpace(data, end) != len(data) {
 		x.spans = x.spans[:0]
 		return false
 	}
@@ -59,34 +59,34 @@ func (x *Index) Valid(data []byte, maxDepth int) bool {
 }
 
 // opened records the container validValue opened at data[i].
-func (x *Index) opened(i int) {
+func (x *rawIndex) opened(i int) {
 	x.spans = append(x.spans, span{start: int32(i), next: x.open})
 	x.open = int32(len(x.spans) - 1)
 }
 
 // closed records that the innermost open container ends before data[i].
-func (x *Index) closed(i int) {
+func (x *rawIndex) closed(i int) {
 	s := &x.spans[x.open]
 	x.open = s.next
 	s.end, s.next = int32(i), int32(len(x.spans))
 }
 
-// SplitObject is SplitObject of an object of x's text: the text itself
+// objectMembers is objectMembers of an object of x's text: the text itself
 // less white space, or a value a split of it returned. It finds the same
 // members, reading only the object's own; of any other data it is the
-// lazy SplitObject.
-func (x *Index) SplitObject(v []byte, buf []Member) []Member {
+// lazy objectMembers.
+func (x *rawIndex) objectMembers(v []byte, buf []rawMember) []rawMember {
 	return splitObject(v, x.nested(v), buf)
 }
 
-// SplitArray is SplitArray of an array of x's text, as SplitObject is.
-func (x *Index) SplitArray(v []byte, buf []Member) []Member {
+// arrayElements is arrayElements of an array of x's text, as objectMembers is.
+func (x *rawIndex) arrayElements(v []byte, buf []rawMember) []rawMember {
 	return splitArray(v, x.nested(v), buf)
 }
 
 // nested returns the containers nested in v, when v is the text of a
 // container of x: v must share x's memory, not only its bytes.
-func (x *Index) nested(v []byte) nested {
+func (x *rawIndex) nested(v []byte) nested {
 	if x == nil || len(v) == 0 || len(x.spans) == 0 {
 		return nested{}
 	}
@@ -103,8 +103,8 @@ func (x *Index) nested(v []byte) nested {
 	return nested{spans: x.spans, k: k + 1, stop: int(x.spans[k].next), base: off}
 }
 
-// nested are the containers of an Index nested in the container a split
-// reads, which starts at base in the Index's text: spans[k] is the next
+// nested are the containers of an rawIndex nested in the container a split
+// reads, which starts at base in the rawIndex's text: spans[k] is the next
 // one the split meets, spans[stop] the first after the container.
 type nested struct {
 	spans   []span
@@ -114,8 +114,8 @@ type nested struct {
 
 // value moves s past the value at its position: in one step when it is
 // the next nested container, lazily otherwise (an empty container, a
-// scalar, or a split without an Index).
-func (n *nested) value(s *Scanner) bool {
+// scalar, or a split without an rawIndex).
+func (n *nested) value(s *rawScanner) bool {
 	if n.k < n.stop && int(n.spans[n.k].start) == n.base+s.pos {
 		sp := n.spans[n.k]
 		s.pos, n.k = int(sp.end)-n.base, int(sp.next)

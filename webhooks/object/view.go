@@ -1,0 +1,248 @@
+package object
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// A View is one object of an admission request, its object or its
+// oldObject, as the serving layer hands it to every rule. The first
+// question asked of it validates and indexes the object in one pass
+// (rawIndex); every later one reads only the members it needs, so the
+// metadata, a field or a diff of two objects costs about one read of the
+// bytes whatever the rule asks. The serving layer makes the views of a
+// request and reuses their memory for the next one (Reset), so a rule
+// must not keep a View, or anything a View returned, after Handle
+// returns.
+//
+// A View never panics, on any input: an object that is not a JSON object
+// reads as empty, and Err says why.
+type View struct {
+	// raw is the object as the request carries it; doc is the object
+	// without surrounding white space once read.
+	raw, doc []byte
+	ix       rawIndex
+	err      error
+	read     bool
+	// whole records that nothing but white space follows the object.
+	whole bool
+	// The members of the levels every rule reads, split once when first
+	// asked for (have records which): the object's, metadata's, and the
+	// labels' and annotations'.
+	have                           uint8
+	top, meta, labels, annotations []rawMember
+}
+
+// The levels a View splits once.
+const (
+	haveTop = 1 << iota
+	haveMeta
+	haveLabels
+	haveAnnotations
+)
+
+// New returns the view of raw, the JSON text of an object; nil or empty
+// text is no object (Present is false).
+func New(raw []byte) *View {
+	return &View{raw: raw}
+}
+
+// Reset makes v the view of raw, keeping the memory v's index and member
+// lists grew into, unless they grew for a very large object.
+func (v *View) Reset(raw []byte) {
+	spans := v.ix.spans[:0]
+	if cap(spans) > maxKeptSpans {
+		spans = nil
+	}
+	*v = View{
+		raw:         raw,
+		ix:          rawIndex{spans: spans},
+		top:         keep(v.top),
+		meta:        keep(v.meta),
+		labels:      keep(v.labels),
+		annotations: keep(v.annotations),
+	}
+}
+
+// maxKeptSpans and maxKeptMembers bound the memory a reused View keeps:
+// an index for objects of about 256 KiB, and member lists for ordinary
+// metadata. Larger ones are left to the GC.
+const (
+	maxKeptSpans   = 4096
+	maxKeptMembers = 64
+)
+
+func keep(ms []rawMember) []rawMember {
+	if cap(ms) > maxKeptMembers {
+		return nil
+	}
+	clear(ms[:cap(ms)]) // no reference to the last object's text
+	return ms[:0]
+}
+
+// Raw returns the object's text as the request carries it.
+func (v *View) Raw() []byte { return v.raw }
+
+// Present reports whether the request carries the object at all: the API
+// server sends no oldObject on CREATE and no object on DELETE.
+func (v *View) Present() bool { return len(v.raw) > 0 }
+
+// Err reads the object, once, and reports why it is not a JSON object, in
+// encoding/json's words: the API server only sends objects, so whatever
+// sent something else learns exactly what. It reads what a JSON decoder
+// reading one value reads: the object that starts the text, whatever
+// follows it.
+func (v *View) Err() error {
+	if !v.read {
+		v.read = true
+		v.err = v.index()
+	}
+	return v.err
+}
+
+// Valid reports whether the object is a JSON object (Err is nil).
+func (v *View) Valid() bool { return v.Err() == nil }
+
+// index validates and indexes raw, or returns why it is not an object.
+func (v *View) index() error {
+	if v.indexWhole(v.raw) {
+		v.whole = true
+		return nil
+	}
+	if s := newStrict(v.raw, maxNesting); s.Peek() == '{' && s.Value() && v.indexWhole(v.raw[:s.Pos()]) {
+		return nil
+	}
+	return objectError(v.raw)
+}
+
+// indexWhole indexes raw when raw is exactly one JSON object, with
+// nothing but white space around it.
+func (v *View) indexWhole(raw []byte) bool {
+	i := skipSpace(raw, 0)
+	if i == len(raw) || raw[i] != '{' || !v.ix.validJSON(raw, maxNesting) {
+		return false
+	}
+	v.doc = trimSpace(raw)
+	return true
+}
+
+// objectError words why raw is not a JSON object as encoding/json's
+// decoder does: Steward's error messages, and so its answers, have always
+// been worded by it, and syntax errors are best located by it.
+func objectError(raw []byte) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return errors.New("object is empty")
+	}
+	var v json.RawMessage
+	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&v); err != nil {
+		return fmt.Errorf("decoding object: %w", err)
+	}
+	v = trimSpace(v)
+	if kindOf(v) == '{' {
+		// Unreachable: index reads every object a decoder reads, which
+		// FuzzDiffMatchesMapDiff holds it to.
+		return errors.New("decoding object: the object could not be read")
+	}
+	return fmt.Errorf("object is %s, not a JSON object", describeKind(v))
+}
+
+// describeKind names the type of a JSON value that is not an object, as
+// error messages do.
+func describeKind(v []byte) string {
+	switch v[0] {
+	case 'n':
+		return "null"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "a number"
+}
+
+// members returns the members of the object's level the have bit names,
+// splitting it on first use into *ms; value is that level's text.
+func (v *View) members(bit uint8, ms *[]rawMember, value func() []byte) []rawMember {
+	if v.have&bit == 0 {
+		v.have |= bit
+		if t := value(); kindOf(t) == '{' {
+			*ms = v.ix.objectMembers(t, (*ms)[:0])
+		}
+	}
+	return *ms
+}
+
+// topMembers are the object's own members, none when it is not valid.
+func (v *View) topMembers() []rawMember {
+	return v.members(haveTop, &v.top, func() []byte {
+		if !v.Valid() {
+			return nil
+		}
+		return v.doc
+	})
+}
+
+// metaMembers are metadata's members, none when it is not an object.
+func (v *View) metaMembers() []rawMember {
+	return v.members(haveMeta, &v.meta, func() []byte { return lastMember(v.topMembers(), "metadata") })
+}
+
+// lastMember returns the value of the last member named key, or nil: the
+// last of repeated keys wins, as in a decoded map.
+func lastMember(ms []rawMember, key string) []byte {
+	var val []byte
+	for _, m := range ms {
+		if string(m.Key) == key {
+			val = m.Value
+		}
+	}
+	return val
+}
+
+// Field returns the text of the value at path (object keys from the
+// object's top), or nil where a level is missing or not an object. The
+// last of repeated keys wins.
+func (v *View) Field(path ...string) []byte {
+	if len(path) == 0 {
+		if !v.Valid() {
+			return nil
+		}
+		return v.doc
+	}
+	var val []byte
+	if path[0] == "metadata" {
+		var used int
+		val, used = v.metadataField(path[1:])
+		path = path[1+used:]
+	} else {
+		val, path = lastMember(v.topMembers(), path[0]), path[1:]
+	}
+	var scratch [32]rawMember
+	for _, key := range path {
+		if kindOf(val) != '{' {
+			return nil
+		}
+		val = lastMember(v.ix.objectMembers(val, scratch[:0]), key)
+	}
+	return val
+}
+
+// metadataField is Field under metadata, through the members a View
+// keeps split: metadata itself, one of its members, or a member of its
+// labels or annotations. It returns how many keys of path it read; Field
+// reads the rest.
+func (v *View) metadataField(path []string) ([]byte, int) {
+	switch {
+	case len(path) == 0:
+		return lastMember(v.topMembers(), "metadata"), 0
+	case len(path) >= 2 && path[0] == "labels":
+		return lastMember(v.labelMembers(), path[1]), 2
+	case len(path) >= 2 && path[0] == "annotations":
+		return lastMember(v.annotationMembers(), path[1]), 2
+	}
+	return lastMember(v.metaMembers(), path[0]), 1
+}
