@@ -48,7 +48,8 @@ func Formats() []string { return slices.Clone(formats) }
 type Options struct {
 	// Target is the Flux release to check against. The zero Release means
 	// the newest release Steward knows (apimigration.NewestRelease). A
-	// release newer than that is checked as the newest one.
+	// release newer than that is checked as the newest one; ParseTarget
+	// refuses such a release when reading one a user wrote.
 	Target apimigration.Release
 	// FailOnDeprecated makes versions that are deprecated but not yet
 	// removed fail the check too.
@@ -63,6 +64,21 @@ type Options struct {
 	Stdin io.Reader
 	// Version is the Steward version the SARIF output names as its tool's.
 	Version string
+}
+
+// ParseTarget reads a Flux release as a user writes it ("2.8", "v2.8.1")
+// and refuses one newer than the newest release Steward knows: what a later
+// release removes is not in Steward's table, so a check against it would
+// pass what that release breaks.
+func ParseTarget(s string) (apimigration.Release, error) {
+	r, err := apimigration.ParseRelease(s)
+	if err != nil {
+		return apimigration.Release{}, err
+	}
+	if newest := apimigration.NewestRelease(); !newest.AtLeast(r) {
+		return apimigration.Release{}, fmt.Errorf("newer than %s, the newest Flux release Steward knows: upgrade Steward to check against %s", newest, r)
+	}
+	return r, nil
 }
 
 // Run checks the files and directories at paths, "-" being Options.Stdin.

@@ -2,6 +2,7 @@ package check
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -54,5 +55,29 @@ func TestRunRefusesInvalidOptions(t *testing.T) {
 				t.Errorf("exit %d, error %v, output %q %q; want exit %d with an error and nothing checked", code, err, stdout.String(), stderr.String(), ExitUsage)
 			}
 		})
+	}
+}
+
+func TestParseTargetRefusesReleasesNewerThanTheTable(t *testing.T) {
+	newest := apimigration.NewestRelease()
+	next := apimigration.Release{Major: newest.Major, Minor: newest.Minor + 1}
+	for in, want := range map[string]string{
+		newest.String():                     "",
+		"v" + newest.String() + ".3":        "",
+		"2.6":                               "",
+		next.String():                       "newer than " + newest.String() + ", the newest Flux release Steward knows",
+		"v" + next.String() + ".0":          "newer than " + newest.String(),
+		fmt.Sprintf("%d.0", newest.Major+1): "newer than " + newest.String(),
+		"2.x":                               "not a Flux release",
+	} {
+		r, err := ParseTarget(in)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("ParseTarget(%q): %v; want a release", in, err)
+		case want == "" && !newest.AtLeast(r):
+			t.Errorf("ParseTarget(%q) = %s, newer than %s", in, r, newest)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("ParseTarget(%q) = %s, %v; want an error containing %q", in, r, err, want)
+		}
 	}
 }

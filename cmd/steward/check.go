@@ -165,7 +165,7 @@ func checkTarget(configPath, fluxVersion string) (apimigration.Release, error) {
 	if fluxVersion == "" {
 		return apimigration.NewestRelease(), nil
 	}
-	r, err := apimigration.ParseRelease(fluxVersion)
+	r, err := check.ParseTarget(fluxVersion)
 	if err != nil {
 		return apimigration.Release{}, fmt.Errorf("--flux-version %q: %w", fluxVersion, err)
 	}
