@@ -136,7 +136,7 @@ release-snapshot: $(GORELEASER)
 	$(GORELEASER) release --snapshot --clean $(GORELEASER_FLAGS)
 
 lint:
-	@test -z "$$(gofmt -l cmd webhooks certs manifests e2e)" || (gofmt -l cmd webhooks certs manifests e2e; echo "gofmt needed" && exit 1)
+	@test -z "$$(gofmt -l cmd check webhooks certs manifests e2e)" || (gofmt -l cmd check webhooks certs manifests e2e; echo "gofmt needed" && exit 1)
 	$(GO) vet ./...
 	@if $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -version >/dev/null 2>&1; then \
 		$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...; \
@@ -159,7 +159,7 @@ FUZZTIME ?= 30s
 fuzz:
 	@rm -rf "$$($(GO) env GOCACHE)/fuzz/$$($(GO) list -m)"
 	@out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
-	for pkg in $$($(GO) list ./webhooks/... ./cmd/...); do \
+	for pkg in $$($(GO) list ./webhooks/... ./cmd/... ./check/...); do \
 		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "fuzzing $$pkg $$target for $(FUZZTIME)"; \
 			inputs="$$($(GO) list -f '{{.Dir}}' $$pkg)/testdata/fuzz/$$target"; \

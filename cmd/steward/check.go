@@ -9,23 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stewardhq/steward/check"
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/apimigration"
-)
-
-// Exit codes of `steward check`, so CI can tell a finding from a broken run.
-const (
-	// checkOK: nothing fails the check.
-	checkOK = 0
-	// checkFindings: an object uses a Flux API version the target release
-	// removed, or one no release serves (or, with --fail-on-deprecated, a
-	// deprecated one).
-	checkFindings = 1
-	// checkUsage: bad flags or configuration; nothing was checked.
-	checkUsage = 2
-	// checkBadInput: a path could not be read or a document could not be
-	// parsed; the check is incomplete. Takes precedence over findings.
-	checkBadInput = 3
 )
 
 const checkUsageText = `Usage: steward check [flags] PATH...
@@ -78,9 +64,6 @@ type checkOptions struct {
 	exclude                 []string
 }
 
-// checkFormats are the values of -o.
-var checkFormats = []string{"text", "json", "sarif", "github"}
-
 func checkFlagSet(o *checkOptions, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("steward check", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -90,8 +73,8 @@ func checkFlagSet(o *checkOptions, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.failOnDeprecated, "fail-on-deprecated", false, "also exit 1 for versions that are deprecated but not yet removed")
 	o.output = "text"
 	format := func(v string) error {
-		if !slices.Contains(checkFormats, v) {
-			return fmt.Errorf("want one of %s", strings.Join(checkFormats, ", "))
+		if formats := check.Formats(); !slices.Contains(formats, v) {
+			return fmt.Errorf("want one of %s", strings.Join(formats, ", "))
 		}
 		o.output = v
 		return nil
@@ -109,33 +92,39 @@ func checkFlagSet(o *checkOptions, out io.Writer) *flag.FlagSet {
 }
 
 // runCheck runs the apimigration decision offline over YAML files
-// (`steward check PATH...`), for GitOps CI.
+// (`steward check PATH...`), for GitOps CI: the flags fill check.Options.
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	var o checkOptions
 	fs := checkFlagSet(&o, stderr)
 	if helpAsked(fs, args, stdout) {
-		return checkOK
+		return check.ExitOK
 	}
 	paths, err := parseInterspersed(fs, args)
 	if err != nil {
-		return checkUsage
+		return check.ExitUsage
 	}
 	if len(paths) == 0 {
 		fmt.Fprintln(stderr, "steward check: no PATH given (use - for standard input)")
 		fs.Usage()
-		return checkUsage
+		return check.ExitUsage
 	}
 	target, err := checkTarget(o.configPath, o.fluxVersion)
 	if err != nil {
 		fmt.Fprintf(stderr, "steward check: %v\n", err)
-		return checkUsage
+		return check.ExitUsage
 	}
-
-	c := &checker{target: target, failOnDeprecated: o.failOnDeprecated, exclude: o.exclude, stdout: stdout, stderr: stderr}
-	for _, p := range paths {
-		c.checkPath(p)
+	code, err := check.Run(check.Options{
+		Target:           target,
+		FailOnDeprecated: o.failOnDeprecated,
+		Format:           o.output,
+		Exclude:          o.exclude,
+		Stdin:            checkStdin,
+		Version:          currentBuild().Version,
+	}, paths, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "steward check: %v\n", err)
 	}
-	return c.finish(o.output)
+	return code
 }
 
 // parseInterspersed lets flags follow paths (`steward check . --flux-version
@@ -176,80 +165,9 @@ func checkTarget(configPath, fluxVersion string) (apimigration.Release, error) {
 	if fluxVersion == "" {
 		return apimigration.NewestRelease(), nil
 	}
-	r, err := apimigration.ParseRelease(fluxVersion)
+	r, err := check.ParseTarget(fluxVersion)
 	if err != nil {
 		return apimigration.Release{}, fmt.Errorf("--flux-version %q: %w", fluxVersion, err)
 	}
 	return r, nil
-}
-
-// checker accumulates what the check found; the chosen format prints it
-// at the end.
-type checker struct {
-	target           apimigration.Release
-	failOnDeprecated bool
-	exclude          []string
-	stdout, stderr   io.Writer
-
-	files, objects int
-	findings       []finding
-	problems       []inputProblem
-}
-
-// report records one object that uses a removed, deprecated or unknown
-// version.
-func (c *checker) report(f finding) {
-	c.findings = append(c.findings, f)
-}
-
-// inputError records why a file or document could not be checked, and
-// tells stderr at once, whatever the output format, so the CI log shows it.
-func (c *checker) inputError(p inputProblem) {
-	c.problems = append(c.problems, p)
-	fmt.Fprintf(c.stderr, "steward check: %s\n", p)
-}
-
-// exitCode: input problems take precedence over findings, as the check is
-// incomplete.
-func (c *checker) exitCode() int {
-	if len(c.problems) > 0 {
-		return checkBadInput
-	}
-	for _, f := range c.findings {
-		if c.failing(f) {
-			return checkFindings
-		}
-	}
-	return checkOK
-}
-
-// finish prints the findings in the chosen format and picks the exit code.
-func (c *checker) finish(format string) int {
-	code := c.exitCode()
-	var err error
-	switch format {
-	case "json":
-		err = c.writeJSON(code)
-	case "sarif":
-		err = c.writeSARIF()
-	case "github":
-		c.writeGitHub()
-	default:
-		c.writeText()
-	}
-	if err != nil {
-		fmt.Fprintf(c.stderr, "steward check: writing %s: %v\n", format, err)
-		return checkBadInput
-	}
-	if len(c.problems) > 0 {
-		fmt.Fprintf(c.stderr, "steward check: %s could not be checked\n", plural(len(c.problems), "input"))
-	}
-	return code
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

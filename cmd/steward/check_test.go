@@ -128,6 +128,10 @@ func TestCheckGolden(t *testing.T) {
 			reason: "a target that is not a release is a usage error",
 			args:   []string{"--flux-version", "2.x", in("current.yaml")},
 		},
+		"flux-version-newer": {
+			reason: "a release newer than the newest Steward knows is a usage error: Steward cannot tell what it removes",
+			args:   []string{"--flux-version", "2.10", in("current.yaml")},
+		},
 		"invalid-config": {
 			reason: "an invalid configuration file names the field",
 			args:   []string{"--config", in("steward-invalid.yaml"), in("current.yaml")},

@@ -1,16 +1,19 @@
-package main
+package check
 
 import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/stewardhq/steward/webhooks/apimigration"
 )
 
-// TestCheckSARIFValidates holds `steward check -o sarif` to the OASIS
+// TestCheckSARIFValidates holds the sarif output format to the OASIS
 // SARIF 2.1.0 schema (testdata/sarif-schema-2.1.0.json, see its .SOURCE
 // note), for findings of every kind and for every kind of input problem:
 // a document with a location and line, a file without a line, stdin.
@@ -33,17 +36,24 @@ func TestCheckSARIFValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := map[string][]string{
-		"findings of every kind and malformed input": {"--flux-version", "2.8", "testdata/check/list.yaml", "testdata/check/unknown.yaml", "testdata/check/malformed", "testdata/check/does-not-exist.yaml", "-"},
-		"nothing found":      {"testdata/check/current.yaml"},
-		"fail on deprecated": {"--fail-on-deprecated", "--flux-version", "2.6", "testdata/check/repo"},
+	in := func(p string) string { return filepath.Join(fixtures, p) }
+	cases := map[string]struct {
+		opts  Options
+		paths []string
+	}{
+		"findings of every kind and malformed input": {Options{Target: apimigration.MustParseRelease("2.8")}, []string{in("list.yaml"), in("unknown.yaml"), in("malformed"), in("does-not-exist.yaml"), "-"}},
+		"nothing found":      {Options{}, []string{in("current.yaml")}},
+		"fail on deprecated": {Options{FailOnDeprecated: true, Target: apimigration.MustParseRelease("2.6")}, []string{in("repo")}},
 	}
-	for name, args := range cases {
+	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			checkStdin = strings.NewReader("apiVersion: helm.toolkit.fluxcd.io/v2beta2\nkind: HelmRelease\nmetadata: {name: x}\n---\n[\n")
-			defer func() { checkStdin = os.Stdin }()
+			opts := tc.opts
+			opts.Format = "sarif"
+			opts.Stdin = strings.NewReader("apiVersion: helm.toolkit.fluxcd.io/v2beta2\nkind: HelmRelease\nmetadata: {name: x}\n---\n[\n")
 			var stdout, stderr bytes.Buffer
-			runCheck(append([]string{"-o", "sarif"}, args...), &stdout, &stderr)
+			if _, err := Run(opts, tc.paths, &stdout, &stderr); err != nil {
+				t.Fatal(err)
+			}
 			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(stdout.Bytes()))
 			if err != nil {
 				t.Fatalf("not JSON: %v\n%s", err, stdout.String())

@@ -1,4 +1,4 @@
-package main
+package check
 
 import (
 	"errors"
@@ -52,7 +52,7 @@ func (m manifest) position() string {
 // checkPath checks a file, a directory tree or "-" (standard input).
 func (c *checker) checkPath(path string) {
 	if path == "-" {
-		data, err := io.ReadAll(checkStdin)
+		data, err := io.ReadAll(c.opts.Stdin)
 		if err != nil {
 			c.inputError(inputProblem{file: stdinName, msg: fmt.Sprintf("%s: %v", stdinName, err)})
 			return
@@ -129,7 +129,7 @@ func relTo(root, p string) string {
 // and "clusters/staging" names one directory.
 func (c *checker) excluded(p, rel string) bool {
 	base := filepath.Base(p)
-	for _, g := range c.exclude {
+	for _, g := range c.opts.Exclude {
 		if ok, _ := path.Match(g, base); ok {
 			return true
 		}

@@ -1,4 +1,4 @@
-package main
+package check
 
 import (
 	"fmt"
@@ -34,7 +34,7 @@ type finding struct {
 func (c *checker) classify(m manifest, apiVersion string) (finding, bool) {
 	group, version := splitAPIVersion(apiVersion)
 	f := finding{manifest: m, apiVersion: apiVersion}
-	d := apimigration.Classify(group, m.kind, version, c.target)
+	d := apimigration.Classify(group, m.kind, version, c.opts.Target)
 	switch {
 	case d.Status == apimigration.RemovedVersion:
 		f.status = findRemoved
@@ -56,7 +56,7 @@ func (c *checker) classify(m manifest, apiVersion string) (finding, bool) {
 
 // failing reports whether the finding fails the check (exit 1).
 func (c *checker) failing(f finding) bool {
-	return f.status != findDeprecated || c.failOnDeprecated
+	return f.status != findDeprecated || c.opts.FailOnDeprecated
 }
 
 // level is "error" for findings that fail the check, else "warning"; the

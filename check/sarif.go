@@ -1,4 +1,4 @@
-package main
+package check
 
 import (
 	"encoding/json"
@@ -81,7 +81,7 @@ var sarifRules = []struct{ id, name, status, level, text string }{
 
 // writeSARIF prints one SARIF run: the findings, then the input problems.
 func (c *checker) writeSARIF() error {
-	driver := sarifDriver{Name: "steward", Version: currentBuild().Version, InformationURI: "https://github.com/stewardhq/steward"}
+	driver := sarifDriver{Name: "steward", Version: c.opts.Version, InformationURI: "https://github.com/stewardhq/steward"}
 	index := map[string]int{}
 	for i, r := range sarifRules {
 		rule := sarifRule{ID: r.id, Name: r.name, ShortDescription: sarifMessage{r.text}}

@@ -1,4 +1,4 @@
-package main
+package check
 
 import (
 	"encoding/json"
@@ -51,7 +51,7 @@ type checkSummary struct {
 // writeJSON prints the whole check as one JSON document.
 func (c *checker) writeJSON(code int) error {
 	r := checkReport{
-		Target:      c.target.String(),
+		Target:      c.opts.Target.String(),
 		Findings:    []jsonFinding{},
 		InputErrors: []jsonProblem{},
 		Summary: checkSummary{

@@ -1,4 +1,4 @@
-package main
+package check
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ func (c *checker) writeText() {
 	fmt.Fprintln(c.stdout, c.summary())
 	switch {
 	case len(c.findings) == 0:
-	case c.target.AtLeast(apimigration.FluxMigrateSince):
+	case c.opts.Target.AtLeast(apimigration.FluxMigrateSince):
 		fmt.Fprintln(c.stdout, "steward check: change apiVersion as shown, or let `flux migrate -f <dir>` rewrite the manifests")
 	default: // `flux migrate` first ships in Flux 2.7
 		fmt.Fprintln(c.stdout, "steward check: change apiVersion as shown")
@@ -40,5 +40,5 @@ func (c *checker) summary() string {
 		found = strings.Join(parts, ", ")
 	}
 	return fmt.Sprintf("steward check: %s in %s: %s (target Flux %s)",
-		plural(c.objects, "object"), plural(c.files, "file"), found, c.target)
+		plural(c.objects, "object"), plural(c.files, "file"), found, c.opts.Target)
 }
