@@ -6,7 +6,7 @@ import (
 
 // checkReport is the JSON output of `steward check -o json`. Its fields
 // are a stable interface for scripts: new fields may be added, existing
-// ones keep their names and meaning (README, "Checking a GitOps
+// ones keep their names and meaning (docs/check.md, "Checking a GitOps
 // repository in CI").
 type checkReport struct {
 	Target      string        `json:"target"`

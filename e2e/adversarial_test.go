@@ -11,8 +11,8 @@ import (
 // guard exists to prevent: subresources, earlier writes that change what a
 // guard keys on, collection deletes and preconditions. The actor has every
 // RBAC right (the harness makes every authenticated user a cluster-admin)
-// and is none of the identities a rule exempts. README.md's "Security
-// model" lists the same chains and their outcomes.
+// and is none of the identities a rule exempts. docs/security.md ("Security
+// model") lists the same chains and their outcomes.
 
 // adversary is the user every chain writes as.
 const adversary = "mallory"

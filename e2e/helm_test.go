@@ -69,7 +69,7 @@ config:
 }
 
 // TestKustomizeNamespaceOverrideInstallsAGuardingSteward installs the
-// self-managed overlay the way the README tells kustomize users to move
+// self-managed overlay the way docs/install.md tells kustomize users to move
 // Steward to another namespace: a kustomization with `namespace:` and
 // manifests/namespace under `transformers:`. Built with kubectl, it works
 // end to end as the chart does: Steward fills its Secret, a person's

@@ -9,7 +9,7 @@ import (
 	"github.com/stewardhq/steward/e2e/harness"
 )
 
-// TestReadmeFleetWalkthrough runs README.md's Fleet walkthrough as written:
+// TestReadmeFleetWalkthrough runs docs/walkthroughs.md's Fleet walkthrough as written:
 // the agent's Deployment is created, a person's edit and delete are refused
 // with fleetguard's reason, break-glass passes with a warning, and an
 // unlabelled object is created.
@@ -17,7 +17,7 @@ func TestReadmeFleetWalkthrough(t *testing.T) {
 	env.LogOnFailure(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	script := readmeBlock(t, "### Fleet: manual edits are refused")
+	script := walkthroughBlock(t, "## Fleet: manual edits are refused")
 	t.Cleanup(func() {
 		_, _, _ = env.Kubectl(context.Background(), "", "delete", "namespace", "shop", "--wait=false")
 	})
@@ -53,7 +53,7 @@ PROBE
 done
 `
 
-// TestReadmeFluxWalkthroughs runs README.md's two Flux walkthroughs as
+// TestReadmeFluxWalkthroughs runs docs/walkthroughs.md's two Flux walkthroughs as
 // written, on Flux 2.6's real CRDs: a HelmRelease written through v2beta1
 // is marked and warned about, unchanged re-applies keep its mark, and the
 // offline check fails for Flux 2.8; suspending a Kustomization records who
@@ -71,7 +71,7 @@ func TestReadmeFluxWalkthroughs(t *testing.T) {
 		_, _, _ = env.Kubectl(context.Background(), "", "delete", "namespace", "apps", "--wait=false")
 	})
 	// The offline check is `go run ./cmd/steward`, from the repository.
-	migration := runScript(t, ctx, "cd "+root+"\n"+readmeBlock(t, "### Flux: deprecated API versions are marked, removed ones refused"))
+	migration := runScript(t, ctx, "cd "+root+"\n"+walkthroughBlock(t, "## Flux: deprecated API versions are marked, removed ones refused"))
 	assertWalkthrough(t, migration,
 		"Warning: apimigration: helm.toolkit.fluxcd.io/v2beta1 is deprecated and removed in Flux 2.7; use v2",
 		"helmrelease.helm.toolkit.fluxcd.io/podinfo created",
@@ -95,7 +95,7 @@ func TestReadmeFluxWalkthroughs(t *testing.T) {
 		t.Errorf("requestedAt after the create and after the unchanged re-applies: %q, want the same value twice", requested)
 	}
 
-	script := readmeBlock(t, "### Flux: a suspended object says so")
+	script := walkthroughBlock(t, "## Flux: a suspended object says so")
 	const marker = "\n# kustomize-controller's \"next run in\" event"
 	if !strings.Contains(script, marker) {
 		t.Fatalf("the walkthrough has no step %q", marker)

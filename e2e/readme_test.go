@@ -13,10 +13,11 @@ import (
 	"github.com/stewardhq/steward/e2e/harness"
 )
 
-// readmeBlock returns the first ```sh block of README.md after heading.
-func readmeBlock(t *testing.T, heading string) string {
+// walkthroughBlock returns the first ```sh block of docs/walkthroughs.md
+// (the sandbox walkthroughs) after heading.
+func walkthroughBlock(t *testing.T, heading string) string {
 	t.Helper()
-	return markdownBlock(t, "README.md", heading)
+	return markdownBlock(t, "docs/walkthroughs.md", heading)
 }
 
 // markdownBlock returns the first ```sh block after heading in the
@@ -48,7 +49,7 @@ func markdownBlock(t *testing.T, path, heading string) string {
 
 // runScript runs a shell script with the environment's admin kubeconfig
 // and returns what it printed, stdout and stderr interleaved as a reader of
-// the README would see them. The script goes on after a failing command, as
+// the walkthroughs would see them. The script goes on after a failing command, as
 // a walkthrough whose refusals are the point does.
 func runScript(t *testing.T, ctx context.Context, script string) string {
 	t.Helper()
@@ -63,7 +64,7 @@ func runScript(t *testing.T, ctx context.Context, script string) string {
 	return string(out)
 }
 
-// TestReadmeOLMWalkthrough runs README.md's OLM walkthrough as written,
+// TestReadmeOLMWalkthrough runs docs/walkthroughs.md's OLM walkthrough as written,
 // against OLM's real InstallPlan and Subscription CRDs: every object and
 // status it writes is valid, each refusal it promises happens, and the
 // plan is deleted at the end.
@@ -71,7 +72,7 @@ func TestReadmeOLMWalkthrough(t *testing.T) {
 	env.LogOnFailure(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	script := readmeBlock(t, "### OLM: an InstallPlan in flight cannot be deleted or un-approved")
+	script := walkthroughBlock(t, "## OLM: an InstallPlan in flight cannot be deleted or un-approved")
 	t.Cleanup(func() {
 		_, _, _ = env.Kubectl(context.Background(), "", "delete", "namespace", "operators", "--wait=false")
 	})
@@ -125,7 +126,7 @@ wait_allowed() {
 }
 `
 
-// TestReadmeCrossplaneWalkthrough runs README.md's Crossplane walkthrough
+// TestReadmeCrossplaneWalkthrough runs docs/walkthroughs.md's Crossplane walkthrough
 // as written, on Crossplane's real XRD CRD and provider-sql's real
 // Database CRD, pausing where a reader would until Steward's caches have
 // seen the deletion and its end: every refusal it promises happens, and
@@ -134,7 +135,7 @@ func TestReadmeCrossplaneWalkthrough(t *testing.T) {
 	env.LogOnFailure(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	script := readmeBlock(t, "### Crossplane: re-creating during a Foreground deletion is refused")
+	script := walkthroughBlock(t, "## Crossplane: re-creating during a Foreground deletion is refused")
 	for marker, wait := range map[string]string{
 		"# Someone applies the claim again": "wait_refused",
 		"# Now both are created.":           "wait_allowed",

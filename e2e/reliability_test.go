@@ -222,8 +222,8 @@ func checkFailurePolicies(t *testing.T, ctx context.Context, hooks []registeredW
 // namespace is excluded by every webhook's namespaceSelector) nor changes
 // to its webhook configurations (the API server never sends those to
 // admission webhooks), even when all of them carry Fleet's label, as they
-// would if Fleet installed Steward. It then runs the README's recovery
-// runbook command and proves the guarded writes go through afterwards.
+// would if Fleet installed Steward. It then runs the recovery runbook's
+// command (docs/reliability.md) and proves the guarded writes go through afterwards.
 func TestStewardCannotBlockItsOwnRecovery(t *testing.T) {
 	keepStewardRunning(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -314,5 +314,6 @@ func TestStewardCannotBlockItsOwnRecovery(t *testing.T) {
 	})
 }
 
-// recoveryRunbook is the command the README's recovery runbook gives.
+// recoveryRunbook is the command the recovery runbook (docs/reliability.md)
+// gives.
 const recoveryRunbook = "kubectl delete validatingwebhookconfiguration/steward mutatingwebhookconfiguration/steward"

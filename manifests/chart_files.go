@@ -135,7 +135,7 @@ policyReportCRDs:
 
 # config is Steward's configuration file (StewardConfiguration), written
 # into the ConfigMap Steward reads. Every rule's mode (enforce, warn,
-# audit) and settings go here; see the README's Configuration section.
+# audit) and settings go here; see docs/configuration.md.
 # The identity lists the webhooks' matchConditions hold are written into
 # them from here:
 %s# Settings that change what is registered beyond that are refused; render

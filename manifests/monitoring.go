@@ -76,9 +76,10 @@ func promDuration(d time.Duration) monitoringv1.Duration {
 	return monitoringv1.Duration(fmt.Sprintf("%dm", d/time.Minute))
 }
 
-// runbookURL is the README section that says what to do when Steward is
-// down or failing: take it off the write path, then repair it.
-const runbookURL = "https://github.com/stewardhq/steward#recovery-runbook"
+// runbookURL is the section of docs/reliability.md that says what to do
+// when Steward is down or failing: take it off the write path, then repair
+// it.
+const runbookURL = "https://github.com/stewardhq/steward/blob/main/docs/reliability.md#recovery-runbook"
 
 // dashboardConfigMap holds the Grafana dashboard; Grafana's dashboard
 // sidecar (kube-prometheus-stack's default) loads ConfigMaps labelled

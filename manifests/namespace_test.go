@@ -10,7 +10,7 @@ import (
 )
 
 // overrideNamespace writes a kustomization that installs overlay (a
-// directory under manifests/) into ns the way the README tells kustomize
+// directory under manifests/) into ns the way docs/install.md tells kustomize
 // users to: `namespace:` with manifests/namespace under `transformers:`.
 // Without the transformer it is the plain override kustomize offers.
 func overrideNamespace(t *testing.T, overlay, ns string, withTransformer bool) string {

@@ -104,7 +104,7 @@ In another terminal:
     set image deployment/web nginx=nginx:1.28                               # allowed, audited
   curl -sk -H "Authorization: Bearer $(kubectl -n steward-system create token metrics-scraper)" %s | grep steward_decisions_total
 
-The README's "sandbox, step by step" walks through every rule.
+docs/walkthroughs.md ("The sandbox, step by step") walks through every rule.
 Stop with Ctrl-C.
 `, out, steward.URL(""), steward.LogPath(), steward.MetricsURL(), out, steward.MetricsURL())
 
