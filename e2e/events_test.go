@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/e2e/harness"
-	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 // kustomizeController is Flux's kustomize-controller as the API server
@@ -30,7 +30,7 @@ func denialEvents(ctx context.Context, namespace, name string) ([]eventsv1.Event
 	}
 	var out []eventsv1.Event
 	for _, e := range list.Items {
-		if e.Regarding.Name == name && e.Reason == rule.EventReason {
+		if e.Regarding.Name == name && e.Reason == serving.EventReason {
 			out = append(out, e)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -37,7 +38,7 @@ func Successors(c Config, running []Configured) ([]Configured, error) {
 			continue
 		}
 		next := e.build(s, c)
-		if _, stateful := r.Rule.(rule.ManagerSetup); stateful {
+		if _, stateful := r.Rule.(clustercache.ManagerSetup); stateful {
 			heir, ok := next.(rule.Inheritor)
 			if !ok {
 				return nil, fmt.Errorf("rule %s holds state from the cluster and cannot take new settings while running", e.name)

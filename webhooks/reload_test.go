@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -19,7 +20,7 @@ func TestEveryStatefulRuleCanTakeNewSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, c := range running {
-		if _, stateful := c.Rule.(rule.ManagerSetup); stateful {
+		if _, stateful := c.Rule.(clustercache.ManagerSetup); stateful {
 			if _, ok := c.Rule.(rule.Inheritor); !ok {
 				t.Errorf("rule %s has state from the cluster but is no rule.Inheritor", c.Name)
 			}

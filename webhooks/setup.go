@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
-	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // SetupWithManager sets up every rule that needs informer caches, handing
@@ -26,7 +25,7 @@ func SetupWithManager(mgr manager.Manager, rules []Configured) error {
 		return fmt.Errorf("adding the cluster cache to the manager: %w", err)
 	}
 	for _, c := range rules {
-		if s, ok := c.Rule.(rule.ManagerSetup); ok {
+		if s, ok := c.Rule.(clustercache.ManagerSetup); ok {
 			if err := s.SetupWithManager(mgr, cluster); err != nil {
 				return fmt.Errorf("setting up rule %s: %w", c.Rule.Spec().Name, err)
 			}

@@ -32,7 +32,7 @@ func TestEveryRuleFollowingKindsReportsThem(t *testing.T) {
 	}
 	following := 0
 	for _, c := range Rules(DefaultConfig()) {
-		s, ok := c.Rule.(rule.ManagerSetup)
+		s, ok := c.Rule.(clustercache.ManagerSetup)
 		if !ok {
 			continue
 		}

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 // Reasons of the Events Steward records on its own Pod about its
@@ -23,7 +23,7 @@ const (
 // Events on Steward's own Pod, so `kubectl describe pod` and event-based
 // alerting show a refused file next to the replica that refused it.
 type configEvents struct {
-	recorder rule.EventRecorder
+	recorder serving.EventRecorder
 	pod      *corev1.ObjectReference
 }
 
@@ -32,7 +32,7 @@ type configEvents struct {
 // Deployment passes them from the downward API ($POD_NAME, $POD_UID). It
 // returns nil, recording nothing, without a recorder or a Pod name:
 // Steward runs outside a Pod, or records no Events.
-func newConfigEvents(recorder rule.EventRecorder, namespace, name, uid string) *configEvents {
+func newConfigEvents(recorder serving.EventRecorder, namespace, name, uid string) *configEvents {
 	if recorder == nil || name == "" {
 		return nil
 	}
@@ -70,5 +70,5 @@ func (e *configEvents) reloaded(path string, changed, registration, restart []st
 }
 
 func (e *configEvents) record(eventType, reason, note string) {
-	e.recorder.Eventf(e.pod, nil, eventType, reason, "Reload", "%s", rule.TruncateNote(note))
+	e.recorder.Eventf(e.pod, nil, eventType, reason, "Reload", "%s", serving.TruncateNote(note))
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 // configVolume is a directory laid out as the kubelet lays out a ConfigMap
@@ -140,7 +141,7 @@ func newReloadFixture(t *testing.T, content string) *reloadFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.served = newServedRules(cfg, webhooks.Rules(cfg), nil, logr.Discard())
+	f.served = newServedRules(cfg, webhooks.Rules(cfg), nil, serving.NewMetrics(), logr.Discard())
 	events := newConfigEvents(f.events, "steward-system", "steward-7d9f8-abcde", "0f9c1d7e-1111-2222-3333-444455556666")
 	f.reloader = newConfigReloader(f.volume.path(), data, cfg, f.served, f.metrics, events, f.log.logger())
 	return f
@@ -194,7 +195,7 @@ const harnessHeader = "apiVersion: config.steward.dev/v1alpha1\nkind: StewardCon
 // the last good configuration keeps deciding meanwhile.
 func TestConfigReloadKeepsTheLastGoodConfiguration(t *testing.T) {
 	f := newReloadFixture(t, harnessHeader)
-	if _, ok := (*f.served.current.Load())[apimigrationPath]; !ok {
+	if !f.served.table.Serves(apimigrationPath) {
 		t.Fatalf("apimigration is not served at %s", apimigrationPath)
 	}
 	if !f.allowed(apimigrationPath, helmReleaseV2beta1("alice")) {
@@ -414,8 +415,8 @@ func TestConfigReloadUnderLoad(t *testing.T) {
 				default:
 				}
 				for _, path := range []string{apimigrationPath, "/validate/installplanguard", "/validate/fleetguard"} {
-					if h, ok := (*f.served.current.Load())[path]; ok {
-						_ = h.Handle(context.Background(), helmReleaseV2beta1("alice"))
+					if f.served.table.Serves(path) {
+						_ = f.served.handler(path).Handle(context.Background(), helmReleaseV2beta1("alice"))
 					}
 				}
 				judged.Add(1)
@@ -437,7 +438,7 @@ func TestConfigReloadUnderLoad(t *testing.T) {
 	}
 }
 
-var _ rule.EventRecorder = (*fakeRecorder)(nil)
+var _ serving.EventRecorder = (*fakeRecorder)(nil)
 
 // TestConfigReloadRecordsNoEventsUnderRecordEventsForNone proves a
 // configuration that records no Events records none about reloads either.

@@ -13,7 +13,7 @@ func newLogger(verbosity int) (logr.Logger, error) {
 	zc := zap.NewProductionConfig()
 	zc.Level = zap.NewAtomicLevelAt(zapcore.Level(-verbosity))
 	zc.Sampling = nil
-	// The caller of every decision line is the same line of rule.Wrap;
+	// The caller of every decision line is the same line of serving.Wrap;
 	// finding it costs a stack walk per request.
 	zc.DisableCaller = true
 	zc.EncoderConfig.TimeKey = "ts"

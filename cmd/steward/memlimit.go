@@ -74,7 +74,7 @@ func applyMemoryLimit(limit int64, gomemlimit string, log logr.Logger) {
 	log.Info("soft memory limit set", "memoryLimit", limit, "softLimit", soft)
 }
 
-// The memory request bodies in flight may hold (rule.InflightLimit). By
+// The memory request bodies in flight may hold (serving.InflightLimit). By
 // default it is requestMemoryShare of the container's limit: with the
 // shipped 256Mi, 96 MiB for bodies besides the caches and the runtime, so
 // that a flood of maximum-size reviews is refused before it costs Steward

@@ -35,6 +35,7 @@ import (
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/audit"
 	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 func runServe(args []string, stdout, stderr io.Writer) int {
@@ -137,7 +138,7 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 	}
 	memoryLimit, _ := parseMemoryLimit(opts.memoryLimit) // validated with the flags
 	requestMemory, _ := parseRequestMemory(opts.requestMemory, memoryLimit)
-	limit := rule.NewInflightLimit(requestMemory, log.WithName("webhook"))
+	limit := serving.NewInflightLimit(requestMemory, log.WithName("webhook"))
 	build := currentBuild()
 	for _, c := range []prometheus.Collector{limit, buildInfoGauge(build), certs.ServingCertificateExpiry(opts.certs.CertDir)} {
 		if err := ctrlmetrics.Registry.Register(c); err != nil {
@@ -190,7 +191,7 @@ func cacheScopes(rules []webhooks.Configured) map[client.Object]cache.ByObject {
 // Decisions are logged as "decision", unreadable requests as "webhook".
 // It returns the served rules and the Events recorder (nil when the
 // configuration records no Events).
-func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Configured, limit *rule.InflightLimit, log logr.Logger) (*servedRules, func(controller string) rule.EventRecorder, error) {
+func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Configured, limit *serving.InflightLimit, log logr.Logger) (*servedRules, func(controller string) serving.EventRecorder, error) {
 	if err := webhooks.SetupWithManager(mgr, rules); err != nil {
 		return nil, nil, err
 	}
@@ -198,7 +199,11 @@ func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Co
 	if err != nil {
 		return nil, nil, err
 	}
-	served := newServedRules(cfg, rules, events, log.WithName("decision"))
+	metrics := serving.NewMetrics()
+	if err := ctrlmetrics.Registry.Register(metrics); err != nil {
+		return nil, nil, fmt.Errorf("registering the decision metrics: %w", err)
+	}
+	served := newServedRules(cfg, rules, events, metrics, log.WithName("decision"))
 	server := mgr.GetWebhookServer()
 	var specs []rule.Spec
 	for _, c := range rules {
@@ -210,8 +215,7 @@ func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Co
 			}
 		}
 		for _, wh := range spec.Webhooks {
-			hook := rule.Serve(served.handler(wh.Path), log.WithName("webhook"))
-			server.Register(wh.Path, limit.Wrap(withBodyDeadline(hook, bodyReadTimeout)))
+			server.Register(wh.Path, served.table.HTTP(wh.Path, limit, log.WithName("webhook")))
 		}
 	}
 	return served, recorder, rule.AddRulesSyncer(mgr, specs)
@@ -223,7 +227,7 @@ func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Co
 // records none. Events go through client-go's events.k8s.io/v1
 // broadcaster, which counts a repeated Event in its series instead of
 // creating another.
-func denialEvents(mgr manager.Manager, cfg webhooks.Config) (*rule.DenialEvents, func(controller string) rule.EventRecorder, error) {
+func denialEvents(mgr manager.Manager, cfg webhooks.Config) (*serving.DenialEvents, func(controller string) serving.EventRecorder, error) {
 	if cfg.RecordEventsFor == webhooks.EventsForNone {
 		return nil, nil, nil
 	}
@@ -232,10 +236,10 @@ func denialEvents(mgr manager.Manager, cfg webhooks.Config) (*rule.DenialEvents,
 		return nil, nil, fmt.Errorf("events client: %w", err)
 	}
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clientset.EventsV1()})
-	recorderFor := func(controller string) rule.EventRecorder {
+	recorderFor := func(controller string) serving.EventRecorder {
 		return broadcaster.NewRecorder(clientgoscheme.Scheme, controller)
 	}
-	recorder := rule.NewDenialEvents(recorderFor)
+	recorder := serving.NewDenialEvents(recorderFor)
 	run := everyReplica(func(ctx context.Context) error {
 		if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 			return fmt.Errorf("starting the events broadcaster: %w", err)
@@ -308,12 +312,12 @@ func auditElection(mgr manager.Manager, namespace string) (*audit.Election, erro
 // addConfigReloader makes the manager reload the configuration file when
 // it changes, with its metrics registered and its Events recorded on
 // Steward's Pod ($POD_NAME, $POD_UID) when Steward records Events.
-func addConfigReloader(mgr manager.Manager, opts serveOptions, data []byte, cfg webhooks.Config, served *servedRules, recorderFor func(string) rule.EventRecorder, log logr.Logger) error {
+func addConfigReloader(mgr manager.Manager, opts serveOptions, data []byte, cfg webhooks.Config, served *servedRules, recorderFor func(string) serving.EventRecorder, log logr.Logger) error {
 	metrics := newReloadMetrics()
 	if err := ctrlmetrics.Registry.Register(metrics); err != nil {
 		return fmt.Errorf("registering the configuration reload metrics: %w", err)
 	}
-	var recorder rule.EventRecorder
+	var recorder serving.EventRecorder
 	if recorderFor != nil {
 		recorder = recorderFor("steward.dev/config")
 	}
@@ -434,22 +438,4 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	}
 	cfg.DisableCompression = true
 	return cfg, nil
-}
-
-// bodyReadTimeout bounds how long a client may take to send a request body.
-// The webhook server only bounds the headers (ReadHeaderTimeout), so a client
-// trickling a body a byte at a time would otherwise hold a connection and a
-// goroutine forever. The API server sends a review at once and gives up on a
-// webhook after at most 30 s, so 10 s never cuts off a real call.
-const bodyReadTimeout = 10 * time.Second
-
-// withBodyDeadline sets a read deadline on the connection before the
-// handler reads the body.
-func withBodyDeadline(next http.Handler, timeout time.Duration) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Not every ResponseWriter supports deadlines (httptest's does
-		// not); serving without one beats refusing the request.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
-		next.ServeHTTP(w, r)
-	})
 }

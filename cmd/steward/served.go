@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"slices"
 	"sync/atomic"
 
@@ -10,23 +9,18 @@ import (
 
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/serving"
 )
 
-// servedRules are the handlers behind every webhook path Steward serves.
-// The paths are fixed at start-up, as the manifests register them; what
-// answers at each path is swapped, all paths at once, when a reloaded
-// configuration takes effect, so a request is judged wholly by the old
-// configuration or wholly by the new one.
+// servedRules are the rules behind every webhook path Steward serves, as
+// the configuration in effect serves them (serving.Table), and what the
+// background audit reads of them.
 type servedRules struct {
 	// rules are the rules served since start-up, in the list's order, each
 	// replaced by its heir on every reload (never by nil: a rule turned off
 	// keeps its last instance, which a later reload's heir inherits from).
 	rules []webhooks.Configured
-	// webhooks are each rule's entries as registered at start-up.
-	webhooks [][]rule.Webhook
-	events   *rule.DenialEvents
-	log      logr.Logger
-	current  atomic.Pointer[handlers]
+	table *serving.Table
 	// audited is what the background audit reads each pass: a copy of
 	// rules and the audit settings, replaced with them on every reload.
 	audited atomic.Pointer[auditView]
@@ -38,19 +32,33 @@ type auditView struct {
 	audit webhooks.AuditConfig
 }
 
-// handlers is one configuration's handler for each path.
-type handlers map[string]admission.Handler
-
 // newServedRules serves rules, as cfg configures them. events is nil when
-// Steward records no Events; log receives the decision lines.
-func newServedRules(cfg webhooks.Config, rules []webhooks.Configured, events *rule.DenialEvents, log logr.Logger) *servedRules {
-	s := &servedRules{rules: rules, events: events, log: log}
-	for _, c := range rules {
-		s.webhooks = append(s.webhooks, c.Rule.Spec().Webhooks)
-	}
-	s.current.Store(s.handlersFor(cfg, rules))
+// Steward records no Events; metrics record the decisions and log
+// receives their lines.
+func newServedRules(cfg webhooks.Config, rules []webhooks.Configured, events *serving.DenialEvents, metrics *serving.Metrics, log logr.Logger) *servedRules {
+	s := &servedRules{rules: rules}
+	s.table = serving.NewTable(toServed(rules), settings(cfg), events, metrics, log)
 	s.audited.Store(&auditView{rules: slices.Clone(rules), audit: cfg.Audit})
 	return s
+}
+
+// toServed is the configured rules as the serving layer takes them.
+func toServed(rules []webhooks.Configured) []serving.Served {
+	out := make([]serving.Served, len(rules))
+	for i, c := range rules {
+		out[i] = serving.Served{Rule: c.Rule, Mode: c.Mode}
+	}
+	return out
+}
+
+// settings are cfg's settings for every rule.
+func settings(cfg webhooks.Config) serving.Settings {
+	return serving.Settings{
+		ExemptUsers:     cfg.ExemptUsers,
+		ExemptGroups:    cfg.ExemptGroups,
+		BreakGlassGroup: cfg.BreakGlassGroup,
+		RecordEvents:    cfg.RecordEventsFor != webhooks.EventsForNone,
+	}
 }
 
 // forAudit returns the rules being served and the audit settings in
@@ -61,40 +69,10 @@ func (s *servedRules) forAudit() ([]webhooks.Configured, webhooks.AuditConfig) {
 	return v.rules, v.audit
 }
 
-// handlersFor wraps each rule of next (next[i] in place of s.rules[i]) with
-// cfg's modes, exemptions and break-glass group. A rule turned off (nil)
-// allows every request without judging it: its webhooks stay registered
-// until the manifests are rendered again, and answering 404 there would
-// refuse writes with failurePolicy Fail.
-func (s *servedRules) handlersFor(cfg webhooks.Config, next []webhooks.Configured) *handlers {
-	events := s.events
-	if cfg.RecordEventsFor == webhooks.EventsForNone {
-		events = nil
-	}
-	out := handlers{}
-	for i, c := range next {
-		for _, wh := range s.webhooks[i] {
-			if c.Rule == nil {
-				out[wh.Path] = unjudged{}
-				continue
-			}
-			out[wh.Path] = rule.Wrap(c.Rule, wh, rule.Options{
-				Mode:            c.Mode,
-				ExemptUsers:     cfg.ExemptUsers,
-				ExemptGroups:    cfg.ExemptGroups,
-				BreakGlassGroup: cfg.BreakGlassGroup,
-				Log:             s.log,
-				Events:          events,
-			})
-		}
-	}
-	return &out
-}
-
 // swap makes next, built from cfg, answer every path from the next
 // request on.
 func (s *servedRules) swap(cfg webhooks.Config, next []webhooks.Configured) {
-	h := s.handlersFor(cfg, next)
+	s.table.Swap(toServed(next), settings(cfg))
 	for i, c := range next {
 		if c.Rule != nil {
 			s.rules[i] = c
@@ -102,28 +80,10 @@ func (s *servedRules) swap(cfg webhooks.Config, next []webhooks.Configured) {
 			s.rules[i].Mode = rule.Off
 		}
 	}
-	s.current.Store(h)
 	s.audited.Store(&auditView{rules: slices.Clone(s.rules), audit: cfg.Audit})
 }
 
-// handler is what the server registers at path: it asks whichever
-// configuration is current.
+// handler is what answers at path: whichever configuration is current.
 func (s *servedRules) handler(path string) admission.Handler {
-	return dispatch{s: s, path: path}
-}
-
-type dispatch struct {
-	s    *servedRules
-	path string
-}
-
-func (d dispatch) Handle(ctx context.Context, req admission.Request) admission.Response {
-	return (*d.s.current.Load())[d.path].Handle(ctx, req)
-}
-
-// unjudged answers for a rule turned off while Steward runs.
-type unjudged struct{}
-
-func (unjudged) Handle(context.Context, admission.Request) admission.Response {
-	return admission.Allowed("")
+	return s.table.Handler(path)
 }

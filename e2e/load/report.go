@@ -187,7 +187,7 @@ func renderMarkdown(res *results, chart, notes, scaleSection string) string {
 			float64(mem.CachedRSS-mem.IdleRSS)/float64(max(s.XRs+s.MRs+s.Flux, 1)), mem.CachedObjects, mem.MostCachedObjects)
 	}
 	if res.HandlerBench != "" {
-		w("\n### Handler benchmarks\n\n`go test -run '^$' -bench . -benchmem ./webhooks/...`, run by `make bench` just before, on the same machine; `BenchmarkWrapAllowAll` is the floor, `rule.Wrap` around a rule that allows everything.\n\n```\n%s```\n", res.HandlerBench)
+		w("\n### Handler benchmarks\n\n`go test -run '^$' -bench . -benchmem ./webhooks/...`, run by `make bench` just before, on the same machine; `BenchmarkWrapAllowAll` is the floor, `serving.Wrap` around a rule that allows everything.\n\n```\n%s```\n", res.HandlerBench)
 	}
 	if len(res.Profiles) > 0 {
 		w("\n### Profiles\n\nSteward's CPU during an extra, unmeasured run of each judged workload in (d), and its heap with the large caches; the files are in `%s`.\n\n", filepath.Dir(res.Profiles[0].Path))

@@ -68,9 +68,9 @@ func crdRef(name string) corev1.ObjectReference {
 func TestAuditStoredVersions(t *testing.T) {
 	const helm, kustomize, alerts = "helmreleases.helm.toolkit.fluxcd.io", "kustomizations.kustomize.toolkit.fluxcd.io", "alerts.notification.toolkit.fluxcd.io"
 	served := func() *clustercache.Served {
-		s := serving(emptyServed(), HelmGroup, "helmreleases", "v2", "v2beta2")
-		s = serving(s, KustomizeGroup, "kustomizations", "v1", "v1beta2")
-		return serving(s, NotificationGroup, "alerts", "v1beta3", "v1beta2")
+		s := withServed(emptyServed(), HelmGroup, "helmreleases", "v2", "v2beta2")
+		s = withServed(s, KustomizeGroup, "kustomizations", "v1", "v1beta2")
+		return withServed(s, NotificationGroup, "alerts", "v1beta3", "v1beta2")
 	}
 	cases := map[string]struct {
 		reason  string
@@ -106,13 +106,13 @@ func TestAuditStoredVersions(t *testing.T) {
 		"OnlyServedFluxKindsAreRead": {
 			reason: "Kinds the cluster does not serve are not read, and a CRD deleted since discovery is skipped.",
 			target: "2.9",
-			served: serving(emptyServed(), NotificationGroup, "alerts", "v1beta3", "v1beta2"),
+			served: withServed(emptyServed(), NotificationGroup, "alerts", "v1beta3", "v1beta2"),
 			stored: map[string][]string{helm: {"v2beta1"}},
 		},
 		"ServedKindsAtTheNewestTarget": {
 			reason: "At 2.9 the notification v1beta2 is gone too.",
 			target: "2.9",
-			served: serving(emptyServed(), NotificationGroup, "alerts", "v1beta3", "v1beta2"),
+			served: withServed(emptyServed(), NotificationGroup, "alerts", "v1beta3", "v1beta2"),
 			stored: map[string][]string{alerts: {"v1beta2", "v1beta3"}},
 			want: []rule.Finding{
 				{Check: CheckStoredVersions, Result: rule.AuditFail, Object: crdRef(alerts), Properties: map[string]string{
@@ -150,7 +150,7 @@ func TestAuditStoredVersions(t *testing.T) {
 }
 
 func TestAuditStoredVersionsMessage(t *testing.T) {
-	r := auditRule(t, "2.8", serving(emptyServed(), HelmGroup, "helmreleases", "v2", "v2beta2"))
+	r := auditRule(t, "2.8", withServed(emptyServed(), HelmGroup, "helmreleases", "v2", "v2beta2"))
 	got, err := r.Audit(context.Background(), &crdReader{stored: map[string][]string{"helmreleases.helm.toolkit.fluxcd.io": {"v2beta2", "v2"}}})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Audit(...) = %v, %v; want one finding", got, err)
@@ -164,7 +164,7 @@ func TestAuditStoredVersionsMessage(t *testing.T) {
 }
 
 func TestAuditReadErrorFailsThePass(t *testing.T) {
-	r := auditRule(t, "2.8", serving(emptyServed(), HelmGroup, "helmreleases", "v2"))
+	r := auditRule(t, "2.8", withServed(emptyServed(), HelmGroup, "helmreleases", "v2"))
 	reader := &crdReader{err: apierrors.NewForbidden(schema.GroupResource{Group: crdGVK.Group, Resource: "customresourcedefinitions"}, "x", errors.New("no"))}
 	if got, err := r.Audit(context.Background(), reader); err == nil {
 		t.Errorf("Audit(...) = %v, nil; a CRD that cannot be read must fail the pass, so the previous findings stand", got)
@@ -186,7 +186,7 @@ func TestAuditRBACNamesEveryFluxCRD(t *testing.T) {
 func TestAuditFollowsTheDiscoveredRelease(t *testing.T) {
 	// Unpinned, with Flux 2.9's label on the CRDs the cache saw, the pass
 	// judges against 2.9 even before the follower has chosen it.
-	s := labelled(serving(emptyServed(), NotificationGroup, "alerts", "v1beta3"), NotificationGroup, "alerts", "v2.9.0")
+	s := labelled(withServed(emptyServed(), NotificationGroup, "alerts", "v1beta3"), NotificationGroup, "alerts", "v2.9.0")
 	r := auditRule(t, "", s)
 	got, err := r.Audit(context.Background(), &crdReader{stored: map[string][]string{"alerts.notification.toolkit.fluxcd.io": {"v1beta2", "v1beta3"}}})
 	if err != nil || len(got) != 1 {

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
-	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // SetupWithManager makes the rule follow the Flux release installed in the
@@ -40,7 +39,7 @@ func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache
 	return nil
 }
 
-var _ rule.ManagerSetup = (*Rule)(nil)
+var _ clustercache.ManagerSetup = (*Rule)(nil)
 
 // view is what the rule knows of the cluster, shared by the rule set up at
 // start-up and every rule that inherits from it.

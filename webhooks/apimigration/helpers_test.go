@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 // clock is the fixed time every test rule marks objects with.
@@ -99,7 +99,7 @@ func outcome(resp admission.Response) result {
 }
 
 func handle(r *Rule, req admission.Request) result {
-	return outcome(rule.Judge(context.Background(), r, req))
+	return outcome(serving.Judge(context.Background(), r, req))
 }
 
 // add and replace build expected patch operations on annotations.

@@ -18,6 +18,7 @@ import (
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 // TestHandleEveryKind runs every Flux kind in the table through each of its
@@ -321,8 +322,8 @@ func TestHandle(t *testing.T) {
 func TestErrorsAllowWithWarning(t *testing.T) {
 	r := newRule(t, DefaultFluxVersion)
 	wh := r.Spec().Webhooks[0]
-	h := rule.Wrap(r, wh, rule.Options{Mode: rule.Enforce, Log: logr.Discard()})
-	before := ruletest.DecisionCount(Name, rule.Errored)
+	metrics := serving.NewMetrics()
+	h := serving.Wrap(r, wh, serving.Options{Mode: rule.Enforce, Log: logr.Discard(), Metrics: metrics})
 	req := admissiontest.Create(gvr(helmRelease, "v2beta1"), "HelmRelease", `{"metadata": "not an object"}`).Build()
 	resp := h.Handle(context.Background(), req)
 	if !resp.Allowed || len(resp.Patches) != 0 {
@@ -331,10 +332,10 @@ func TestErrorsAllowWithWarning(t *testing.T) {
 	if len(resp.Warnings) != 1 || !strings.HasPrefix(resp.Warnings[0], "apimigration could not check this request and allowed it: decoding the object") {
 		t.Errorf("warnings = %q", resp.Warnings)
 	}
-	if got := ruletest.DecisionCount(Name, rule.Errored) - before; got != 1 {
+	if got := ruletest.DecisionCount(metrics, Name, serving.Errored); got != 1 {
 		t.Errorf("errored counter moved by %v, want 1", got)
 	}
-	if resp.AuditAnnotations["decision"] != string(rule.Errored) {
+	if resp.AuditAnnotations["decision"] != string(serving.Errored) {
 		t.Errorf("audit annotations = %v", resp.AuditAnnotations)
 	}
 }
@@ -366,7 +367,7 @@ func TestModes(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r := newRule(t, tc.target)
-			h := rule.Wrap(r, r.Spec().Webhooks[0], rule.Options{Mode: tc.mode, Log: logr.Discard()})
+			h := serving.Wrap(r, r.Spec().Webhooks[0], serving.Options{Mode: tc.mode, Log: logr.Discard()})
 			resp := h.Handle(context.Background(), tc.req)
 			warning := ""
 			if len(resp.Warnings) > 0 {

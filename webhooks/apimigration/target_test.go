@@ -14,7 +14,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
-	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 // servedFrom is what the cluster cache would publish with the vendored
@@ -53,8 +53,8 @@ func emptyServed() *clustercache.Served {
 	}
 }
 
-// serving adds one served resource to s.
-func serving(s *clustercache.Served, group, resource string, versions ...string) *clustercache.Served {
+// withServed adds one served resource to s.
+func withServed(s *clustercache.Served, group, resource string, versions ...string) *clustercache.Served {
 	gr := schema.GroupResource{Group: group, Resource: resource}
 	s.Resources[gr] = &clustercache.Resource{GroupResource: gr, Versions: versions}
 	s.CRDs[gr] = true
@@ -102,74 +102,74 @@ func TestClusterTarget(t *testing.T) {
 		},
 		"NoFluxInstalled": {
 			reason: "without Flux CRDs the default applies",
-			served: serving(emptyServed(), "apps", "deployments", "v1"),
+			served: withServed(emptyServed(), "apps", "deployments", "v1"),
 			want:   target("2.6", SourceDefault),
 		},
 		"LabelWithPatchRelease": {
 			reason: "the label as flux install writes it names the release",
-			served: labelled(serving(emptyServed(), KustomizeGroup, "kustomizations", "v1"), KustomizeGroup, "kustomizations", "v2.8.3"),
+			served: labelled(withServed(emptyServed(), KustomizeGroup, "kustomizations", "v1"), KustomizeGroup, "kustomizations", "v2.8.3"),
 			want:   target("2.8", SourceClusterLabel),
 		},
 		"LabelWithoutV": {
 			reason: "a label without the v, as a Helm chart's appVersion reads, is read too",
-			served: labelled(serving(emptyServed(), KustomizeGroup, "kustomizations", "v1"), KustomizeGroup, "kustomizations", "2.9.0"),
+			served: labelled(withServed(emptyServed(), KustomizeGroup, "kustomizations", "v1"), KustomizeGroup, "kustomizations", "2.9.0"),
 			want:   target("2.9", SourceClusterLabel),
 		},
 		"LabelOfAPreRelease": {
 			reason: "a release candidate belongs to its minor release",
-			served: labelled(serving(emptyServed(), KustomizeGroup, "kustomizations", "v1", "v1beta2"), KustomizeGroup, "kustomizations", "v2.7.0-rc.2"),
+			served: labelled(withServed(emptyServed(), KustomizeGroup, "kustomizations", "v1", "v1beta2"), KustomizeGroup, "kustomizations", "v2.7.0-rc.2"),
 			want:   target("2.7", SourceClusterLabel),
 		},
 		"LabelsDisagreeMidUpgrade": {
 			reason: "while an upgrade relabels the CRDs one by one, the oldest release wins, so nothing a CRD still serves is refused",
-			served: labelled(labelled(serving(serving(emptyServed(), KustomizeGroup, "kustomizations", "v1"), HelmGroup, "helmreleases", "v2", "v2beta2"),
+			served: labelled(labelled(withServed(withServed(emptyServed(), KustomizeGroup, "kustomizations", "v1"), HelmGroup, "helmreleases", "v2", "v2beta2"),
 				KustomizeGroup, "kustomizations", "v2.8.0"), HelmGroup, "helmreleases", "v2.7.0"),
 			want: target("2.7", SourceClusterLabel),
 		},
 		"LabelNewerThanTheTable": {
 			reason: "a release newer than the table is the target (it reads the newest column)",
-			served: labelled(serving(emptyServed(), KustomizeGroup, "kustomizations", "v1"), KustomizeGroup, "kustomizations", "v2.11.0"),
+			served: labelled(withServed(emptyServed(), KustomizeGroup, "kustomizations", "v1"), KustomizeGroup, "kustomizations", "v2.11.0"),
 			want:   target("2.11", SourceClusterLabel),
 		},
 		"ControllerVersionLabelIsNotAFluxRelease": {
 			reason: "a label holding a controller's own version (v1.6.0) is no Flux 2 release: the served versions decide",
-			served: labelled(serving(emptyServed(), HelmGroup, "helmreleases", "v2", "v2beta1", "v2beta2"), HelmGroup, "helmreleases", "v1.3.0"),
+			served: labelled(withServed(emptyServed(), HelmGroup, "helmreleases", "v2", "v2beta1", "v2beta2"), HelmGroup, "helmreleases", "v1.3.0"),
 			want:   target("2.6", SourceServedVersions),
 		},
 		"LabelOnANonFluxCRDIsIgnored": {
 			reason: "only the labels of the Flux kinds in the table count",
-			served: labelled(serving(serving(emptyServed(), "example.org", "widgets", "v1"), HelmGroup, "helmreleases", "v2", "v2beta2"),
+			served: labelled(withServed(withServed(emptyServed(), "example.org", "widgets", "v1"), HelmGroup, "helmreleases", "v2", "v2beta2"),
 				"example.org", "widgets", "v2.9.0"),
 			want: target("2.7", SourceServedVersions),
 		},
 		"ImageV1ServedMeans27": {
 			reason: "image v1 next to v1beta2 is first served in 2.7; with the notification kinds' v1beta2 still served, 2.7 is the oldest release both match",
-			served: serving(serving(emptyServed(), ImageGroup, "imagepolicies", "v1", "v1beta2"), NotificationGroup, "alerts", "v1beta3", "v1beta2"),
+			served: withServed(withServed(emptyServed(), ImageGroup, "imagepolicies", "v1", "v1beta2"), NotificationGroup, "alerts", "v1beta3", "v1beta2"),
 			want:   target("2.7", SourceServedVersions),
 		},
 		"OnlyCurrentVersionsMeansTheOldestRelease": {
 			reason: "a kind served only at v1 matches 2.8 and 2.9: the oldest is chosen, which refuses less",
-			served: serving(emptyServed(), KustomizeGroup, "kustomizations", "v1"),
+			served: withServed(emptyServed(), KustomizeGroup, "kustomizations", "v1"),
 			want:   target("2.8", SourceServedVersions),
 		},
 		"KindsNarrowEachOther": {
 			reason: "kustomize v1 only (2.8, 2.9) and Receiver without v1beta2 (2.9) together are 2.9",
-			served: serving(serving(emptyServed(), KustomizeGroup, "kustomizations", "v1"), NotificationGroup, "receivers", "v1"),
+			served: withServed(withServed(emptyServed(), KustomizeGroup, "kustomizations", "v1"), NotificationGroup, "receivers", "v1"),
 			want:   target("2.9", SourceServedVersions),
 		},
 		"MixedReleasesTakeTheOldest": {
 			reason: "CRDs of different releases (an upgrade under way) match no one release: the oldest any matches",
-			served: serving(serving(emptyServed(), KustomizeGroup, "kustomizations", "v1"), HelmGroup, "helmreleases", "v2", "v2beta1", "v2beta2"),
+			served: withServed(withServed(emptyServed(), KustomizeGroup, "kustomizations", "v1"), HelmGroup, "helmreleases", "v2", "v2beta1", "v2beta2"),
 			want:   target("2.6", SourceServedVersions),
 		},
 		"UnknownShapeIsIgnored": {
 			reason: "a kind served in a shape no release in the table has tells nothing",
-			served: serving(serving(emptyServed(), KustomizeGroup, "kustomizations", "v1", "v2alpha1"), HelmGroup, "helmreleases", "v2", "v2beta2"),
+			served: withServed(withServed(emptyServed(), KustomizeGroup, "kustomizations", "v1", "v2alpha1"), HelmGroup, "helmreleases", "v2", "v2beta2"),
 			want:   target("2.7", SourceServedVersions),
 		},
 		"OnlyUnknownShapesMeanTheDefault": {
 			reason: "Flux CRDs that match no release leave the default",
-			served: serving(emptyServed(), KustomizeGroup, "kustomizations", "v3"),
+			served: withServed(emptyServed(), KustomizeGroup, "kustomizations", "v3"),
 			want:   target("2.6", SourceDefault),
 		},
 	}
@@ -219,13 +219,13 @@ func TestAdviceFollowsTheClusterRelease(t *testing.T) {
 		return admissiontest.Create(gvr(policy, "v1beta2"), "ImagePolicy", obj(policy, "v1beta2", nil, map[string]any{"interval": "5m"})).Build()
 	}
 	r.follow(ClusterTarget(servedFrom(t, "2.6", "v2.6.0")))
-	if resp := rule.Judge(context.Background(), r, req()); len(resp.Warnings) != 0 || len(resp.Patches) != 0 {
+	if resp := serving.Judge(context.Background(), r, req()); len(resp.Warnings) != 0 || len(resp.Patches) != 0 {
 		t.Errorf("at 2.6, image v1beta2 is current: warnings %q, patches %v", resp.Warnings, resp.Patches)
 	}
 	assertTargetInfo(t, r, "2.6", SourceClusterLabel)
 
 	r.follow(ClusterTarget(servedFrom(t, "2.7", "v2.7.0")))
-	resp := rule.Judge(context.Background(), r, req())
+	resp := serving.Judge(context.Background(), r, req())
 	want := []string{"apimigration: image.toolkit.fluxcd.io/v1beta2 is deprecated and removed in Flux 2.9; use v1 (flux migrate)"}
 	if diff := cmp.Diff(want, resp.Warnings); diff != "" {
 		t.Errorf("at 2.7 (-want +got):\n%s", diff)
@@ -300,7 +300,7 @@ func TestTargetChangesWhileRequestsAreInFlight(t *testing.T) {
 		}
 	}()
 	for range 2000 {
-		resp := rule.Judge(context.Background(), r, req)
+		resp := serving.Judge(context.Background(), r, req)
 		if !resp.Allowed || (len(resp.Warnings) == 0) != (len(resp.Patches) == 0) {
 			t.Fatalf("a mixed answer: allowed=%v warnings=%q patches=%v", resp.Allowed, resp.Warnings, resp.Patches)
 		}

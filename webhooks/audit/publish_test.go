@@ -19,6 +19,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -309,7 +310,7 @@ func TestReportsStayWithinTheirByteBound(t *testing.T) {
 	}
 	long := finding("suspended", rule.AuditWarn, "apps", "long")
 	long.Message = strings.Repeat("y", 5000)
-	if got := FromFinding("r", long, t0).Message; len(got) > rule.MaxEventNote {
-		t.Errorf("a message of %d bytes must be cut to %d", len(got), rule.MaxEventNote)
+	if got := FromFinding("r", long, t0).Message; len(got) > serving.MaxEventNote {
+		t.Errorf("a message of %d bytes must be cut to %d", len(got), serving.MaxEventNote)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 // The reports Steward writes.
@@ -89,7 +90,7 @@ func FromFinding(ruleName string, f rule.Finding, seen time.Time) Result {
 		Rule:       f.Check,
 		Result:     string(f.Result),
 		Resources:  []corev1.ObjectReference{f.Object},
-		Message:    rule.TruncateNote(f.Message),
+		Message:    serving.TruncateNote(f.Message),
 		Properties: f.Properties,
 		Timestamp:  Timestamp{Seconds: seen.Unix()},
 	}

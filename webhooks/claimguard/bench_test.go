@@ -16,6 +16,7 @@ import (
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 // The benchmark cluster: 10k claimed XRs, each composing five MRs (50k
@@ -150,7 +151,7 @@ func cpuTime() time.Duration {
 // machine the CPU time is the steadier figure.
 func runHandler(b *testing.B, h rule.Rule, rq admission.Request, wantAllowed bool) {
 	ctx := context.Background()
-	if got := rule.Judge(ctx, h, rq); got.Allowed != wantAllowed {
+	if got := serving.Judge(ctx, h, rq); got.Allowed != wantAllowed {
 		b.Fatalf("allowed = %v, want %v: %+v", got.Allowed, wantAllowed, got.Result)
 	}
 	durations := make([]time.Duration, 0, b.N)
@@ -159,7 +160,7 @@ func runHandler(b *testing.B, h rule.Rule, rq admission.Request, wantAllowed boo
 	cpu := cpuTime()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		_ = rule.Judge(ctx, h, rq)
+		_ = serving.Judge(ctx, h, rq)
 		durations = append(durations, time.Since(start))
 	}
 	b.StopTimer()

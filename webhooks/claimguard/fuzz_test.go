@@ -2,7 +2,7 @@ package claimguard
 
 import (
 	objectview "github.com/stewardhq/steward/webhooks/object"
-	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/serving"
 
 	"context"
 	"encoding/json"
@@ -116,6 +116,6 @@ func FuzzHandle(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, which uint8) {
 		rq := requests[int(which)%len(requests)](raw).Build()
-		_ = rule.Judge(context.Background(), r, rq)
+		_ = serving.Judge(context.Background(), r, rq)
 	})
 }

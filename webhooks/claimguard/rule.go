@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -155,7 +156,7 @@ func withUnchecked(resp admission.Response, cov *coverage) admission.Response {
 }
 
 var (
-	_ rule.Rule         = (*Rule)(nil)
-	_ rule.ManagerSetup = (*Rule)(nil)
-	_ rule.Inheritor    = (*Rule)(nil)
+	_ rule.Rule                 = (*Rule)(nil)
+	_ clustercache.ManagerSetup = (*Rule)(nil)
+	_ rule.Inheritor            = (*Rule)(nil)
 )

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 func TestSpec(t *testing.T) {
@@ -115,19 +116,19 @@ func TestPolicyRules(t *testing.T) {
 }
 
 // TestFailurePolicies proves what an unsynced cache means at each entry
-// once rule.Wrap applies the entry's failure policy.
+// once serving.Wrap applies the entry's failure policy.
 func TestFailurePolicies(t *testing.T) {
 	r := newCluster().xrd(pgXRD, pgXRGVR, false, stateSyncing).defaults()
 	spec := r.Spec()
-	opts := rule.Options{Mode: rule.Enforce, Log: logr.Discard()}
+	opts := serving.Options{Mode: rule.Enforce, Log: logr.Discard()}
 	create := admissiontest.Create(pgClaimGVR, "PostgreSQLInstance", req("db", inNamespace("default"))).Build()
 	del := admissiontest.Delete(pgClaimGVR, "PostgreSQLInstance", req("db", inNamespace("default"), compositeDeletePolicy("Foreground"))).Build()
 
-	got := rule.Wrap(r, spec.Webhooks[0], opts).Handle(context.Background(), create)
+	got := serving.Wrap(r, spec.Webhooks[0], opts).Handle(context.Background(), create)
 	if got.Allowed || got.Result.Code != http.StatusServiceUnavailable {
 		t.Errorf("create entry (Fail): an unsynced cache must refuse, got allowed=%v %+v", got.Allowed, got.Result)
 	}
-	got = rule.Wrap(r, spec.Webhooks[2], opts).Handle(context.Background(), del)
+	got = serving.Wrap(r, spec.Webhooks[2], opts).Handle(context.Background(), del)
 	if !got.Allowed || len(got.Warnings) != 1 {
 		t.Errorf("delete entry (Ignore): an unsynced cache must allow with a warning, got allowed=%v warnings=%v", got.Allowed, got.Warnings)
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 	"github.com/stewardhq/steward/webhooks/object"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -36,10 +37,10 @@ type Rule struct {
 }
 
 var (
-	_ rule.Rule         = (*Rule)(nil)
-	_ rule.ManagerSetup = (*Rule)(nil)
-	_ rule.Inheritor    = (*Rule)(nil)
-	_ rule.CacheScope   = (*Rule)(nil)
+	_ rule.Rule                 = (*Rule)(nil)
+	_ clustercache.ManagerSetup = (*Rule)(nil)
+	_ rule.Inheritor            = (*Rule)(nil)
+	_ rule.CacheScope           = (*Rule)(nil)
 )
 
 // New builds the rule from its configuration and the global break-glass

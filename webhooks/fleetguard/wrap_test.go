@@ -12,6 +12,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 // TestModesThroughWrap proves fleetguard's verdicts work with the shared
@@ -92,7 +93,7 @@ func TestModesThroughWrap(t *testing.T) {
 			if tc.rule != nil {
 				under = tc.rule
 			}
-			h := rule.Wrap(under, tc.webhook, rule.Options{Mode: tc.mode, BreakGlassGroup: "steward:break-glass", Log: logr.Discard()})
+			h := serving.Wrap(under, tc.webhook, serving.Options{Mode: tc.mode, BreakGlassGroup: "steward:break-glass", Log: logr.Discard()})
 			got := h.Handle(context.Background(), tc.req)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nWrap(...).Handle(...): -want, +got:\n%s", tc.reason, diff)

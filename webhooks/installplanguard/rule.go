@@ -17,6 +17,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -40,9 +41,9 @@ type Rule struct {
 }
 
 var (
-	_ rule.Rule         = (*Rule)(nil)
-	_ rule.ManagerSetup = (*Rule)(nil)
-	_ rule.Inheritor    = (*Rule)(nil)
+	_ rule.Rule                 = (*Rule)(nil)
+	_ clustercache.ManagerSetup = (*Rule)(nil)
+	_ rule.Inheritor            = (*Rule)(nil)
 )
 
 // New builds the rule from its (defaulted) configuration. It does not touch

@@ -6,10 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
-	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 )
 
 // Rule is one Steward rule: an admission handler that knows how it is
@@ -23,18 +20,6 @@ import (
 type Rule interface {
 	Handle(ctx context.Context, req *Request) admission.Response
 	Spec() Spec
-}
-
-// ManagerSetup is implemented by rules that need informer caches. The server
-// calls it before the manager starts, so the caches sync before Steward
-// reports ready. Rules rendered for manifests are never set up.
-//
-// Kinds that are built in and always served can use the manager's cache;
-// kinds a cluster may not serve, or serves at versions that change with
-// upgrades, come from the one shared clustercache.Cache (see its package
-// comment for why the manager's cache cannot hold them).
-type ManagerSetup interface {
-	SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache) error
 }
 
 // CacheScope is implemented by rules whose objects in the manager's shared
@@ -54,7 +39,7 @@ type MetricsCollector interface {
 }
 
 // Inheritor is implemented by rules with state from the cluster
-// (ManagerSetup) that can take new settings while Steward runs. When the
+// (clustercache.ManagerSetup) that can take new settings while Steward runs. When the
 // configuration file changes, the server builds the rule again from the
 // new settings, never sets it up, and calls Inherit with the rule being
 // served (of the same type, set up at start or itself an heir) before the

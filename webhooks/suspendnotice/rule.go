@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -37,9 +38,9 @@ type Rule struct {
 }
 
 var (
-	_ rule.Rule         = (*Rule)(nil)
-	_ rule.ManagerSetup = (*Rule)(nil)
-	_ rule.Inheritor    = (*Rule)(nil)
+	_ rule.Rule                 = (*Rule)(nil)
+	_ clustercache.ManagerSetup = (*Rule)(nil)
+	_ rule.Inheritor            = (*Rule)(nil)
 )
 
 // New builds the rule from its (defaulted) configuration. It does not touch

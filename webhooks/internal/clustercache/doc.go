@@ -8,7 +8,7 @@
 // app.kubernetes.io/version label) to ask again when a kind is added,
 // removed or changes its served versions or its label, and runs informers
 // for the rules over metadata and dynamic clients it also creates once.
-// Rules get the Cache through rule.ManagerSetup and use it in one of three
+// Rules get the Cache through ManagerSetup and use it in one of three
 // ways:
 //
 //   - Follow: a fixed list of resources (suspendnotice's Flux kinds,

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 // AllowAll is the floor a rule's handler is measured against: it allows
@@ -22,7 +23,7 @@ func (AllowAll) Handle(context.Context, *rule.Request) admission.Response {
 // Spec names the baseline; it is never registered.
 func (AllowAll) Spec() rule.Spec { return rule.Spec{Name: "allowall"} }
 
-// Both measure a rule as the serving layer calls it (rule.Judge), its
+// Both measure a rule as the serving layer calls it (serving.Judge), its
 // objects' Views included.
 
 // BenchmarkHandle measures h on each of reqs, one sub-benchmark each, and
@@ -39,7 +40,7 @@ func BenchmarkHandle(b *testing.B, h rule.Rule, floor string, reqs map[string]ad
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = rule.Judge(ctx, h, req)
+				_ = serving.Judge(ctx, h, req)
 			}
 		})
 	}
@@ -56,12 +57,12 @@ func BenchmarkHandle(b *testing.B, h rule.Rule, floor string, reqs map[string]ad
 func BenchmarkVerdict(b *testing.B, h rule.Rule, req admission.Request, check func(admission.Response) error) {
 	b.Helper()
 	ctx := context.Background()
-	if err := check(rule.Judge(ctx, h, req)); err != nil {
+	if err := check(serving.Judge(ctx, h, req)); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = rule.Judge(ctx, h, req)
+		_ = serving.Judge(ctx, h, req)
 	}
 }
 

@@ -1,4 +1,4 @@
-package rule_test
+package serving_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 // answer is what a caller of Serve can see of its answer.
@@ -123,13 +124,13 @@ func TestServeAnswersEveryBodyWithAReview(t *testing.T) {
 		},
 		"OverTheSizeLimit": {
 			reason: "a body over the limit is refused with 413 without being read further",
-			rule:   denied, contentType: "application/json", body: append(reviewOf("admission.k8s.io/v1", req), bytes.Repeat([]byte(" "), rule.MaxReviewBytes)...),
+			rule:   denied, contentType: "application/json", body: append(reviewOf("admission.k8s.io/v1", req), bytes.Repeat([]byte(" "), serving.MaxReviewBytes)...),
 			want: answer{Status: 200, APIVersion: "admission.k8s.io/v1", Code: 413, Message: "request entity is too large; limit is 7340032 bytes"},
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			h := rule.Serve(rule.Wrap(tc.rule, rule.Webhook{}, rule.Options{Mode: rule.Enforce, Log: logr.Discard()}), logr.Discard())
+			h := serving.Serve(serving.Wrap(tc.rule, rule.Webhook{}, serving.Options{Mode: rule.Enforce, Log: logr.Discard()}), logr.Discard())
 			if diff := cmp.Diff(tc.want, serve(t, h, tc.contentType, tc.body)); diff != "" {
 				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
 			}
@@ -144,7 +145,7 @@ func TestServeReusesBuffersSafely(t *testing.T) {
 	echo := admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
 		return admission.Denied(string(req.Object.Raw))
 	})
-	h := rule.Serve(echo, logr.Discard())
+	h := serving.Serve(echo, logr.Discard())
 	big := admissiontest.Create(deployments, "Deployment", map[string]any{"metadata": map[string]any{"name": strings.Repeat("x", 4096)}}).Build()
 	small := admissiontest.Create(deployments, "Deployment", map[string]any{"metadata": map[string]any{"name": "y"}}).Build()
 	for i := 0; i < 3; i++ {
@@ -168,7 +169,7 @@ func FuzzServe(f *testing.F) {
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`null`))
 	allow := fakeRule{name: "guard", typ: rule.Validating, resp: admission.Allowed("")}
-	h := rule.Serve(rule.Wrap(allow, rule.Webhook{}, rule.Options{Mode: rule.Enforce, Log: logr.Discard()}), logr.Discard())
+	h := serving.Serve(serving.Wrap(allow, rule.Webhook{}, serving.Options{Mode: rule.Enforce, Log: logr.Discard()}), logr.Discard())
 	f.Fuzz(func(t *testing.T, body []byte) {
 		got := serve(t, h, "application/json", body)
 		if got.Status != http.StatusOK {

@@ -1,4 +1,4 @@
-package rule
+package serving
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -141,4 +142,22 @@ func (s *server) write(w http.ResponseWriter, buf *bytes.Buffer, typ metav1.Type
 	if _, err := w.Write(buf.Bytes()); err != nil {
 		s.log.V(1).Info("writing the answer", "error", err.Error())
 	}
+}
+
+// bodyReadTimeout bounds how long a client may take to send a request body.
+// The webhook server only bounds the headers (ReadHeaderTimeout), so a client
+// trickling a body a byte at a time would otherwise hold a connection and a
+// goroutine forever. The API server sends a review at once and gives up on a
+// webhook after at most 30 s, so 10 s never cuts off a real call.
+const bodyReadTimeout = 10 * time.Second
+
+// withBodyDeadline sets a read deadline on the connection before the
+// handler reads the body.
+func withBodyDeadline(next http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Not every ResponseWriter supports deadlines (httptest's does
+		// not); serving without one beats refusing the request.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+		next.ServeHTTP(w, r)
+	})
 }

@@ -1,4 +1,4 @@
-package rule
+package serving
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/lru"
+
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // Limits of DenialEvents. They bound what a writer retrying forever, or
@@ -121,7 +123,7 @@ func (d *DenialEvents) forRule(name string) *ruleEvents {
 // service account. Warn and audit mode, exempt users and break-glass
 // allow the request, so there is no refusal to report; people get the
 // denial message in their terminal, so an Event would only repeat it.
-func (r *ruleEvents) denied(req *Request, verdict string) {
+func (r *ruleEvents) denied(req *rule.Request, verdict string) {
 	// A dry run must change nothing: Steward's webhooks promise
 	// sideEffects None, which is what lets the API server call them for
 	// dry runs at all. The agent learns of the refusal from its answer.
@@ -174,7 +176,7 @@ func isServiceAccount(user string) bool {
 // whose kind is Scale, not the object's (which the request does not carry).
 // A CREATE's object does not exist yet, so its reference has no uid; the
 // API server accepts that and `kubectl describe` matches by kind and name.
-func regardingRef(req *Request) (*corev1.ObjectReference, bool) {
+func regardingRef(req *rule.Request) (*corev1.ObjectReference, bool) {
 	if req.Name == "" || req.SubResource == "scale" {
 		return nil, false
 	}
@@ -190,13 +192,13 @@ func regardingRef(req *Request) (*corev1.ObjectReference, bool) {
 // old one of an UPDATE or DELETE); it is only decoded for a request that
 // gets an Event. A CREATE's object carries the uid the API server gave it
 // before admission, which names nothing once the create is refused.
-func objectUID(req *Request) types.UID {
+func objectUID(req *rule.Request) types.UID {
 	return types.UID(req.OldView().UID())
 }
 
 // eventNote says who was refused what, then the denial, cut to the API
 // server's limit on a whole character.
-func eventNote(req *Request, verdict string) string {
+func eventNote(req *rule.Request, verdict string) string {
 	what := string(req.Operation)
 	if req.SubResource != "" {
 		what += " of " + req.SubResource

@@ -1,4 +1,4 @@
-package rule
+package serving
 
 import (
 	"net/http"

@@ -1,4 +1,4 @@
-package rule
+package serving
 
 import (
 	"context"
@@ -11,12 +11,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // Options are the settings Wrap applies around every rule.
 type Options struct {
 	// Mode is how the rule's denials take effect.
-	Mode Mode
+	Mode rule.Mode
 	// ExemptUsers and ExemptGroups are identities whose requests a rule
 	// never denies; they are allowed with a warning and an audit annotation.
 	ExemptUsers  []string
@@ -28,6 +30,9 @@ type Options struct {
 	// Events, when set, records a Kubernetes Event for each denial of a
 	// service account's write.
 	Events *DenialEvents
+	// Metrics records each decision; when nil, decisions are counted
+	// nowhere.
+	Metrics *Metrics
 }
 
 // Wrap returns the handler the server registers at one of a rule's webhook
@@ -35,33 +40,38 @@ type Options struct {
 // panic recovery, the webhook's failure policy for internal errors,
 // exemptions and break-glass, the rule's mode, audit annotations, the
 // decision log line and the decision counter.
-func Wrap(r Rule, wh Webhook, opts Options) admission.Handler {
+func Wrap(r rule.Rule, wh rule.Webhook, opts Options) admission.Handler {
 	spec := r.Spec()
+	m := opts.Metrics
+	if m == nil {
+		m = NewMetrics()
+	}
 	return &wrapped{
-		rule:     r,
-		name:     spec.Name,
-		failOpen: spec.Type == Mutating || wh.FailurePolicy == admissionregistrationv1.Ignore,
-		opts:     opts,
-		seconds:  decisionSeconds.WithLabelValues(spec.Name),
-		events:   opts.Events.forRule(spec.Name),
+		rule:      r,
+		name:      spec.Name,
+		failOpen:  spec.Type == rule.Mutating || wh.FailurePolicy == admissionregistrationv1.Ignore,
+		opts:      opts,
+		seconds:   m.seconds.WithLabelValues(spec.Name),
+		decisions: m.decisions,
+		events:    opts.Events.forRule(spec.Name),
 	}
 }
 
 type wrapped struct {
-	rule     Rule
+	rule     rule.Rule
 	name     string
 	failOpen bool
 	opts     Options
 	// seconds is the rule's decision duration histogram, looked up once.
-	seconds prometheus.Observer
+	seconds   prometheus.Observer
+	decisions *prometheus.CounterVec
 	// events records denials of service accounts (nil: none).
 	events *ruleEvents
 }
 
 func (w *wrapped) Handle(ctx context.Context, ar admission.Request) (resp admission.Response) {
 	start := time.Now()
-	req := requests.Get().(*Request)
-	req.reset(ar)
+	req := acquire(ar)
 	defer func() {
 		// The Request's Views are read up to the last line of the
 		// decision (Events read the stored object's uid), and reused
@@ -76,7 +86,7 @@ func (w *wrapped) Handle(ctx context.Context, ar admission.Request) (resp admiss
 		// No API server sends such a review, so whatever sent it gets a
 		// refusal even where the failure policy would allow: an "allowed"
 		// answer to a malformed review is never what a caller should see.
-		decisions.WithLabelValues(w.name, string(Errored)).Inc()
+		w.decisions.WithLabelValues(w.name, string(Errored)).Inc()
 		w.log(req, Errored, err.Error())
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("%s: %w", w.name, err))
 	}
@@ -85,7 +95,7 @@ func (w *wrapped) Handle(ctx context.Context, ar admission.Request) (resp admiss
 
 // checkRequest refuses AdmissionReviews that carry no usable request, so no
 // rule has to guard against an empty one.
-func checkRequest(req *Request) error {
+func checkRequest(req *rule.Request) error {
 	switch {
 	case req.UID == "":
 		return fmt.Errorf("AdmissionReview has no request (or the request has no uid)")
@@ -98,7 +108,7 @@ func checkRequest(req *Request) error {
 }
 
 // finish turns the rule's verdict into the response the API server gets.
-func (w *wrapped) finish(req *Request, resp admission.Response) admission.Response {
+func (w *wrapped) finish(req *rule.Request, resp admission.Response) admission.Response {
 	decision := classify(resp)
 	verdict := message(resp)
 	switch decision {
@@ -115,7 +125,7 @@ func (w *wrapped) finish(req *Request, resp admission.Response) admission.Respon
 			w.events.denied(req, verdict)
 		}
 	case Allowed, Warned:
-		if w.opts.Mode == Audit && (len(resp.Patches) > 0 || len(resp.Patch) > 0 || len(resp.Warnings) > 0) {
+		if w.opts.Mode == rule.Audit && (len(resp.Patches) > 0 || len(resp.Patch) > 0 || len(resp.Warnings) > 0) {
 			// Audit mode has no visible effect on the request; the log
 			// line and audit annotation record what would have happened.
 			resp = admission.Allowed(verdict)
@@ -126,12 +136,12 @@ func (w *wrapped) finish(req *Request, resp admission.Response) admission.Respon
 		resp = withAudit(resp, decision, verdict)
 		w.log(req, decision, verdict)
 	}
-	decisions.WithLabelValues(w.name, string(decision)).Inc()
+	w.decisions.WithLabelValues(w.name, string(decision)).Inc()
 	return resp
 }
 
 // soften applies exemptions, break-glass and the rule's mode to a denial.
-func (w *wrapped) soften(req *Request, verdict string, denied admission.Response) (Decision, admission.Response) {
+func (w *wrapped) soften(req *rule.Request, verdict string, denied admission.Response) (Decision, admission.Response) {
 	user := req.UserInfo.Username
 	switch {
 	case slices.Contains(w.opts.ExemptUsers, user) || intersects(w.opts.ExemptGroups, req.UserInfo.Groups):
@@ -140,9 +150,9 @@ func (w *wrapped) soften(req *Request, verdict string, denied admission.Response
 	case w.opts.BreakGlassGroup != "" && slices.Contains(req.UserInfo.Groups, w.opts.BreakGlassGroup):
 		resp := admission.Allowed(verdict).WithWarnings(fmt.Sprintf("%s: break-glass by %s (group %s) recorded; without it: %s", w.name, user, w.opts.BreakGlassGroup, verdict))
 		return Bypassed, withAnnotation(resp, "break-glass-by", user)
-	case w.opts.Mode == Warn:
+	case w.opts.Mode == rule.Warn:
 		return Warned, admission.Allowed(verdict).WithWarnings(verdict)
-	case w.opts.Mode == Audit:
+	case w.opts.Mode == rule.Audit:
 		return Audited, admission.Allowed(verdict)
 	}
 	return Denied, denied
@@ -199,7 +209,7 @@ func withAnnotation(resp admission.Response, key, value string) admission.Respon
 	return resp
 }
 
-func (w *wrapped) log(req *Request, d Decision, verdict string) {
+func (w *wrapped) log(req *rule.Request, d Decision, verdict string) {
 	level := 0
 	if d == Allowed {
 		level = 1

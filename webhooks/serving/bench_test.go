@@ -1,4 +1,4 @@
-package rule_test
+package serving_test
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 // benchDeployment is a Deployment as Fleet deploys it: Fleet's and Helm's
@@ -107,11 +108,11 @@ func jsonLog() logr.Logger {
 var validatingWebhook = rule.Webhook{Name: "bench.steward.dev", Path: "/validate/bench", FailurePolicy: admissionregistrationv1.Fail}
 
 // BenchmarkWrapAllowAll is the floor every rule's handler benchmark is
-// compared with: rule.Wrap around a rule that allows everything without
+// compared with: serving.Wrap around a rule that allows everything without
 // reading the request, on a realistic Deployment update. Handle is the
 // wrapper alone; ServeHTTP adds what is done around it for each call from
 // the API server (decoding the AdmissionReview, encoding the answer), by
-// controller-runtime's admission.Webhook and by rule.Serve. DenyAll shows
+// controller-runtime's admission.Webhook and by serving.Serve. DenyAll shows
 // the cost of a denial: the audit annotations, the JSON decision log line
 // and the counter.
 func BenchmarkWrapAllowAll(b *testing.B) {
@@ -119,10 +120,10 @@ func BenchmarkWrapAllowAll(b *testing.B) {
 	req := benchRequest()
 	allow := fakeRule{name: "allowall", typ: rule.Validating, resp: admission.Allowed("")}
 	deny := fakeRule{name: "denyall", typ: rule.Validating, resp: admission.Denied("denyall: Deployment shop/web is managed by Fleet")}
-	opts := rule.Options{Mode: rule.Enforce, BreakGlassGroup: "steward:break-glass", Log: jsonLog()}
+	opts := serving.Options{Mode: rule.Enforce, BreakGlassGroup: "steward:break-glass", Log: jsonLog()}
 
 	b.Run("Handle", func(b *testing.B) {
-		h := rule.Wrap(allow, validatingWebhook, opts)
+		h := serving.Wrap(allow, validatingWebhook, opts)
 		b.ReportAllocs()
 		for b.Loop() {
 			if resp := h.Handle(ctx, req); !resp.Allowed {
@@ -131,7 +132,7 @@ func BenchmarkWrapAllowAll(b *testing.B) {
 		}
 	})
 	b.Run("DenyAll", func(b *testing.B) {
-		h := rule.Wrap(deny, validatingWebhook, opts)
+		h := serving.Wrap(deny, validatingWebhook, opts)
 		b.ReportAllocs()
 		for b.Loop() {
 			if resp := h.Handle(ctx, req); resp.Allowed {
@@ -140,14 +141,14 @@ func BenchmarkWrapAllowAll(b *testing.B) {
 		}
 	})
 	// The same call over HTTP: controller-runtime's admission.Webhook, as
-	// the allow-all peer serves it, then rule.Serve, as Steward does.
+	// the allow-all peer serves it, then serving.Serve, as Steward does.
 	httpCases := map[string]func(admission.Handler) http.Handler{
 		"ServeHTTP/ControllerRuntime": func(h admission.Handler) http.Handler { return &admission.Webhook{Handler: h} },
-		"ServeHTTP/Serve":             func(h admission.Handler) http.Handler { return rule.Serve(h, logr.Discard()) },
+		"ServeHTTP/Serve":             func(h admission.Handler) http.Handler { return serving.Serve(h, logr.Discard()) },
 	}
 	for name, serveWith := range httpCases {
 		b.Run(name, func(b *testing.B) {
-			wh := serveWith(rule.Wrap(allow, validatingWebhook, opts))
+			wh := serveWith(serving.Wrap(allow, validatingWebhook, opts))
 			body := reviewBody(b, req)
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()

@@ -1,4 +1,4 @@
-package rule
+package serving
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // recorded is one Event a fakeRecorder was asked for.
@@ -71,10 +72,10 @@ func deployment(uid string) map[string]any {
 // denyingRule refuses everything with msg.
 type denyingRule struct{ msg string }
 
-func (r denyingRule) Handle(context.Context, *Request) admission.Response {
+func (r denyingRule) Handle(context.Context, *rule.Request) admission.Response {
 	return admission.Denied(r.msg)
 }
-func (denyingRule) Spec() Spec { return Spec{Name: "fleetguard", Type: Validating} }
+func (denyingRule) Spec() rule.Spec { return rule.Spec{Name: "fleetguard", Type: rule.Validating} }
 
 // TestDenialEventsRecordOnlyStandingRefusalsOfServiceAccounts: through
 // Wrap, only an enforced denial of a service account's write records an
@@ -106,54 +107,54 @@ func TestDenialEventsRecordOnlyStandingRefusalsOfServiceAccounts(t *testing.T) {
 	}{
 		"ServiceAccountRefusedUpdate": {
 			reason: "a GitOps agent's refused update is recorded on the object, with its uid",
-			opts:   Options{Mode: Enforce},
+			opts:   Options{Mode: rule.Enforce},
 			req:    update.User(kustomizeController, "system:serviceaccounts", "system:serviceaccounts:flux-system").Build(),
 			want:   refused(withUID, "UPDATE", "UPDATE"),
 		},
 		"ServiceAccountRefusedCreate": {
 			reason: "a refused create names the object that does not exist yet, without a uid",
-			opts:   Options{Mode: Enforce},
+			opts:   Options{Mode: rule.Enforce},
 			req:    create.User(kustomizeController).Build(),
 			want:   refused(web, "CREATE", "CREATE"),
 		},
 		"DryRun": {
 			reason: "a dry run changes nothing, as the webhooks' sideEffects None promise; its answer tells the agent",
-			opts:   Options{Mode: Enforce},
+			opts:   Options{Mode: rule.Enforce},
 			req:    agentUpdate().DryRun().Build(),
 		},
 		"Person": {
 			reason: "a person reads the denial in the terminal",
-			opts:   Options{Mode: Enforce},
+			opts:   Options{Mode: rule.Enforce},
 			req:    admissiontest.Update(deploymentsGVR, "Deployment", deployment("u-1"), deployment("u-1")).User("jane", "system:authenticated").Build(),
 		},
 		"LookalikeUser": {
 			reason: "only the exact system:serviceaccount:<ns>:<name> form is a service account",
-			opts:   Options{Mode: Enforce},
+			opts:   Options{Mode: rule.Enforce},
 			req:    admissiontest.Update(deploymentsGVR, "Deployment", deployment("u-1"), deployment("u-1")).User("system:serviceaccount:flux-system").Build(),
 		},
 		"ExemptServiceAccount": {
 			reason: "an exempt writer is allowed, so nothing was refused",
-			opts:   Options{Mode: Enforce, ExemptUsers: []string{kustomizeController}},
+			opts:   Options{Mode: rule.Enforce, ExemptUsers: []string{kustomizeController}},
 			req:    agentUpdate().Build(),
 		},
 		"BreakGlass": {
 			reason: "break-glass is allowed, so nothing was refused",
-			opts:   Options{Mode: Enforce, BreakGlassGroup: "ops"},
+			opts:   Options{Mode: rule.Enforce, BreakGlassGroup: "ops"},
 			req:    admissiontest.Update(deploymentsGVR, "Deployment", deployment("u-1"), deployment("u-1")).User(kustomizeController, "ops").Build(),
 		},
 		"WarnMode": {
 			reason: "warn mode allows the write",
-			opts:   Options{Mode: Warn},
+			opts:   Options{Mode: rule.Warn},
 			req:    agentUpdate().Build(),
 		},
 		"AuditMode": {
 			reason: "audit mode allows the write silently",
-			opts:   Options{Mode: Audit},
+			opts:   Options{Mode: rule.Audit},
 			req:    agentUpdate().Build(),
 		},
 		"Scale": {
 			reason: "a Scale is not the object, and the request does not carry the object's kind",
-			opts:   Options{Mode: Enforce},
+			opts:   Options{Mode: rule.Enforce},
 			req:    admissiontest.Update(deploymentsGVR, "Scale", deployment("u-1"), deployment("u-1")).User(kustomizeController).SubResource("scale").Build(),
 		},
 	}
@@ -162,7 +163,7 @@ func TestDenialEventsRecordOnlyStandingRefusalsOfServiceAccounts(t *testing.T) {
 			fake := &fakeRecorder{}
 			events := NewDenialEvents(fake.forController)
 			tc.opts.Events = events
-			Wrap(denyingRule{msg: "fleetguard: no"}, Webhook{}, tc.opts).Handle(context.Background(), tc.req)
+			Wrap(denyingRule{msg: "fleetguard: no"}, rule.Webhook{}, tc.opts).Handle(context.Background(), tc.req)
 			events.drain()
 			if diff := cmp.Diff(tc.want, fake.events); diff != "" {
 				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
@@ -180,9 +181,9 @@ func TestDenialEventsCooldown(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	events.now = func() time.Time { return now }
 	fleet, claims := events.forRule("fleetguard"), events.forRule("claimguard")
-	req := func(name string) *Request {
+	req := func(name string) *rule.Request {
 		obj := map[string]any{"metadata": map[string]any{"name": name, "namespace": "apps"}}
-		return NewRequest(admissiontest.Update(deploymentsGVR, "Deployment", obj, obj).User(kustomizeController).Build())
+		return rule.NewRequest(admissiontest.Update(deploymentsGVR, "Deployment", obj, obj).User(kustomizeController).Build())
 	}
 	for range 10 {
 		fleet.denied(req("web"), "no")
@@ -210,9 +211,9 @@ func TestDenialEventsAreBounded(t *testing.T) {
 	fake := &fakeRecorder{}
 	events := NewDenialEvents(fake.forController)
 	fleet := events.forRule("fleetguard")
-	req := func(i int) *Request {
+	req := func(i int) *rule.Request {
 		obj := map[string]any{"metadata": map[string]any{"name": fmt.Sprintf("web-%d", i), "namespace": "apps"}}
-		return NewRequest(admissiontest.Update(deploymentsGVR, "Deployment", obj, obj).User(kustomizeController).Build())
+		return rule.NewRequest(admissiontest.Update(deploymentsGVR, "Deployment", obj, obj).User(kustomizeController).Build())
 	}
 
 	// Unlimited rate, nothing draining: the queue fills and the rest drop.

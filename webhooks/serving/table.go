@@ -1,0 +1,123 @@
+package serving
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// Served is one rule as a configuration serves it: its mode, or, with a
+// nil Rule, turned off.
+type Served struct {
+	Rule rule.Rule
+	Mode rule.Mode
+}
+
+// Settings are what a configuration applies around every rule.
+type Settings struct {
+	ExemptUsers, ExemptGroups []string
+	BreakGlassGroup           string
+	// RecordEvents is whether denials of service accounts' writes are
+	// recorded as Events.
+	RecordEvents bool
+}
+
+// A Table answers every webhook path Steward serves. The paths are fixed
+// at start-up, as the manifests register them; what answers at each path
+// is swapped, all paths at once, when a reloaded configuration takes
+// effect, so a request is judged wholly by the old configuration or wholly
+// by the new one.
+type Table struct {
+	// webhooks are each rule's entries as registered at start-up.
+	webhooks [][]rule.Webhook
+	events   *DenialEvents
+	metrics  *Metrics
+	log      logr.Logger
+	current  atomic.Pointer[handlers]
+}
+
+// handlers is one configuration's handler for each path.
+type handlers map[string]admission.Handler
+
+// NewTable serves rules (every rule of the list, in its order) with s.
+// events is nil when Steward records no Events; metrics record every
+// decision; log receives the decision lines.
+func NewTable(rules []Served, s Settings, events *DenialEvents, metrics *Metrics, log logr.Logger) *Table {
+	t := &Table{events: events, metrics: metrics, log: log}
+	for _, r := range rules {
+		t.webhooks = append(t.webhooks, r.Rule.Spec().Webhooks)
+	}
+	t.Swap(rules, s)
+	return t
+}
+
+// Swap makes next (next[i] in place of the i-th rule served at start-up),
+// with s, answer every path from the next request on. A rule turned off
+// allows every request without judging it: its webhooks stay registered
+// until the manifests are rendered again, and answering 404 there would
+// refuse writes with failurePolicy Fail.
+func (t *Table) Swap(next []Served, s Settings) {
+	events := t.events
+	if !s.RecordEvents {
+		events = nil
+	}
+	out := handlers{}
+	for i, r := range next {
+		for _, wh := range t.webhooks[i] {
+			if r.Rule == nil {
+				out[wh.Path] = unjudged{}
+				continue
+			}
+			out[wh.Path] = Wrap(r.Rule, wh, Options{
+				Mode:            r.Mode,
+				ExemptUsers:     s.ExemptUsers,
+				ExemptGroups:    s.ExemptGroups,
+				BreakGlassGroup: s.BreakGlassGroup,
+				Log:             t.log,
+				Events:          events,
+				Metrics:         t.metrics,
+			})
+		}
+	}
+	t.current.Store(&out)
+}
+
+// Serves reports whether the current configuration answers at path.
+func (t *Table) Serves(path string) bool {
+	_, ok := (*t.current.Load())[path]
+	return ok
+}
+
+// Handler answers at path with whichever configuration is current.
+func (t *Table) Handler(path string) admission.Handler {
+	return dispatch{t: t, path: path}
+}
+
+// HTTP is the handler the webhook server registers at path: the request
+// is charged to limit, its body read within bodyReadTimeout and decoded
+// (Serve), and answered by the current configuration. log receives the
+// lines about unreadable requests.
+func (t *Table) HTTP(path string, limit *InflightLimit, log logr.Logger) http.Handler {
+	return limit.Wrap(withBodyDeadline(Serve(t.Handler(path), log), bodyReadTimeout))
+}
+
+type dispatch struct {
+	t    *Table
+	path string
+}
+
+func (d dispatch) Handle(ctx context.Context, req admission.Request) admission.Response {
+	return (*d.t.current.Load())[d.path].Handle(ctx, req)
+}
+
+// unjudged answers for a rule turned off while Steward runs.
+type unjudged struct{}
+
+func (unjudged) Handle(context.Context, admission.Request) admission.Response {
+	return admission.Allowed("")
+}
