@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/stewardhq/steward/webhooks/audit"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // Bounds of the background audit's interval.
@@ -109,4 +112,19 @@ func (d *Duration) UnmarshalJSON(data []byte) error {
 	}
 	d.Duration = v
 	return nil
+}
+
+// Auditors are the rules among rules that can audit, are on (their mode
+// is not off) and are not disabled in c, in the list's order: what the
+// background audit asks.
+func (c AuditConfig) Auditors(rules []Configured) []audit.Auditor {
+	var out []audit.Auditor
+	for _, r := range rules {
+		a, ok := r.Rule.(rule.Auditor)
+		if !ok || r.Rule == nil || r.Mode == rule.Off || c.Disabled(r.Name) {
+			continue
+		}
+		out = append(out, audit.Auditor{Name: r.Name, Auditor: a})
+	}
+	return out
 }

@@ -178,7 +178,7 @@ func auditOnce(ctx context.Context, restCfg *rest.Config, cfg webhooks.Config, t
 	go func() { stopped <- mgr.Start(ctx) }()
 	defer func() { cancel(); <-stopped }()
 
-	auditors := audit.Auditors(rules, cfg.Audit)
+	auditors := cfg.Audit.Auditors(rules)
 	for {
 		if mgr.GetCache().WaitForCacheSync(ctx) {
 			pass := audit.Collect(ctx, auditors, mgr.GetAPIReader())

@@ -3,11 +3,13 @@ package main
 import (
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/audit"
 	"github.com/stewardhq/steward/webhooks/rule"
 	"github.com/stewardhq/steward/webhooks/serving"
 )
@@ -67,6 +69,13 @@ func settings(cfg webhooks.Config) serving.Settings {
 func (s *servedRules) forAudit() ([]webhooks.Configured, webhooks.AuditConfig) {
 	v := s.audited.Load()
 	return v.rules, v.audit
+}
+
+// auditCurrent is the background audit's audit.Current: the auditors of
+// the rules served now, and the audit interval in effect.
+func (s *servedRules) auditCurrent() ([]audit.Auditor, time.Duration) {
+	rules, cfg := s.forAudit()
+	return cfg.Auditors(rules), cfg.Every()
 }
 
 // swap makes next, built from cfg, answer every path from the next

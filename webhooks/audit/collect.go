@@ -6,7 +6,6 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -15,20 +14,6 @@ import (
 type Auditor struct {
 	Name string
 	rule.Auditor
-}
-
-// Auditors are the rules among rules that can audit, are on (their mode
-// is not off) and are not disabled in cfg, in the list's order.
-func Auditors(rules []webhooks.Configured, cfg webhooks.AuditConfig) []Auditor {
-	var out []Auditor
-	for _, c := range rules {
-		a, ok := c.Rule.(rule.Auditor)
-		if !ok || c.Rule == nil || c.Mode == rule.Off || cfg.Disabled(c.Name) {
-			continue
-		}
-		out = append(out, Auditor{Name: c.Name, Auditor: a})
-	}
-	return out
 }
 
 // Answer is one rule's answer to one pass.

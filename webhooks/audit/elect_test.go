@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -97,11 +96,10 @@ func TestRunnerAuditsOnlyWhileItHoldsTheLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	suspend := &countingRule{}
-	rules := []webhooks.Configured{{Name: "suspendnotice", Rule: suspend, Mode: rule.Enforce}}
-	cfg := webhooks.AuditConfig{Interval: &webhooks.Duration{Duration: time.Hour}}
+	auditors := []Auditor{{Name: "suspendnotice", Auditor: suspend}}
 	p, _ := newFakePublisher()
 	m := NewMetrics()
-	r := NewRunner(func() ([]webhooks.Configured, webhooks.AuditConfig) { return rules, cfg }, nil, p, m, logr.Discard()).Elect(election)
+	r := NewRunner(func() ([]Auditor, time.Duration) { return auditors, time.Hour }, nil, p, m, logr.Discard()).Elect(election)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -186,11 +184,10 @@ func TestRunnerAuditsOnlyWhileItHoldsTheLease(t *testing.T) {
 // Runner audits without any Lease, and says it leads.
 func TestRunnerWithoutElectionAuditsAtOnce(t *testing.T) {
 	suspend := &countingRule{}
-	rules := []webhooks.Configured{{Name: "suspendnotice", Rule: suspend, Mode: rule.Enforce}}
-	cfg := webhooks.AuditConfig{Interval: &webhooks.Duration{Duration: time.Hour}}
+	auditors := []Auditor{{Name: "suspendnotice", Auditor: suspend}}
 	p, _ := newFakePublisher()
 	m := NewMetrics()
-	r := NewRunner(func() ([]webhooks.Configured, webhooks.AuditConfig) { return rules, cfg }, nil, p, m, logr.Discard())
+	r := NewRunner(func() ([]Auditor, time.Duration) { return auditors, time.Hour }, nil, p, m, logr.Discard())
 	if l := leaderGauge(m); l != 0 {
 		t.Errorf("steward_audit_leader = %v before the Runner starts, want 0", l)
 	}

@@ -8,8 +8,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/stewardhq/steward/webhooks"
 )
 
 // Timings of the runner.
@@ -24,10 +22,10 @@ const (
 	offPoll = 10 * time.Second
 )
 
-// Current returns the rules being served and the audit configuration in
-// effect now: a configuration reload replaces both, and every pass asks
-// again.
-type Current func() ([]webhooks.Configured, webhooks.AuditConfig)
+// Current returns the auditors of the rules being served and the audit
+// interval in effect now (0: the audit is off): a configuration reload
+// replaces both, and every pass asks again.
+type Current func() (auditors []Auditor, every time.Duration)
 
 // Runner is the background audit of `steward serve`: every interval it
 // asks the auditing rules being served for their findings and publishes
@@ -99,12 +97,11 @@ func (r *Runner) lead(ctx context.Context) {
 func (r *Runner) audit(ctx context.Context) {
 	retry := retryFirst
 	for {
-		rules, cfg := r.current()
-		every := cfg.Every()
+		auditors, every := r.current()
 		wait := offPoll
 		if every > 0 {
 			wait = every
-			if !r.Pass(ctx, rules, cfg) {
+			if !r.Pass(ctx, auditors) {
 				wait = min(retry, every)
 				retry *= 2
 			} else {
@@ -127,8 +124,8 @@ func (r *Runner) audit(ctx context.Context) {
 
 // Pass runs one audit and publishes it; it reports whether every rule
 // answered and the reports were written.
-func (r *Runner) Pass(ctx context.Context, rules []webhooks.Configured, cfg webhooks.AuditConfig) bool {
-	pass := Collect(ctx, Auditors(rules, cfg), r.api)
+func (r *Runner) Pass(ctx context.Context, auditors []Auditor) bool {
+	pass := Collect(ctx, auditors, r.api)
 	if ctx.Err() != nil {
 		// Cut short: the Lease was lost, or Steward is stopping.
 		return false

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -31,36 +31,16 @@ func (f *fakeRule) Audit(context.Context, client.Reader) ([]rule.Finding, error)
 	return f.findings, f.err
 }
 
-// plainRule cannot audit.
-type plainRule struct{}
-
-func (plainRule) Handle(context.Context, *rule.Request) admission.Response {
-	return admission.Allowed("")
-}
-func (plainRule) Spec() rule.Spec { return rule.Spec{} }
-
 func TestRunnerPass(t *testing.T) {
 	suspend := &fakeRule{findings: []rule.Finding{finding("suspended", rule.AuditWarn, "apps", "web")}}
 	olm := &fakeRule{findings: []rule.Finding{finding("installplan-missing", rule.AuditFail, "apps", "etcd")}}
-	fleet := &fakeRule{findings: []rule.Finding{finding("drift", rule.AuditFail, "apps", "cm")}}
-	off := &fakeRule{findings: []rule.Finding{finding("x", rule.AuditFail, "apps", "off")}}
-	rules := []webhooks.Configured{
-		{Name: "suspendnotice", Rule: suspend, Mode: rule.Enforce},
-		{Name: "installplanguard", Rule: olm, Mode: rule.Warn},
-		{Name: "fleetguard", Rule: fleet, Mode: rule.Enforce},
-		{Name: "claimguard", Rule: off, Mode: rule.Off},
-		{Name: "apimigration", Rule: plainRule{}, Mode: rule.Enforce},
-	}
-	cfg := webhooks.AuditConfig{DisabledRules: []string{"fleetguard"}}
+	auditors := []Auditor{{Name: "suspendnotice", Auditor: suspend}, {Name: "installplanguard", Auditor: olm}}
 	p, c := newFakePublisher()
 	m := NewMetrics()
-	r := NewRunner(func() ([]webhooks.Configured, webhooks.AuditConfig) { return rules, cfg }, nil, p, m, logr.Discard())
+	r := NewRunner(func() ([]Auditor, time.Duration) { return auditors, time.Hour }, nil, p, m, logr.Discard())
 
-	if !r.Pass(context.Background(), rules, cfg) {
+	if !r.Pass(context.Background(), auditors) {
 		t.Fatal("a pass where every rule answered and the reports were written must succeed")
-	}
-	if fleet.asked != 0 || off.asked != 0 {
-		t.Errorf("a disabled rule (asked %d) and a rule turned off (asked %d) must not be asked", fleet.asked, off.asked)
 	}
 	var got []string
 	for _, res := range resultsOf(report(t, c, "apps")) {
@@ -89,7 +69,7 @@ steward_audit_reports_published 1
 	// installplanguard's caches stop answering: its results and counts
 	// stand, and the pass asks to be repeated soon.
 	olm.err, olm.findings = errors.New("informer has not synced"), nil
-	if r.Pass(context.Background(), rules, cfg) {
+	if r.Pass(context.Background(), auditors) {
 		t.Error("a pass where a rule could not answer must report it, so it is retried soon")
 	}
 	if n := len(resultsOf(report(t, c, "apps"))); n != 2 {
@@ -102,12 +82,12 @@ steward_audit_reports_published 1
 
 func TestRunnerWithoutTheCRDsKeepsMetrics(t *testing.T) {
 	suspend := &fakeRule{findings: []rule.Finding{finding("suspended", rule.AuditWarn, "apps", "web")}}
-	rules := []webhooks.Configured{{Name: "suspendnotice", Rule: suspend, Mode: rule.Enforce}}
+	auditors := []Auditor{{Name: "suspendnotice", Auditor: suspend}}
 	p, c := newFakePublisher()
 	c.PrependReactor("list", "*", notServedReactor)
 	m := NewMetrics()
 	r := NewRunner(nil, nil, p, m, logr.Discard())
-	if r.Pass(context.Background(), rules, webhooks.AuditConfig{}) {
+	if r.Pass(context.Background(), auditors) {
 		t.Error("a pass that could not publish must not succeed")
 	}
 	if !r.notServed {
