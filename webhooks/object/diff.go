@@ -19,11 +19,9 @@ import (
 // and status, most of an object's bytes, never are. Either view that is
 // not a valid object reads as an empty one.
 func Diff(old, cur *View, skip []Pointer, limit int) Changes {
-	// The members of the levels the diff descends to, about 60 for an
-	// image change of a Deployment.
-	buf := make([]rawMember, 0, 64)
-	d := differ{skip: skip, limit: limit, path: make(Pointer, 0, 16), views: [2]*View{old, cur}, buf: buf}
+	d := differ{skip: skip, limit: limit, path: make(Pointer, 0, 16), views: [2]*View{old, cur}, buf: old.borrow()}
 	d.walk(old.Field(), cur.Field(), 0)
+	old.giveBack(d.buf)
 	return d.out
 }
 
@@ -132,7 +130,14 @@ func scalar(k byte) bool { return k == '"' || k == 's' }
 // decode to equal values; unlike walk, it counts no empty value equal
 // to another of a different type.
 func (d *differ) same(a, b []byte) bool {
-	return equalJSON(&d.views[0].ix, a, &d.views[1].ix, b)
+	// The comparison splits into d.buf's room past the levels walked,
+	// which the walk reuses once it returns.
+	eq, buf := equalJSON(&d.views[0].ix, a, &d.views[1].ix, b, d.buf[len(d.buf):])
+	if cap(buf) > cap(d.buf)-len(d.buf) {
+		// It outgrew the room: keep the larger buffer for the walk.
+		d.buf = append(buf[:0], d.buf...)
+	}
+	return eq
 }
 
 // walkObjects compares two objects key by key, in key order. Members

@@ -14,5 +14,7 @@ func Equal(a, b *View, path ...string) bool {
 	if bytes.Equal(x, y) {
 		return true
 	}
-	return equalJSON(&a.ix, x, &b.ix, y)
+	eq, buf := equalJSON(&a.ix, x, &b.ix, y, a.borrow())
+	a.giveBack(buf)
+	return eq
 }

@@ -18,9 +18,12 @@ import (
 // level is split reading only its own members, so the comparison reads
 // each byte about once however deep the values nest. Its recursion is
 // bounded by the nesting validJSON accepted.
-func equalJSON(xa *rawIndex, a []byte, xb *rawIndex, b []byte) bool {
-	e := equality{xa: xa, xb: xb}
-	return e.equal(trimSpace(a), trimSpace(b))
+//
+// buf is room for the members it splits, which it returns, grown if it
+// had to, so a caller can lend the same buffer to every comparison.
+func equalJSON(xa *rawIndex, a []byte, xb *rawIndex, b []byte, buf []rawMember) (bool, []rawMember) {
+	e := equality{xa: xa, xb: xb, buf: buf[:0]}
+	return e.equal(trimSpace(a), trimSpace(b)), e.buf
 }
 
 // equality holds the members of the objects and arrays being compared, as

@@ -43,7 +43,7 @@ func TestEqual(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := equalJSON(nil, []byte(tc.a), nil, []byte(tc.b)); got != tc.want {
+			if got, _ := equalJSON(nil, []byte(tc.a), nil, []byte(tc.b), nil); got != tc.want {
 				t.Errorf("%s\nEqual(%q, %q) = %v, want %v", tc.reason, tc.a, tc.b, got, tc.want)
 			}
 		})
@@ -65,10 +65,10 @@ func FuzzEqual(f *testing.F) {
 		}
 		ta, tb := trimSpace(a), trimSpace(b)
 		want := reflect.DeepEqual(decodeNumbers(t, a), decodeNumbers(t, b))
-		if got := equalJSON(nil, ta, nil, tb); got != want {
+		if got, _ := equalJSON(nil, ta, nil, tb, nil); got != want {
 			t.Fatalf("Equal(%q, %q) = %v, reflect.DeepEqual of the decoded values: %v", a, b, got, want)
 		}
-		if got := equalJSON(&xa, ta, &xb, tb); got != want {
+		if got, _ := equalJSON(&xa, ta, &xb, tb, nil); got != want {
 			t.Fatalf("Equal(%q, %q) through Indexes = %v, reflect.DeepEqual of the decoded values: %v", a, b, got, want)
 		}
 	})

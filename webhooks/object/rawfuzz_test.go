@@ -20,11 +20,11 @@ var fuzzSeeds = []string{
 }
 
 // FuzzRawJSON holds both readings to encoding/json. On any input nothing
-// panics; validJSON, a strict rawScanner and an rawIndex accept exactly what
+// panics; validJSON, a strict rawScanner and a rawIndex accept exactly what
 // json.Valid accepts, up to maxNesting; and on valid input the lazy reading
 // finds the same extent, and both readings find the members and elements
 // encoding/json finds, the last of repeated keys winning, as do the
-// splits through an rawIndex at every level.
+// splits through a rawIndex at every level.
 func FuzzRawJSON(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
@@ -44,10 +44,10 @@ func FuzzRawJSON(f *testing.F) {
 		}
 		var x rawIndex
 		if ok := x.validJSON(data, 3); ok != validJSON(data, 3) {
-			t.Fatalf("an rawIndex at depth 3 reads %q: %v; validJSON: %v", data, ok, !ok)
+			t.Fatalf("a rawIndex at depth 3 reads %q: %v; validJSON: %v", data, ok, !ok)
 		}
 		if ok := x.validJSON(data, maxNesting); ok != got {
-			t.Fatalf("an rawIndex reads %q: %v; validJSON: %v", data, ok, got)
+			t.Fatalf("a rawIndex reads %q: %v; validJSON: %v", data, ok, got)
 		}
 		// Whatever the input, walking it must not panic.
 		walkAll(newStrict(data, 8))
@@ -83,11 +83,11 @@ func checkIndex(t *testing.T, x *rawIndex, v []byte) {
 		t.Fatalf("the rawIndex of %q does not hold its container %q", x.data, v)
 	}
 	if len(lazy) != len(indexed) {
-		t.Fatalf("split through an rawIndex, %q has %d members, %d when split lazily", v, len(indexed), len(lazy))
+		t.Fatalf("split through a rawIndex, %q has %d members, %d when split lazily", v, len(indexed), len(lazy))
 	}
 	for i, m := range indexed {
 		if !bytes.Equal(m.Key, lazy[i].Key) || !bytes.Equal(m.Value, lazy[i].Value) {
-			t.Fatalf("split through an rawIndex, member %d of %q is %q: %q, split lazily %q: %q", i, v, m.Key, m.Value, lazy[i].Key, lazy[i].Value)
+			t.Fatalf("split through a rawIndex, member %d of %q is %q: %q, split lazily %q: %q", i, v, m.Key, m.Value, lazy[i].Key, lazy[i].Value)
 		}
 		checkIndex(t, x, m.Value)
 	}

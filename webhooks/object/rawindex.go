@@ -5,11 +5,11 @@ import (
 	"slices"
 )
 
-// An rawIndex is a text validJSON accepted, with where each of its non-empty
+// A rawIndex is a text validJSON accepted, with where each of its non-empty
 // objects and arrays starts and ends, recorded while validating. Splitting
 // a value lazily reads all of it, the values nested in its members
 // included, so splitting an object and then its members level by level
-// reads the deepest bytes once per level; through an rawIndex, a split reads
+// reads the deepest bytes once per level; through a rawIndex, a split reads
 // only the object's own keys and scalars and passes each nested container
 // in one step, so validating and then splitting any part of the text
 // reads each byte about once.
@@ -27,7 +27,7 @@ type rawIndex struct {
 	open int32
 }
 
-// A span is one container of an rawIndex: data[start:end] is its text, and
+// A span is one container of a rawIndex: data[start:end] is its text, and
 // spans[next] the first container after it, past the ones nested in it.
 // While the container is open, next holds the span of the container
 // around it.
@@ -103,7 +103,7 @@ func (x *rawIndex) nested(v []byte) nested {
 	return nested{spans: x.spans, k: k + 1, stop: int(x.spans[k].next), base: off}
 }
 
-// nested are the containers of an rawIndex nested in the container a split
+// nested are the containers of a rawIndex nested in the container a split
 // reads, which starts at base in the rawIndex's text: spans[k] is the next
 // one the split meets, spans[stop] the first after the container.
 type nested struct {
@@ -114,7 +114,7 @@ type nested struct {
 
 // value moves s past the value at its position: in one step when it is
 // the next nested container, lazily otherwise (an empty container, a
-// scalar, or a split without an rawIndex).
+// scalar, or a split without a rawIndex).
 func (n *nested) value(s *rawScanner) bool {
 	if n.k < n.stop && int(n.spans[n.k].start) == n.base+s.pos {
 		sp := n.spans[n.k]

@@ -1,12 +1,15 @@
-// Package rawjson reads JSON text in place, without building values, so a
-// rule can find the few members it needs in an object of any size, or cut
-// an object into the raw text of its members, at the cost of one pass over
-// the bytes and no allocation (but for an rawIndex's record of where its
+package object
+
+// The raw JSON reader (the raw*.go files) is the view's private detail. It
+// reads JSON text in place, without building values, so a view can find
+// the few members a rule needs in an object of any size, or cut an object
+// into the raw text of its members, at the cost of one pass over
+// the bytes and no allocation (but for a rawIndex's record of where its
 // containers end).
 //
 // It reads in one of two ways, and every function says which:
 //
-//   - Strict reading (validJSON, rawIndex.Valid, and a rawScanner made by
+//   - Strict reading (validJSON, rawIndex.validJSON, and a rawScanner made by
 //     newStrict) accepts only what encoding/json accepts, nested at most
 //     a given depth. Callers use it on text nothing has validated yet:
 //     whatever it accepts decodes, and whatever it refuses (including
@@ -19,8 +22,7 @@
 //     string it passes ends. It does not look inside the values it skips.
 //     Callers use it on text that was validated before (by validJSON), or
 //     whose every other part a JSON decoder will validate later. The
-//     splits of an rawIndex read the same way, but pass every container the
+//     splits of a rawIndex read the same way, but pass every container the
 //     rawIndex recorded when it validated the text in one step.
 //
 // Neither way panics, on any input.
-package object

@@ -389,7 +389,7 @@ func TestIndex(t *testing.T) {
 	}
 	t.Run("Invalid", func(t *testing.T) {
 		if x.validJSON([]byte(`{"a":{"b":1}`), maxNesting) || x.nested(top).spans != nil || len(x.spans) != 0 {
-			t.Errorf("an rawIndex of invalid text must refuse it and hold nothing, holds %v", x.spans)
+			t.Errorf("a rawIndex of invalid text must refuse it and hold nothing, holds %v", x.spans)
 		}
 	})
 }

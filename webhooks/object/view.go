@@ -33,6 +33,9 @@ type View struct {
 	// labels' and annotations'.
 	have                           uint8
 	top, meta, labels, annotations []rawMember
+	// scratch is the member buffer Equal and Diff lend (haveScratch
+	// records that they did), so comparing allocates nothing.
+	scratch []rawMember
 }
 
 // The levels a View splits once.
@@ -41,6 +44,7 @@ const (
 	haveMeta
 	haveLabels
 	haveAnnotations
+	haveScratch
 )
 
 // New returns the view of raw, the JSON text of an object; nil or empty
@@ -50,19 +54,54 @@ func New(raw []byte) *View {
 }
 
 // Reset makes v the view of raw, keeping the memory v's index and member
-// lists grew into, unless they grew for a very large object.
+// lists grew into, unless they grew for a very large object, and nothing
+// of the object it viewed before. A view never asked anything holds only
+// its text, so resetting it costs nothing more.
 func (v *View) Reset(raw []byte) {
+	if v.read || v.have != 0 {
+		v.forget()
+	}
+	v.raw = raw
+}
+
+// forget drops everything v read of its object, keeping the memory.
+func (v *View) forget() {
 	spans := v.ix.spans[:0]
 	if cap(spans) > maxKeptSpans {
 		spans = nil
 	}
+	scratch := v.scratch
+	if v.have&haveScratch != 0 {
+		// A comparison writes past the length it leaves.
+		clear(scratch[:cap(scratch)])
+	}
 	*v = View{
-		raw:         raw,
 		ix:          rawIndex{spans: spans},
 		top:         keep(v.top),
 		meta:        keep(v.meta),
 		labels:      keep(v.labels),
 		annotations: keep(v.annotations),
+		scratch:     scratch[:0],
+	}
+}
+
+// borrow lends v's scratch buffer; giveBack returns it, grown or not.
+func (v *View) borrow() []rawMember {
+	v.have |= haveScratch
+	if v.scratch == nil {
+		// The members of the levels a diff of a Deployment descends to,
+		// about 60 for an image change.
+		v.scratch = make([]rawMember, 0, 64)
+	}
+	return v.scratch[:0]
+}
+
+func (v *View) giveBack(buf []rawMember) {
+	if cap(buf) <= maxKeptScratch {
+		v.scratch = buf[:0]
+	} else {
+		clear(v.scratch[:cap(v.scratch)])
+		v.scratch = nil
 	}
 }
 
@@ -72,13 +111,18 @@ func (v *View) Reset(raw []byte) {
 const (
 	maxKeptSpans   = 4096
 	maxKeptMembers = 64
+	maxKeptScratch = 1024
 )
 
+// keep empties a member list for reuse. Its members point into the text
+// it was split from, so they are cleared: a reused view holds no
+// reference to the last object. Only the list's length was ever written
+// since the last clearing.
 func keep(ms []rawMember) []rawMember {
 	if cap(ms) > maxKeptMembers {
 		return nil
 	}
-	clear(ms[:cap(ms)]) // no reference to the last object's text
+	clear(ms)
 	return ms[:0]
 }
 
@@ -142,7 +186,7 @@ func objectError(raw []byte) error {
 	v = trimSpace(v)
 	if kindOf(v) == '{' {
 		// Unreachable: index reads every object a decoder reads, which
-		// FuzzDiffMatchesMapDiff holds it to.
+		// FuzzViewMatchesDecoding holds it to.
 		return errors.New("decoding object: the object could not be read")
 	}
 	return fmt.Errorf("object is %s, not a JSON object", describeKind(v))
