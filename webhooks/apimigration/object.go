@@ -8,9 +8,6 @@ import (
 // no others.
 var annotationKeys = []string{MigratedFromAnnotation, MigratedAtAnnotation, RequestedAtAnnotation}
 
-// ownerLabels are the labels appliedBy reads.
-var ownerLabels = []string{KustomizeGroup + "/name", KustomizeGroup + "/namespace", HelmGroup + "/name", HelmGroup + "/namespace"}
-
 // fluxObject is the little of a Flux object the rule reads, through the
 // request's view of it. Everything else in the request is left as the
 // client sent it.

@@ -14,9 +14,9 @@ import (
 //
 // Handle returns the rule's verdict as if the rule were enforced; modes,
 // exemptions, break-glass, audit annotations, logs and metrics are applied
-// around it by Wrap, in one place for every rule. It reads the request's
-// objects through req's Views (View, OldView), never by decoding them
-// itself.
+// around it by the serving layer (serving.Wrap), in one place for every
+// rule. It reads the request's objects through req's Views (View,
+// OldView), never by decoding them itself.
 type Rule interface {
 	Handle(ctx context.Context, req *Request) admission.Response
 	Spec() Spec
