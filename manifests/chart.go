@@ -61,16 +61,29 @@ type chartList struct {
 	omitWhenEmpty bool
 }
 
-// chartLists are every list setting a matchCondition holds.
+// chartLists are every list setting a matchCondition holds, as the rules'
+// Specs declare them (rule.Spec.ChartLists), in the list's order.
 // TestChartTemplatesEverySettingTheRegistrationReads fails when a setting
 // changes the rendered registration and is neither here nor refused by the
 // chart (chartRefused).
-var chartLists = []chartList{
-	{rule: "fleetguard", key: "agentUsers", omitWhenEmpty: true},
-	{rule: "fleetguard", key: "agentGroups", omitWhenEmpty: true},
-	{rule: "installplanguard", key: "olmUsers", emptyMeansDefault: true},
-	{rule: "installplanguard", key: "clusterControllerUsers", emptyMeansDefault: true},
-	{rule: "suspendnotice", key: "controllers", emptyMeansDefault: true},
+var chartLists = func() []chartList {
+	var out []chartList
+	for _, spec := range defaultSpecs() {
+		for _, l := range spec.ChartLists {
+			out = append(out, chartList{rule: spec.Name, key: l.Key, emptyMeansDefault: l.EmptyMeansDefault, omitWhenEmpty: l.OmitWhenEmpty})
+		}
+	}
+	return out
+}()
+
+// defaultSpecs are the Specs of every rule of the list, as the default
+// configuration builds them.
+func defaultSpecs() []rule.Spec {
+	var specs []rule.Spec
+	for _, c := range webhooks.Rules(webhooks.DefaultConfig()) {
+		specs = append(specs, c.Rule.Spec())
+	}
+	return specs
 }
 
 func (l chartList) token() string { return tokListPrefix + l.rule + "-" + l.key }
@@ -78,22 +91,29 @@ func (l chartList) token() string { return tokListPrefix + l.rule + "-" + l.key 
 func (l chartList) helper() string { return "steward.list." + l.rule + "." + l.key }
 
 // chartRefused are the settings that change what is registered beyond
-// matchConditions: the RBAC for recording Events, and claimguard's right
-// to update the rules of the webhook configuration it manages (rules
-// turned off, which lose their webhook entries, RBAC and caches, are
-// refused too). The chart refuses any value but the ones it renders, with
-// a message pointing to `steward manifests --config`, rather than install
-// a registration the server does not serve.
-var chartRefused = []struct {
+// matchConditions: the RBAC for recording Events, and the settings the
+// rules' Specs declare (rule.Spec.ChartRefused); rules turned off, which
+// lose their webhook entries, RBAC and caches, are refused too. The chart
+// refuses any value but the ones it renders, with a message pointing to
+// `steward manifests --config`, rather than install a registration the
+// server does not serve.
+var chartRefused = func() []chartRefusal {
+	out := []chartRefusal{{path: "recordEventsFor", allowed: []string{string(webhooks.EventsForServiceAccounts)}, why: "changes Steward's permission to record Events"}}
+	for _, spec := range defaultSpecs() {
+		for _, r := range spec.ChartRefused {
+			out = append(out, chartRefusal{path: "rules." + spec.Name + "." + r.Key, allowed: r.Allowed, why: r.Why})
+		}
+	}
+	return out
+}()
+
+// chartRefusal is a setting the chart refuses to change.
+type chartRefusal struct {
 	path string
 	// allowed are the values the chart renders, besides leaving the
 	// setting unset.
 	allowed []string
 	why     string
-}{
-	{path: "recordEventsFor", allowed: []string{string(webhooks.EventsForServiceAccounts)}, why: "changes Steward's permission to record Events"},
-	{path: "rules.claimguard.manageWebhookRules", allowed: []string{"true"}, why: "changes Steward's permission to update its webhook configuration"},
-	{path: "rules.claimguard.webhookConfigurationName", allowed: []string{Name}, why: "changes which webhook configuration Steward may update"},
 }
 
 // chartSettingPaths are the configuration paths the chart templates or

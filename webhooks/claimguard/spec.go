@@ -41,6 +41,11 @@ func (r *Rule) Spec() rule.Spec {
 		Type:            rule.Validating,
 		RBAC:            RBAC(),
 		AggregatedRoles: []rule.AggregatedRole{{Name: "kinds", Label: AggregationLabel}},
+		// Both change Steward's own RBAC, which the chart renders once.
+		ChartRefused: []rule.ChartRefusal{
+			{Key: "manageWebhookRules", Allowed: []string{"true"}, Why: "changes Steward's permission to update its webhook configuration"},
+			{Key: "webhookConfigurationName", Allowed: []string{DefaultWebhookConfigurationName}, Why: "changes which webhook configuration Steward may update"},
+		},
 		Webhooks: []rule.Webhook{
 			{
 				Name:           rule.WebhookName(Name, createSuffix),

@@ -23,6 +23,9 @@ func (r *Rule) Spec() rule.Spec {
 		Type:     rule.Validating,
 		Webhooks: []rule.Webhook{r.mainWebhook(), r.scaleWebhook()},
 		RBAC:     scaleRBAC(),
+		// The agent's identities are the main webhook's matchCondition; it
+		// leaves a clause out for an empty list.
+		ChartLists: []rule.ChartList{{Key: "agentUsers", OmitWhenEmpty: true}, {Key: "agentGroups", OmitWhenEmpty: true}},
 	}
 }
 

@@ -22,6 +22,8 @@ func (r *Rule) Spec() rule.Spec {
 		Name: Name,
 		Type: rule.Validating,
 		RBAC: RBAC(),
+		// excludeUsers holds both lists; Default fills an empty one.
+		ChartLists: []rule.ChartList{{Key: "olmUsers", EmptyMeansDefault: true}, {Key: "clusterControllerUsers", EmptyMeansDefault: true}},
 		Webhooks: []rule.Webhook{
 			{
 				Name: rule.WebhookName(Name, ""),

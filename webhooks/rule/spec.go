@@ -43,6 +43,40 @@ type Spec struct {
 	// is known only to the installer (kinds in groups nobody knows in
 	// advance), where granting every resource would include Secrets.
 	AggregatedRoles []AggregatedRole
+	// ChartLists are the rule's list settings its webhooks'
+	// matchConditions spell out as CEL list literals. The Helm chart
+	// writes them from its values, so the identities an install exempts
+	// are the ones the API server keeps away from Steward.
+	ChartLists []ChartList
+	// ChartRefused are the rule's settings that change what is registered
+	// beyond matchConditions (webhook entries, RBAC, caches). The Helm
+	// chart refuses any value but the ones it renders, pointing to
+	// `steward manifests --config`, rather than install a registration the
+	// server does not serve.
+	ChartRefused []ChartRefusal
+}
+
+// ChartList is a list setting of a rule that a matchCondition holds.
+type ChartList struct {
+	// Key is the setting's key in the rule's section, e.g. "agentUsers".
+	Key string
+	// EmptyMeansDefault: the rule's Default replaces an empty list, not
+	// only a missing one.
+	EmptyMeansDefault bool
+	// OmitWhenEmpty: the rule leaves the clause holding the list out of
+	// its expression when the list is empty.
+	OmitWhenEmpty bool
+}
+
+// ChartRefusal is a setting of a rule the Helm chart refuses to change.
+type ChartRefusal struct {
+	// Key is the setting's key in the rule's section.
+	Key string
+	// Allowed are the values the chart renders, besides leaving the
+	// setting unset.
+	Allowed []string
+	// Why says what the setting changes, for the chart's refusal.
+	Why string
 }
 
 // AggregatedRole is a ClusterRole aggregated by label, named

@@ -26,6 +26,9 @@ func (r *Rule) Spec() rule.Spec {
 		Name: Name,
 		Type: rule.Mutating,
 		RBAC: RBAC(),
+		// The controllers are the events webhook's matchCondition;
+		// Default fills an empty list.
+		ChartLists: []rule.ChartList{{Key: "controllers", EmptyMeansDefault: true}},
 		Webhooks: []rule.Webhook{
 			{
 				Name:                rule.WebhookName(Name, ""),
