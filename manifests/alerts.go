@@ -2,6 +2,8 @@ package manifests
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -85,24 +87,7 @@ func (in install) alerts() []alert {
 				"has not taken effect. Its log line \"configuration refused\" and the StewardConfigRejected Event on the Pod name the field to fix in the ConfigMap " +
 				configName + ".",
 		},
-		{
-			// One alert for every rule's caches: the kinds suspendnotice and
-			// installplanguard follow (steward_watched_kinds, one series per
-			// kind) and claimguard's open-ended kinds (counted by role); the
-			// latter get rule="claimguard" so both read alike.
-			Name: "StewardWatchedKindNotSyncing",
-			Expr: fmt.Sprintf(`max by (rule, group, resource, state) (steward_watched_kinds{%[1]s,state!="synced"}) > 0`+
-				` or label_replace(sum by (role, state) (steward_claimguard_watched_kinds{%[1]s,state!="synced"}) > 0, "rule", "claimguard", "", "")`, sel),
-			For:      15 * time.Minute,
-			Severity: "warning",
-			Summary: "{{ if $labels.resource }}The cache of {{ $labels.resource }}.{{ $labels.group }} {{ $labels.rule }} follows is {{ $labels.state }}." +
-				"{{ else }}{{ $value }} {{ $labels.role }} kinds claimguard watches are {{ $labels.state }}.{{ end }}",
-			Description: "\"forbidden\" means Steward's RBAC lacks list/watch on the kind; \"syncing\" that its first list has not completed or its lists keep " +
-				"failing (Steward's log says why). Until it syncs, claimguard answers requests for the kind with an error or a warning, suspendnotice " +
-				"leaves the kind's Events untouched, and installplanguard cannot tell whether an InstallPlan is installing; a cache that synced before " +
-				"keeps answering from what it last saw. Grant claimguard's kinds with a ClusterRole carrying the claimguard aggregation label; the " +
-				"other rules' kinds are in Steward's own ClusterRole, so re-apply the install. A kind whose CRD is deleted is no longer watched and does not fire.",
-		},
+		watchedKindsAlert(sel),
 		{
 			Name:     "StewardDecisionLatencyHigh",
 			Expr:     fmt.Sprintf(`histogram_quantile(0.99, sum by (le, rule) (rate(steward_decision_duration_seconds_bucket{%s}[5m]))) > 0.25`, sel),
@@ -113,4 +98,51 @@ func (in install) alerts() []alert {
 				"grew with the cluster or the pod is short of CPU.",
 		},
 	}
+}
+
+// watchedKindsAlert is one alert for every rule's caches: the kinds the
+// cluster cache follows (steward_watched_kinds, one series per kind, named
+// by rule, group and resource), and the kinds rules watch themselves, as
+// their Specs add them (rule.WatchedKinds).
+func watchedKindsAlert(sel string) alert {
+	expr := `max by (rule, group, resource, state) (steward_watched_kinds{%[1]s,state!="synced"}) > 0`
+	summary := "{{ if $labels.resource }}The cache of {{ $labels.resource }}.{{ $labels.group }} {{ $labels.rule }} follows is {{ $labels.state }}."
+	var unsynced, grants []string
+	for _, spec := range defaultSpecs() {
+		m := spec.Monitoring
+		if m.Unsynced != "" {
+			unsynced = append(unsynced, m.Unsynced)
+		}
+		if w := m.WatchedKinds; w != nil {
+			expr += " or " + w.NotSynced
+			summary += "{{ else if eq $labels.rule " + strconv.Quote(spec.Name) + " }}" + w.Summary
+			grants = append(grants, w.Grant)
+		}
+	}
+	description := "\"forbidden\" means Steward's RBAC lacks list/watch on the kind; \"syncing\" that its first list has not completed or its lists keep " +
+		"failing (Steward's log says why). Until it syncs, " + listed(unsynced) + "; a cache that synced before keeps answering from what it last saw. "
+	if len(grants) > 0 {
+		description += strings.Join(grants, "; ") + "; the other rules' kinds are in Steward's own ClusterRole, so re-apply the install. "
+	} else {
+		description += "The rules' kinds are in Steward's own ClusterRole, so re-apply the install. "
+	}
+	return alert{
+		Name:        "StewardWatchedKindNotSyncing",
+		Expr:        fmt.Sprintf(expr, sel),
+		For:         15 * time.Minute,
+		Severity:    "warning",
+		Summary:     summary + "{{ end }}",
+		Description: description + "A kind whose CRD is deleted is no longer watched and does not fire.",
+	}
+}
+
+// listed joins clauses as a sentence does: "a, b and c".
+func listed(clauses []string) string {
+	switch len(clauses) {
+	case 0:
+		return "the rules that read it cannot check requests that need it"
+	case 1:
+		return clauses[0]
+	}
+	return strings.Join(clauses[:len(clauses)-1], ", ") + ", and " + clauses[len(clauses)-1]
 }

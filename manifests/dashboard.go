@@ -93,7 +93,7 @@ type legendExpr struct{ expr, legend string }
 // keeps it trusted.
 func dashboardQueries() []dashboardQuery {
 	const sel = `job="steward",namespace="$namespace"`
-	return []dashboardQuery{
+	queries := []dashboardQuery{
 		{title: "Decisions by rule and outcome", kind: "timeseries", unit: "reqps",
 			description: "Every admission request a rule answered: allowed, denied, warned, audited, bypassed (break-glass) or errored.",
 			exprs:       []legendExpr{{fmt.Sprintf(`sum by (rule, decision) (rate(steward_decisions_total{%s}[$__rate_interval]))`, sel), "{{rule}} {{decision}}"}}},
@@ -109,15 +109,7 @@ func dashboardQueries() []dashboardQuery {
 				{fmt.Sprintf(`sum by (name) (rate(apiserver_admission_webhook_rejection_count{%s,error_type!="no_error"}[$__rate_interval]))`, webhookNames), "{{name}} refused"},
 				{fmt.Sprintf(`sum by (name) (rate(apiserver_admission_webhook_fail_open_count{%s}[$__rate_interval]))`, webhookNames), "{{name}} let through"},
 			}},
-		{title: "claimguard cached objects", kind: "timeseries", unit: "short",
-			description: "Composite and managed resources in claimguard's caches.",
-			exprs:       []legendExpr{{fmt.Sprintf(`sum by (role) (steward_claimguard_cached_objects{%s})`, sel), "{{role}}"}}},
-		{title: "Watched kinds by rule and state", kind: "timeseries", unit: "short",
-			description: "Kinds the rules cache: synced, syncing (first list pending, or lists failing), or forbidden by RBAC. claimguard's by role; the Flux and OLM kinds suspendnotice and installplanguard follow, counted once whatever the replicas.",
-			exprs: []legendExpr{
-				{fmt.Sprintf(`sum by (role, state) (steward_claimguard_watched_kinds{%s})`, sel), "claimguard {{role}} {{state}}"},
-				{fmt.Sprintf(`count by (rule, state) (max by (rule, group, resource, state) (steward_watched_kinds{%s}))`, sel), "{{rule}} {{state}}"},
-			}},
+		watchedKindsPanel(sel),
 		{title: "Memory", kind: "timeseries", unit: "bytes",
 			description: "Resident memory against the memory that requests in flight hold.",
 			exprs: []legendExpr{
@@ -133,10 +125,37 @@ func dashboardQueries() []dashboardQuery {
 		{title: "Versions running", kind: "table", unit: "",
 			description: "steward_build_info of each replica.",
 			exprs:       []legendExpr{{fmt.Sprintf(`steward_build_info{%s}`, sel), ""}}},
-		{title: "apimigration target Flux release", kind: "table", unit: "",
-			description: "The Flux release each replica's apimigration decides against, and its source: config (pinned), cluster-label, served-versions or default.",
-			exprs:       []legendExpr{{fmt.Sprintf(`steward_apimigration_target_info{%s}`, sel), ""}}},
 	}
+	return append(queries, rulePanels(sel)...)
+}
+
+// rulePanels are the panels the rules' Specs add, in the list's order.
+func rulePanels(sel string) []dashboardQuery {
+	var out []dashboardQuery
+	for _, spec := range defaultSpecs() {
+		for _, p := range spec.Monitoring.Panels {
+			q := dashboardQuery{title: p.Title, description: p.Description, kind: p.Kind, unit: p.Unit}
+			for _, e := range p.Exprs {
+				q.exprs = append(q.exprs, legendExpr{fmt.Sprintf(e.Expr, sel), e.Legend})
+			}
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// watchedKindsPanel shows the kinds the rules cache, by rule and state:
+// the cluster cache's and the ones rules watch themselves.
+func watchedKindsPanel(sel string) dashboardQuery {
+	q := dashboardQuery{title: "Watched kinds by rule and state", kind: "timeseries", unit: "short",
+		description: "Kinds the rules cache: synced, syncing (first list pending, or lists failing), or forbidden by RBAC. The kinds the cluster cache follows are counted once whatever the replicas; others as their rule counts them."}
+	for _, spec := range defaultSpecs() {
+		if w := spec.Monitoring.WatchedKinds; w != nil {
+			q.exprs = append(q.exprs, legendExpr{fmt.Sprintf(w.Panel, sel), w.Legend})
+		}
+	}
+	q.exprs = append(q.exprs, legendExpr{fmt.Sprintf(`count by (rule, state) (max by (rule, group, resource, state) (steward_watched_kinds{%s}))`, sel), "{{rule}} {{state}}"})
+	return q
 }
 
 // dashboardJSON renders the dashboard two panels to a row.

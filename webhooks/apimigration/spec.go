@@ -38,6 +38,9 @@ func (r *Rule) Spec() rule.Spec {
 			MatchConditions:    []admissionregistrationv1.MatchCondition{{Name: "deprecated-flux-version", Expression: deprecatedExpression()}},
 			ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy,
 		}},
+		Monitoring: rule.Monitoring{Panels: []rule.Panel{{Title: "apimigration target Flux release", Kind: "table",
+			Description: "The Flux release each replica's apimigration decides against, and its source: config (pinned), cluster-label, served-versions or default.",
+			Exprs:       []rule.PanelExpr{{Expr: `steward_apimigration_target_info{%[1]s}`}}}}},
 	}
 }
 

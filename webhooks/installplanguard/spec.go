@@ -24,6 +24,7 @@ func (r *Rule) Spec() rule.Spec {
 		RBAC: RBAC(),
 		// excludeUsers holds both lists; Default fills an empty one.
 		ChartLists: []rule.ChartList{{Key: "olmUsers", EmptyMeansDefault: true}, {Key: "clusterControllerUsers", EmptyMeansDefault: true}},
+		Monitoring: rule.Monitoring{Unsynced: "installplanguard cannot tell whether an InstallPlan is installing"},
 		Webhooks: []rule.Webhook{
 			{
 				Name: rule.WebhookName(Name, ""),

@@ -29,6 +29,7 @@ func (r *Rule) Spec() rule.Spec {
 		// The controllers are the events webhook's matchCondition;
 		// Default fills an empty list.
 		ChartLists: []rule.ChartList{{Key: "controllers", EmptyMeansDefault: true}},
+		Monitoring: rule.Monitoring{Unsynced: "suspendnotice leaves the kind's Events untouched"},
 		Webhooks: []rule.Webhook{
 			{
 				Name:                rule.WebhookName(Name, ""),
