@@ -35,6 +35,7 @@ import (
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/audit"
 	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/rulessync"
 	"github.com/stewardhq/steward/webhooks/serving"
 )
 
@@ -187,7 +188,7 @@ func cacheScopes(rules []webhooks.Configured) map[client.Object]cache.ByObject {
 // registerRules sets up every configured rule and serves each of its webhooks
 // at the path its Spec names: the same list renders the webhook configurations.
 // What answers at each path follows the configuration (servedRules). The
-// rules of entries with DynamicRules are kept by one rule.RulesSyncer.
+// rules of entries with DynamicRules are kept by one rulessync.Syncer.
 // Decisions are logged as "decision", unreadable requests as "webhook".
 // It returns the served rules and the Events recorder (nil when the
 // configuration records no Events).
@@ -218,7 +219,7 @@ func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Co
 			server.Register(wh.Path, served.table.HTTP(wh.Path, limit, log.WithName("webhook")))
 		}
 	}
-	return served, recorder, rule.AddRulesSyncer(mgr, specs)
+	return served, recorder, rulessync.Add(mgr, specs)
 }
 
 // denialEvents returns the recorder of Events for service accounts'

@@ -12,7 +12,7 @@ import (
 // SetupWithManager adds claimguard's caches (every replica, in the shared
 // cluster cache) and its readiness check to the manager. Nothing talks to
 // the cluster until the manager starts. The rules of its create and delete
-// entries are kept by the server's rule.RulesSyncer, from the Spec's
+// entries are kept by the server's rulessync.Syncer, from the Spec's
 // DynamicRules.
 func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache) error {
 	r.log = mgr.GetLogger().WithName(Name)

@@ -9,7 +9,7 @@ import (
 )
 
 // dynamicRules makes the rules of the create (or delete) entry follow the
-// cluster's XRDs: Steward's rule.RulesSyncer applies webhookRules of the
+// cluster's XRDs: Steward's rulessync.Syncer applies webhookRules of the
 // current snapshot to the live entry once the first discovery ran and its
 // caches synced, and again on every new snapshot. nil when the
 // configuration leaves the rules to something else.

@@ -8,7 +8,7 @@ import (
 
 // PolicyRules is everything the rule needs granted in Steward's
 // ClusterRole: its RBAC, then get and patch on each webhook configuration
-// holding entries with DynamicRules (by name only), which RulesSyncer reads
+// holding entries with DynamicRules (by name only), which rulessync.Syncer reads
 // and applies to.
 func (s Spec) PolicyRules() []rbacv1.PolicyRule {
 	out := slices.Clone(s.RBAC)
@@ -41,21 +41,21 @@ func (s Spec) dynamicConfigurations() []string {
 }
 
 // FieldManager is the server-side apply field manager under which
-// RulesSyncer owns the rules of a rule's entries with DynamicRules:
+// rulessync.Syncer owns the rules of a rule's entries with DynamicRules:
 // "steward-<rule>". It must never change: a new manager would leave the old
 // one owning the rules, so rules the old one applied would never be removed.
 func FieldManager(rule string) string { return "steward-" + rule }
 
-// configurationKind is the kind of webhook configuration the rule's entries
+// ConfigurationKind is the kind of webhook configuration the rule's entries
 // join.
-func (t Type) configurationKind() string {
+func (t Type) ConfigurationKind() string {
 	if t == Mutating {
 		return "MutatingWebhookConfiguration"
 	}
 	return "ValidatingWebhookConfiguration"
 }
 
-// configurationResource is the API resource of configurationKind.
+// configurationResource is the API resource of ConfigurationKind.
 func (t Type) configurationResource() string {
 	if t == Mutating {
 		return "mutatingwebhookconfigurations"

@@ -163,7 +163,7 @@ type Webhook struct {
 	// ReinvocationPolicy applies to mutating webhooks only.
 	ReinvocationPolicy admissionregistrationv1.ReinvocationPolicyType
 	// DynamicRules, when set, are the entry's rules while Steward runs:
-	// RulesSyncer keeps the live entry's rules equal to them. Rules is then
+	// rulessync.Syncer keeps the live entry's rules equal to them. Rules is then
 	// what the manifests install, usually nothing.
 	DynamicRules *DynamicRules
 }
@@ -183,7 +183,7 @@ type DynamicRules struct {
 	// are then left as they are.
 	Current func() (rules []admissionregistrationv1.RuleWithOperations, ok bool)
 	// Changed receives a value whenever Current may return something new.
-	// RulesSyncer also checks periodically, so rules someone else reset (an
+	// rulessync.Syncer also checks periodically, so rules someone else reset (an
 	// installer re-applying its manifest) are restored.
 	Changed <-chan struct{}
 }

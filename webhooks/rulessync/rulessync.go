@@ -1,4 +1,9 @@
-package rule
+// Package rulessync keeps the rules of webhook entries that follow the
+// cluster (rule.DynamicRules) in the live webhook configurations: what
+// kinds exist only once a CRD or a Crossplane XRD defines them, so no
+// manifest can list them. It is registration, not the rule contract, and
+// runs beside the webhook server.
+package rulessync
 
 import (
 	"context"
@@ -14,13 +19,15 @@ import (
 	admissionregistrationv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // rulesSyncInterval is how often the dynamic rules are re-checked without
 // a change from their rules.
 const rulesSyncInterval = 30 * time.Second
 
-// RulesSyncer keeps the rules of every webhook entry with DynamicRules in
+// Syncer keeps the rules of every webhook entry with DynamicRules in
 // the live webhook configurations equal to what the entry's rule says,
 // with server-side apply under the rule's FieldManager. It owns nothing
 // but those rules lists (webhooks is a list keyed by name, rules an atomic
@@ -31,7 +38,7 @@ const rulesSyncInterval = 30 * time.Second
 // only when the live rules differ, and an apply of unchanged content is a
 // no-op. (Only while replicas of two versions that compute different
 // rules run side by side, during a rollout, may each restore its own.)
-type RulesSyncer struct {
+type Syncer struct {
 	targets  []*rulesTarget
 	interval time.Duration
 }
@@ -40,19 +47,19 @@ type RulesSyncer struct {
 // configuration: what one apply writes.
 type rulesTarget struct {
 	rule          string
-	typ           Type
+	typ           rule.Type
 	configuration string
 	guards        string
-	entries       []Webhook
+	entries       []rule.Webhook
 	kube          kubernetes.Interface
 	log           logr.Logger
 	warned        string
 }
 
-// NewRulesSyncer gathers the entries with DynamicRules of specs; it
+// New gathers the entries with DynamicRules of specs; it
 // returns nil when there are none. log is named after each rule.
-func NewRulesSyncer(kube kubernetes.Interface, specs []Spec, log logr.Logger) *RulesSyncer {
-	s := &RulesSyncer{interval: rulesSyncInterval}
+func New(kube kubernetes.Interface, specs []rule.Spec, log logr.Logger) *Syncer {
+	s := &Syncer{interval: rulesSyncInterval}
 	for _, spec := range specs {
 		byConfiguration := map[string]*rulesTarget{}
 		for _, wh := range spec.Webhooks {
@@ -76,15 +83,15 @@ func NewRulesSyncer(kube kubernetes.Interface, specs []Spec, log logr.Logger) *R
 	return s
 }
 
-// AddRulesSyncer adds a RulesSyncer for specs to the manager, if any entry
+// Add adds a Syncer for specs to the manager, if any entry
 // has DynamicRules. Nothing talks to the cluster until the manager starts.
-func AddRulesSyncer(mgr manager.Manager, specs []Spec) error {
+func Add(mgr manager.Manager, specs []rule.Spec) error {
 	// The client shares the manager's connections to the API server.
 	kube, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return fmt.Errorf("webhook rules syncer: kubernetes client: %w", err)
 	}
-	s := NewRulesSyncer(kube, specs, mgr.GetLogger())
+	s := New(kube, specs, mgr.GetLogger())
 	if s == nil {
 		return nil
 	}
@@ -95,12 +102,12 @@ func AddRulesSyncer(mgr manager.Manager, specs []Spec) error {
 }
 
 // NeedLeaderElection is false: every replica keeps the rules (see
-// RulesSyncer), so keeping the webhooks' rules never waits on an
+// Syncer), so keeping the webhooks' rules never waits on an
 // election.
-func (s *RulesSyncer) NeedLeaderElection() bool { return false }
+func (s *Syncer) NeedLeaderElection() bool { return false }
 
 // Start syncs on every change of any entry's rules and periodically.
-func (s *RulesSyncer) Start(ctx context.Context) error {
+func (s *Syncer) Start(ctx context.Context) error {
 	kick := make(chan struct{}, 1)
 	var watched []<-chan struct{}
 	for _, t := range s.targets {
@@ -140,7 +147,7 @@ func forward(ctx context.Context, from <-chan struct{}, kick chan<- struct{}) {
 }
 
 // syncAll brings every target up to date once, logging what fails.
-func (s *RulesSyncer) syncAll(ctx context.Context) {
+func (s *Syncer) syncAll(ctx context.Context) {
 	for _, t := range s.targets {
 		if err := t.sync(ctx); err != nil && ctx.Err() == nil {
 			t.log.Error(err, "could not update the webhook rules for "+t.guards)
@@ -157,7 +164,7 @@ func (t *rulesTarget) sync(ctx context.Context) error {
 		}
 		want[wh.Name] = rules
 	}
-	kind := t.typ.configurationKind()
+	kind := t.typ.ConfigurationKind()
 	live, err := t.liveRules(ctx)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -200,7 +207,7 @@ func (t *rulesTarget) warnOnce(msg string) {
 func (t *rulesTarget) liveRules(ctx context.Context) (map[string][]admissionregistrationv1.RuleWithOperations, error) {
 	out := map[string][]admissionregistrationv1.RuleWithOperations{}
 	api := t.kube.AdmissionregistrationV1()
-	if t.typ == Mutating {
+	if t.typ == rule.Mutating {
 		c, err := api.MutatingWebhookConfigurations().Get(ctx, t.configuration, metav1.GetOptions{})
 		if err != nil {
 			return nil, err
@@ -222,9 +229,9 @@ func (t *rulesTarget) liveRules(ctx context.Context) (map[string][]admissionregi
 
 // apply writes the name and rules of each entry, nothing else.
 func (t *rulesTarget) apply(ctx context.Context, want map[string][]admissionregistrationv1.RuleWithOperations) error {
-	opts := metav1.ApplyOptions{FieldManager: FieldManager(t.rule), Force: true}
+	opts := metav1.ApplyOptions{FieldManager: rule.FieldManager(t.rule), Force: true}
 	api := t.kube.AdmissionregistrationV1()
-	if t.typ == Mutating {
+	if t.typ == rule.Mutating {
 		ac := admissionregistrationv1ac.MutatingWebhookConfiguration(t.configuration)
 		for _, wh := range t.entries {
 			ac.WithWebhooks(admissionregistrationv1ac.MutatingWebhook().WithName(wh.Name).WithRules(applyRules(want[wh.Name])...))

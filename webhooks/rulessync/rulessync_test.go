@@ -1,4 +1,4 @@
-package rule
+package rulessync
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // source is a rule's changing rules, as DynamicRules reads them.
@@ -27,8 +29,8 @@ func newSource(ok bool, rules ...admissionregistrationv1.RuleWithOperations) *so
 	return &source{rules: rules, ok: ok, changed: make(chan struct{}, 1)}
 }
 
-func (s *source) dynamic(op admissionregistrationv1.OperationType) *DynamicRules {
-	return &DynamicRules{
+func (s *source) dynamic(op admissionregistrationv1.OperationType) *rule.DynamicRules {
+	return &rule.DynamicRules{
 		Configuration: "steward",
 		Guards:        "sample kinds",
 		Current: func() ([]admissionregistrationv1.RuleWithOperations, bool) {
@@ -46,26 +48,26 @@ func (s *source) dynamic(op admissionregistrationv1.OperationType) *DynamicRules
 
 // dynamicSpec is a rule like claimguard: a create and a delete entry whose
 // rules follow src, and a static entry between them.
-func dynamicSpec(typ Type, src *source) Spec {
-	return Spec{Name: "sample", Type: typ, Webhooks: []Webhook{
-		{Name: WebhookName("sample", ""), DynamicRules: src.dynamic(admissionregistrationv1.Create)},
-		{Name: WebhookName("sample", "managed"), Rules: []admissionregistrationv1.RuleWithOperations{
-			Resources(Operations(admissionregistrationv1.Create), []string{"*"}, []string{"*"}, []string{"*"}, admissionregistrationv1.AllScopes)}},
-		{Name: WebhookName("sample", "delete"), DynamicRules: src.dynamic(admissionregistrationv1.Delete)},
+func dynamicSpec(typ rule.Type, src *source) rule.Spec {
+	return rule.Spec{Name: "sample", Type: typ, Webhooks: []rule.Webhook{
+		{Name: rule.WebhookName("sample", ""), DynamicRules: src.dynamic(admissionregistrationv1.Create)},
+		{Name: rule.WebhookName("sample", "managed"), Rules: []admissionregistrationv1.RuleWithOperations{
+			rule.Resources(rule.Operations(admissionregistrationv1.Create), []string{"*"}, []string{"*"}, []string{"*"}, admissionregistrationv1.AllScopes)}},
+		{Name: rule.WebhookName("sample", "delete"), DynamicRules: src.dynamic(admissionregistrationv1.Delete)},
 	}}
 }
 
 func sampleRule(op admissionregistrationv1.OperationType) admissionregistrationv1.RuleWithOperations {
-	return Resources(Operations(op), []string{"example.org"}, []string{"*"}, []string{"widgets", "xwidgets"}, admissionregistrationv1.AllScopes)
+	return rule.Resources(rule.Operations(op), []string{"example.org"}, []string{"*"}, []string{"widgets", "xwidgets"}, admissionregistrationv1.AllScopes)
 }
 
 // installed is a configuration as the installer applies it: the dynamic
 // entries without rules, a caBundle cainjector wrote.
-func installed(typ Type, entries ...string) runtime.Object {
+func installed(typ rule.Type, entries ...string) runtime.Object {
 	none := admissionregistrationv1.SideEffectClassNone
 	cc := admissionregistrationv1.WebhookClientConfig{CABundle: []byte("ca-from-cainjector")}
 	meta := metav1.ObjectMeta{Name: "steward"}
-	if typ == Mutating {
+	if typ == rule.Mutating {
 		c := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: meta}
 		for _, e := range entries {
 			c.Webhooks = append(c.Webhooks, admissionregistrationv1.MutatingWebhook{Name: e, ClientConfig: cc, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}})
@@ -87,12 +89,12 @@ type live struct {
 	managers []string
 }
 
-func readLive(t *testing.T, kube *fake.Clientset, typ Type) live {
+func readLive(t *testing.T, kube *fake.Clientset, typ rule.Type) live {
 	t.Helper()
 	ctx := context.Background()
 	l := live{rules: map[string][]admissionregistrationv1.RuleWithOperations{}, caBundle: map[string]string{}}
 	var fields []metav1.ManagedFieldsEntry
-	if typ == Mutating {
+	if typ == rule.Mutating {
 		c, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "steward", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -118,13 +120,13 @@ func readLive(t *testing.T, kube *fake.Clientset, typ Type) live {
 }
 
 func TestRulesSyncerAppliesOnlyTheDynamicRules(t *testing.T) {
-	for _, typ := range []Type{Validating, Mutating} {
+	for _, typ := range []rule.Type{rule.Validating, rule.Mutating} {
 		t.Run(string(typ), func(t *testing.T) {
 			ctx := context.Background()
 			src := newSource(true, sampleRule(""))
 			spec := dynamicSpec(typ, src)
 			kube := fake.NewClientset(installed(typ, spec.Webhooks[0].Name, spec.Webhooks[1].Name, spec.Webhooks[2].Name))
-			s := NewRulesSyncer(kube, []Spec{spec}, logr.Discard())
+			s := New(kube, []rule.Spec{spec}, logr.Discard())
 			s.syncAll(ctx)
 
 			got := readLive(t, kube, typ)
@@ -161,10 +163,10 @@ func TestRulesSyncerAppliesOnlyTheDynamicRules(t *testing.T) {
 }
 
 func TestRulesSyncerLeavesTheConfigurationAloneUntilItCan(t *testing.T) {
-	spec := dynamicSpec(Validating, newSource(true, sampleRule("")))
+	spec := dynamicSpec(rule.Validating, newSource(true, sampleRule("")))
 	tests := map[string]struct {
 		reason string
-		spec   Spec
+		spec   rule.Spec
 		objs   []runtime.Object
 	}{
 		"NoConfiguration": {
@@ -174,18 +176,18 @@ func TestRulesSyncerLeavesTheConfigurationAloneUntilItCan(t *testing.T) {
 		"NoDeleteEntry": {
 			reason: "applying a bare entry would fail validation; the installer decides whether the entries exist",
 			spec:   spec,
-			objs:   []runtime.Object{installed(Validating, spec.Webhooks[0].Name, spec.Webhooks[1].Name)},
+			objs:   []runtime.Object{installed(rule.Validating, spec.Webhooks[0].Name, spec.Webhooks[1].Name)},
 		},
 		"SourceNotReady": {
 			reason: "while the rule cannot tell its rules, the live ones stay as they are",
-			spec:   dynamicSpec(Validating, newSource(false)),
-			objs:   []runtime.Object{installed(Validating, spec.Webhooks[0].Name, spec.Webhooks[1].Name, spec.Webhooks[2].Name)},
+			spec:   dynamicSpec(rule.Validating, newSource(false)),
+			objs:   []runtime.Object{installed(rule.Validating, spec.Webhooks[0].Name, spec.Webhooks[1].Name, spec.Webhooks[2].Name)},
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			kube := fake.NewClientset(tc.objs...)
-			NewRulesSyncer(kube, []Spec{tc.spec}, logr.Discard()).syncAll(context.Background())
+			New(kube, []rule.Spec{tc.spec}, logr.Discard()).syncAll(context.Background())
 			if writes := writesOf(kube.Actions()); len(writes) != 0 {
 				t.Errorf("%s: the syncer wrote %v", tc.reason, writes)
 			}
@@ -195,9 +197,9 @@ func TestRulesSyncerLeavesTheConfigurationAloneUntilItCan(t *testing.T) {
 
 func TestRulesSyncerFollowsChanges(t *testing.T) {
 	src := newSource(true, sampleRule(""))
-	spec := dynamicSpec(Validating, src)
+	spec := dynamicSpec(rule.Validating, src)
 	kube := fake.NewClientset()
-	s := NewRulesSyncer(kube, []Spec{spec}, logr.Discard())
+	s := New(kube, []rule.Spec{spec}, logr.Discard())
 	s.interval = time.Hour
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -214,12 +216,12 @@ func TestRulesSyncerFollowsChanges(t *testing.T) {
 	}
 	// The first sync finds no configuration and leaves it to the installer.
 	waitFor("the syncer did not look at the configuration when it started", func() bool { return len(kube.Actions()) > 0 })
-	if err := kube.Tracker().Add(installed(Validating, spec.Webhooks[0].Name, spec.Webhooks[1].Name, spec.Webhooks[2].Name)); err != nil {
+	if err := kube.Tracker().Add(installed(rule.Validating, spec.Webhooks[0].Name, spec.Webhooks[1].Name, spec.Webhooks[2].Name)); err != nil {
 		t.Fatal(err)
 	}
 	src.changed <- struct{}{}
 	waitFor("a change of the rule's rules was not applied without waiting for the periodic sync", func() bool {
-		return len(readLive(t, kube, Validating).rules["sample.steward.dev"]) > 0
+		return len(readLive(t, kube, rule.Validating).rules["sample.steward.dev"]) > 0
 	})
 	cancel()
 	if err := <-done; err != nil {
@@ -228,7 +230,7 @@ func TestRulesSyncerFollowsChanges(t *testing.T) {
 }
 
 func TestNewRulesSyncerIsNilWithoutDynamicRules(t *testing.T) {
-	if s := NewRulesSyncer(fake.NewClientset(), []Spec{{Name: "static", Webhooks: []Webhook{{Name: "static.steward.dev"}}}}, logr.Discard()); s != nil {
+	if s := New(fake.NewClientset(), []rule.Spec{{Name: "static", Webhooks: []rule.Webhook{{Name: "static.steward.dev"}}}}, logr.Discard()); s != nil {
 		t.Errorf("rules without DynamicRules got a syncer with %d targets; nothing would ever be written", len(s.targets))
 	}
 }
@@ -260,23 +262,23 @@ func TestPolicyRulesGrantWhatDynamicRulesNeed(t *testing.T) {
 	read := rbacv1.PolicyRule{APIGroups: []string{"example.org"}, Resources: []string{"widgetdefinitions"}, Verbs: []string{"list", "watch"}}
 	tests := map[string]struct {
 		reason string
-		spec   Spec
+		spec   rule.Spec
 		want   []rbacv1.PolicyRule
 	}{
 		"StaticRules": {
 			reason: "a rule without dynamic entries gets its RBAC, nothing more",
-			spec:   Spec{Type: Validating, RBAC: []rbacv1.PolicyRule{read}, Webhooks: []Webhook{{Name: "a"}}},
+			spec:   rule.Spec{Type: rule.Validating, RBAC: []rbacv1.PolicyRule{read}, Webhooks: []rule.Webhook{{Name: "a"}}},
 			want:   []rbacv1.PolicyRule{read},
 		},
 		"DynamicValidatingRules": {
 			reason: "get and patch on the one configuration holding the dynamic entries, by name, once",
-			spec:   Spec{Type: Validating, RBAC: []rbacv1.PolicyRule{read}, Webhooks: dynamicSpec(Validating, newSource(true)).Webhooks},
+			spec:   rule.Spec{Type: rule.Validating, RBAC: []rbacv1.PolicyRule{read}, Webhooks: dynamicSpec(rule.Validating, newSource(true)).Webhooks},
 			want: []rbacv1.PolicyRule{read, {APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"},
 				ResourceNames: []string{"steward"}, Verbs: []string{"get", "patch"}}},
 		},
 		"DynamicMutatingRules": {
 			reason: "a mutating rule's entries live in the mutating configuration",
-			spec:   Spec{Type: Mutating, Webhooks: dynamicSpec(Mutating, newSource(true)).Webhooks},
+			spec:   rule.Spec{Type: rule.Mutating, Webhooks: dynamicSpec(rule.Mutating, newSource(true)).Webhooks},
 			want: []rbacv1.PolicyRule{{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations"},
 				ResourceNames: []string{"steward"}, Verbs: []string{"get", "patch"}}},
 		},
