@@ -1,8 +1,8 @@
 // Package rulessync keeps the rules of webhook entries that follow the
-// cluster (rule.DynamicRules) in the live webhook configurations: what
-// kinds exist only once a CRD or a Crossplane XRD defines them, so no
-// manifest can list them. It is registration, not the rule contract, and
-// runs beside the webhook server.
+// cluster (rule.DynamicRules) in the live webhook configurations: rules
+// for kinds that exist only once a CRD or a Crossplane XRD defines them,
+// which no manifest can list. It is registration, not the rule contract,
+// and runs beside the webhook server.
 package rulessync
 
 import (
