@@ -24,16 +24,7 @@ func readObject(v *object.View) (fluxObject, error) {
 	if err := v.FormErr(); err != nil {
 		return fluxObject{}, err
 	}
-	o := fluxObject{view: v}
-	for _, k := range annotationKeys {
-		if val, ok := v.Annotation(k); ok {
-			if o.annotations == nil {
-				o.annotations = make(map[string]string, len(annotationKeys))
-			}
-			o.annotations[k] = val
-		}
-	}
-	return o, nil
+	return fluxObject{view: v, annotations: v.AnnotationsOf(annotationKeys...)}, nil
 }
 
 // sameSpec reports whether two objects have the same spec, ignoring

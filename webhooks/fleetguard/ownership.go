@@ -52,24 +52,10 @@ var (
 // metaOf reads an object's metadata as the view holds it, whatever its
 // form: an update is judged on what both objects hold.
 func metaOf(v *object.View) objectMeta {
-	m := objectMeta{Name: v.Name(), GenerateName: v.GenerateName(), Namespace: v.Namespace()}
-	for _, k := range ownershipLabels {
-		if val, ok := v.Label(k); ok {
-			if m.Labels == nil {
-				m.Labels = make(map[string]string, len(ownershipLabels))
-			}
-			m.Labels[k] = val
-		}
+	return objectMeta{
+		Name: v.Name(), GenerateName: v.GenerateName(), Namespace: v.Namespace(),
+		Labels: v.LabelsOf(ownershipLabels...), Annotations: v.AnnotationsOf(ownershipAnnotations...),
 	}
-	for _, k := range ownershipAnnotations {
-		if val, ok := v.Annotation(k); ok {
-			if m.Annotations == nil {
-				m.Annotations = make(map[string]string, len(ownershipAnnotations))
-			}
-			m.Annotations[k] = val
-		}
-	}
-	return m
 }
 
 // strictMeta is metaOf of the one object a create or delete is judged

@@ -73,6 +73,30 @@ func (v *View) Labels() map[string]string { return stringMap(v.labelMembers()) }
 // Annotations returns every annotation, as Labels does.
 func (v *View) Annotations() map[string]string { return stringMap(v.annotationMembers()) }
 
+// LabelsOf returns the labels among keys the object has, nil when it has
+// none: what a rule reads of labels, without copying the others.
+func (v *View) LabelsOf(keys ...string) map[string]string { return pick(v.labelMembers(), keys) }
+
+// AnnotationsOf returns the annotations among keys, as LabelsOf does
+// (kubectl's last-applied configuration, often the largest, is not
+// copied unless asked for).
+func (v *View) AnnotationsOf(keys ...string) map[string]string {
+	return pick(v.annotationMembers(), keys)
+}
+
+func pick(ms []rawMember, keys []string) map[string]string {
+	var out map[string]string
+	for _, k := range keys {
+		if val, ok := lookup(ms, k); ok {
+			if out == nil {
+				out = make(map[string]string, len(keys))
+			}
+			out[k] = val
+		}
+	}
+	return out
+}
+
 // lookup returns the string value of the last member named key; a last
 // member of another type reads as absent.
 func lookup(ms []rawMember, key string) (string, bool) {

@@ -2,7 +2,9 @@ package object
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,10 +81,21 @@ func checkViews(t *testing.T, a, b string) {
 		if d := cmp.Diff(ownersFromMap(want), c.v.OwnerReferences(), cmpopts.EquateEmpty()); d != "" {
 			t.Fatalf("the owner references of %q: the view disagrees with decoding: -decoded, +view:\n%s", c.text, d)
 		}
-		for k, val := range metaFromMap(want).Labels {
+		labels := metaFromMap(want).Labels
+		for k, val := range labels {
 			if got, ok := c.v.Label(k); !ok || got != val {
 				t.Fatalf("New(%q).Label(%q) = %q, %v; decoding reads %q", c.text, k, got, ok, val)
 			}
+		}
+		keys := append([]string{"app", "absent"}, slices.Sorted(maps.Keys(labels))...)
+		wantOf := map[string]string{}
+		for _, k := range keys {
+			if val, ok := labels[k]; ok {
+				wantOf[k] = val
+			}
+		}
+		if d := cmp.Diff(wantOf, c.v.LabelsOf(keys...), cmpopts.EquateEmpty()); d != "" {
+			t.Fatalf("New(%q).LabelsOf(%q): -decoded, +view:\n%s", c.text, keys, d)
 		}
 	}
 	if va.Err() != nil || vb.Err() != nil {

@@ -46,16 +46,12 @@ func decodeFluxObject(v *object.View) (*fluxObject, error) {
 	if err := v.FormErr(); err != nil {
 		return nil, fmt.Errorf("decoding the object: %w", err)
 	}
-	o := &fluxObject{name: v.Name(), namespace: v.Namespace(), hasAnnotations: v.HasAnnotations(), suspend: string(v.Field("spec", "suspend")) == "true"}
-	for _, k := range []string{AnnotationSuspendedBy, AnnotationSuspendedAt} {
-		if val, ok := v.Annotation(k); ok {
-			if o.annotations == nil {
-				o.annotations = make(map[string]string, 2)
-			}
-			o.annotations[k] = val
-		}
-	}
-	return o, nil
+	return &fluxObject{
+		name: v.Name(), namespace: v.Namespace(),
+		annotations:    v.AnnotationsOf(AnnotationSuspendedBy, AnnotationSuspendedAt),
+		hasAnnotations: v.HasAnnotations(),
+		suspend:        string(v.Field("spec", "suspend")) == "true",
+	}, nil
 }
 
 // suspension keeps the suspension record in step with spec.suspend: set
