@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -66,7 +67,7 @@ type chartList struct {
 // TestChartTemplatesEverySettingTheRegistrationReads fails when a setting
 // changes the rendered registration and is neither here nor refused by the
 // chart (chartRefused).
-var chartLists = func() []chartList {
+var chartLists = sync.OnceValue(func() []chartList {
 	var out []chartList
 	for _, spec := range defaultSpecs() {
 		for _, l := range spec.ChartLists {
@@ -74,17 +75,18 @@ var chartLists = func() []chartList {
 		}
 	}
 	return out
-}()
+})
 
 // defaultSpecs are the Specs of every rule of the list, as the default
-// configuration builds them.
-func defaultSpecs() []rule.Spec {
+// configuration builds them: built once, when rendering first needs them,
+// never by a binary that only imports the package.
+var defaultSpecs = sync.OnceValue(func() []rule.Spec {
 	var specs []rule.Spec
 	for _, c := range webhooks.Rules(webhooks.DefaultConfig()) {
 		specs = append(specs, c.Rule.Spec())
 	}
 	return specs
-}
+})
 
 func (l chartList) token() string { return tokListPrefix + l.rule + "-" + l.key }
 
@@ -97,7 +99,7 @@ func (l chartList) helper() string { return "steward.list." + l.rule + "." + l.k
 // refuses any value but the ones it renders, with a message pointing to
 // `steward manifests --config`, rather than install a registration the
 // server does not serve.
-var chartRefused = func() []chartRefusal {
+var chartRefused = sync.OnceValue(func() []chartRefusal {
 	out := []chartRefusal{{path: "recordEventsFor", allowed: []string{string(webhooks.EventsForServiceAccounts)}, why: "changes Steward's permission to record Events"}}
 	for _, spec := range defaultSpecs() {
 		for _, r := range spec.ChartRefused {
@@ -105,7 +107,7 @@ var chartRefused = func() []chartRefusal {
 		}
 	}
 	return out
-}()
+})
 
 // chartRefusal is a setting the chart refuses to change.
 type chartRefusal struct {
@@ -120,10 +122,10 @@ type chartRefusal struct {
 // refuses, for the test that checks nothing else changes the render.
 func chartSettingPaths() []string {
 	var paths []string
-	for _, l := range chartLists {
+	for _, l := range chartLists() {
 		paths = append(paths, "rules."+l.rule+"."+l.key)
 	}
-	for _, r := range chartRefused {
+	for _, r := range chartRefused() {
 		paths = append(paths, r.path)
 	}
 	for _, name := range sortedKeys(webhooks.DefaultConfig().Rules) {
@@ -240,7 +242,7 @@ func chartRenders(cfg webhooks.Config) error {
 	if err != nil {
 		return err
 	}
-	for _, r := range chartRefused {
+	for _, r := range chartRefused() {
 		var v any = m
 		for _, k := range strings.Split(r.path, ".") {
 			sub, _ := v.(map[string]any)
@@ -260,7 +262,7 @@ func tokenConfig(cfg webhooks.Config) (webhooks.Config, error) {
 	if err != nil {
 		return webhooks.Config{}, err
 	}
-	for _, l := range chartLists {
+	for _, l := range chartLists() {
 		rules, _ := m["rules"].(map[string]any)
 		section, _ := rules[l.rule].(map[string]any)
 		if section == nil {
@@ -514,7 +516,7 @@ var celListLiteral = regexp.MustCompile(`\["` + tokListPrefix + `[^"]+"(?:, "` +
 // takes its line break with it.
 func templateExpression(expr string) (string, error) {
 	lines := strings.Split(expr, "\n")
-	for _, l := range chartLists {
+	for _, l := range chartLists() {
 		if !l.omitWhenEmpty {
 			continue
 		}
@@ -543,7 +545,7 @@ func templateExpression(expr string) (string, error) {
 		for _, tok := range strings.Split(strings.Trim(lit, "[]"), ", ") {
 			tok = strings.Trim(tok, `"`)
 			found := false
-			for _, l := range chartLists {
+			for _, l := range chartLists() {
 				if l.token() == tok {
 					args = append(args, fmt.Sprintf("(include %q $ | fromJsonArray)", l.helper()))
 					found = true

@@ -163,7 +163,7 @@ func indent(s, prefix string) string {
 
 func listPaths() []string {
 	var out []string
-	for _, l := range chartLists {
+	for _, l := range chartLists() {
 		out = append(out, "rules."+l.rule+"."+l.key)
 	}
 	return out
@@ -171,7 +171,7 @@ func listPaths() []string {
 
 func refusedSettings() []string {
 	out := []string{"mode " + string(rule.Off)}
-	for _, r := range chartRefused {
+	for _, r := range chartRefused() {
 		out = append(out, r.path+" other than "+strings.Join(r.allowed, ", "))
 	}
 	return out
@@ -262,7 +262,7 @@ func chartHelpers() ([]byte, error) {
 {{- end -}}
 `)
 	rules, _ := defaults["rules"].(map[string]any)
-	for _, l := range chartLists {
+	for _, l := range chartLists() {
 		section, _ := rules[l.rule].(map[string]any)
 		def, err := json.Marshal(section[l.key])
 		if err != nil {
@@ -300,7 +300,7 @@ func chartHelpers() ([]byte, error) {
 {{- end -}}
 `, name, rule.Off)
 	}
-	for _, r := range chartRefused {
+	for _, r := range chartRefused() {
 		allowed := []string{`""`}
 		for _, a := range r.allowed {
 			allowed = append(allowed, fmt.Sprintf("%q", a))
