@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/object"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -75,11 +76,11 @@ func (r *Rule) driftFinding(gvk schema.GroupVersionKind, o *metav1.PartialObject
 	if !meta.managed() || meta.appliedWithOwner() {
 		return rule.Finding{}, false
 	}
-	skip := r.skipFor(gvk.GroupKind())
+	skip := r.guard.Skip(gvk.GroupKind())
 	var fields []string
 	for _, f := range s.Fields {
 		p, err := object.ParsePointer(f)
-		if err != nil || !skipped(p, skip) {
+		if err != nil || !gitops.Skipped(p, skip) {
 			fields = append(fields, f)
 		}
 	}
@@ -87,15 +88,11 @@ func (r *Rule) driftFinding(gvk schema.GroupVersionKind, o *metav1.PartialObject
 		return rule.Finding{}, false // every change is to an ignored field
 	}
 	c := object.Changes{First: fields, Total: len(fields) + s.Unlisted}
-	if len(c.First) > listedPaths {
-		c.First = c.First[:listedPaths]
+	if len(c.First) > gitops.ListedPaths {
+		c.First = c.First[:gitops.ListedPaths]
 	}
-	list := strings.Join(c.First, ", ")
-	if more := c.Total - len(c.First); more > 0 {
-		list = strings.TrimPrefix(fmt.Sprintf("%s and %d more", list, more), " ")
-	}
+	list := gitops.ChangeList(c)
 	managers := strings.Join(s.Managers, ", ")
-	subj := subject(gvk.Kind, o.Namespace, meta)
 	return rule.Finding{
 		Check:  CheckDrift,
 		Result: rule.AuditFail,
@@ -105,7 +102,7 @@ func (r *Rule) driftFinding(gvk schema.GroupVersionKind, o *metav1.PartialObject
 		},
 		Message: fmt.Sprintf("%s Changed since the Fleet agent last applied it, by %s: %s. Change it in the Git repository instead; "+
 			"if the change is meant to stay, ignore the field in fleet.yaml (diff.comparePatches) and in fleetguard's ignoredFields.",
-			r.msg.managedBy(subj, meta), managers, list),
+			r.guard.ManagedBy(meta.ref(gvk), meta.owners()), managers, list),
 		Properties: map[string]string{
 			"managers":  managers,
 			"fields":    list,
@@ -113,16 +110,6 @@ func (r *Rule) driftFinding(gvk schema.GroupVersionKind, o *metav1.PartialObject
 			"changes":   strconv.Itoa(c.Total),
 		},
 	}, true
-}
-
-// skipped reports whether p is at or under one of skip.
-func skipped(p object.Pointer, skip []object.Pointer) bool {
-	for _, s := range skip {
-		if p.HasPrefix(s) {
-			return true
-		}
-	}
-	return false
 }
 
 var _ rule.Auditor = (*Rule)(nil)

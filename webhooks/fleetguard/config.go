@@ -3,7 +3,7 @@ package fleetguard
 import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/stewardhq/steward/webhooks/object"
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -31,15 +31,7 @@ type Config struct {
 }
 
 // IgnoredFields lists the paths of one kind that changes may touch.
-type IgnoredFields struct {
-	// Group is the API group, "" for the core group.
-	Group string `json:"group"`
-	// Kind is the object kind, e.g. Deployment.
-	Kind string `json:"kind"`
-	// Paths are RFC 6901 JSON pointers; a pointer also covers everything
-	// below it.
-	Paths []string `json:"paths"`
-}
+type IgnoredFields = gitops.IgnoredFields
 
 // The Fleet agent's identities, from Fleet's own manifests: the agent runs
 // as the fleet-agent service account in cattle-fleet-system, or in
@@ -71,35 +63,9 @@ func (c *Config) Default() {
 // Validate reports every invalid setting by its field path.
 func (c *Config) Validate(p *field.Path) field.ErrorList {
 	errs := c.Mode.Validate(p.Child("mode"))
-	for i, u := range c.AgentUsers {
-		if u == "" {
-			errs = append(errs, field.Required(p.Child("agentUsers").Index(i), "a user name"))
-		}
-	}
-	for i, g := range c.AgentGroups {
-		if g == "" {
-			errs = append(errs, field.Required(p.Child("agentGroups").Index(i), "a group name"))
-		}
-	}
-	for i, f := range c.IgnoredFields {
-		fp := p.Child("ignoredFields").Index(i)
-		if f.Kind == "" {
-			errs = append(errs, field.Required(fp.Child("kind"), "the kind the paths belong to, e.g. Deployment"))
-		}
-		if len(f.Paths) == 0 {
-			errs = append(errs, field.Required(fp.Child("paths"), "at least one JSON pointer, e.g. /spec/replicas"))
-		}
-		for j, s := range f.Paths {
-			pp := fp.Child("paths").Index(j)
-			ptr, err := object.ParsePointer(s)
-			switch {
-			case err != nil:
-				errs = append(errs, field.Invalid(pp, s, "not an RFC 6901 JSON pointer: "+err.Error()))
-			case len(ptr) == 0:
-				errs = append(errs, field.Invalid(pp, s, "the empty pointer is the whole object and would ignore every change"))
-			}
-		}
-	}
+	errs = append(errs, gitops.ValidateNames(p.Child("agentUsers"), c.AgentUsers, "a user name")...)
+	errs = append(errs, gitops.ValidateNames(p.Child("agentGroups"), c.AgentGroups, "a group name")...)
+	errs = append(errs, gitops.ValidateIgnored(p.Child("ignoredFields"), c.IgnoredFields)...)
 	return errs
 }
 

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/object"
 )
 
@@ -27,7 +28,7 @@ import (
 const AgentFieldManager = "fleetagent"
 
 // kubernetesFieldManagers are the field managers of Kubernetes' own
-// writers among kubernetesControllers (identities.go): client-go names a
+// writers among gitops.KubernetesControllers: client-go names a
 // manager after the binary, so every controller of the controller manager
 // writes as kube-controller-manager (the deployment controller's revision
 // annotation, the HorizontalPodAutoscaler's scale), and kubelets as
@@ -207,7 +208,7 @@ func (w *fieldWalk) report() {
 // serverManaged reports whether the current path is one an update may
 // change without being a manual edit (servermanaged.go).
 func (w *fieldWalk) serverManaged() bool {
-	for _, s := range serverManaged {
+	for _, s := range gitops.ServerManaged {
 		if w.path.HasPrefix(s) {
 			return true
 		}

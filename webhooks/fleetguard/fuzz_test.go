@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/object"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -33,13 +34,12 @@ func FuzzDecoders(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		v := object.New([]byte(s))
-		if m, err := strictMeta(v); err == nil {
-			_ = m.owner()
-			_ = m.ownershipKeys()
+		if v.FormErr() == nil {
+			_ = metaOf(v).claim()
 		}
 		_ = metaOf(v).owner()
 		_, _ = replicas(v)
-		_ = addedOwners(v, v)
+		_ = gitops.AddedOwners(v, v)
 	})
 }
 

@@ -1,9 +1,12 @@
 package fleetguard
 
 import (
+	"context"
 	"strings"
 
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/object"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Fleet's ownership keys, as Fleet's agent writes them on every object it
@@ -58,16 +61,6 @@ func metaOf(v *object.View) objectMeta {
 	}
 }
 
-// strictMeta is metaOf of the one object a create or delete is judged
-// on, which must be in the form the API server sends: anything else is
-// bad input, refused with what is wrong with it.
-func strictMeta(v *object.View) (objectMeta, error) {
-	if err := v.FormErr(); err != nil {
-		return objectMeta{}, err
-	}
-	return metaOf(v), nil
-}
-
 // managed reports whether the object carries Fleet's object-set label.
 func (m objectMeta) managed() bool {
 	_, ok := m.Labels[LabelHash]
@@ -89,22 +82,6 @@ func (m objectMeta) ownershipKeys() []string {
 	}
 	if _, ok := m.Annotations[AnnotationID]; ok {
 		keys = append(keys, "annotation "+AnnotationID)
-	}
-	return keys
-}
-
-// strippedKeys lists the ownership keys old has and new lacks.
-func strippedKeys(old, new objectMeta) []string {
-	var keys []string
-	if _, ok := old.Labels[LabelHash]; ok {
-		if _, still := new.Labels[LabelHash]; !still {
-			keys = append(keys, "label "+LabelHash)
-		}
-	}
-	if _, ok := old.Annotations[AnnotationID]; ok {
-		if _, still := new.Annotations[AnnotationID]; !still {
-			keys = append(keys, "annotation "+AnnotationID)
-		}
 	}
 	return keys
 }
@@ -141,4 +118,38 @@ func (m objectMeta) owner() string {
 		return "owner not recorded"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// resolver reads Fleet's ownership from the object alone: Fleet keeps no
+// record of its objects in the cluster that Steward could read cheaply,
+// and only its agent writes its keys (a forged key is refused on create
+// and update).
+type resolver struct{}
+
+// Claim reads Fleet's keys: the object is claimed when it carries the
+// object-set label and its object set has no owner.
+func (resolver) Claim(_ gitops.Ref, v *object.View) gitops.Claim {
+	return metaOf(v).claim()
+}
+
+func (m objectMeta) claim() gitops.Claim {
+	c := gitops.Claim{Claims: m.managed() && !m.appliedWithOwner(), Keys: m.ownershipKeys(), Named: m.owner()}
+	if m.managed() && m.appliedWithOwner() {
+		c.NotClaimed = appliedWithOwnerReason
+	}
+	return c
+}
+
+// Owners is the bundle deployment and Helm release the keys name.
+func (resolver) Owners(_ context.Context, _ gitops.Ref, v *object.View) ([]gitops.Owner, error) {
+	return metaOf(v).owners(), nil
+}
+
+func (m objectMeta) owners() []gitops.Owner {
+	return []gitops.Owner{{Name: "Fleet (" + m.owner() + ")", Manages: true, Revert: "manual changes diverge from Git and Fleet reverts them"}}
+}
+
+// ref names a cached workload the way the guard's messages do.
+func (m objectMeta) ref(gvk schema.GroupVersionKind) gitops.Ref {
+	return gitops.Ref{GroupVersionKind: gvk, Namespace: m.Namespace, Name: m.Name}
 }

@@ -129,7 +129,7 @@ func (r *Rule) handleScale(ctx context.Context, req *rule.Request) admission.Res
 	if !ok || req.Resource.Group != gvk.Group {
 		return admission.Allowed("")
 	}
-	if who, ok := r.trusted(req.UserInfo); ok {
+	if who, ok := r.guard.Trusted(req.UserInfo); ok {
 		return admission.Allowed("written by " + who)
 	}
 	oldReplicas, err := replicas(req.OldView())
@@ -153,13 +153,13 @@ func (r *Rule) handleScale(ctx context.Context, req *rule.Request) admission.Res
 	case parent.appliedWithOwner():
 		return admission.Allowed(appliedWithOwnerReason)
 	}
-	for _, p := range r.skipFor(gvk.GroupKind()) {
+	for _, p := range r.guard.Skip(gvk.GroupKind()) {
 		if replicasPointer.HasPrefix(p) {
 			return admission.Allowed("only the ignored field /spec/replicas changed")
 		}
 	}
 	c := object.Changes{First: []string{replicasPointer.String()}, Total: 1}
-	return admission.Denied(r.msg.changed(subject(gvk.Kind, req.Namespace, parent), parent, c))
+	return r.guard.DeniedChange(parent.ref(gvk), parent.owners(), c)
 }
 
 func sameReplicas(a, b *int64) bool {

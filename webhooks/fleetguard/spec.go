@@ -1,13 +1,10 @@
 package fleetguard
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
-
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -60,7 +57,7 @@ func (r *Rule) mainWebhook() rule.Webhook {
 		}},
 		MatchConditions: []admissionregistrationv1.MatchCondition{{
 			Name:       "not-agent-controller-lease-event-or-owned",
-			Expression: allOf(append(r.identityClauses(), excludedResources, excludeAppliedWithOwner, excludeStatusKeepingMetadata)),
+			Expression: gitops.AllOf(append(gitops.IdentityClauses(r.agent), gitops.ExcludedResources, excludeAppliedWithOwner, gitops.ExcludeStatusKeepingMetadata)...),
 		}},
 	}
 }
@@ -84,42 +81,10 @@ func (r *Rule) scaleWebhook() rule.Webhook {
 		TimeoutSeconds: 2,
 		MatchConditions: []admissionregistrationv1.MatchCondition{{
 			Name:       "not-fleet-agent-or-kubernetes-controller",
-			Expression: allOf(r.identityClauses()),
+			Expression: gitops.AllOf(gitops.IdentityClauses(r.agent)...),
 		}},
 	}
 }
-
-// identityClauses keep the Fleet agent's and Kubernetes' own writes from
-// ever calling Steward: they cost no webhook round trip, and a Steward
-// outage cannot block them. The agent's user name comes first: its writes
-// are most of what the main webhook matches.
-func (r *Rule) identityClauses() []string {
-	var clauses []string
-	if len(r.agentUsers) > 0 {
-		clauses = append(clauses, fmt.Sprintf("!(request.userInfo.username in %s)", celList(r.agentUsers)))
-	}
-	if len(r.agentGroups) > 0 {
-		clauses = append(clauses, fmt.Sprintf("(!has(request.userInfo.groups) || !request.userInfo.groups.exists(g, g in %s))", celList(r.agentGroups)))
-	}
-	return append(clauses, fmt.Sprintf("!(request.userInfo.username in %s) && (!has(request.userInfo.groups) || !(%s in request.userInfo.groups))",
-		celList(kubernetesControllers), strconv.Quote(nodesGroup)))
-}
-
-// allOf joins clauses into the expression of one matchCondition. The API
-// server evaluates every condition of a webhook for each request the
-// webhook's rules and selectors match; as one expression, evaluation stops
-// at the first clause that excludes the request (for the Fleet agent's
-// writes, the first), which costs the API server a fraction of evaluating
-// separate conditions (see docs/benchmarks.md).
-func allOf(clauses []string) string {
-	return strings.Join(clauses, " &&\n")
-}
-
-// excludedResources honours Steward's rule never to intercept Leases,
-// Events, TokenReviews or SubjectAccessReviews, even if one were labelled.
-const excludedResources = `!(request.resource.group in ['authentication.k8s.io', 'authorization.k8s.io'] ||
-  (request.resource.group == 'coordination.k8s.io' && request.resource.resource == 'leases') ||
-  (request.resource.group in ['', 'events.k8s.io'] && request.resource.resource == 'events'))`
 
 // excludeAppliedWithOwner skips objects whose object set has an owner
 // (Rancher's and Fleet's controllers apply their own objects that way),
@@ -128,25 +93,3 @@ const excludedResources = `!(request.resource.group in ['authentication.k8s.io',
 const excludeAppliedWithOwner = `!(
   (object == null || (has(object.metadata) && has(object.metadata.annotations) && 'objectset.rio.cattle.io/owner-gvk' in object.metadata.annotations)) &&
   (oldObject == null || (has(oldObject.metadata) && has(oldObject.metadata.annotations) && 'objectset.rio.cattle.io/owner-gvk' in oldObject.metadata.annotations)))`
-
-// excludeStatusKeepingMetadata skips status writes that leave the labels,
-// annotations and owner references as they were: all fleetguard judges in
-// a status write, and all that a controller's status update changes.
-var excludeStatusKeepingMetadata = "!(has(request.subResource) && request.subResource == 'status' &&\n  " +
-	strings.Join([]string{sameMetadata("labels"), sameMetadata("annotations"), sameMetadata("ownerReferences")}, " &&\n  ") + ")"
-
-// sameMetadata is true when object and oldObject have the same
-// metadata.<field>, or both lack it.
-func sameMetadata(field string) string {
-	o, old := "object.metadata."+field, "oldObject.metadata."+field
-	return fmt.Sprintf("has(%s) == has(%s) && (!has(%s) || %s == %s)", o, old, o, o, old)
-}
-
-// celList renders strings as a CEL list literal.
-func celList(ss []string) string {
-	quoted := make([]string, len(ss))
-	for i, s := range ss {
-		quoted[i] = strconv.Quote(s)
-	}
-	return "[" + strings.Join(quoted, ", ") + "]"
-}

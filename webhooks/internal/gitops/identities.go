@@ -1,4 +1,4 @@
-package fleetguard
+package gitops
 
 import (
 	"slices"
@@ -6,20 +6,21 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 )
 
-// kubernetesControllers are Kubernetes' own identities whose writes to
-// Fleet-managed objects are part of how the cluster works; refusing them
+// KubernetesControllers are Kubernetes' own identities whose writes to
+// GitOps-managed objects are part of how the cluster works; refusing them
 // would break garbage collection, namespace deletion or routine
-// reconciliation, and none of them edits the desired state Fleet deploys.
+// reconciliation, and none of them edits the desired state a GitOps tool
+// deploys.
 // They are excluded in the webhook's matchConditions, so a Steward outage
 // never blocks them, and allowed again in the handler.
-var kubernetesControllers = []string{
+var KubernetesControllers = []string{
 	// Deletes dependents of deleted owners and rewrites ownerReferences.
 	"system:serviceaccount:kube-system:generic-garbage-collector",
 	// Deletes everything in a namespace that is being deleted.
 	"system:serviceaccount:kube-system:namespace-controller",
 	// Writes the deployment.kubernetes.io/revision annotation on Deployments.
 	"system:serviceaccount:kube-system:deployment-controller",
-	// Copy a Service's labels, Fleet's included, onto its Endpoints and
+	// Copy a Service's labels, a GitOps tool's included, onto its Endpoints and
 	// EndpointSlices, and create, update and delete those.
 	"system:serviceaccount:kube-system:endpoint-controller",
 	"system:serviceaccount:kube-system:endpointslice-controller",
@@ -38,29 +39,24 @@ var kubernetesControllers = []string{
 	"system:apiserver",
 }
 
-// nodesGroup is the group of kubelets. A kubelet deletes the pods it has
+// NodesGroup is the group of kubelets. A kubelet deletes the pods it has
 // finished terminating and mirrors static pods; the NodeRestriction
 // admission plugin already limits it to its own pods.
-const nodesGroup = "system:nodes"
+const NodesGroup = "system:nodes"
 
-// The kinds of identity an allowed request can have, for its reason.
-const (
-	identityAgent      = "the Fleet agent"
-	identityController = "a Kubernetes controller"
-)
+// Identities are the users and groups a tool writes as.
+type Identities struct {
+	Users, Groups []string
+}
 
-// trusted says whether a user's writes are allowed without question, and
-// as whom. The webhook's matchConditions keep these requests away from
-// Steward; this check is the same decision for requests that arrive anyway
-// (an edited configuration, or a rule run offline).
-func (r *Rule) trusted(u authenticationv1.UserInfo) (string, bool) {
-	switch {
-	case slices.Contains(r.agentUsers, u.Username) || intersects(r.agentGroups, u.Groups):
-		return identityAgent, true
-	case slices.Contains(kubernetesControllers, u.Username) || slices.Contains(u.Groups, nodesGroup):
-		return identityController, true
-	}
-	return "", false
+// Has reports whether u is one of the identities.
+func (ids Identities) Has(u authenticationv1.UserInfo) bool {
+	return slices.Contains(ids.Users, u.Username) || intersects(ids.Groups, u.Groups)
+}
+
+// Kubernetes reports whether u is one of Kubernetes' own controllers.
+func Kubernetes(u authenticationv1.UserInfo) bool {
+	return slices.Contains(KubernetesControllers, u.Username) || slices.Contains(u.Groups, NodesGroup)
 }
 
 func intersects(a, b []string) bool {

@@ -1,4 +1,4 @@
-package fleetguard
+package gitops
 
 import (
 	"fmt"
@@ -6,10 +6,10 @@ import (
 	"github.com/stewardhq/steward/webhooks/object"
 )
 
-// serverManaged are the paths an UPDATE may change without being a manual
+// ServerManaged are the paths an UPDATE may change without being a manual
 // edit of the desired state: bookkeeping the API server, controllers or
 // client tools maintain. Fleet's own drift detection ignores them as well.
-var serverManaged = mustPointers(
+var ServerManaged = MustPointers(
 	"/metadata/managedFields",
 	"/metadata/resourceVersion",
 	"/metadata/generation",
@@ -20,7 +20,7 @@ var serverManaged = mustPointers(
 	"/metadata/deletionGracePeriodSeconds",
 	// Finalizers and owner references are how cleanup and garbage
 	// collection work; an operator clearing a stuck finalizer must succeed.
-	// (Adding an owner reference is refused on its own: see addedOwners.)
+	// (Adding an owner reference is refused on its own: see AddedOwners.)
 	"/metadata/finalizers",
 	"/metadata/ownerReferences",
 	// Observed state, written by controllers.
@@ -31,7 +31,9 @@ var serverManaged = mustPointers(
 	"/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration",
 )
 
-func mustPointers(ss ...string) []object.Pointer {
+// MustPointers parses built-in pointers; a bad one is a programming
+// error.
+func MustPointers(ss ...string) []object.Pointer {
 	ps := make([]object.Pointer, len(ss))
 	for i, s := range ss {
 		p, err := object.ParsePointer(s)
@@ -41,4 +43,14 @@ func mustPointers(ss ...string) []object.Pointer {
 		ps[i] = p
 	}
 	return ps
+}
+
+// Skipped reports whether p is at or under one of skip.
+func Skipped(p object.Pointer, skip []object.Pointer) bool {
+	for _, s := range skip {
+		if p.HasPrefix(s) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,20 +1,20 @@
-package fleetguard
+package gitops
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"bytes"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stewardhq/steward/webhooks/object"
 )
 
-// addedOwners lists the owner references the new object has and the old
+// AddedOwners lists the owner references the new object has and the old
 // lacks. The garbage collector deletes an object once all its owners are
 // gone, so an owner reference to an object the writer controls is a
 // deferred delete that no DELETE request would show: the garbage
 // collector's own delete is, rightly, never refused. Removing owners is
 // not listed: it only keeps an object from being collected.
-func addedOwners(old, cur *object.View) []metav1.OwnerReference {
+func AddedOwners(old, cur *object.View) []metav1.OwnerReference {
 	if bytes.Equal(old.Field("metadata", "ownerReferences"), cur.Field("metadata", "ownerReferences")) {
 		return nil // the common case: no owners, or the same ones, unread
 	}

@@ -1,0 +1,101 @@
+package gitops
+
+import (
+	"context"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/stewardhq/steward/webhooks/object"
+)
+
+// Ref names the object a request writes.
+type Ref struct {
+	schema.GroupVersionKind
+	Namespace, Name string
+	// GenerateName is the name's prefix when the name is still to be
+	// generated (a create).
+	GenerateName string
+}
+
+// String names the object the way denial messages do: "Kind ns/name", or
+// "Kind name" for cluster-scoped objects; a name still to be generated is
+// shown as its prefix followed by "*".
+func (r Ref) String() string {
+	name := r.Name
+	if name == "" && r.GenerateName != "" {
+		name = r.GenerateName + "*"
+	}
+	if r.Namespace != "" {
+		name = r.Namespace + "/" + name
+	}
+	return r.Kind + " " + name
+}
+
+// Claim is what an object's ownership markers say, before any record is
+// read.
+type Claim struct {
+	// Claims reports whether the markers claim the object for the tool.
+	Claims bool
+	// Keys are the ownership markers the object carries, as "label <key>"
+	// or "annotation <key>", in a fixed order: those an update may not
+	// strip and a create may not forge.
+	Keys []string
+	// Named describes the owners the markers name, for messages.
+	Named string
+	// NotClaimed says why markers the object carries make no claim (Fleet's
+	// owner-gvk, an Argo CD tracking id copied from another object); an
+	// update or delete of such an object is allowed with this reason.
+	NotClaimed string
+}
+
+// Owner is one owner the markers name, as the resolver found it.
+type Owner struct {
+	// Name describes the owner in messages, with what says where its
+	// content comes from, e.g. "Flux Kustomization flux-system/apps
+	// (GitRepository flux-system/flux-system, path ./apps, revision
+	// main@sha1:1a2b3c4)".
+	Name string
+	// Manages reports whether the owner's own record lists the object;
+	// Why says why not, when it does not ("owner not found", "not in its
+	// inventory").
+	Manages bool
+	Why     string
+	// Writers are the users that write the owner's objects besides the
+	// tool (a Flux tenant's service account).
+	Writers []string
+	// Revert says what the tool does with a hand edit: "manual changes
+	// diverge from Git and Fleet reverts them".
+	Revert string
+	// Paused is set when the owner's reconciliation is paused: writes are
+	// allowed, with a warning naming it.
+	Paused string
+	// OptedOut is set when the object opted out of the tool's management
+	// (an annotation the tool honours): writes are allowed with it as the
+	// reason.
+	OptedOut string
+	// Skip are paths the owner itself ignores on this object.
+	Skip []object.Pointer
+	// Hint is an extra way out the denial offers, e.g. how to pause the
+	// tool for the object.
+	Hint string
+}
+
+// Resolver reads one tool's ownership of objects.
+type Resolver interface {
+	// Claim reads the markers of the object v, which ref names.
+	Claim(ref Ref, v *object.View) Claim
+	// Owners looks up the owners a claimed object's markers name. It
+	// returns an error only when it cannot tell (a cache not synced): the
+	// webhook's failure policy decides then.
+	Owners(ctx context.Context, ref Ref, v *object.View) ([]Owner, error)
+}
+
+// names joins the owners' names for a message.
+func names(owners []Owner) string {
+	parts := make([]string, len(owners))
+	for i, o := range owners {
+		parts[i] = o.Name
+	}
+	return strings.Join(parts, " and ")
+}

@@ -1,0 +1,86 @@
+package gitops
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/stewardhq/steward/webhooks/object"
+)
+
+// IgnoredFields lists the paths of one kind that changes may touch: every
+// guard's ignoredFields setting.
+type IgnoredFields struct {
+	// Group is the API group, "" for the core group.
+	Group string `json:"group"`
+	// Kind is the object kind, e.g. Deployment.
+	Kind string `json:"kind"`
+	// Paths are RFC 6901 JSON pointers; a pointer also covers everything
+	// below it.
+	Paths []string `json:"paths"`
+}
+
+// ValidateIgnored reports every invalid entry of an ignoredFields setting
+// by its field path.
+func ValidateIgnored(p *field.Path, list []IgnoredFields) field.ErrorList {
+	var errs field.ErrorList
+	for i, f := range list {
+		fp := p.Index(i)
+		if f.Kind == "" {
+			errs = append(errs, field.Required(fp.Child("kind"), "the kind the paths belong to, e.g. Deployment"))
+		}
+		if len(f.Paths) == 0 {
+			errs = append(errs, field.Required(fp.Child("paths"), "at least one JSON pointer, e.g. /spec/replicas"))
+		}
+		for j, s := range f.Paths {
+			pp := fp.Child("paths").Index(j)
+			ptr, err := object.ParsePointer(s)
+			switch {
+			case err != nil:
+				errs = append(errs, field.Invalid(pp, s, "not an RFC 6901 JSON pointer: "+err.Error()))
+			case len(ptr) == 0:
+				errs = append(errs, field.Invalid(pp, s, "the empty pointer is the whole object and would ignore every change"))
+			}
+		}
+	}
+	return errs
+}
+
+// ValidateNames reports empty user or group names of a list setting.
+func ValidateNames(p *field.Path, names []string, what string) field.ErrorList {
+	var errs field.ErrorList
+	for i, n := range names {
+		if n == "" {
+			errs = append(errs, field.Required(p.Index(i), what))
+		}
+	}
+	return errs
+}
+
+// skipMap is, per group and kind, the paths an update may change: the
+// server-managed ones plus the configured ignored fields. Pointers that do
+// not parse are left out; ValidateIgnored reports them first.
+type skipMap map[schema.GroupKind][]object.Pointer
+
+func newSkipMap(list []IgnoredFields) skipMap {
+	m := skipMap{}
+	for _, f := range list {
+		gk := schema.GroupKind{Group: f.Group, Kind: f.Kind}
+		if m[gk] == nil {
+			m[gk] = append([]object.Pointer(nil), ServerManaged...)
+		}
+		for _, s := range f.Paths {
+			if p, err := object.ParsePointer(s); err == nil && len(p) > 0 {
+				m[gk] = append(m[gk], p)
+			}
+		}
+	}
+	return m
+}
+
+// of returns the paths an update of the given kind may change.
+func (m skipMap) of(gk schema.GroupKind) []object.Pointer {
+	if s, ok := m[gk]; ok {
+		return s
+	}
+	return ServerManaged
+}
