@@ -213,6 +213,40 @@ func (s *Set) Get(gr schema.GroupResource, namespace, name string) (any, bool) {
 	return w.Get(namespace, name)
 }
 
+// Lookup is Get for a rule that must not guess: it reports an error while
+// it cannot tell whether the object exists (discovery has not answered,
+// or the informer answering for the resource has not synced or may not
+// list it). A resource that is not served has no objects, and no error:
+// the tool it belongs to is not installed.
+func (s *Set) Lookup(gr schema.GroupResource, namespace, name string) (any, bool, error) {
+	w, err := s.answering(gr)
+	if w == nil {
+		return nil, false, err
+	}
+	obj, ok := w.Get(namespace, name)
+	return obj, ok, nil
+}
+
+// answering returns the synced informer that answers for a resource: nil
+// and no error when the resource is not served, and an error while it
+// cannot answer yet.
+func (s *Set) answering(gr schema.GroupResource) (*Watch, error) {
+	s.mu.RLock()
+	discovered, w := s.discovered, s.current[gr]
+	s.mu.RUnlock()
+	switch {
+	case !discovered:
+		return nil, fmt.Errorf("%s: waiting for API discovery", s.name)
+	case w == nil:
+		return nil, nil
+	case w.Forbidden():
+		return nil, fmt.Errorf("%s: Steward may not list %s", s.name, w.GVR())
+	case !w.HasSynced():
+		return nil, fmt.Errorf("%s: informer for %s has not synced", s.name, w.GVR())
+	}
+	return w, nil
+}
+
 // Watching returns the version whose informer answers for the resource, or
 // "" when none does, for tests and diagnostics.
 func (s *Set) Watching(gr schema.GroupResource) string {
@@ -242,18 +276,9 @@ func (c *Cache) Followed() []string {
 // resource has not synced or may not list it; a resource that is not
 // served has no objects, and no error.
 func (s *Set) List(gr schema.GroupResource) ([]any, error) {
-	s.mu.RLock()
-	discovered, w := s.discovered, s.current[gr]
-	s.mu.RUnlock()
-	switch {
-	case !discovered:
-		return nil, fmt.Errorf("%s: waiting for API discovery", s.name)
-	case w == nil:
-		return nil, nil
-	case w.Forbidden():
-		return nil, fmt.Errorf("%s: Steward may not list %s", s.name, w.GVR())
-	case !w.HasSynced():
-		return nil, fmt.Errorf("%s: informer for %s has not synced", s.name, w.GVR())
+	w, err := s.answering(gr)
+	if w == nil {
+		return nil, err
 	}
 	return w.Indexer().List(), nil
 }
