@@ -65,6 +65,11 @@ mkdir -p provider-sql-scale
 for crd in grants schemas; do
   fetch crossplane-contrib/provider-sql v0.16.0 "package/crds/postgresql.sql.crossplane.io_${crd}.yaml" "provider-sql-scale/postgresql.sql.crossplane.io_${crd}.yaml"
 done
+# Argo CD's own Application and AppProject.
+mkdir -p argocd/3.5
+for crd in application appproject; do
+  fetch argoproj/argo-cd v3.5.1 "manifests/crds/${crd}-crd.yaml" "argocd/3.5/${crd}-crd.yaml"
+done
 # The PolicyReport CRDs Steward ships and its audit writes to (no tags
 # upstream: the commit that last changed them). Kept in manifests/upstream.
 for crd in policyreports clusterpolicyreports; do
