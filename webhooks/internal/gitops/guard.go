@@ -171,7 +171,8 @@ func (g *Guard) update(ctx context.Context, req *rule.Request) admission.Respons
 	if added := AddedOwners(oldView, curView); len(added) > 0 {
 		return admission.Denied(g.msg.addingOwners(ref, owners, added))
 	}
-	skip := g.skip.of(ref.GroupKind())
+	// Clipped: the configured list is shared by concurrent requests.
+	skip := append(slices.Clip(g.skip.of(ref.GroupKind())), controlPaths(ref.GroupKind())...)
 	for _, o := range owners {
 		skip = append(skip[:len(skip):len(skip)], o.Skip...)
 	}
