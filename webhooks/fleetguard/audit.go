@@ -32,14 +32,14 @@ func (r *Rule) Audit(ctx context.Context, _ client.Reader) ([]rule.Finding, erro
 	if r.parents == nil {
 		return nil, errors.New("the workload metadata cache is not set up")
 	}
-	resources := make([]string, 0, len(scaledKinds))
-	for res := range scaledKinds {
+	resources := make([]string, 0, len(gitops.ScaledKinds))
+	for res := range gitops.ScaledKinds {
 		resources = append(resources, res)
 	}
 	sort.Strings(resources)
 	var out []rule.Finding
 	for _, res := range resources {
-		gvk := scaledKinds[res]
+		gvk := gitops.ScaledKinds[res]
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		// The cache's own objects, not copies: only the drift annotation

@@ -3,6 +3,7 @@ package fleetguard
 import (
 	"unique"
 
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -15,7 +16,7 @@ var readAnnotations = []string{AnnotationID, AnnotationOwnerGVK, AnnotationRelea
 // object instead of each keeping the strings it was decoded with.
 var cachedTypes = func() map[metav1.TypeMeta]metav1.TypeMeta {
 	m := map[metav1.TypeMeta]metav1.TypeMeta{}
-	for _, gvk := range scaledKinds {
+	for _, gvk := range gitops.ScaledKinds {
 		t := metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}
 		m[t] = t
 	}

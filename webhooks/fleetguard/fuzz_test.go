@@ -38,7 +38,7 @@ func FuzzDecoders(f *testing.F) {
 			_ = metaOf(v).claim()
 		}
 		_ = metaOf(v).owner()
-		_, _ = replicas(v)
+		_, _ = gitops.Replicas(v)
 		_ = gitops.AddedOwners(v, v)
 	})
 }

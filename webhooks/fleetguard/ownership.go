@@ -123,8 +123,9 @@ func (m objectMeta) owner() string {
 // resolver reads Fleet's ownership from the object alone: Fleet keeps no
 // record of its objects in the cluster that Steward could read cheaply,
 // and only its agent writes its keys (a forged key is refused on create
-// and update).
-type resolver struct{}
+// and update). Scale requests read the workload's keys from the rule's
+// metadata cache.
+type resolver struct{ rule *Rule }
 
 // Claim reads Fleet's keys: the object is claimed when it carries the
 // object-set label and its object set has no owner.

@@ -18,8 +18,8 @@ import (
 )
 
 // Rule is the fleetguard admission handler: the GitOps guards' engine
-// with Fleet's resolver, and the scale subresource, whose Scale objects
-// carry no labels.
+// with Fleet's resolver, which reads Scale requests' workloads from a
+// metadata cache.
 type Rule struct {
 	guard *gitops.Guard
 	agent gitops.Identities
@@ -43,21 +43,16 @@ var (
 func New(c Config, breakGlassGroup string) *Rule {
 	c.Default()
 	agent := gitops.Identities{Users: c.AgentUsers, Groups: c.AgentGroups}
-	return &Rule{
-		guard: gitops.New(gitops.Options{
-			Rule: Name, Tool: "Fleet", AgentName: "the Fleet agent",
-			Agent: agent, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup,
-		}, resolver{}),
-		agent:         agent,
-		lookupTimeout: time.Second,
-	}
+	r := &Rule{agent: agent, lookupTimeout: time.Second}
+	r.guard = gitops.New(gitops.Options{
+		Rule: Name, Tool: "Fleet", AgentName: "the Fleet agent",
+		Agent: agent, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup,
+	}, resolver{r})
+	return r
 }
 
 // Handle decides one admission request as if the rule were enforced.
 func (r *Rule) Handle(ctx context.Context, req *rule.Request) admission.Response {
-	if req.SubResource == "scale" {
-		return r.handleScale(ctx, req)
-	}
 	return r.guard.Handle(ctx, req)
 }
 

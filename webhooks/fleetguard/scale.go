@@ -2,11 +2,8 @@ package fleetguard
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,25 +13,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
-	"github.com/stewardhq/steward/webhooks/object"
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
-
-// scaledKinds maps the resources whose scale subresource fleetguard
-// guards to their kinds.
-var scaledKinds = map[string]schema.GroupVersionKind{
-	"deployments":  {Group: "apps", Version: "v1", Kind: "Deployment"},
-	"statefulsets": {Group: "apps", Version: "v1", Kind: "StatefulSet"},
-	"replicasets":  {Group: "apps", Version: "v1", Kind: "ReplicaSet"},
-	// kubectl scale rc and the HorizontalPodAutoscaler still use it.
-	"replicationcontrollers": {Version: "v1", Kind: "ReplicationController"},
-}
-
-// replicasPointer is the field a scale request changes.
-var replicasPointer = object.Pointer{"spec", "replicas"}
 
 // SetupWithManager starts metadata-only informers for the scalable
 // workloads before the manager starts, so they sync before Steward reports
@@ -42,7 +25,7 @@ var replicasPointer = object.Pointer{"spec", "replicas"}
 // the manager's cache, not the cluster cache: built-in kinds, always served
 // at apps/v1 and v1, narrowed by the label selector of CacheByObject.
 func (r *Rule) SetupWithManager(mgr manager.Manager, _ *clustercache.Cache) error {
-	for _, gvk := range scaledKinds {
+	for _, gvk := range gitops.ScaledKinds {
 		if _, err := mgr.GetCache().GetInformer(context.Background(), partialObject(gvk)); err != nil {
 			return fmt.Errorf("fleetguard: starting the %s metadata informer: %w", gvk.Kind, err)
 		}
@@ -60,7 +43,7 @@ func (r *Rule) SetupWithManager(mgr manager.Manager, _ *clustercache.Cache) erro
 // scale decision reads.
 func (r *Rule) CacheByObject() map[client.Object]cache.ByObject {
 	out := map[client.Object]cache.ByObject{}
-	for _, gvk := range scaledKinds {
+	for _, gvk := range gitops.ScaledKinds {
 		out[partialObject(gvk)] = cache.ByObject{Label: fleetManaged, Transform: trimWorkload}
 	}
 	return out
@@ -101,69 +84,20 @@ func partialObject(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 	return o
 }
 
-// replicas reads spec.replicas of an autoscaling/v1 Scale: nil when it
-// is not set.
-func replicas(v *object.View) (*int64, error) {
-	if err := v.Err(); err != nil {
+// OwnersOf finds a workload's Fleet owner in the metadata cache, for a
+// scale request: a Scale carries no labels.
+func (r resolver) OwnersOf(ctx context.Context, ref gitops.Ref) ([]gitops.Owner, error) {
+	parent, err := r.rule.lookupParent(ctx, ref.GroupVersionKind, ref.Namespace, ref.Name)
+	if err != nil {
 		return nil, err
-	}
-	raw := v.Field("spec", "replicas")
-	if raw == nil || string(raw) == "null" {
-		return nil, nil
-	}
-	var n int64
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return nil, fmt.Errorf("decoding Scale: spec.replicas: %w", err)
-	}
-	return &n, nil
-}
-
-// handleScale guards a change of a workload's replicas through its scale
-// subresource. A Scale carries no labels, so the workload's own labels and
-// annotations come from the metadata cache.
-func (r *Rule) handleScale(ctx context.Context, req *rule.Request) admission.Response {
-	if req.Operation != admissionv1.Update {
-		return admission.Allowed("")
-	}
-	gvk, ok := scaledKinds[req.Resource.Resource]
-	if !ok || req.Resource.Group != gvk.Group {
-		return admission.Allowed("")
-	}
-	if who, ok := r.guard.Trusted(req.UserInfo); ok {
-		return admission.Allowed("written by " + who)
-	}
-	oldReplicas, err := replicas(req.OldView())
-	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("scale, old object: %w", err))
-	}
-	newReplicas, err := replicas(req.View())
-	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("scale, new object: %w", err))
-	}
-	if sameReplicas(oldReplicas, newReplicas) {
-		return admission.Allowed("")
-	}
-	parent, err := r.lookupParent(ctx, gvk, req.Namespace, req.Name)
-	if err != nil {
-		return admission.Errored(http.StatusServiceUnavailable, err)
 	}
 	switch {
 	case !parent.managed():
-		return admission.Allowed("")
+		return nil, nil
 	case parent.appliedWithOwner():
-		return admission.Allowed(appliedWithOwnerReason)
+		return []gitops.Owner{{Why: appliedWithOwnerReason}}, nil
 	}
-	for _, p := range r.guard.Skip(gvk.GroupKind()) {
-		if replicasPointer.HasPrefix(p) {
-			return admission.Allowed("only the ignored field /spec/replicas changed")
-		}
-	}
-	c := object.Changes{First: []string{replicasPointer.String()}, Total: 1}
-	return r.guard.DeniedChange(parent.ref(gvk), parent.owners(), c)
-}
-
-func sameReplicas(a, b *int64) bool {
-	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+	return parent.owners(), nil
 }
 
 // lookupParent reads a workload's metadata from the cache. A missing cache

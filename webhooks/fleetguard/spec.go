@@ -64,16 +64,9 @@ func (r *Rule) mainWebhook() rule.Webhook {
 
 func (r *Rule) scaleWebhook() rule.Webhook {
 	return rule.Webhook{
-		Name: rule.WebhookName(Name, "scale"),
-		Path: rule.Path(rule.Validating, Name, "scale"),
-		Rules: []admissionregistrationv1.RuleWithOperations{
-			rule.Resources(rule.Operations(admissionregistrationv1.Update),
-				[]string{"apps"}, []string{"*"}, []string{"deployments/scale", "statefulsets/scale", "replicasets/scale"},
-				admissionregistrationv1.NamespacedScope),
-			rule.Resources(rule.Operations(admissionregistrationv1.Update),
-				[]string{""}, []string{"v1"}, []string{"replicationcontrollers/scale"},
-				admissionregistrationv1.NamespacedScope),
-		},
+		Name:          rule.WebhookName(Name, "scale"),
+		Path:          rule.Path(rule.Validating, Name, "scale"),
+		Rules:         gitops.ScaleRules(),
 		FailurePolicy: admissionregistrationv1.Ignore,
 		FailurePolicyReason: "A Scale object carries no labels, so no objectSelector can narrow this webhook: it sees every scale request in the cluster, " +
 			"the HorizontalPodAutoscaler's included. Failing closed would let a Steward outage freeze autoscaling of every workload, Fleet-managed or not; " +

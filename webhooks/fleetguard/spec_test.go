@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -189,8 +190,8 @@ func TestPolicyRules(t *testing.T) {
 
 func TestCacheHoldsOnlyFleetManagedWorkloads(t *testing.T) {
 	scopes := New(Config{}, "steward:break-glass").CacheByObject()
-	if len(scopes) != len(scaledKinds) {
-		t.Fatalf("%d cache scopes, want one per scaled kind (%d)", len(scopes), len(scaledKinds))
+	if len(scopes) != len(gitops.ScaledKinds) {
+		t.Fatalf("%d cache scopes, want one per scaled kind (%d)", len(scopes), len(gitops.ScaledKinds))
 	}
 	managed := labels.Set{LabelHash: "3e4c9a2f", "app": "web"}
 	unmanaged := labels.Set{"app": "web"}

@@ -85,6 +85,11 @@ func (g *Guard) Trusted(u authenticationv1.UserInfo) (string, bool) {
 // as if the guard were enforced.
 func (g *Guard) Handle(ctx context.Context, req *rule.Request) admission.Response {
 	switch req.SubResource {
+	case "scale":
+		if sr, ok := g.resolver.(ScaleResolver); ok {
+			return g.scale(ctx, req, sr)
+		}
+		return admission.Allowed("")
 	case "", "status", "ephemeralcontainers", "resize":
 		// A write through a subresource stores the whole object it
 		// carries, less what the subresource's strategy resets, so it is
@@ -200,6 +205,11 @@ func (g *Guard) managing(ctx context.Context, req *rule.Request, ref Ref, v *obj
 	if err != nil {
 		return nil, admission.Errored(http.StatusServiceUnavailable, err), false
 	}
+	return g.judgeOwners(req, ref, owners)
+}
+
+// judgeOwners is managing once the owners are found.
+func (g *Guard) judgeOwners(req *rule.Request, ref Ref, owners []Owner) ([]Owner, admission.Response, bool) {
 	if o, ok := writerOf(owners, req.UserInfo.Username); ok {
 		return nil, admission.Allowed("written by " + req.UserInfo.Username + ", which writes for " + o.Name), false
 	}

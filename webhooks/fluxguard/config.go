@@ -1,0 +1,78 @@
+package fluxguard
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// Config is the fluxguard section of Steward's configuration file. It has
+// fleetguard's shape, with Flux's defaults.
+type Config struct {
+	// Mode is how denials take effect: enforce, warn or audit; or off.
+	Mode rule.Mode `json:"mode,omitempty"`
+	// AgentUsers are the identities Flux's controllers write as. Their
+	// requests never reach Steward (the webhooks' matchConditions exclude
+	// them). Setting the list replaces the defaults.
+	AgentUsers []string `json:"agentUsers"`
+	// AgentGroups are groups whose members count as Flux. None by
+	// default: a tenant's service account writes only for its own
+	// Kustomizations and HelmReleases (their spec.serviceAccountName), and
+	// exempting a whole namespace's service accounts would exempt every
+	// workload in it.
+	AgentGroups []string `json:"agentGroups"`
+	// DefaultServiceAccount is the service account Flux's controllers
+	// impersonate for owners without spec.serviceAccountName (their
+	// --default-service-account flag; Flux sets none). It writes only for
+	// those owners, in their namespaces.
+	DefaultServiceAccount string `json:"defaultServiceAccount,omitempty"`
+	// OptOutGroups may add Flux's opt-out markers
+	// (kustomize.toolkit.fluxcd.io/reconcile: disabled, ssa, prune,
+	// helm.toolkit.fluxcd.io/driftDetection: disabled) to a managed
+	// object in the cluster, each as a change of its own. None by default:
+	// opt-outs then come from Git (or break-glass).
+	OptOutGroups []string `json:"optOutGroups,omitempty"`
+	// IgnoredFields are JSON pointers, per group and kind, that may be
+	// changed by hand, besides the owners' own ignore rules.
+	IgnoredFields []gitops.IgnoredFields `json:"ignoredFields,omitempty"`
+}
+
+// Flux's controllers, as Flux installs them.
+var defaultAgentUsers = []string{
+	"system:serviceaccount:flux-system:kustomize-controller",
+	"system:serviceaccount:flux-system:helm-controller",
+}
+
+// Default fills unset settings.
+func (c *Config) Default() {
+	if c.Mode == "" {
+		c.Mode = rule.Enforce
+	}
+	if c.AgentUsers == nil {
+		c.AgentUsers = append([]string(nil), defaultAgentUsers...)
+	}
+	if c.AgentGroups == nil {
+		c.AgentGroups = []string{}
+	}
+}
+
+// Validate reports every invalid setting by its field path.
+func (c *Config) Validate(p *field.Path) field.ErrorList {
+	errs := c.Mode.Validate(p.Child("mode"))
+	errs = append(errs, gitops.ValidateNames(p.Child("agentUsers"), c.AgentUsers, "a user name")...)
+	errs = append(errs, gitops.ValidateNames(p.Child("agentGroups"), c.AgentGroups, "a group name")...)
+	errs = append(errs, gitops.ValidateNames(p.Child("optOutGroups"), c.OptOutGroups, "a group name")...)
+	if sa := c.DefaultServiceAccount; sa != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(sa) {
+			errs = append(errs, field.Invalid(p.Child("defaultServiceAccount"), sa, "a service account name: "+msg))
+		}
+	}
+	return append(errs, gitops.ValidateIgnored(p.Child("ignoredFields"), c.IgnoredFields)...)
+}
+
+// RuleMode is the configured mode (rule.Settings).
+func (c *Config) RuleMode() rule.Mode { return c.Mode }
+
+var _ rule.Settings = (*Config)(nil)

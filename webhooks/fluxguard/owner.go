@@ -1,0 +1,178 @@
+package fluxguard
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"unique"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
+)
+
+// owner is what the cache keeps of a Kustomization or HelmRelease: what a
+// decision and its message read, and the inventory, nothing else. The
+// API server sends whole objects (spec and status are read); keepOwner
+// drops the rest before the store keeps them.
+type owner struct {
+	// ObjectMeta holds only the namespace, name and resource version,
+	// which the informer's store keys and tracks objects by.
+	metav1.ObjectMeta
+	kind string
+	// from says where the owner's content comes from, and revision which
+	// of it was applied last.
+	from, revision string
+	interval       string
+	serviceAccount string
+	suspended      bool
+	// driftMode is a HelmRelease's spec.driftDetection.mode ("" is
+	// disabled, helm-controller's default).
+	driftMode string
+	// release and releaseNamespace are a HelmRelease's Helm release.
+	release, releaseNamespace string
+	ignore                    []ignoreRule
+	inventory                 gitops.Inventory
+	// hasInventory tells an empty inventory from none (HelmReleases
+	// before Flux 2.8 keep none).
+	hasInventory bool
+}
+
+// GetObjectKind and DeepCopyObject make owner a runtime.Object, which
+// client-go's informers expect of what they store. Cached owners are
+// never changed, so a copy may share their slices.
+func (o *owner) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+func (o *owner) DeepCopyObject() runtime.Object {
+	out := *o
+	return &out
+}
+
+// keepOwner is the informers' transform. It accepts its own output, as
+// informers require.
+func keepOwner(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *owner:
+		return o, nil
+	case *unstructured.Unstructured:
+		return ownerOf(o), nil
+	}
+	return nil, fmt.Errorf("fluxguard cache: unexpected object type %T", obj)
+}
+
+func ownerOf(u *unstructured.Unstructured) *owner {
+	o := &owner{kind: u.GetKind()}
+	o.Namespace = unique.Make(u.GetNamespace()).Value()
+	o.Name = u.GetName()
+	o.ResourceVersion = u.GetResourceVersion()
+	o.interval, _, _ = unstructured.NestedString(u.Object, "spec", "interval")
+	o.serviceAccount, _, _ = unstructured.NestedString(u.Object, "spec", "serviceAccountName")
+	o.suspended, _, _ = unstructured.NestedBool(u.Object, "spec", "suspend")
+	var ignore []any
+	switch o.kind {
+	case kindHelmRelease:
+		o.from, o.revision = helmSource(u)
+		o.driftMode, _, _ = unstructured.NestedString(u.Object, "spec", "driftDetection", "mode")
+		o.release, o.releaseNamespace = releaseOf(u)
+		ignore, _, _ = unstructured.NestedSlice(u.Object, "spec", "driftDetection", "ignore")
+	default:
+		o.from, o.revision = kustomizeSource(u)
+		ignore, _, _ = unstructured.NestedSlice(u.Object, "spec", "ignore")
+	}
+	o.ignore = ignoreRules(ignore)
+	if entries, found, _ := unstructured.NestedSlice(u.Object, "status", "inventory", "entries"); found {
+		o.hasInventory = true
+		ids := make([]string, 0, len(entries))
+		for _, e := range entries {
+			if m, ok := e.(map[string]any); ok {
+				if id, ok := m["id"].(string); ok {
+					ids = append(ids, id)
+				}
+			}
+		}
+		o.inventory = gitops.NewInventory(ids)
+	} else if _, found, _ := unstructured.NestedMap(u.Object, "status", "inventory"); found {
+		o.hasInventory = true
+	}
+	return o
+}
+
+// kustomizeSource is a Kustomization's source, path and last applied
+// revision.
+func kustomizeSource(u *unstructured.Unstructured) (from, revision string) {
+	from = sourceRef(u, "spec", "sourceRef")
+	if path, _, _ := unstructured.NestedString(u.Object, "spec", "path"); path != "" {
+		from += ", path " + path
+	}
+	revision, _, _ = unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
+	return from, shortRevision(revision)
+}
+
+// helmSource is a HelmRelease's chart and where it comes from, and the
+// chart version last released.
+func helmSource(u *unstructured.Unstructured) (from, revision string) {
+	if chart, _, _ := unstructured.NestedString(u.Object, "spec", "chart", "spec", "chart"); chart != "" {
+		from = "chart " + chart + " from " + sourceRef(u, "spec", "chart", "spec", "sourceRef")
+	} else {
+		from = "chart from " + sourceRef(u, "spec", "chartRef")
+	}
+	if history, _, _ := unstructured.NestedSlice(u.Object, "status", "history"); len(history) > 0 {
+		if h, ok := history[0].(map[string]any); ok {
+			revision, _ = h["chartVersion"].(string)
+		}
+	}
+	if revision == "" {
+		revision, _, _ = unstructured.NestedString(u.Object, "status", "lastAttemptedRevision")
+	}
+	return from, shortRevision(revision)
+}
+
+// sourceRef names a Flux source reference: "GitRepository ns/name", its
+// namespace defaulting to the referrer's.
+func sourceRef(u *unstructured.Unstructured, path ...string) string {
+	ref, _, _ := unstructured.NestedStringMap(u.Object, path...)
+	ns := ref["namespace"]
+	if ns == "" {
+		ns = u.GetNamespace()
+	}
+	return strings.TrimSpace(ref["kind"] + " " + ns + "/" + ref["name"])
+}
+
+// shortRevision cuts a revision's digest to seven characters, as people
+// read them: "main@sha1:1a2b3c4".
+func shortRevision(r string) string {
+	for _, algo := range []string{"sha1:", "sha256:"} {
+		if i := strings.Index(r, algo); i >= 0 && len(r) > i+len(algo)+7 {
+			return r[:i+len(algo)+7]
+		}
+	}
+	return r
+}
+
+// releaseOf is a HelmRelease's Helm release name and namespace, as
+// helm-controller derives them (GetReleaseName, GetReleaseNamespace, and
+// release.ShortenName for names over 53 characters).
+func releaseOf(u *unstructured.Unstructured) (name, namespace string) {
+	target, _, _ := unstructured.NestedString(u.Object, "spec", "targetNamespace")
+	name, _, _ = unstructured.NestedString(u.Object, "spec", "releaseName")
+	switch {
+	case name != "":
+	case target != "":
+		name = target + "-" + u.GetName()
+	default:
+		name = u.GetName()
+	}
+	if len(name) > 53 {
+		sum := sha256.Sum256([]byte(name))
+		name = name[:40] + "-" + hex.EncodeToString(sum[:])[:12]
+	}
+	namespace = target
+	if namespace == "" {
+		namespace = u.GetNamespace()
+	}
+	return name, namespace
+}
