@@ -5,8 +5,10 @@ package webhooks
 
 import (
 	"github.com/stewardhq/steward/webhooks/apimigration"
+	"github.com/stewardhq/steward/webhooks/argocdguard"
 	"github.com/stewardhq/steward/webhooks/claimguard"
 	"github.com/stewardhq/steward/webhooks/fleetguard"
+	"github.com/stewardhq/steward/webhooks/fluxguard"
 	"github.com/stewardhq/steward/webhooks/installplanguard"
 	"github.com/stewardhq/steward/webhooks/rule"
 	"github.com/stewardhq/steward/webhooks/suspendnotice"
@@ -18,8 +20,10 @@ import (
 // Adding a rule is its package and one line here.
 var list = []entry{
 	newEntry(apimigration.Name, alone(apimigration.New)),
+	newEntry(argocdguard.Name, withBreakGlassGroup(argocdguard.New)),
 	newEntry(claimguard.Name, alone(claimguard.New)),
 	newEntry(fleetguard.Name, withBreakGlassGroup(fleetguard.New)),
+	newEntry(fluxguard.Name, withBreakGlassGroup(fluxguard.New)),
 	newEntry(installplanguard.Name, alone(installplanguard.New)),
 	newEntry(suspendnotice.Name, alone(suspendnotice.New)),
 }

@@ -18,7 +18,7 @@ func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
 		Name:     Name,
 		Type:     rule.Validating,
-		Webhooks: []rule.Webhook{r.mainWebhook(), r.scaleWebhook()},
+		Webhooks: []rule.Webhook{r.mainWebhook(), gitops.ScaleWebhook(Name, "Fleet", r.agent)},
 		RBAC:     scaleRBAC(),
 		// The agent's identities are the main webhook's matchCondition; it
 		// leaves a clause out for an empty list.
@@ -27,24 +27,10 @@ func (r *Rule) Spec() rule.Spec {
 }
 
 func (r *Rule) mainWebhook() rule.Webhook {
-	ops := rule.Operations(admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete)
 	return rule.Webhook{
-		Name: rule.WebhookName(Name, ""),
-		Path: rule.Path(rule.Validating, Name, ""),
-		Rules: []admissionregistrationv1.RuleWithOperations{
-			// "*" covers every resource of every group and version, but no
-			// subresource.
-			rule.Resources(ops, []string{"*"}, []string{"*"}, []string{"*"}, admissionregistrationv1.AllScopes),
-			// Writes through these subresources store the object they carry,
-			// less what the subresource resets: a status write can strip
-			// Fleet's keys or add an owner, ephemeral containers and
-			// in-place resizes change a Pod's spec. The objectSelector still
-			// applies, since their requests carry the whole object, and
-			// matchConditions send status writes only when they change
-			// metadata, so controllers' status updates cost no call.
-			rule.Resources(rule.Operations(admissionregistrationv1.Update), []string{"*"}, []string{"*"}, []string{"*/status"}, admissionregistrationv1.AllScopes),
-			rule.Resources(rule.Operations(admissionregistrationv1.Update), []string{""}, []string{"v1"}, []string{"pods/ephemeralcontainers", "pods/resize"}, admissionregistrationv1.NamespacedScope),
-		},
+		Name:          rule.WebhookName(Name, ""),
+		Path:          rule.Path(rule.Validating, Name, ""),
+		Rules:         gitops.ObjectRules(),
 		FailurePolicy: admissionregistrationv1.Fail,
 		FailurePolicyReason: "A guard that fails open is a silent bypass: while Steward is unreachable, hand edits of Fleet-managed objects would go through unrecorded. " +
 			"The blast radius is small: the objectSelector only sends objects carrying Fleet's label, and matchConditions keep the Fleet agent, the garbage collector, " +
@@ -58,23 +44,6 @@ func (r *Rule) mainWebhook() rule.Webhook {
 		MatchConditions: []admissionregistrationv1.MatchCondition{{
 			Name:       "not-agent-controller-lease-event-or-owned",
 			Expression: gitops.AllOf(append(gitops.IdentityClauses(r.agent), gitops.ExcludedResources, excludeAppliedWithOwner, gitops.ExcludeStatusKeepingMetadata)...),
-		}},
-	}
-}
-
-func (r *Rule) scaleWebhook() rule.Webhook {
-	return rule.Webhook{
-		Name:          rule.WebhookName(Name, "scale"),
-		Path:          rule.Path(rule.Validating, Name, "scale"),
-		Rules:         gitops.ScaleRules(),
-		FailurePolicy: admissionregistrationv1.Ignore,
-		FailurePolicyReason: "A Scale object carries no labels, so no objectSelector can narrow this webhook: it sees every scale request in the cluster, " +
-			"the HorizontalPodAutoscaler's included. Failing closed would let a Steward outage freeze autoscaling of every workload, Fleet-managed or not; " +
-			"failing open only lets replica counts change while Steward is down.",
-		TimeoutSeconds: 2,
-		MatchConditions: []admissionregistrationv1.MatchCondition{{
-			Name:       "not-fleet-agent-or-kubernetes-controller",
-			Expression: gitops.AllOf(gitops.IdentityClauses(r.agent)...),
 		}},
 	}
 }

@@ -81,7 +81,7 @@ func TestModesThroughWrap(t *testing.T) {
 			reason:  "The scale webhook's failure policy is Ignore: a rule that cannot read its cache allows with a warning.",
 			rule:    New(Config{}, "steward:break-glass"),
 			mode:    rule.Enforce,
-			webhook: r.scaleWebhook(),
+			webhook: r.Spec().Webhooks[1],
 			req:     scaleRequest(deploymentsGVR, "new", 1, 2).Build(),
 			want: annotated(admission.Allowed("").WithWarnings("fleetguard could not check this request and allowed it: the workload metadata cache is not set up, so the owner of Deployment default/new cannot be checked"),
 				"decision", "errored", "reason", "the workload metadata cache is not set up, so the owner of Deployment default/new cannot be checked"),

@@ -50,19 +50,13 @@ var optOutPaths = func() []object.Pointer {
 	return out
 }()
 
-// ownerLookup reads cached owners; the cluster cache's Set once set up.
-type ownerLookup interface {
-	Lookup(gr schema.GroupResource, namespace, name string) (any, bool, error)
-	List(gr schema.GroupResource) ([]any, error)
-}
-
 // resolver reads Flux's ownership: the labels name a Kustomization or
 // HelmRelease, whose own record (its inventory, or for a HelmRelease
 // without one its Helm release) must list the object.
 type resolver struct {
-	owners         ownerLookup
-	defaultSA      string
-	optOutGroups   []string
+	owners       gitops.OwnerCache
+	defaultSA    string
+	optOutGroups []string
 }
 
 // claimed is one owner the labels name.

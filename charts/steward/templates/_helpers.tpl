@@ -19,6 +19,26 @@
 [{{ range $i, $s := . }}{{ if $i }}, {{ end }}{{ quote $s }}{{ end }}]
 {{- end -}}
 
+{{/* config.rules.argocdguard.agentUsers as JSON, Steward's default when unset. */}}
+{{- define "steward.list.argocdguard.agentUsers" -}}
+{{- $v := dig "rules" "argocdguard" "agentUsers" nil (.Values.config | default dict) -}}
+{{- if kindIs "invalid" $v -}}
+["system:serviceaccount:argocd:argocd-application-controller"]
+{{- else -}}
+{{- toJson $v -}}
+{{- end -}}
+{{- end -}}
+
+{{/* config.rules.argocdguard.agentGroups as JSON, Steward's default when unset. */}}
+{{- define "steward.list.argocdguard.agentGroups" -}}
+{{- $v := dig "rules" "argocdguard" "agentGroups" nil (.Values.config | default dict) -}}
+{{- if kindIs "invalid" $v -}}
+[]
+{{- else -}}
+{{- toJson $v -}}
+{{- end -}}
+{{- end -}}
+
 {{/* config.rules.fleetguard.agentUsers as JSON, Steward's default when unset. */}}
 {{- define "steward.list.fleetguard.agentUsers" -}}
 {{- $v := dig "rules" "fleetguard" "agentUsers" nil (.Values.config | default dict) -}}
@@ -34,6 +54,26 @@
 {{- $v := dig "rules" "fleetguard" "agentGroups" nil (.Values.config | default dict) -}}
 {{- if kindIs "invalid" $v -}}
 ["system:serviceaccounts:cattle-fleet-system","system:serviceaccounts:cattle-fleet-local-system"]
+{{- else -}}
+{{- toJson $v -}}
+{{- end -}}
+{{- end -}}
+
+{{/* config.rules.fluxguard.agentUsers as JSON, Steward's default when unset. */}}
+{{- define "steward.list.fluxguard.agentUsers" -}}
+{{- $v := dig "rules" "fluxguard" "agentUsers" nil (.Values.config | default dict) -}}
+{{- if kindIs "invalid" $v -}}
+["system:serviceaccount:flux-system:kustomize-controller","system:serviceaccount:flux-system:helm-controller"]
+{{- else -}}
+{{- toJson $v -}}
+{{- end -}}
+{{- end -}}
+
+{{/* config.rules.fluxguard.agentGroups as JSON, Steward's default when unset. */}}
+{{- define "steward.list.fluxguard.agentGroups" -}}
+{{- $v := dig "rules" "fluxguard" "agentGroups" nil (.Values.config | default dict) -}}
+{{- if kindIs "invalid" $v -}}
+[]
 {{- else -}}
 {{- toJson $v -}}
 {{- end -}}
@@ -78,11 +118,17 @@
 {{- if eq (dig "rules" "apimigration" "mode" "" $cfg) "off" -}}
 {{- fail "config.rules.apimigration.mode: off leaves the rule's webhook entries, RBAC and caches out, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders, or use mode audit" -}}
 {{- end -}}
+{{- if eq (dig "rules" "argocdguard" "mode" "" $cfg) "off" -}}
+{{- fail "config.rules.argocdguard.mode: off leaves the rule's webhook entries, RBAC and caches out, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders, or use mode audit" -}}
+{{- end -}}
 {{- if eq (dig "rules" "claimguard" "mode" "" $cfg) "off" -}}
 {{- fail "config.rules.claimguard.mode: off leaves the rule's webhook entries, RBAC and caches out, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders, or use mode audit" -}}
 {{- end -}}
 {{- if eq (dig "rules" "fleetguard" "mode" "" $cfg) "off" -}}
 {{- fail "config.rules.fleetguard.mode: off leaves the rule's webhook entries, RBAC and caches out, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders, or use mode audit" -}}
+{{- end -}}
+{{- if eq (dig "rules" "fluxguard" "mode" "" $cfg) "off" -}}
+{{- fail "config.rules.fluxguard.mode: off leaves the rule's webhook entries, RBAC and caches out, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders, or use mode audit" -}}
 {{- end -}}
 {{- if eq (dig "rules" "installplanguard" "mode" "" $cfg) "off" -}}
 {{- fail "config.rules.installplanguard.mode: off leaves the rule's webhook entries, RBAC and caches out, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders, or use mode audit" -}}

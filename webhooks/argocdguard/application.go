@@ -1,0 +1,166 @@
+package argocdguard
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unique"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/object"
+)
+
+// application is what the cache keeps of an Argo CD Application: what a
+// decision and its message read, and which objects its status lists,
+// nothing else. keepApplication drops the rest before the store keeps it.
+type application struct {
+	// ObjectMeta holds only the namespace, name and resource version,
+	// which the informer's store keys and tracks objects by.
+	metav1.ObjectMeta
+	// from says where the Application's content comes from, and revision
+	// which of it was synced last.
+	from, revision      string
+	automated, selfHeal bool
+	// skipReconcile is the Application's argocd.argoproj.io/skip-reconcile.
+	skipReconcile bool
+	ignore        []ignoreDifference
+	// resources are the objects status.resources lists; pruning those of
+	// them Argo CD would prune (no longer in Git).
+	resources, pruning gitops.Inventory
+}
+
+// ignoreDifference is one of spec.ignoreDifferences, with its JSON
+// pointers (jq expressions and managers are not evaluated).
+type ignoreDifference struct {
+	group, kind, name, namespace string
+	paths                        []object.Pointer
+}
+
+func (a *application) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject copies the Application as informers expect; cached
+// Applications are never changed, so the copy shares their slices.
+func (a *application) DeepCopyObject() runtime.Object {
+	out := *a
+	return &out
+}
+
+// keepApplication is the informer's transform. It accepts its own
+// output, as informers require.
+func keepApplication(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *application:
+		return o, nil
+	case *unstructured.Unstructured:
+		return applicationOf(o), nil
+	}
+	return nil, fmt.Errorf("argocdguard cache: unexpected object type %T", obj)
+}
+
+func applicationOf(u *unstructured.Unstructured) *application {
+	a := &application{}
+	a.Namespace = unique.Make(u.GetNamespace()).Value()
+	a.Name = u.GetName()
+	a.ResourceVersion = u.GetResourceVersion()
+	a.skipReconcile, _ = strconv.ParseBool(u.GetAnnotations()[annotationSkipReconcile])
+	a.from = sourceOf(u)
+	a.revision, _, _ = unstructured.NestedString(u.Object, "status", "sync", "revision")
+	if len(a.revision) > 7 {
+		a.revision = a.revision[:7]
+	}
+	if auto, found, _ := unstructured.NestedMap(u.Object, "spec", "syncPolicy", "automated"); found {
+		enabled, set, _ := unstructured.NestedBool(auto, "enabled")
+		a.automated = !set || enabled
+		a.selfHeal, _, _ = unstructured.NestedBool(auto, "selfHeal")
+		a.selfHeal = a.selfHeal && a.automated
+	}
+	ignores, _, _ := unstructured.NestedSlice(u.Object, "spec", "ignoreDifferences")
+	for _, item := range ignores {
+		m, ok := item.(map[string]any)
+		if !ok {
+			continue
+		}
+		d := ignoreDifference{}
+		d.group, _ = m["group"].(string)
+		d.kind, _ = m["kind"].(string)
+		d.name, _ = m["name"].(string)
+		d.namespace, _ = m["namespace"].(string)
+		pointers, _ := m["jsonPointers"].([]any)
+		for _, p := range pointers {
+			if s, ok := p.(string); ok {
+				if ptr, err := object.ParsePointer(s); err == nil && len(ptr) > 0 {
+					d.paths = append(d.paths, ptr)
+				}
+			}
+		}
+		if len(d.paths) > 0 {
+			a.ignore = append(a.ignore, d)
+		}
+	}
+	resources, _, _ := unstructured.NestedSlice(u.Object, "status", "resources")
+	var all, pruning []string
+	for _, item := range resources {
+		m, ok := item.(map[string]any)
+		if !ok {
+			continue
+		}
+		str := func(k string) string { s, _ := m[k].(string); return s }
+		id := gitops.InventoryID(str("namespace"), str("name"), str("group"), str("kind"))
+		all = append(all, id)
+		if p, _ := m["requiresPruning"].(bool); p {
+			pruning = append(pruning, id)
+		}
+	}
+	a.resources, a.pruning = gitops.NewInventory(all), gitops.NewInventory(pruning)
+	return a
+}
+
+// sourceOf names the Application's source (the first of several).
+func sourceOf(u *unstructured.Unstructured) string {
+	src, found, _ := unstructured.NestedMap(u.Object, "spec", "source")
+	if !found {
+		if sources, _, _ := unstructured.NestedSlice(u.Object, "spec", "sources"); len(sources) > 0 {
+			src, _ = sources[0].(map[string]any)
+		}
+	}
+	repo, _ := src["repoURL"].(string)
+	parts := []string{"repo " + repo}
+	if path, _ := src["path"].(string); path != "" {
+		parts = append(parts, "path "+path)
+	}
+	if chart, _ := src["chart"].(string); chart != "" {
+		parts = append(parts, "chart "+chart)
+	}
+	if rev, _ := src["targetRevision"].(string); rev != "" {
+		parts = append(parts, "target "+rev)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// skipFor are the pointers the Application's ignoreDifferences ignore on
+// the object ref names.
+func (a *application) skipFor(ref gitops.Ref) []object.Pointer {
+	var out []object.Pointer
+	for _, d := range a.ignore {
+		if d.group == ref.Group && d.kind == ref.Kind && (d.name == "" || d.name == ref.Name) && (d.namespace == "" || d.namespace == ref.Namespace) {
+			out = append(out, d.paths...)
+		}
+	}
+	return out
+}
+
+// revert says what Argo CD does with a hand edit.
+func (a *application) revert() string {
+	switch {
+	case a.selfHeal:
+		return "Argo CD reverts it (self-heal is on)"
+	case a.automated:
+		return "self-heal is off, so the change stays until the next sync from Git, and the Application shows OutOfSync meanwhile"
+	}
+	return "automated sync is off, so the change stays until the next sync from Git overwrites it, and the Application shows OutOfSync meanwhile"
+}

@@ -1,0 +1,109 @@
+package argocdguard
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// Config is the argocdguard section of Steward's configuration file. It
+// has fleetguard's shape, with Argo CD's defaults.
+type Config struct {
+	// Mode is how denials take effect: enforce, warn or audit; or off.
+	Mode rule.Mode `json:"mode,omitempty"`
+	// AgentUsers are the identities Argo CD's application controller
+	// writes as. Their requests never reach Steward (the webhooks'
+	// matchConditions exclude them). Setting the list replaces the
+	// defaults.
+	AgentUsers []string `json:"agentUsers"`
+	// AgentGroups are groups whose members count as Argo CD. None by
+	// default.
+	AgentGroups []string `json:"agentGroups"`
+	// ControlPlaneNamespace is the namespace Argo CD runs in: an
+	// Application there is named in tracking ids by its name alone, one
+	// elsewhere as "<namespace>_<name>".
+	ControlPlaneNamespace string `json:"controlPlaneNamespace,omitempty"`
+	// ServerUsers are the identities of argocd-server, which writes
+	// people's edits from the UI ("edit live manifest") and argocd app
+	// patch: hand edits, refused like any other unless UIEditsAreGitOps.
+	ServerUsers []string `json:"serverUsers"`
+	// UIEditsAreGitOps makes ServerUsers' writes count as Argo CD's own.
+	UIEditsAreGitOps bool `json:"uiEditsAreGitOps,omitempty"`
+	// TrackingLabel, when set, also tracks objects by this label, whose
+	// value is the Application's instance name, as Argo CD's label and
+	// annotation+label tracking methods do (app.kubernetes.io/instance).
+	// Off by default: charts copy that label everywhere, so an object is
+	// then claimed only when its Application's status.resources lists it.
+	TrackingLabel string `json:"trackingLabel,omitempty"`
+	// OptOutGroups may add Argo CD's per-object opt-outs
+	// (argocd.argoproj.io/compare-options, argocd.argoproj.io/sync-options)
+	// to a managed object in the cluster, each as a change of its own.
+	OptOutGroups []string `json:"optOutGroups,omitempty"`
+	// IgnoredFields are JSON pointers, per group and kind, that may be
+	// changed by hand, besides the Applications' ignoreDifferences.
+	IgnoredFields []gitops.IgnoredFields `json:"ignoredFields,omitempty"`
+}
+
+// Argo CD's identities, as its install manifests create them in the argocd
+// namespace.
+var (
+	defaultAgentUsers  = []string{"system:serviceaccount:argocd:argocd-application-controller"}
+	defaultServerUsers = []string{"system:serviceaccount:argocd:argocd-server"}
+)
+
+const defaultControlPlaneNamespace = "argocd"
+
+// Default fills unset settings.
+func (c *Config) Default() {
+	if c.Mode == "" {
+		c.Mode = rule.Enforce
+	}
+	if c.AgentUsers == nil {
+		c.AgentUsers = append([]string(nil), defaultAgentUsers...)
+	}
+	if c.AgentGroups == nil {
+		c.AgentGroups = []string{}
+	}
+	if c.ServerUsers == nil {
+		c.ServerUsers = append([]string(nil), defaultServerUsers...)
+	}
+	if c.ControlPlaneNamespace == "" {
+		c.ControlPlaneNamespace = defaultControlPlaneNamespace
+	}
+}
+
+// Validate reports every invalid setting by its field path.
+func (c *Config) Validate(p *field.Path) field.ErrorList {
+	errs := c.Mode.Validate(p.Child("mode"))
+	errs = append(errs, gitops.ValidateNames(p.Child("agentUsers"), c.AgentUsers, "a user name")...)
+	errs = append(errs, gitops.ValidateNames(p.Child("agentGroups"), c.AgentGroups, "a group name")...)
+	errs = append(errs, gitops.ValidateNames(p.Child("serverUsers"), c.ServerUsers, "a user name")...)
+	errs = append(errs, gitops.ValidateNames(p.Child("optOutGroups"), c.OptOutGroups, "a group name")...)
+	if ns := c.ControlPlaneNamespace; ns != "" {
+		for _, msg := range validation.IsDNS1123Label(ns) {
+			errs = append(errs, field.Invalid(p.Child("controlPlaneNamespace"), ns, "a namespace name: "+msg))
+		}
+	}
+	if l := c.TrackingLabel; l != "" {
+		for _, msg := range validation.IsQualifiedName(l) {
+			errs = append(errs, field.Invalid(p.Child("trackingLabel"), l, "a label key: "+msg))
+		}
+	}
+	return append(errs, gitops.ValidateIgnored(p.Child("ignoredFields"), c.IgnoredFields)...)
+}
+
+// RuleMode is the configured mode (rule.Settings).
+func (c *Config) RuleMode() rule.Mode { return c.Mode }
+
+var _ rule.Settings = (*Config)(nil)
+
+// writers are the identities excluded as Argo CD's own.
+func (c *Config) writers() gitops.Identities {
+	users := c.AgentUsers
+	if c.UIEditsAreGitOps {
+		users = append(append([]string(nil), users...), c.ServerUsers...)
+	}
+	return gitops.Identities{Users: users, Groups: c.AgentGroups}
+}

@@ -1,0 +1,177 @@
+package argocdguard
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/object"
+)
+
+// Argo CD's keys.
+const (
+	// AnnotationTrackingID is Argo CD's ownership marker (its default
+	// tracking method since 3.0): "<app>:<group>/<kind>:<namespace>/<name>",
+	// naming the Application and the object it sits on.
+	AnnotationTrackingID = "argocd.argoproj.io/tracking-id"
+	// annotationSkipReconcile on an Application pauses Argo CD for it.
+	annotationSkipReconcile = "argocd.argoproj.io/skip-reconcile"
+	// The per-object opt-outs Argo CD honours.
+	annotationCompareOptions = "argocd.argoproj.io/compare-options"
+	annotationSyncOptions    = "argocd.argoproj.io/sync-options"
+)
+
+var applications = schema.GroupResource{Group: "argoproj.io", Resource: "applications"}
+
+var optOutPaths = []object.Pointer{
+	{"metadata", "annotations", annotationCompareOptions},
+	{"metadata", "annotations", annotationSyncOptions},
+}
+
+// resolver reads Argo CD's ownership: the tracking id must name the very
+// object it sits on (Argo CD ignores a copied one), and the Application
+// it names must exist and not list the object for pruning.
+type resolver struct {
+	apps          gitops.OwnerCache
+	controlPlane  string
+	trackingLabel string
+}
+
+// trackingID is a parsed tracking id.
+type trackingID struct {
+	app                          string
+	group, kind, namespace, name string
+}
+
+// parseTrackingID parses an id as Argo CD does: three parts split at the
+// first two ":", the last two each "<a>/<b>".
+func parseTrackingID(s string) (trackingID, bool) {
+	parts := strings.SplitN(s, ":", 3)
+	if len(parts) != 3 || parts[0] == "" {
+		return trackingID{}, false
+	}
+	gk := strings.Split(parts[1], "/")
+	nn := strings.Split(parts[2], "/")
+	if len(gk) != 2 || len(nn) != 2 || gk[1] == "" || nn[1] == "" {
+		return trackingID{}, false
+	}
+	return trackingID{app: parts[0], group: gk[0], kind: gk[1], namespace: nn[0], name: nn[1]}, true
+}
+
+// names reports whether the id references the object ref names: its
+// group, kind and name, and its namespace unless the object is
+// cluster-scoped (whose ids hold the Application's destination
+// namespace), as Argo CD's own check reads it.
+func (t trackingID) names(ref gitops.Ref) bool {
+	return t.group == ref.Group && t.kind == ref.Kind && t.name == ref.Name && (ref.Namespace == "" || ref.Namespace == t.namespace)
+}
+
+// application is the Application an instance name means.
+func (r resolver) application(instance string) (namespace, name string) {
+	if ns, n, ok := strings.Cut(instance, "_"); ok {
+		return ns, n
+	}
+	return r.controlPlane, instance
+}
+
+// instance reads the object's claim: the Application's instance name, by
+// its tracking id, or by the tracking label where configured.
+func (r resolver) instance(ref gitops.Ref, v *object.View) (claim gitops.Claim, instance string, byLabel bool) {
+	id, hasID := v.Annotation(AnnotationTrackingID)
+	if hasID {
+		claim.Keys = append(claim.Keys, "annotation "+AnnotationTrackingID)
+	}
+	var label string
+	hasLabel := false
+	if r.trackingLabel != "" {
+		if label, hasLabel = v.Label(r.trackingLabel); hasLabel {
+			claim.Keys = append(claim.Keys, "label "+r.trackingLabel)
+		}
+	}
+	if hasID {
+		t, ok := parseTrackingID(id)
+		switch {
+		case !ok:
+			claim.NotClaimed = fmt.Sprintf("%s %q does not parse: Argo CD does not track the object by it", AnnotationTrackingID, id)
+		case !t.names(ref):
+			claim.NotClaimed = fmt.Sprintf("%s names %s/%s %s/%s, not this object (a copied annotation): Argo CD does not track the object by it", AnnotationTrackingID, t.group, t.kind, t.namespace, t.name)
+		default:
+			instance = t.app
+		}
+	}
+	if instance == "" && hasLabel && label != "" {
+		instance, byLabel = label, true
+	}
+	if instance != "" {
+		ns, name := r.application(instance)
+		claim.Claims, claim.Named, claim.NotClaimed = true, "Application "+ns+"/"+name, ""
+	}
+	return claim, instance, byLabel
+}
+
+func (r resolver) Claim(ref gitops.Ref, v *object.View) gitops.Claim {
+	c, _, _ := r.instance(ref, v)
+	return c
+}
+
+func (r resolver) Owners(_ context.Context, ref gitops.Ref, v *object.View) ([]gitops.Owner, error) {
+	_, instance, byLabel := r.instance(ref, v)
+	if instance == "" {
+		return nil, nil
+	}
+	ns, name := r.application(instance)
+	obj, found, err := r.apps.Lookup(applications, ns, name)
+	if err != nil {
+		return nil, fmt.Errorf("looking up Argo CD Application %s/%s: %w", ns, name, err)
+	}
+	a, ok := obj.(*application)
+	if !found || !ok {
+		what := "Argo CD Application " + ns + "/" + name
+		return []gitops.Owner{{Name: what, Why: "owner not found: " + what + " does not exist, so Argo CD does not manage the object"}}, nil
+	}
+	o := r.ownerFor(a, ref)
+	if byLabel && !a.resources.Has(gitops.InventoryID(ref.Namespace, ref.Name, ref.Group, ref.Kind)) {
+		o.Manages, o.Why = false, fmt.Sprintf("Argo CD Application %s/%s does not list the object in its status.resources: its %s label alone does not make it Argo CD's", a.Namespace, a.Name, r.trackingLabel)
+	}
+	return []gitops.Owner{o}, nil
+}
+
+// ownerFor describes an Application's hold on the object ref names.
+func (r resolver) ownerFor(a *application, ref gitops.Ref) gitops.Owner {
+	what := fmt.Sprintf("Argo CD Application %s/%s", a.Namespace, a.Name)
+	name := what + " (" + a.from
+	if a.revision != "" {
+		name += ", revision " + a.revision
+	}
+	o := gitops.Owner{
+		Name: name + ")", Manages: true, Revert: a.revert(), Skip: a.skipFor(ref),
+		Hint: fmt.Sprintf("to pause Argo CD, set %s=true on %s", annotationSkipReconcile, what),
+	}
+	if a.pruning.Has(gitops.InventoryID(ref.Namespace, ref.Name, ref.Group, ref.Kind)) {
+		o.Manages, o.Why = false, what+" lists the object for pruning: it is no longer in Git"
+	}
+	if a.skipReconcile {
+		o.Paused = what + " has " + annotationSkipReconcile + "=true"
+	}
+	return o
+}
+
+// OwnersOf finds the Applications whose status lists an object, for a
+// scale request, whose Scale carries no annotations.
+func (r resolver) OwnersOf(_ context.Context, ref gitops.Ref) ([]gitops.Owner, error) {
+	objs, err := r.apps.List(applications)
+	if err != nil {
+		return nil, fmt.Errorf("listing Argo CD Applications: %w", err)
+	}
+	id := gitops.InventoryID(ref.Namespace, ref.Name, ref.Group, ref.Kind)
+	var out []gitops.Owner
+	for _, obj := range objs {
+		if a, ok := obj.(*application); ok && a.resources.Has(id) {
+			out = append(out, r.ownerFor(a, ref))
+		}
+	}
+	return out, nil
+}

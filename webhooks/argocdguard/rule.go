@@ -1,0 +1,103 @@
+// Package argocdguard refuses hand edits to objects Argo CD syncs, as
+// fleetguard does for Fleet: without self-heal a kubectl edit of a
+// Git-managed object stays until the next sync, and argocd-server's "edit
+// live manifest" is a hand edit too. It is the GitOps engine
+// (webhooks/internal/gitops) with Argo CD's resolver: the tracking id
+// must name the very object it sits on, and its Application must exist.
+package argocdguard
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// Name is the rule's name: its config key, metric label and log field.
+const Name = "argocdguard"
+
+// Rule is the argocdguard admission handler.
+type Rule struct {
+	guard    *gitops.Guard
+	writers  gitops.Identities
+	resolver *resolver
+}
+
+var (
+	_ rule.Rule                 = (*Rule)(nil)
+	_ clustercache.ManagerSetup = (*Rule)(nil)
+	_ rule.Inheritor            = (*Rule)(nil)
+	_ rule.MetricsCollector     = (*Rule)(nil)
+)
+
+// New builds the rule from its configuration and the global break-glass
+// group, which denial messages name. It touches no cluster: until
+// SetupWithManager (or WithApplications) gives it the Applications'
+// cache, every Application is "not found".
+func New(c Config, breakGlassGroup string) *Rule {
+	c.Default()
+	r := &Rule{
+		writers:  c.writers(),
+		resolver: &resolver{apps: gitops.NoOwners{}, controlPlane: c.ControlPlaneNamespace, trackingLabel: c.TrackingLabel},
+	}
+	r.guard = gitops.New(gitops.Options{
+		Rule: Name, Tool: "Argo CD", AgentName: "Argo CD's application controller",
+		Agent: r.writers, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup,
+		OptOut: gitops.OptOut{Paths: optOutPaths, Groups: c.OptOutGroups},
+	}, r.resolver)
+	return r
+}
+
+// Handle decides one admission request as if the rule were enforced.
+func (r *Rule) Handle(ctx context.Context, req *rule.Request) admission.Response {
+	return r.guard.Handle(ctx, req)
+}
+
+// WithApplications sets where Applications are looked up; tests and
+// offline use pass their own.
+func (r *Rule) WithApplications(c gitops.OwnerCache) *Rule {
+	r.resolver.apps = c
+	return r
+}
+
+// SetupWithManager caches Applications, trimmed to what decisions read
+// and the objects their status lists (keepApplication): never the objects
+// themselves. The kind is cached once its CRD is served, so a cluster
+// without Argo CD leaves the rule idle, and Argo CD installed after
+// Steward started is guarded once the informer syncs, without a restart.
+func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache) error {
+	set := cluster.Follow(Name, map[schema.GroupResource]clustercache.Spec{applications: {Transform: keepApplication}})
+	r.resolver.apps = set
+	return mgr.AddReadyzCheck(Name+"-applications", set.Ready)
+}
+
+// Inherit makes r read Applications from the cache running was set up
+// with; everything else is r's own settings.
+func (r *Rule) Inherit(running rule.Rule) error {
+	old, ok := running.(*Rule)
+	if !ok {
+		return fmt.Errorf("argocdguard cannot take over from a %T", running)
+	}
+	r.resolver.apps = old.resolver.apps
+	return nil
+}
+
+// Collector reports the Applications' informer as
+// steward_watched_kinds{rule="argocdguard",...}.
+func (r *Rule) Collector() prometheus.Collector {
+	set, _ := r.resolver.apps.(*clustercache.Set)
+	return set.Collector()
+}
+
+// rbac is what the cache reads: Applications, read-only.
+func rbac() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{applications.Group}, Resources: []string{applications.Resource}, Verbs: []string{"list", "watch"}}}
+}

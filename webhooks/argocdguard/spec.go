@@ -1,0 +1,66 @@
+package argocdguard
+
+import (
+	"fmt"
+	"strconv"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// Spec registers argocdguard: one webhook for objects carrying Argo CD's
+// tracking id (an annotation, so matchConditions select them, not an
+// objectSelector), and one for the scale subresource, whose workloads are
+// found in the Applications' status.
+func (r *Rule) Spec() rule.Spec {
+	return rule.Spec{
+		Name:       Name,
+		Type:       rule.Validating,
+		Webhooks:   []rule.Webhook{r.objectWebhook(), gitops.ScaleWebhook(Name, "Argo CD", r.writers)},
+		RBAC:       rbac(),
+		ChartLists: []rule.ChartList{{Key: "agentUsers", OmitWhenEmpty: true}, {Key: "agentGroups", OmitWhenEmpty: true}},
+		Monitoring: rule.Monitoring{Unsynced: "argocdguard cannot tell whether an object's Application exists, answers with an error, and the object webhook's failure policy (Fail) refuses the write"},
+	}
+}
+
+func (r *Rule) objectWebhook() rule.Webhook {
+	return rule.Webhook{
+		Name:          rule.WebhookName(Name, ""),
+		Path:          rule.Path(rule.Validating, Name, ""),
+		Rules:         gitops.ObjectRules(),
+		FailurePolicy: admissionregistrationv1.Fail,
+		FailurePolicyReason: "A guard that fails open is a silent bypass: while Steward is unreachable, hand edits of Argo CD-managed objects would go through unrecorded. " +
+			"The blast radius is small: matchConditions only send objects carrying Argo CD's tracking id, written by someone other than Argo CD's application controller, " +
+			"the garbage collector, the namespace controller and the other Kubernetes controllers, so syncs and namespace deletion keep working during an outage.",
+		TimeoutSeconds: 3,
+		MatchConditions: []admissionregistrationv1.MatchCondition{{
+			Name:       "tracked-not-argocd-controller-lease-or-event",
+			Expression: gitops.AllOf(append([]string{r.tracked()}, append(gitops.IdentityClauses(r.writers), gitops.ExcludedResources, gitops.ExcludeStatusKeepingMetadata)...)...),
+		}},
+	}
+}
+
+// tracked selects requests in which either object carries the tracking id
+// (or the tracking label, where configured): the API server matches no
+// objectSelector on annotations, and an update that removes the id must
+// still be judged. It comes first: with no objectSelector, the webhook's
+// rules match every write in the cluster, and most objects carry no id.
+func (r *Rule) tracked() string {
+	has := func(obj, field, key string) string {
+		return fmt.Sprintf("(%[1]s != null && has(%[1]s.metadata) && has(%[1]s.metadata.%[2]s) && %[3]s in %[1]s.metadata.%[2]s)", obj, field, strconv.Quote(key))
+	}
+	clauses := []string{has("object", "annotations", AnnotationTrackingID), has("oldObject", "annotations", AnnotationTrackingID)}
+	if l := r.resolver.trackingLabel; l != "" {
+		clauses = append(clauses, has("object", "labels", l), has("oldObject", "labels", l))
+	}
+	s := "("
+	for i, c := range clauses {
+		if i > 0 {
+			s += " ||\n  "
+		}
+		s += c
+	}
+	return s + ")"
+}

@@ -1,0 +1,46 @@
+package fluxguard
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// SetupWithManager caches Kustomizations and HelmReleases, trimmed to
+// what decisions read and their inventories (keepOwner): never the
+// objects they apply. Each kind is cached once its CRD is served, at the
+// version the server prefers, so a cluster without Flux leaves the rule
+// idle (every owner "not found", nothing unready), and Flux installed
+// after Steward started is guarded once its informers sync, without a
+// restart. The kinds served at start-up gate readiness.
+func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache) error {
+	set := cluster.Follow(Name, map[schema.GroupResource]clustercache.Spec{
+		kustomizations: {Transform: keepOwner},
+		helmReleases:   {Transform: keepOwner},
+	})
+	r.resolver.owners = set
+	return mgr.AddReadyzCheck(Name+"-owners", set.Ready)
+}
+
+// Collector reports the owners' informers as
+// steward_watched_kinds{rule="fluxguard",...}. A rule that was never set
+// up reports nothing; an heir keeps the running rule's cache.
+func (r *Rule) Collector() prometheus.Collector {
+	set, _ := r.resolver.owners.(*clustercache.Set)
+	return set.Collector()
+}
+
+var _ rule.MetricsCollector = (*Rule)(nil)
+
+// rbac is what the owners' cache reads: Kustomizations and HelmReleases,
+// read-only.
+func rbac() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{kustomizations.Group}, Resources: []string{kustomizations.Resource}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{helmReleases.Group}, Resources: []string{helmReleases.Resource}, Verbs: []string{"list", "watch"}},
+	}
+}
