@@ -121,7 +121,13 @@ func RefOf(req *rule.Request, v *object.View) Ref {
 	if name == "" {
 		name = req.Name
 	}
-	return Ref{GroupVersionKind: gvk, Namespace: req.Namespace, Name: name, GenerateName: v.GenerateName()}
+	ns := req.Namespace
+	if gvk.Group == "" && gvk.Kind == "Namespace" {
+		// The API server sets a Namespace's own name as its request's
+		// namespace; the object itself is cluster-scoped.
+		ns = ""
+	}
+	return Ref{GroupVersionKind: gvk, Namespace: ns, Name: name, GenerateName: v.GenerateName()}
 }
 
 func (g *Guard) create(ctx context.Context, req *rule.Request) admission.Response {
