@@ -149,6 +149,7 @@ func TestFluxguard(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		_, _, _ = env.Kubectl(context.Background(), "", "--as", kustomizeUser, "delete", "namespace", fluxAppsNS, fluxTenantNS, "--wait=false")
+		_, _, _ = env.Kubectl(context.Background(), "", "--as", kustomizeUser, "-n", fluxSystemNS, "delete", "kustomization", "apps", "flux-system", "--wait=false")
 	})
 	kubectlOK(t, ctx, fluxApplied, "--as", kustomizeUser, "apply", "-f", "-")
 	kubectlOK(t, ctx, fluxSetup, "--as", kustomizeUser, "apply", "-f", "-")
