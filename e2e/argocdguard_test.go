@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -160,6 +162,13 @@ func TestArgocdguard(t *testing.T) {
 			}},
 		},
 	}, {
+		name: "MarkForPruningThenDelete",
+		steps: []step{
+			{what: "mark the Deployment for pruning in the Application's status.resources", refused: "Application argocd/guestbook's status.resources is Argo CD's record of the objects it manages",
+				kubectl: []string{"-n", argoNS, "patch", "application", "guestbook", "--type=json", "-p", `[{"op":"add","path":"/status/resources/1/requiresPruning","value":true}]`}},
+			{what: "then delete it", refused: "Deleting it is refused: Argo CD would re-create it.", kubectl: in("delete", "deployment", "guestbook-ui", "--wait=false")},
+		},
+	}, {
 		name: "DeletesOfEveryKind",
 		steps: []step{
 			{what: "delete the Deployment", refused: deleting, kubectl: in("delete", "deployment", "guestbook-ui", "--wait=false")},
@@ -194,5 +203,66 @@ func TestArgocdguard(t *testing.T) {
 			}
 			return nil
 		})
+	})
+}
+
+// TestArgoCDInstalledAfterSteward: without Argo CD's CRDs argocdguard is
+// idle (Steward stays ready, a tracked object's edit passes: no
+// Application can own it), and once they are installed, with Steward
+// running, the same edit is refused, without a restart.
+func TestArgoCDInstalledAfterSteward(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env.LogOnFailure(t)
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := readCRDFile(t, filepath.Join(root, "e2e", "upstream", "argocd", "3.5", "application-crd.yaml"))
+	t.Cleanup(func() { upsertCRD(context.Background(), t, crd) })
+	const ns = "argo-later"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _, _ = env.Kubectl(context.Background(), "", "--as", argoController, "delete", "namespace", ns, "--wait=false")
+	})
+
+	if err := env.Client.Delete(ctx, crd.DeepCopy()); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 60*time.Second, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd.DeepCopy()); err == nil {
+			return fmt.Errorf("CRD %s is still there", crd.Name)
+		}
+		return nil
+	})
+	kubectlOK(t, ctx, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"later","namespace":"argo-later","annotations":{"argocd.argoproj.io/tracking-id":"later:/ConfigMap:argo-later/later"}}}`,
+		"--as", argoController, "apply", "-f", "-")
+	harness.Eventually(t, 30*time.Second, func() error {
+		_, _, err := env.Kubectl(ctx, "", "--as", "jane", "-n", ns, "label", "configmap", "later", "edited=yes", "--overwrite")
+		return err
+	})
+	resp, err := http.Get(env.Steward.HealthURL("/readyz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("Steward without Argo CD's CRDs: /readyz is %d, want 200", resp.StatusCode)
+	}
+
+	upsertCRD(ctx, t, crd)
+	app := `{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"later","namespace":"argocd"},"spec":{"project":"default","source":{"repoURL":"https://github.com/example/later"},"destination":{"namespace":"argo-later","server":"https://kubernetes.default.svc"}}}`
+	harness.Eventually(t, 60*time.Second, func() error {
+		_, _, err := env.Kubectl(ctx, app, "--as", argoController, "apply", "-f", "-")
+		return err
+	})
+	harness.Eventually(t, 60*time.Second, func() error {
+		_, stderr, err := env.Kubectl(ctx, "", "--as", "jane", "-n", ns, "label", "configmap", "later", "edited=again", "--overwrite", "--dry-run=server")
+		if err == nil || !strings.Contains(stderr, argocdguardHook+"argocdguard: ConfigMap argo-later/later is managed by Argo CD Application argocd/later") {
+			return fmt.Errorf("the edit is not refused yet: %v %s", err, stderr)
+		}
+		return nil
 	})
 }

@@ -233,6 +233,13 @@ func TestFluxguard(t *testing.T) {
 			{what: "then edit", refused: "Changed: /data/a.", kubectl: in("patch", "configmap", "settings", "--type=merge", "-p", `{"data":{"a":"2"}}`)},
 		},
 	}, {
+		name: "RewriteTheInventoryThenEdit",
+		steps: []step{
+			{what: "drop the ConfigMap from the Kustomization's inventory through /status", refused: "Kustomization flux-system/apps's status.inventory is Flux's record of the objects it manages",
+				kubectl: []string{"-n", fluxSystemNS, "patch", "kustomization", "apps", "--subresource=status", "--type=merge", "-p", fluxStatus("flux-apps_podinfo_apps_Deployment")}},
+			{what: "then edit it", refused: "Changed: /data/a.", kubectl: in("patch", "configmap", "settings", "--type=merge", "-p", `{"data":{"a":"5"}}`)},
+		},
+	}, {
 		name: "OwnerReferenceInjection",
 		steps: []step{
 			{what: "create a ConfigMap to own the Deployment", allowed: "an unlabelled object is no business of fluxguard", kubectl: in("create", "configmap", "flux-bait")},
@@ -350,4 +357,78 @@ func addOwnerIn(ctx context.Context, c client.Client, namespace, name, owner str
 func mergePatch(ctx context.Context, c client.Client, namespace, name, patch string) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	return c.Patch(ctx, cm, client.RawPatch("application/merge-patch+json", []byte(patch)))
+}
+
+// flux29Objects are a Kustomization whose drift ignore rule (spec.ignore,
+// new in Flux 2.9) leaves Deployments' replicas to their autoscaler, a
+// HelmRelease whose status keeps an inventory (Flux 2.8 on), and what
+// their controllers applied.
+const flux29Objects = `
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: apps29, namespace: flux-29}
+spec:
+  interval: 10m
+  path: ./apps
+  prune: true
+  sourceRef: {kind: GitRepository, name: apps}
+  ignore: [{paths: ["/spec/replicas"], target: {kind: Deployment}}]
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: cache29, namespace: flux-29}
+spec:
+  interval: 30m
+  driftDetection: {mode: enabled}
+  chartRef: {kind: OCIRepository, name: cache}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: flux-29, labels: {"kustomize.toolkit.fluxcd.io/name": "apps29", "kustomize.toolkit.fluxcd.io/namespace": "flux-29"}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: ghcr.io/example/web:1}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cache-settings, namespace: flux-29, labels: {"helm.toolkit.fluxcd.io/name": "cache29", "helm.toolkit.fluxcd.io/namespace": "flux-29"}}
+data: {size: "1Gi"}
+`
+
+// fluxguardOnFlux29 runs while the suite has Flux 2.9's CRDs installed
+// (TestApimigrationTargetsTheInstalledRelease): the Kustomization's ignore
+// rule lets an autoscaler's replicas through, an image change is refused,
+// and an object the HelmRelease lists in its inventory (it carries no Helm
+// release annotations) is refused with what helm-controller does.
+func fluxguardOnFlux29(ctx context.Context, t *testing.T) {
+	const ns = "flux-29"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _, _ = env.Kubectl(context.Background(), "", "--as", kustomizeUser, "delete", "namespace", ns, "--wait=false")
+	})
+	kubectlOK(t, ctx, flux29Objects, "--as", kustomizeUser, "apply", "-f", "-")
+	kubectlOK(t, ctx, "", "--as", kustomizeUser, "-n", ns, "patch", "kustomization", "apps29", "--subresource=status", "--type=merge", "-p", fluxStatus("flux-29_web_apps_Deployment"))
+	kubectlOK(t, ctx, "", "--as", helmUser, "-n", ns, "patch", "helmrelease", "cache29", "--subresource=status", "--type=merge", "-p",
+		`{"status":{"inventory":{"entries":[{"id":"flux-29_cache-settings__ConfigMap","v":"v1"}]}}}`)
+	harness.Eventually(t, 30*time.Second, func() error {
+		_, stderr, err := env.Kubectl(ctx, "", "--as", "jane", "-n", ns, "set", "image", "deployment/web", "web=ghcr.io/example/web:2", "--dry-run=server")
+		if err == nil || !strings.Contains(stderr, fluxguardHook+"fluxguard: Deployment flux-29/web is managed by Flux Kustomization flux-29/apps29 (GitRepository flux-29/apps, path ./apps, revision main@sha1:1a2b3c4)") {
+			return fmt.Errorf("the image change is not refused yet: %v %s", err, stderr)
+		}
+		return nil
+	})
+	kubectlOK(t, ctx, "", "--as", "jane", "-n", ns, "patch", "deployment", "web", "--type=merge", "-p", `{"spec":{"replicas":3}}`)
+	harness.Eventually(t, 30*time.Second, func() error {
+		_, stderr, err := env.Kubectl(ctx, "", "--as", "jane", "-n", ns, "patch", "configmap", "cache-settings", "--type=merge", "-p", `{"data":{"size":"2Gi"}}`)
+		want := fluxHelmHook + "fluxguard: ConfigMap flux-29/cache-settings is managed by Flux HelmRelease flux-29/cache29 (chart from OCIRepository flux-29/cache); it is reverted at the next reconcile (interval 30m). Changed: /data/size."
+		if err == nil || !strings.Contains(stderr, want) {
+			return fmt.Errorf("want the denial\n%s\ngot %v:\n%s", want, err, stderr)
+		}
+		return nil
+	})
 }

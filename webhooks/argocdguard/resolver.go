@@ -26,6 +26,11 @@ const (
 
 var applications = schema.GroupResource{Group: "argoproj.io", Resource: "applications"}
 
+// records are Argo CD's records of what it manages: an Application's
+// status.resources, which says what it would prune. Applications have no
+// status subresource: the record is written with the object.
+var records = []gitops.Record{{Resource: applications, Path: []string{"status", "resources"}}}
+
 var optOutPaths = []object.Pointer{
 	{"metadata", "annotations", annotationCompareOptions},
 	{"metadata", "annotations", annotationSyncOptions},

@@ -51,7 +51,8 @@ func New(c Config, breakGlassGroup string) *Rule {
 	r.guard = gitops.New(gitops.Options{
 		Rule: Name, Tool: "Argo CD", AgentName: "Argo CD's application controller",
 		Agent: r.writers, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup,
-		OptOut: gitops.OptOut{Paths: optOutPaths, Groups: c.OptOutGroups},
+		OptOut:  gitops.OptOut{Paths: optOutPaths, Groups: c.OptOutGroups},
+		Records: records,
 	}, r.resolver)
 	return r
 }

@@ -40,6 +40,12 @@ var (
 	helmReleases   = schema.GroupResource{Group: "helm.toolkit.fluxcd.io", Resource: "helmreleases"}
 )
 
+// records are Flux's records of what it applied: the owners' inventories.
+var records = []gitops.Record{
+	{Resource: kustomizations, SubResource: "status", Path: []string{"status", "inventory"}},
+	{Resource: helmReleases, SubResource: "status", Path: []string{"status", "inventory"}},
+}
+
 // optOutPaths are the opt-out markers as pointers, for the guard's
 // controlled opt-out write.
 var optOutPaths = func() []object.Pointer {

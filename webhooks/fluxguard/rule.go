@@ -47,7 +47,8 @@ func New(c Config, breakGlassGroup string) *Rule {
 	r.guard = gitops.New(gitops.Options{
 		Rule: Name, Tool: "Flux", AgentName: "Flux's controllers",
 		Agent: r.agent, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup,
-		OptOut: gitops.OptOut{Paths: optOutPaths, Groups: c.OptOutGroups},
+		OptOut:  gitops.OptOut{Paths: optOutPaths, Groups: c.OptOutGroups},
+		Records: records,
 	}, r.resolver)
 	return r
 }

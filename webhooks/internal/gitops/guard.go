@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -29,6 +30,8 @@ type Options struct {
 	// OptOut are the markers that take an object out of the tool's
 	// management, and who may add them.
 	OptOut OptOut
+	// Records are where the tool records what it manages.
+	Records []Record
 	// BreakGlassGroup is the global break-glass group denials name.
 	BreakGlassGroup string
 }
@@ -50,6 +53,7 @@ type Guard struct {
 	resolver Resolver
 	skip     skipMap
 	optOut   OptOut
+	records  []Record
 }
 
 // New builds a Guard over one tool's resolver.
@@ -60,6 +64,7 @@ func New(o Options, r Resolver) *Guard {
 		resolver: r,
 		skip:     newSkipMap(o.Ignored),
 		optOut:   o.OptOut,
+		records:  o.Records,
 	}
 }
 
@@ -84,6 +89,13 @@ func (g *Guard) Trusted(u authenticationv1.UserInfo) (string, bool) {
 // Handle decides a write to an object or to a subresource that stores it,
 // as if the guard were enforced.
 func (g *Guard) Handle(ctx context.Context, req *rule.Request) admission.Response {
+	for _, r := range g.records {
+		if r.matches(req) {
+			if resp := g.record(req, r); !resp.Allowed {
+				return resp
+			}
+		}
+	}
 	switch req.SubResource {
 	case "scale":
 		if sr, ok := g.resolver.(ScaleResolver); ok {
@@ -229,7 +241,7 @@ func (g *Guard) judgeOwners(req *rule.Request, ref Ref, owners []Owner) ([]Owner
 		}
 	}
 	if len(managing) == 0 {
-		return nil, admission.Allowed(joinReasons(why)), false
+		return nil, admission.Allowed(strings.Join(why, "; ")), false
 	}
 	for _, o := range managing {
 		if o.OptedOut != "" {
@@ -289,17 +301,6 @@ func writerOf(owners []Owner, user string) (Owner, bool) {
 		}
 	}
 	return Owner{}, false
-}
-
-func joinReasons(why []string) string {
-	s := ""
-	for i, w := range why {
-		if i > 0 {
-			s += "; "
-		}
-		s += w
-	}
-	return s
 }
 
 // ManagedBy is the first sentence of the guard's denials, for findings
