@@ -110,8 +110,15 @@ func (r *Reader) Requests() []string {
 	return slices.Clone(r.requests)
 }
 
-// Object is an object's metadata as a list returns it.
+// Object is an object's metadata as a list returns it; managedFields
+// entries without an apiVersion are recorded at gvk's.
 func Object(gvk schema.GroupVersionKind, namespace, name string, labels, annotations map[string]string, managedFields ...metav1.ManagedFieldsEntry) *metav1.PartialObjectMetadata {
+	managedFields = slices.Clone(managedFields)
+	for i := range managedFields {
+		if managedFields[i].APIVersion == "" {
+			managedFields[i].APIVersion = gvk.GroupVersion().String()
+		}
+	}
 	o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 		Namespace: namespace, Name: name, Labels: labels, Annotations: annotations, ManagedFields: managedFields,
 	}}
