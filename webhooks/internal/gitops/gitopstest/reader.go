@@ -55,7 +55,11 @@ func (r *Reader) List(ctx context.Context, l client.ObjectList, opts ...client.L
 	gvk := list.GroupVersionKind()
 	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
 	r.mu.Lock()
-	r.requests = append(r.requests, fmt.Sprintf("%s %s limit=%d continue=%q", gvk, o.LabelSelector, o.Limit, o.Continue))
+	req := gvk.String()
+	if o.LabelSelector != nil {
+		req += " " + o.LabelSelector.String()
+	}
+	r.requests = append(r.requests, fmt.Sprintf("%s limit=%d continue=%q", req, o.Limit, o.Continue))
 	r.mu.Unlock()
 	switch {
 	case slices.Contains(r.Forbidden, gvk.GroupKind()):
@@ -102,8 +106,8 @@ func (r *Reader) List(ctx context.Context, l client.ObjectList, opts ...client.L
 	return nil
 }
 
-// Requests are the list requests made, in order: "<gvk> <label selector>
-// limit=<n> continue=<token>".
+// Requests are the list requests made, in order: "<gvk> [<label
+// selector>] limit=<n> continue=<token>".
 func (r *Reader) Requests() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
