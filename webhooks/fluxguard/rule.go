@@ -45,7 +45,7 @@ func New(c Config, breakGlassGroup string) *Rule {
 		resolver: &resolver{owners: gitops.NoOwners{}, defaultSA: c.DefaultServiceAccount, optOutGroups: c.OptOutGroups},
 	}
 	r.guard = gitops.New(gitops.Options{
-		Rule: Name, Tool: "Flux", AgentName: "Flux's controllers",
+		Rule: Name, Tool: "Flux", AgentName: "Flux's controllers", Applier: "Flux",
 		Agent: r.agent, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup,
 		OptOut:  gitops.OptOut{Paths: optOutPaths, Groups: c.OptOutGroups},
 		Records: records,

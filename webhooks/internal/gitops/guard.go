@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -23,6 +24,10 @@ type Options struct {
 	// Tool names the GitOps tool in messages ("Fleet", "Flux", "Argo
 	// CD"); AgentName its writer ("the Fleet agent").
 	Tool, AgentName string
+	// Applier names who applies the tool's objects in the audit's drift
+	// findings ("Changed since Flux last applied it"); AgentName when
+	// empty.
+	Applier string
 	// Agent are the identities the tool writes as.
 	Agent Identities
 	// Ignored are the configured ignoredFields.
@@ -59,7 +64,7 @@ type Guard struct {
 // New builds a Guard over one tool's resolver.
 func New(o Options, r Resolver) *Guard {
 	return &Guard{
-		msg:      messages{rule: o.Rule, tool: o.Tool, agent: o.AgentName, breakGlass: o.BreakGlassGroup},
+		msg:      messages{rule: o.Rule, tool: o.Tool, agent: o.AgentName, applier: cmp.Or(o.Applier, o.AgentName), breakGlass: o.BreakGlassGroup},
 		agent:    o.Agent,
 		resolver: r,
 		skip:     newSkipMap(o.Ignored),
@@ -231,15 +236,7 @@ func (g *Guard) judgeOwners(req *rule.Request, ref Ref, owners []Owner) ([]Owner
 	if o, ok := writerOf(owners, req.UserInfo.Username); ok {
 		return nil, admission.Allowed("written by " + req.UserInfo.Username + ", which writes for " + o.Name), false
 	}
-	var managing []Owner
-	var why []string
-	for _, o := range owners {
-		if o.Manages {
-			managing = append(managing, o)
-		} else if o.Why != "" {
-			why = append(why, o.Why)
-		}
-	}
+	managing, why := managingOwners(owners)
 	if len(managing) == 0 {
 		return nil, admission.Allowed(strings.Join(why, "; ")), false
 	}
@@ -255,6 +252,19 @@ func (g *Guard) judgeOwners(req *rule.Request, ref Ref, owners []Owner) ([]Owner
 		}
 	}
 	return managing, admission.Response{}, true
+}
+
+// managingOwners are the owners whose record lists the object, and why
+// the others do not.
+func managingOwners(owners []Owner) (managing []Owner, why []string) {
+	for _, o := range owners {
+		if o.Manages {
+			managing = append(managing, o)
+		} else if o.Why != "" {
+			why = append(why, o.Why)
+		}
+	}
+	return managing, why
 }
 
 func (g *Guard) delete(ctx context.Context, req *rule.Request) admission.Response {
