@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -155,6 +156,7 @@ func TestAuditRuleChecks(t *testing.T) {
 	seedForegroundDeletion(t, ctx)
 	seedExternalNameCollision(t, ctx)
 	agentApply := seedDrift(t, ctx)
+	gitopsApply := seedGitOpsDrift(t, ctx)
 
 	t.Run("ApimigrationStoredVersions", func(t *testing.T) {
 		r := waitAuditResult(t, ctx, "apimigration", "stored-versions", "CustomResourceDefinition", "", auditHelmCRD, "fail")
@@ -188,6 +190,18 @@ func TestAuditRuleChecks(t *testing.T) {
 			"Changed since the Fleet agent last applied it, by kubectl-set: /spec/template/spec/containers/[name=web]/image.",
 			"Change it in the Git repository instead; if the change is meant to stay, ignore the field in fleet.yaml (diff.comparePatches)")
 	})
+	t.Run("FluxguardDrift", func(t *testing.T) {
+		r := waitAuditResult(t, ctx, "fluxguard", "drift", "Deployment", auditFluxNS, "web", "fail")
+		wantProperties(t, r, map[string]string{"managers": "kubectl-set", "fields": "/spec/template/spec/containers/[name=web]/image", "changes": "1"})
+		wantMessage(t, r, "fluxguard: Deployment "+auditFluxNS+"/web is managed by Flux Kustomization "+auditFluxNS+"/apps",
+			"by kubectl-set: /spec/template/spec/containers/[name=web]/image.")
+	})
+	t.Run("ArgocdguardDrift", func(t *testing.T) {
+		r := waitAuditResult(t, ctx, "argocdguard", "drift", "Deployment", auditArgoNS, "web", "fail")
+		wantProperties(t, r, map[string]string{"managers": "kubectl-set", "fields": "/spec/template/spec/containers/[name=web]/image", "changes": "1"})
+		wantMessage(t, r, "argocdguard: Deployment "+auditArgoNS+"/web is managed by Argo CD Application argocd/audit-web",
+			"by kubectl-set: /spec/template/spec/containers/[name=web]/image.")
+	})
 	t.Run("StewardAuditFindsTheSame", func(t *testing.T) {
 		config := filepath.Join(t.TempDir(), "config.yaml")
 		if err := os.WriteFile(config, []byte(rulesAuditConfig), 0o644); err != nil {
@@ -216,6 +230,8 @@ func TestAuditRuleChecks(t *testing.T) {
 			"claimguard/external-name-collision/fail/Database//audit-col-a",
 			"claimguard/external-name-collision/fail/Database//audit-col-b",
 			"fleetguard/drift/fail/Deployment/" + auditFleetNS + "/web",
+			"fluxguard/drift/fail/Deployment/" + auditFluxNS + "/web",
+			"argocdguard/drift/fail/Deployment/" + auditArgoNS + "/web",
 		} {
 			if !slices.Contains(got, w) {
 				t.Errorf("steward audit does not find %s; it found %v", w, got)
@@ -235,6 +251,7 @@ func TestAuditRuleChecks(t *testing.T) {
 	dropFinalizers(t, ctx, pgXRGVK, "", "audit-fg")
 	kubectlOK(t, ctx, "", "annotate", "--overwrite", "databases.postgresql.sql.crossplane.io", "audit-col-b", "crossplane.io/external-name=audit-own")
 	agentApply()
+	gitopsApply()
 
 	r := waitAuditResult(t, ctx, "apimigration", "stored-versions", "CustomResourceDefinition", "", auditHelmCRD, "pass")
 	wantProperties(t, r, map[string]string{"storedVersions": "v2", "target": "2.8"})
@@ -251,6 +268,8 @@ func TestAuditRuleChecks(t *testing.T) {
 		}
 		return fmt.Errorf("PolicyReport %s/steward still holds %v; want it deleted once the drift is gone", auditFleetNS, reportResults(r))
 	})
+	waitAuditCleared(t, ctx, "fluxguard", "drift", "Deployment", auditFluxNS, "web")
+	waitAuditCleared(t, ctx, "argocdguard", "drift", "Deployment", auditArgoNS, "web")
 }
 
 // setStoredVersions writes a CRD's status.storedVersions, as the API
@@ -353,4 +372,68 @@ spec:
 	time.Sleep(1100 * time.Millisecond)
 	kubectlOK(t, ctx, "", "--as", "jane", "--as-group", "steward:break-glass", "-n", auditFleetNS, "set", "image", "deployment/web", "web=ghcr.io/example/web:9.9.9")
 	return agentApply
+}
+
+const (
+	auditFluxNS = "audit-flux"
+	auditArgoNS = "audit-argo"
+)
+
+// seedGitOpsDrift has kustomize-controller and Argo CD's application
+// controller apply a Deployment each, as their owners' records list, and a
+// break-glass member change both images with kubectl; it returns the
+// controllers' applies, which put the images back.
+func seedGitOpsDrift(t *testing.T, ctx context.Context) (controllersApply func()) {
+	testNamespace(t, ctx, auditFluxNS)
+	testNamespace(t, ctx, auditArgoNS)
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argoNS}}); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	deployment := func(ns, meta string) string {
+		return `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: ` + ns + `, ` + meta + `}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app.kubernetes.io/name: web}}
+  template:
+    metadata: {labels: {app.kubernetes.io/name: web}}
+    spec: {containers: [{name: web, image: "ghcr.io/example/web:1.4.2"}]}
+`
+	}
+	kubectlOK(t, ctx, `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: apps, namespace: `+auditFluxNS+`}
+spec: {interval: 10m, path: ./apps, prune: true, sourceRef: {kind: GitRepository, name: apps}}
+`, "--as", kustomizeUser, "apply", "-f", "-")
+	kubectlOK(t, ctx, "", "--as", kustomizeUser, "-n", auditFluxNS, "patch", "kustomization", "apps", "--subresource=status", "--type=merge", "-p", fluxStatus(auditFluxNS+"_web_apps_Deployment"))
+	kubectlOK(t, ctx, `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: audit-web, namespace: argocd}
+spec:
+  project: default
+  source: {repoURL: "https://github.com/example/apps", path: web}
+  destination: {server: "https://kubernetes.default.svc", namespace: `+auditArgoNS+`}
+status:
+  resources: [{group: apps, version: v1, kind: Deployment, namespace: `+auditArgoNS+`, name: web}]
+`, "--as", argoController, "apply", "-f", "-")
+	t.Cleanup(func() {
+		_, _, _ = env.Kubectl(context.Background(), "", "--as", argoController, "-n", argoNS, "delete", "application", "audit-web", "--wait=false")
+	})
+	flux := deployment(auditFluxNS, `labels: {kustomize.toolkit.fluxcd.io/name: apps, kustomize.toolkit.fluxcd.io/namespace: `+auditFluxNS+`}`)
+	argo := deployment(auditArgoNS, `annotations: {argocd.argoproj.io/tracking-id: "audit-web:apps/Deployment:`+auditArgoNS+`/web"}`)
+	// The controllers apply server-side under their field managers;
+	// managedFields record whole seconds, so each write comes a second
+	// after the one before.
+	controllersApply = func() {
+		time.Sleep(1100 * time.Millisecond)
+		kubectlOK(t, ctx, flux, "--as", kustomizeUser, "apply", "--server-side", "--force-conflicts", "--field-manager=kustomize-controller", "-f", "-")
+		kubectlOK(t, ctx, argo, "--as", argoController, "apply", "--server-side", "--force-conflicts", "--field-manager=argocd-controller", "-f", "-")
+	}
+	controllersApply()
+	time.Sleep(1100 * time.Millisecond)
+	for _, ns := range []string{auditFluxNS, auditArgoNS} {
+		kubectlOK(t, ctx, "", "--as", "jane", "--as-group", "steward:break-glass", "-n", ns, "set", "image", "deployment/web", "web=ghcr.io/example/web:9.9.9")
+	}
+	return controllersApply
 }
