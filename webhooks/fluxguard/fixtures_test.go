@@ -3,7 +3,6 @@ package fluxguard
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,13 +28,29 @@ var (
 
 // fakeOwners is a gitops.OwnerCache over owners kept by keepOwner, keyed
 // "<group-resource>/<namespace>/<name>", as the informers' stores would
-// hold them. err makes every read fail, as a cache that cannot answer yet.
+// hold them, and listed per resource in the order they were added. err
+// makes every read fail, as a cache that cannot answer yet.
 type fakeOwners struct {
 	owners map[string]any
+	lists  map[schema.GroupResource][]any
 	err    error
 }
 
 var _ gitops.OwnerCache = fakeOwners{}
+
+// ownerCache holds the given owners.
+func ownerCache(kept ...*owner) fakeOwners {
+	f := fakeOwners{owners: map[string]any{}, lists: map[schema.GroupResource][]any{}}
+	for _, o := range kept {
+		gr := kustomizations
+		if o.kind == kindHelmRelease {
+			gr = helmReleases
+		}
+		f.owners[gr.String()+"/"+o.Namespace+"/"+o.Name] = o
+		f.lists[gr] = append(f.lists[gr], o)
+	}
+	return f
+}
 
 func (f fakeOwners) Lookup(gr schema.GroupResource, namespace, name string) (any, bool, error) {
 	if f.err != nil {
@@ -45,24 +60,11 @@ func (f fakeOwners) Lookup(gr schema.GroupResource, namespace, name string) (any
 	return o, ok, nil
 }
 
-// List returns the owners of one resource in key order, so a scale
-// request that several owners list names them in a stable order.
 func (f fakeOwners) List(gr schema.GroupResource) ([]any, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
-	var keys []string
-	for k := range f.owners {
-		if strings.HasPrefix(k, gr.String()+"/") {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	out := make([]any, len(keys))
-	for i, k := range keys {
-		out[i] = f.owners[k]
-	}
-	return out, nil
+	return f.lists[gr], nil
 }
 
 // cached builds the fake cache from Flux objects given as JSON maps: each
@@ -70,16 +72,11 @@ func (f fakeOwners) List(gr schema.GroupResource) ([]any, error) {
 // answer, then passed through keepOwner, so the cache holds exactly what
 // the transform keeps.
 func cached(objs ...map[string]any) fakeOwners {
-	f := fakeOwners{owners: map[string]any{}}
-	for _, o := range objs {
-		kept := keptOwner(o)
-		gr := kustomizations
-		if kept.kind == kindHelmRelease {
-			gr = helmReleases
-		}
-		f.owners[gr.String()+"/"+kept.Namespace+"/"+kept.Name] = kept
+	kept := make([]*owner, len(objs))
+	for i, o := range objs {
+		kept[i] = keptOwner(o)
 	}
-	return f
+	return ownerCache(kept...)
 }
 
 // keptOwner is what keepOwner keeps of a Flux object given as a JSON map.
