@@ -237,6 +237,7 @@ const podinfoHelmRelease = `{
       {"id": "podinfo_podinfo_apps_Deployment", "v": "v1"},
       {"id": "podinfo_podinfo__Service", "v": "v1"},
       {"id": "podinfo_podinfo-dashboards__ConfigMap", "v": "v1"},
+      {"id": "podinfo_grafana-dashboards__ConfigMap", "v": "v1"},
       {"id": "podinfo_podinfo_autoscaling_HorizontalPodAutoscaler", "v": "v2"}
     ]}
   }
@@ -290,6 +291,8 @@ var fluxOwners = cached(
 		"_podinfo__reader_rbac.authorization.k8s.io_ClusterRole",
 		// Also in the podinfo HelmRelease's inventory: two owners.
 		"podinfo_podinfo-dashboards__ConfigMap",
+		// Also in the autoscaled HelmRelease's, which ignores its replicas.
+		"podinfo_autoscaled_apps_Deployment",
 	)),
 	// A tenant's Kustomizations, each applied as its own service account.
 	kustomization("team-a", "frontend", set("flux-reconciler", "spec", "serviceAccountName"), set("./tenants/team-a", "spec", "path"),
@@ -298,7 +301,7 @@ var fluxOwners = cached(
 	kustomization("team-b", "backend", set("flux-reconciler", "spec", "serviceAccountName"), set("./tenants/team-b", "spec", "path"),
 		inventory("team-b_api_apps_Deployment")),
 	kustomization("flux-system", "monitoring", set(true, "spec", "suspend"), set("./monitoring", "spec", "path"),
-		inventory("monitoring_grafana_apps_Deployment")),
+		inventory("monitoring_grafana_apps_Deployment", "podinfo_grafana-dashboards__ConfigMap")),
 	// platform ignores some fields of what it applies (spec.ignore,
 	// Flux 2.9), with and without target selectors.
 	kustomization("flux-system", "platform", set("./platform", "spec", "path"), set("5m", "spec", "interval"),

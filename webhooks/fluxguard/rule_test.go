@@ -346,6 +346,44 @@ func TestHandle(t *testing.T) {
 			want: admission.Denied("fluxguard: ConfigMap podinfo/podinfo-dashboards is managed by " + appsOwner + " and " + podinfoHR + "; it is reverted at the next reconcile (interval 10m). Changed: /data/LOG_LEVEL." + inGit),
 		},
 
+		"PathIgnoredByOnlyOneOfTwoOwnersIsDenied": {
+			reason: "A change persists only if no owner reverts it: the HelmRelease ignores /spec/replicas, the Kustomization that lists the Deployment too does not.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment",
+				deployment("podinfo", "autoscaled", "flux-system/apps", set("autoscaled", "metadata", "labels", LabelHelmReleaseName), set("podinfo", "metadata", "labels", LabelHelmReleaseNamespace)),
+				deployment("podinfo", "autoscaled", "flux-system/apps", set("autoscaled", "metadata", "labels", LabelHelmReleaseName), set("podinfo", "metadata", "labels", LabelHelmReleaseNamespace), set(5, "spec", "replicas"))).Build()},
+			want: admission.Denied("fluxguard: Deployment podinfo/autoscaled is managed by " + appsOwner + " and Flux HelmRelease podinfo/autoscaled (chart podinfo from HelmRepository flux-system/podinfo, revision 6.7.1); " +
+				"it is reverted at the next reconcile (interval 10m). Changed: /spec/replicas." + inGit),
+		},
+		"ScaleIgnoredByOnlyOneOfTwoOwnersIsDenied": {
+			reason: "The same holds on the scale path, where both owners are found by their inventories.",
+			args:   args{defaultRule(), scaleRequest(deploymentsGVR, "podinfo", "autoscaled", 2, 5).Build()},
+			want: admission.Denied("fluxguard: Deployment podinfo/autoscaled is managed by " + appsOwner + " and Flux HelmRelease podinfo/autoscaled (chart podinfo from HelmRepository flux-system/podinfo, revision 6.7.1); " +
+				"it is reverted at the next reconcile (interval 10m). Changed: /spec/replicas." + inGit),
+		},
+		"OneOfTwoOwnersSuspendedIsDenied": {
+			reason: "A suspended Kustomization does not revert the edit, but the HelmRelease that lists the object too does: the denial names only the owner that reverts.",
+			args: args{defaultRule(), admissiontest.Update(configmapsGVR, "ConfigMap",
+				configMap("podinfo", "grafana-dashboards", "flux-system/monitoring", set("podinfo", "metadata", "labels", LabelHelmReleaseName), set("podinfo", "metadata", "labels", LabelHelmReleaseNamespace)),
+				configMap("podinfo", "grafana-dashboards", "flux-system/monitoring", set("podinfo", "metadata", "labels", LabelHelmReleaseName), set("podinfo", "metadata", "labels", LabelHelmReleaseNamespace), set("debug", "data", "LOG_LEVEL"))).Build()},
+			want: admission.Denied("fluxguard: ConfigMap podinfo/grafana-dashboards is managed by " + podinfoHR + "; it is reverted at the next reconcile (interval 30m). Changed: /data/LOG_LEVEL. " +
+				"Change it in the Git repository instead; to pause Flux, suspend HelmRelease podinfo/podinfo (flux suspend)" + emergency),
+		},
+		"OneOfTwoOwnersOptedOutIsDenied": {
+			reason: "reconcile: disabled stops kustomize-controller only; helm-controller still corrects the object.",
+			args: args{defaultRule(), admissiontest.Delete(configmapsGVR, "ConfigMap",
+				configMap("podinfo", "podinfo-dashboards", "flux-system/apps", set("podinfo", "metadata", "labels", LabelHelmReleaseName), set("podinfo", "metadata", "labels", LabelHelmReleaseNamespace),
+					set("disabled", "metadata", "annotations", MarkerReconcile))).Build()},
+			want: admission.Denied("fluxguard: ConfigMap podinfo/podinfo-dashboards is managed by " + podinfoHR + "; it is reverted at the next reconcile (interval 30m). Deleting it is refused: Flux would re-create it. " +
+				"Remove it from the Git repository instead; to pause Flux, suspend HelmRelease podinfo/podinfo (flux suspend)" + emergency),
+		},
+		"BothOwnersSuspendedOrOptedOutIsAllowed": {
+			reason: "When neither owner reverts the change, it is allowed; the opt-out is the reason.",
+			args: args{defaultRule(), admissiontest.Update(configmapsGVR, "ConfigMap",
+				configMap("podinfo", "grafana-dashboards", "flux-system/monitoring", set("podinfo", "metadata", "labels", LabelHelmReleaseName), set("podinfo", "metadata", "labels", LabelHelmReleaseNamespace), set("disabled", "metadata", "labels", MarkerDriftDetection)),
+				configMap("podinfo", "grafana-dashboards", "flux-system/monitoring", set("podinfo", "metadata", "labels", LabelHelmReleaseName), set("podinfo", "metadata", "labels", LabelHelmReleaseNamespace), set("disabled", "metadata", "labels", MarkerDriftDetection), set("debug", "data", "LOG_LEVEL"))).Build()},
+			want: admission.Allowed("helm.toolkit.fluxcd.io/driftDetection=disabled: helm-controller does not correct the object"),
+		},
+
 		// The owners' ignore rules.
 		"IgnoredByKindTargetIsAllowed": {
 			reason: "platform ignores /spec/replicas of Deployments (target kind).",
