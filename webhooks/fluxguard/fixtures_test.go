@@ -322,6 +322,9 @@ var fluxOwners = cached(
 	obj(podinfoHelmRelease, set("autoscaled", "metadata", "name"),
 		set([]any{map[string]any{"paths": []any{"/spec/replicas"}, "target": map[string]any{"kind": "Deployment"}}}, "spec", "driftDetection", "ignore"),
 		inventory("podinfo_autoscaled_apps_Deployment")),
+	// A HelmRelease whose drift detection only warns.
+	obj(podinfoHelmRelease, set("warned", "metadata", "name"), set("warn", "spec", "driftDetection", "mode"),
+		inventory("podinfo_warned_apps_Deployment")),
 )
 
 // podinfoDeployment is apps/podinfo as the API server stores it after

@@ -324,6 +324,13 @@ func TestHandle(t *testing.T) {
 			want: admission.Allowed(`Flux HelmRelease flux-system/kube-prometheus-stack installs Helm release observability-monitoring-production/` + promStackRelease +
 				`, and the object belongs to release "` + promStackRelease + `" in "flux-system": not Flux's`),
 		},
+		"HelmReleaseDriftDetectionWarnSaysTheChangeIsReported": {
+			reason: "In warn mode helm-controller reports drift and corrects nothing: the change persists, seen, until the next upgrade.",
+			args:   args{defaultRule(), admissiontest.Delete(deploymentsGVR, "Deployment", deployment("podinfo", "warned", "x/y", helmLabelled("podinfo/warned"))).Build()},
+			want: admission.Denied("fluxguard: Deployment podinfo/warned is managed by Flux HelmRelease podinfo/warned (chart podinfo from HelmRepository flux-system/podinfo, revision 6.7.1); " +
+				"its drift detection only warns, so the change would persist, reported as drift, until the next upgrade of the release overwrites it. Deleting it is refused: Flux would re-create it. " +
+				"Remove it from the Git repository instead; to pause Flux, suspend HelmRelease podinfo/warned (flux suspend)" + emergency),
+		},
 		"DriftDetectionDisabledMarkerIsAllowed": {
 			reason: "helm-controller does not correct an object marked driftDetection: disabled.",
 			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment",
