@@ -73,7 +73,7 @@ func BenchmarkFluxguardSpoofedCreate(b *testing.B) {
 // A scale request finds its owners by searching every inventory: here
 // those of 1,000 Kustomizations listing 100,000 objects.
 func BenchmarkFluxguardHumanScaleLargeCluster(b *testing.B) {
-	r := New(Config{}, breakGlass).WithOwners(ownerCache(buildOwners(largeCluster)...))
+	r := New(Config{}, breakGlass).WithOwners(cacheHolding(buildOwners(largeCluster)...))
 	// The last Kustomization's first Deployment.
 	ns, name := largeCluster.object(largeCluster.owners()-1, 0)
 	benchmark(b, r, scaleRequest(deploymentsGVR, ns, name, 2, 5).Build(), false)

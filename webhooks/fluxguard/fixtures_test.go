@@ -38,8 +38,8 @@ type fakeOwners struct {
 
 var _ gitops.OwnerCache = fakeOwners{}
 
-// ownerCache holds the given owners.
-func ownerCache(kept ...*owner) fakeOwners {
+// cacheHolding is a fake cache holding the given owners.
+func cacheHolding(kept ...*owner) fakeOwners {
 	f := fakeOwners{owners: map[string]any{}, lists: map[schema.GroupResource][]any{}}
 	for _, o := range kept {
 		gr := kustomizations
@@ -76,7 +76,7 @@ func cached(objs ...map[string]any) fakeOwners {
 	for i, o := range objs {
 		kept[i] = keptOwner(o)
 	}
-	return ownerCache(kept...)
+	return cacheHolding(kept...)
 }
 
 // keptOwner is what keepOwner keeps of a Flux object given as a JSON map.
@@ -198,8 +198,8 @@ const appsKustomization = `{
   }
 }`
 
-// kustomization is a Kustomization like apps, renamed, with edits.
-func kustomization(namespace, name string, edits ...func(map[string]any)) map[string]any {
+// kustomizationNamed is a Kustomization like apps, renamed, with edits.
+func kustomizationNamed(namespace, name string, edits ...func(map[string]any)) map[string]any {
 	return obj(appsKustomization, append([]func(map[string]any){
 		set(name, "metadata", "name"), set(namespace, "metadata", "namespace"),
 	}, edits...)...)
@@ -279,9 +279,9 @@ const promStackRelease = "observability-monitoring-production-kube-87fe35748d90"
 // fluxOwners are the owners every test case's cache holds.
 var fluxOwners = cached(
 	// flux-system applied the apps Kustomization itself.
-	kustomization("flux-system", "flux-system", set("./clusters/prod", "spec", "path"), del("metadata", "labels"),
+	kustomizationNamed("flux-system", "flux-system", set("./clusters/prod", "spec", "path"), del("metadata", "labels"),
 		inventory("flux-system_apps_kustomize.toolkit.fluxcd.io_Kustomization", "flux-system_flux-system_source.toolkit.fluxcd.io_GitRepository")),
-	kustomization("flux-system", "apps", inventory(
+	kustomizationNamed("flux-system", "apps", inventory(
 		"_apps__Namespace",
 		"apps_podinfo_apps_Deployment",
 		"apps_podinfo__Service",
@@ -295,16 +295,16 @@ var fluxOwners = cached(
 		"podinfo_autoscaled_apps_Deployment",
 	)),
 	// A tenant's Kustomizations, each applied as its own service account.
-	kustomization("team-a", "frontend", set("flux-reconciler", "spec", "serviceAccountName"), set("./tenants/team-a", "spec", "path"),
+	kustomizationNamed("team-a", "frontend", set("flux-reconciler", "spec", "serviceAccountName"), set("./tenants/team-a", "spec", "path"),
 		set(map[string]any{"kind": "GitRepository", "name": "team-a", "namespace": "team-a"}, "spec", "sourceRef"),
 		inventory("team-a_web_apps_Deployment")),
-	kustomization("team-b", "backend", set("flux-reconciler", "spec", "serviceAccountName"), set("./tenants/team-b", "spec", "path"),
+	kustomizationNamed("team-b", "backend", set("flux-reconciler", "spec", "serviceAccountName"), set("./tenants/team-b", "spec", "path"),
 		inventory("team-b_api_apps_Deployment")),
-	kustomization("flux-system", "monitoring", set(true, "spec", "suspend"), set("./monitoring", "spec", "path"),
+	kustomizationNamed("flux-system", "monitoring", set(true, "spec", "suspend"), set("./monitoring", "spec", "path"),
 		inventory("monitoring_grafana_apps_Deployment", "podinfo_grafana-dashboards__ConfigMap")),
 	// platform ignores some fields of what it applies (spec.ignore,
 	// Flux 2.9), with and without target selectors.
-	kustomization("flux-system", "platform", set("./platform", "spec", "path"), set("5m", "spec", "interval"),
+	kustomizationNamed("flux-system", "platform", set("./platform", "spec", "path"), set("5m", "spec", "interval"),
 		set([]any{
 			map[string]any{"paths": []any{"/spec/replicas"}, "target": map[string]any{"kind": "Deployment"}},
 			map[string]any{"paths": []any{"/data/generated"}, "target": map[string]any{"kind": "ConfigMap", "name": "cache-.*"}},
@@ -314,7 +314,7 @@ var fluxOwners = cached(
 		inventory("platform_gateway_apps_Deployment", "platform_worker_apps_StatefulSet", "platform_cache-redis__ConfigMap", "platform_old-cache-redis__ConfigMap",
 			"platform_settings__ConfigMap", "platform_gateway__Service")),
 	// A Kustomization that has not applied anything yet.
-	kustomization("flux-system", "fresh", del("status", "inventory")),
+	kustomizationNamed("flux-system", "fresh", del("status", "inventory")),
 	obj(podinfoHelmRelease),
 	obj(promStackHelmRelease),
 	// A HelmRelease that ignores /spec/replicas of its Deployments
