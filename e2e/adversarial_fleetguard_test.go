@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -290,14 +288,5 @@ func TestAdversarialFleetguard(t *testing.T) {
 // addOwner makes ConfigMap owner an owner of Deployment web, through the
 // object or its status subresource.
 func addOwner(ctx context.Context, c client.Client, owner string, status bool) error {
-	cm := &corev1.ConfigMap{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: advFleetNS, Name: owner}, cm); err != nil {
-		return err
-	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: cm.UID}}}})
-	d := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: metav1.ObjectMeta{Namespace: advFleetNS, Name: "web"}}
-	if status {
-		return c.Status().Patch(ctx, d, client.RawPatch(types.MergePatchType, patch))
-	}
-	return c.Patch(ctx, d, client.RawPatch(types.MergePatchType, patch))
+	return addOwnerIn(ctx, c, advFleetNS, "web", owner, status)
 }

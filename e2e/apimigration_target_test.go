@@ -106,6 +106,10 @@ func TestAPIMigrationFollowsTheInstalledFluxRelease(t *testing.T) {
 			"successful scan, next scan in 5m0s", "successful scan (suspended: no further scans until resumed)")
 	})
 
+	// fluxguard on the newest release's CRDs, while they are installed:
+	// Kustomizations' drift ignore rules and HelmReleases' inventories.
+	t.Run("FluxguardOnFlux29", func(t *testing.T) { fluxguardOnFlux29(ctx, t) })
+
 	t.Run("UnlabelledCRDsAreReadFromTheirServedVersions", func(t *testing.T) {
 		installFluxCRDs(ctx, t, "2.8", "")
 		waitForTarget(ctx, t, "2.8", "served-versions")

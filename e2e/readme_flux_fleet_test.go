@@ -125,3 +125,70 @@ func assertWalkthrough(t *testing.T, out string, want ...string) {
 		}
 	}
 }
+
+// gitopsWait returns a script step that waits until Steward's cache has
+// caught up with a walkthrough's last write, as a reader would by the time
+// they typed the next command: until a server dry run of args (as jane)
+// prints want. A script is faster than a reader; Steward's cache sees an
+// owner a moment after the API server.
+func gitopsWait(want string, args ...string) string {
+	return "\nfor _ in $(seq 1 120); do kubectl --as jane " + strings.Join(args, " ") + " --dry-run=server 2>&1 | grep -q '" + want + "' && break; sleep 0.5; done\n"
+}
+
+// TestReadmeFluxguardWalkthrough runs docs/walkthroughs.md's fluxguard
+// walkthrough as written, on Flux 2.6's real CRDs.
+func TestReadmeFluxguardWalkthrough(t *testing.T) {
+	env.LogOnFailure(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	script := walkthroughBlock(t, "## Flux: hand edits of what Flux applied are refused")
+	t.Cleanup(func() {
+		_, _, _ = env.Kubectl(context.Background(), "", "--as", kustomizeUser, "delete", "namespace", "podinfo", "--wait=false")
+		_, _, _ = env.Kubectl(context.Background(), "", "--as", kustomizeUser, "-n", fluxSystemNS, "delete", "kustomization", "apps", "--wait=false")
+	})
+	const refuse, suspended = "\n# A person scales it", "\nkubectl --as jane -n podinfo set image"
+	for _, m := range []string{refuse, suspended} {
+		if !strings.Contains(script, m) {
+			t.Fatalf("the walkthrough has no step %q", m)
+		}
+	}
+	script = strings.Replace(script, refuse, gitopsWait("fluxguard", "-n podinfo label deployment podinfo probe=1")+refuse, 1)
+	script = strings.Replace(script, suspended, gitopsWait("is suspended", "-n podinfo label deployment podinfo probe=1")+suspended, 1)
+	out := runScript(t, ctx, script)
+	assertWalkthrough(t, out,
+		"kustomization.kustomize.toolkit.fluxcd.io/apps created",
+		"deployment.apps/podinfo created",
+		`admission webhook "fluxguard.steward.dev" denied the request: fluxguard: Deployment podinfo/podinfo is managed by Flux Kustomization flux-system/apps (GitRepository flux-system/flux-system, path ./apps/prod, revision main@sha1:1a2b3c4); it is reverted at the next reconcile (interval 10m). Changed: /spec/replicas.`,
+		"Deleting it is refused: Flux would re-create it.",
+		"ConfigMap podinfo/notes carries Flux's ownership label kustomize.toolkit.fluxcd.io/name and label kustomize.toolkit.fluxcd.io/namespace (Kustomization flux-system/apps)",
+		"kustomization.kustomize.toolkit.fluxcd.io/apps patched",
+		"Warning: fluxguard: Deployment podinfo/podinfo is managed by Flux Kustomization flux-system/apps",
+		"deployment.apps/podinfo image updated",
+	)
+}
+
+// TestReadmeArgocdguardWalkthrough runs docs/walkthroughs.md's argocdguard
+// walkthrough as written, on Argo CD 3.5's real Application CRD.
+func TestReadmeArgocdguardWalkthrough(t *testing.T) {
+	env.LogOnFailure(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	script := walkthroughBlock(t, "## Argo CD: hand edits of what Argo CD synced are refused")
+	t.Cleanup(func() {
+		_, _, _ = env.Kubectl(context.Background(), "", "--as", argoController, "delete", "namespace", "guestbook", "--wait=false")
+		_, _, _ = env.Kubectl(context.Background(), "", "--as", argoController, "-n", argoNS, "delete", "application", "guestbook", "--wait=false")
+	})
+	const refuse = "\n# A person's edit"
+	if !strings.Contains(script, refuse) {
+		t.Fatalf("the walkthrough has no step %q", refuse)
+	}
+	script = strings.Replace(script, refuse, gitopsWait("argocdguard", "-n guestbook label deployment guestbook-ui probe=1")+refuse, 1)
+	out := runScript(t, ctx, script)
+	assertWalkthrough(t, out,
+		"application.argoproj.io/guestbook created",
+		"deployment.apps/guestbook-ui created",
+		`admission webhook "argocdguard.steward.dev" denied the request: argocdguard: Deployment guestbook/guestbook-ui is managed by Argo CD Application argocd/guestbook (repo https://github.com/argoproj/argocd-example-apps, path guestbook, target HEAD, revision 53e28ff); Argo CD reverts it (self-heal is on). Changed: /spec/template/spec/containers/0/image.`,
+		"Changed: /spec/replicas.",
+		"configmap/copy created",
+	)
+}

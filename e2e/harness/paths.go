@@ -52,8 +52,8 @@ func CRDDir() (string, error) {
 }
 
 // upstreamCRDDirs are the directories and files of e2e/upstream every
-// environment installs: the real CRDs of the Crossplane, provider, OLM and
-// Flux kinds the rules guard, copied unmodified from their releases (see
+// environment installs: the real CRDs of the Crossplane, provider, OLM,
+// Flux and Argo CD kinds the rules guard, copied unmodified from their releases (see
 // e2e/upstream/SOURCES.md). Of Flux, only the kinds every test scripts
 // against, at the release apimigration targets by default (2.6): tests
 // install the other Flux kinds themselves, as a cluster would later.
@@ -64,6 +64,7 @@ var upstreamCRDDirs = [][]string{
 	{"flux", "2.6", "kustomize.toolkit.fluxcd.io_kustomizations.yaml"},
 	{"flux", "2.6", "source.toolkit.fluxcd.io_gitrepositories.yaml"},
 	{"flux", "2.6", "helm.toolkit.fluxcd.io_helmreleases.yaml"},
+	{"argocd", "3.5"},
 }
 
 // UpstreamCRDDirs returns the directories and files of the upstream CRDs

@@ -32,6 +32,8 @@ type application struct {
 	// resources are the objects status.resources lists; pruning those of
 	// them Argo CD would prune (no longer in Git).
 	resources, pruning gitops.Inventory
+	// kinds are status.resources' distinct kinds, which the audit lists.
+	kinds []schema.GroupVersionKind
 }
 
 // ignoreDifference is one of spec.ignoreDifferences, with its JSON
@@ -104,6 +106,7 @@ func applicationOf(u *unstructured.Unstructured) *application {
 	}
 	resources, _, _ := unstructured.NestedSlice(u.Object, "status", "resources")
 	var all, pruning []string
+	var kinds []schema.GroupVersionKind
 	for _, item := range resources {
 		m, ok := item.(map[string]any)
 		if !ok {
@@ -115,8 +118,12 @@ func applicationOf(u *unstructured.Unstructured) *application {
 		if p, _ := m["requiresPruning"].(bool); p {
 			pruning = append(pruning, id)
 		}
+		if str("version") != "" && str("kind") != "" {
+			kinds = append(kinds, schema.GroupVersionKind{Group: str("group"), Version: str("version"), Kind: str("kind")})
+		}
 	}
 	a.resources, a.pruning = gitops.NewInventory(all), gitops.NewInventory(pruning)
+	a.kinds = gitops.DistinctKinds(kinds)
 	return a
 }
 

@@ -26,6 +26,19 @@ const (
 
 var applications = schema.GroupResource{Group: "argoproj.io", Resource: "applications"}
 
+// records are Argo CD's records of what it manages: an Application's
+// status.resources, which says what it would prune. Applications have no
+// status subresource: the record is written with the object.
+var records = []gitops.Record{{Resource: applications, Path: []string{"status", "resources"}}}
+
+// fieldManagers are the field managers Argo CD's application controller
+// writes objects with: argocd-controller for its applies, server-side
+// and client-side alike (Argo CD's ArgoCDSSAManager, which gitops-engine
+// also sets as kubectl apply's field manager), and
+// argocd-application-controller, its user agent, which the API server
+// records where no manager is set (creates and replaces).
+var fieldManagers = []string{"argocd-controller", "argocd-application-controller"}
+
 var optOutPaths = []object.Pointer{
 	{"metadata", "annotations", annotationCompareOptions},
 	{"metadata", "annotations", annotationSyncOptions},
@@ -148,7 +161,8 @@ func (r resolver) ownerFor(a *application, ref gitops.Ref) gitops.Owner {
 	}
 	o := gitops.Owner{
 		Name: name + ")", Manages: true, Revert: a.revert(), Skip: a.skipFor(ref),
-		Hint: fmt.Sprintf("to pause Argo CD, set %s=true on %s", annotationSkipReconcile, what),
+		Hint:          fmt.Sprintf("to pause Argo CD, set %s=true on %s", annotationSkipReconcile, what),
+		FieldManagers: fieldManagers, IgnoreIn: "the Application's spec.ignoreDifferences",
 	}
 	if a.pruning.Has(gitops.InventoryID(ref.Namespace, ref.Name, ref.Group, ref.Kind)) {
 		o.Manages, o.Why = false, what+" lists the object for pruning: it is no longer in Git"

@@ -49,9 +49,10 @@ func New(c Config, breakGlassGroup string) *Rule {
 		resolver: &resolver{apps: gitops.NoOwners{}, controlPlane: c.ControlPlaneNamespace, trackingLabel: c.TrackingLabel},
 	}
 	r.guard = gitops.New(gitops.Options{
-		Rule: Name, Tool: "Argo CD", AgentName: "Argo CD's application controller",
+		Rule: Name, Tool: "Argo CD", AgentName: "Argo CD's application controller", Applier: "Argo CD",
 		Agent: r.writers, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup,
-		OptOut: gitops.OptOut{Paths: optOutPaths, Groups: c.OptOutGroups},
+		OptOut:  gitops.OptOut{Paths: optOutPaths, Groups: c.OptOutGroups},
+		Records: records,
 	}, r.resolver)
 	return r
 }
@@ -97,7 +98,11 @@ func (r *Rule) Collector() prometheus.Collector {
 	return set.Collector()
 }
 
-// rbac is what the cache reads: Applications, read-only.
+// rbac is what the cache reads, Applications, and what the audit lists
+// besides them: the workloads (gitops.AuditRBAC), read-only. The audit
+// lists no other kind an Application's status holds: RBAC has no
+// metadata-only verb, and list on every resource would include Secrets.
 func rbac() []rbacv1.PolicyRule {
-	return []rbacv1.PolicyRule{{APIGroups: []string{applications.Group}, Resources: []string{applications.Resource}, Verbs: []string{"list", "watch"}}}
+	return append([]rbacv1.PolicyRule{{APIGroups: []string{applications.Group}, Resources: []string{applications.Resource}, Verbs: []string{"list", "watch"}}},
+		gitops.AuditRBAC()...)
 }

@@ -5,11 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,7 +16,7 @@ import (
 )
 
 // CheckDrift is the audit check of changes made outside Git.
-const CheckDrift = "drift"
+const CheckDrift = gitops.CheckDrift
 
 // Audit reports Fleet-managed workloads in the metadata cache that a field
 // manager other than the Fleet agent or Kubernetes' controllers changed
@@ -53,16 +49,7 @@ func (r *Rule) Audit(ctx context.Context, _ client.Reader) ([]rule.Finding, erro
 			}
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i].Object, out[j].Object
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
-		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		return a.Name < b.Name
-	})
+	gitops.SortFindings(out)
 	return out, nil
 }
 
@@ -87,29 +74,8 @@ func (r *Rule) driftFinding(gvk schema.GroupVersionKind, o *metav1.PartialObject
 	if len(fields) == 0 && s.Unlisted == 0 {
 		return rule.Finding{}, false // every change is to an ignored field
 	}
-	c := object.Changes{First: fields, Total: len(fields) + s.Unlisted}
-	if len(c.First) > gitops.ListedPaths {
-		c.First = c.First[:gitops.ListedPaths]
-	}
-	list := gitops.ChangeList(c)
-	managers := strings.Join(s.Managers, ", ")
-	return rule.Finding{
-		Check:  CheckDrift,
-		Result: rule.AuditFail,
-		Object: corev1.ObjectReference{
-			APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
-			Namespace: o.Namespace, Name: o.Name,
-		},
-		Message: fmt.Sprintf("%s Changed since the Fleet agent last applied it, by %s: %s. Change it in the Git repository instead; "+
-			"if the change is meant to stay, ignore the field in fleet.yaml (diff.comparePatches) and in fleetguard's ignoredFields.",
-			r.guard.ManagedBy(meta.ref(gvk), meta.owners()), managers, list),
-		Properties: map[string]string{
-			"managers":  managers,
-			"fields":    list,
-			"changedAt": s.At.UTC().Format(time.RFC3339),
-			"changes":   strconv.Itoa(c.Total),
-		},
-	}, true
+	d := gitops.Drift{Managers: s.Managers, At: s.At, Fields: fields, Unlisted: s.Unlisted}
+	return r.guard.DriftFinding(meta.ref(gvk), meta.owners(), d), true
 }
 
 var _ rule.Auditor = (*Rule)(nil)

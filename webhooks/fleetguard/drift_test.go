@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/object"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -237,22 +238,6 @@ func TestTrimWorkloadKeepsADriftSummaryOnlyForDrift(t *testing.T) {
 	}
 }
 
-func TestFieldToken(t *testing.T) {
-	for in, want := range map[string]string{
-		"f:image":          "image",
-		"i:3":              "3",
-		`k:{"name":"web"}`: "[name=web]",
-		`k:{"protocol":"TCP","containerPort":80}`: "[containerPort=80,protocol=TCP]",
-		`v:"finalizer.example.org"`:               `["finalizer.example.org"]`,
-		`k:not json`:                              "[not json]",
-		".":                                       ".",
-	} {
-		if got := fieldToken(in); got != want {
-			t.Errorf("fieldToken(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // FuzzDriftOf feeds arbitrary fieldsV1 documents and managers through
 // the transform's summary and back: never a panic, always within bounds,
 // and what the cache keeps reads back as written.
@@ -269,11 +254,11 @@ func FuzzDriftOf(f *testing.F) {
 		if !ok {
 			return
 		}
-		if len(s.Fields) > maxDriftFields || len(s.Managers) > maxDriftManagers || s.Unlisted < 0 {
+		if len(s.Fields) > gitops.MaxDriftFields || len(s.Managers) > gitops.MaxDriftManagers || s.Unlisted < 0 {
 			t.Fatalf("summary out of bounds: %+v", s)
 		}
 		for _, m := range s.Managers {
-			if len(m) > maxManagerName {
+			if len(m) > gitops.MaxManagerName {
 				t.Fatalf("manager name not cut: %q", m)
 			}
 		}

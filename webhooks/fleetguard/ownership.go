@@ -147,7 +147,8 @@ func (resolver) Owners(_ context.Context, _ gitops.Ref, v *object.View) ([]gitop
 }
 
 func (m objectMeta) owners() []gitops.Owner {
-	return []gitops.Owner{{Name: "Fleet (" + m.owner() + ")", Manages: true, Revert: "manual changes diverge from Git and Fleet reverts them"}}
+	return []gitops.Owner{{Name: "Fleet (" + m.owner() + ")", Manages: true, Revert: "manual changes diverge from Git and Fleet reverts them",
+		FieldManagers: agentFieldManagers, IgnoreIn: "fleet.yaml (diff.comparePatches)"}}
 }
 
 // ref names a cached workload the way the guard's messages do.

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -36,11 +37,14 @@ func (r *Rule) Collector() prometheus.Collector {
 
 var _ rule.MetricsCollector = (*Rule)(nil)
 
-// rbac is what the owners' cache reads: Kustomizations and HelmReleases,
-// read-only.
+// rbac is what the owners' cache reads, Kustomizations and HelmReleases,
+// and what the audit lists besides them: the workloads
+// (gitops.AuditRBAC), read-only. The audit lists no other kind an
+// inventory holds: RBAC has no metadata-only verb, and list on every
+// resource would include Secrets.
 func rbac() []rbacv1.PolicyRule {
-	return []rbacv1.PolicyRule{
+	return append([]rbacv1.PolicyRule{
 		{APIGroups: []string{kustomizations.Group}, Resources: []string{kustomizations.Resource}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{helmReleases.Group}, Resources: []string{helmReleases.Resource}, Verbs: []string{"list", "watch"}},
-	}
+	}, gitops.AuditRBAC()...)
 }

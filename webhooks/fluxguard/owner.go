@@ -37,6 +37,8 @@ type owner struct {
 	release, releaseNamespace string
 	ignore                    []ignoreRule
 	inventory                 gitops.Inventory
+	// kinds are the inventory's distinct kinds, which the audit lists.
+	kinds []schema.GroupVersionKind
 	// hasInventory tells an empty inventory from none (HelmReleases
 	// before Flux 2.8 keep none).
 	hasInventory bool
@@ -87,18 +89,34 @@ func ownerOf(u *unstructured.Unstructured) *owner {
 	if entries, found, _ := unstructured.NestedSlice(u.Object, "status", "inventory", "entries"); found {
 		o.hasInventory = true
 		ids := make([]string, 0, len(entries))
+		var kinds []schema.GroupVersionKind
 		for _, e := range entries {
 			if m, ok := e.(map[string]any); ok {
 				if id, ok := m["id"].(string); ok {
 					ids = append(ids, id)
+					if gvk, ok := entryKind(id, m["v"]); ok {
+						kinds = append(kinds, gvk)
+					}
 				}
 			}
 		}
 		o.inventory = gitops.NewInventory(ids)
+		o.kinds = gitops.DistinctKinds(kinds)
 	} else if _, found, _ := unstructured.NestedMap(u.Object, "status", "inventory"); found {
 		o.hasInventory = true
 	}
 	return o
+}
+
+// entryKind is the kind of an inventory entry: the group and kind of its
+// id, and its "v", the version Flux applied it at.
+func entryKind(id string, v any) (schema.GroupVersionKind, bool) {
+	version, _ := v.(string)
+	group, kind, ok := gitops.InventoryGroupKind(id)
+	if !ok || version == "" {
+		return schema.GroupVersionKind{}, false
+	}
+	return schema.GroupVersionKind{Group: group, Version: version, Kind: kind}, true
 }
 
 // kustomizeSource is a Kustomization's source, path and last applied

@@ -35,10 +35,25 @@ const (
 	kindHelmRelease   = "HelmRelease"
 )
 
+// The field managers Flux's controllers apply with: kustomize-controller
+// applies a Kustomization's objects server-side as kustomize-controller,
+// helm-controller installs a HelmRelease's through Helm as
+// helm-controller.
+var (
+	kustomizeFieldManagers = []string{"kustomize-controller"}
+	helmFieldManagers      = []string{"helm-controller"}
+)
+
 var (
 	kustomizations = schema.GroupResource{Group: "kustomize.toolkit.fluxcd.io", Resource: "kustomizations"}
 	helmReleases   = schema.GroupResource{Group: "helm.toolkit.fluxcd.io", Resource: "helmreleases"}
 )
+
+// records are Flux's records of what it applied: the owners' inventories.
+var records = []gitops.Record{
+	{Resource: kustomizations, SubResource: "status", Path: []string{"status", "inventory"}},
+	{Resource: helmReleases, SubResource: "status", Path: []string{"status", "inventory"}},
+}
 
 // optOutPaths are the opt-out markers as pointers, for the guard's
 // controlled opt-out write.
@@ -132,7 +147,11 @@ func (r resolver) ownerFor(o *owner, ref gitops.Ref, v *object.View) gitops.Owne
 	if o.revision != "" {
 		name += ", revision " + o.revision
 	}
-	out := gitops.Owner{Name: name + ")", Revert: o.revert(), Skip: skipFor(o.ignore, ref, v), Hint: r.hint(o)}
+	out := gitops.Owner{Name: name + ")", Revert: o.revert(), Skip: skipFor(o.ignore, ref, v), Hint: r.hint(o),
+		FieldManagers: kustomizeFieldManagers, IgnoreIn: "the Kustomization's spec.ignore"}
+	if o.kind == kindHelmRelease {
+		out.FieldManagers, out.IgnoreIn = helmFieldManagers, "the HelmRelease's spec.driftDetection.ignore"
+	}
 	if sa := o.serviceAccount; sa != "" || r.defaultSA != "" {
 		if sa == "" {
 			sa = r.defaultSA

@@ -48,9 +48,10 @@ func New(c Config, breakGlassGroup string) *Rule {
 		// The agent is named in the singular, as the engine's sentences
 		// expect: "written by a Flux controller", "which only a Flux
 		// controller sets".
-		Rule: Name, Tool: "Flux", AgentName: "a Flux controller",
+		Rule: Name, Tool: "Flux", AgentName: "a Flux controller", Applier: "Flux",
 		Agent: r.agent, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup,
-		OptOut: gitops.OptOut{Paths: optOutPaths, Groups: c.OptOutGroups},
+		OptOut:  gitops.OptOut{Paths: optOutPaths, Groups: c.OptOutGroups},
+		Records: records,
 	}, r.resolver)
 	return r
 }

@@ -20,6 +20,7 @@ func (r *Rule) Spec() rule.Spec {
 			r.objectWebhook("", LabelKustomizationName, "kustomize-controller"),
 			r.objectWebhook("helm", LabelHelmReleaseName, "helm-controller"),
 			gitops.ScaleWebhook(Name, "Flux", r.agent),
+			gitops.RecordWebhook(Name, r.agent, records),
 		},
 		RBAC:       rbac(),
 		ChartLists: []rule.ChartList{{Key: "agentUsers", OmitWhenEmpty: true}, {Key: "agentGroups", OmitWhenEmpty: true}},

@@ -85,6 +85,19 @@ func TestSpecRegistration(t *testing.T) {
 		}},
 		FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 2,
 		Conditions: []string{"not-flux-agent-or-kubernetes-controller"},
+	}, {
+		// Flux's records of what it applied, the owners' inventories, are
+		// written by Flux alone.
+		Name: "fluxguard-records.steward.dev", Path: "/validate/fluxguard/records",
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"kustomize.toolkit.fluxcd.io"}, APIVersions: []string{"*"}, Resources: []string{"kustomizations/status"}, Scope: &namespaced},
+		}, {
+			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"helm.toolkit.fluxcd.io"}, APIVersions: []string{"*"}, Resources: []string{"helmreleases/status"}, Scope: &namespaced},
+		}},
+		FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
+		Conditions: []string{"not-the-tool-or-kubernetes-controller"},
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Spec().Webhooks: -want, +got:\n%s", diff)
@@ -99,9 +112,11 @@ func TestPolicyRules(t *testing.T) {
 	want := []rbacv1.PolicyRule{
 		{APIGroups: []string{"kustomize.toolkit.fluxcd.io"}, Resources: []string{"kustomizations"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"helm.toolkit.fluxcd.io"}, Resources: []string{"helmreleases"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"list"}},
+		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"list"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Spec().RBAC: want list and watch (the owners' cache) on Kustomizations and HelmReleases, nothing more; -want, +got:\n%s", diff)
+		t.Errorf("Spec().RBAC: want list and watch (the owners' cache) on Kustomizations and HelmReleases, and list (the drift audit) on the scalable workloads, nothing more; -want, +got:\n%s", diff)
 	}
 }
 

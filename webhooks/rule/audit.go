@@ -14,11 +14,14 @@ import (
 // leader only) and `steward audit` call it on rules that are set up and
 // synced, and publish the findings as PolicyReports.
 //
-// Audit reads the rule's caches; api is an uncached reader for the few
-// small, named reads a cache cannot answer (a handful of CRDs by name),
-// never a list of a kind across the cluster. It returns every finding of
+// Audit reads the rule's caches; api is an uncached reader for what a
+// cache cannot answer: a handful of CRDs by name, or, for the GitOps
+// guards, which cache owners and never the objects they deploy, the
+// metadata of the kinds their owners deployed, listed in pages, only
+// kinds the rule's own RBAC grants list on. It returns every finding of
 // one pass; an error means the rule could not answer this pass (its cache
-// is not synced), and the previous findings stand.
+// is not synced, nothing could be listed), and the previous findings
+// stand.
 type Auditor interface {
 	Audit(ctx context.Context, api client.Reader) ([]Finding, error)
 }
@@ -52,8 +55,10 @@ type Finding struct {
 	//                     Foreground longer than the threshold),
 	//                     external-name-collision (live MRs sharing an
 	//                     external name)
-	//   fleetguard:       drift (a Fleet-managed object changed by another
-	//                     field manager since the agent's last write)
+	//   fleetguard, fluxguard, argocdguard:
+	//                     drift (an object the GitOps tool deployed changed
+	//                     by another field manager since the tool's last
+	//                     write)
 	//   installplanguard: installplan-missing, installplan-stuck
 	//   suspendnotice:    suspended
 	Check  string

@@ -21,8 +21,13 @@ var (
 		"/metadata/annotations/argocd.argoproj.io~1refresh",
 	)
 	// fluxControl adds spec.suspend (flux suspend, flux resume) on Flux's
-	// kinds.
-	fluxControl = append(MustPointers("/spec/suspend"), controlAnnotations...)
+	// kinds, and the record of who suspended, which Steward's suspendnotice
+	// writes along with it.
+	fluxControl = append(MustPointers(
+		"/spec/suspend",
+		"/metadata/annotations/steward.dev~1suspended-at",
+		"/metadata/annotations/steward.dev~1suspended-by",
+	), controlAnnotations...)
 	// applicationControl adds an Application's sync operation (argocd app
 	// sync) and its skip-reconcile annotation.
 	applicationControl = append(MustPointers("/operation", "/metadata/annotations/argocd.argoproj.io~1skip-reconcile"), controlAnnotations...)

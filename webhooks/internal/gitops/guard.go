@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -23,6 +24,10 @@ type Options struct {
 	// Tool names the GitOps tool in messages ("Fleet", "Flux", "Argo
 	// CD"); AgentName its writer ("the Fleet agent").
 	Tool, AgentName string
+	// Applier names who applies the tool's objects in the audit's drift
+	// findings ("Changed since Flux last applied it"); AgentName when
+	// empty.
+	Applier string
 	// Agent are the identities the tool writes as.
 	Agent Identities
 	// Ignored are the configured ignoredFields.
@@ -30,6 +35,8 @@ type Options struct {
 	// OptOut are the markers that take an object out of the tool's
 	// management, and who may add them.
 	OptOut OptOut
+	// Records are where the tool records what it manages.
+	Records []Record
 	// BreakGlassGroup is the global break-glass group denials name.
 	BreakGlassGroup string
 }
@@ -51,16 +58,18 @@ type Guard struct {
 	resolver Resolver
 	skip     skipMap
 	optOut   OptOut
+	records  []Record
 }
 
 // New builds a Guard over one tool's resolver.
 func New(o Options, r Resolver) *Guard {
 	return &Guard{
-		msg:      messages{rule: o.Rule, tool: o.Tool, agent: o.AgentName, breakGlass: o.BreakGlassGroup},
+		msg:      messages{rule: o.Rule, tool: o.Tool, agent: o.AgentName, applier: cmp.Or(o.Applier, o.AgentName), breakGlass: o.BreakGlassGroup},
 		agent:    o.Agent,
 		resolver: r,
 		skip:     newSkipMap(o.Ignored),
 		optOut:   o.OptOut,
+		records:  o.Records,
 	}
 }
 
@@ -85,6 +94,13 @@ func (g *Guard) Trusted(u authenticationv1.UserInfo) (string, bool) {
 // Handle decides a write to an object or to a subresource that stores it,
 // as if the guard were enforced.
 func (g *Guard) Handle(ctx context.Context, req *rule.Request) admission.Response {
+	for _, r := range g.records {
+		if r.matches(req) {
+			if resp := g.record(req, r); !resp.Allowed {
+				return resp
+			}
+		}
+	}
 	switch req.SubResource {
 	case "scale":
 		if sr, ok := g.resolver.(ScaleResolver); ok {
@@ -122,7 +138,13 @@ func RefOf(req *rule.Request, v *object.View) Ref {
 	if name == "" {
 		name = req.Name
 	}
-	return Ref{GroupVersionKind: gvk, Namespace: req.Namespace, Name: name, GenerateName: v.GenerateName()}
+	ns := req.Namespace
+	if gvk.Group == "" && gvk.Kind == "Namespace" {
+		// The API server sets a Namespace's own name as its request's
+		// namespace; the object itself is cluster-scoped.
+		ns = ""
+	}
+	return Ref{GroupVersionKind: gvk, Namespace: ns, Name: name, GenerateName: v.GenerateName()}
 }
 
 func (g *Guard) create(ctx context.Context, req *rule.Request) admission.Response {
@@ -212,17 +234,9 @@ func (g *Guard) judgeOwners(req *rule.Request, ref Ref, owners []Owner) ([]Owner
 	if o, ok := writerOf(owners, req.UserInfo.Username); ok {
 		return nil, admission.Allowed("written by " + req.UserInfo.Username + ", which writes for " + o.Name), false
 	}
-	var managing []Owner
-	var why []string
-	for _, o := range owners {
-		if o.Manages {
-			managing = append(managing, o)
-		} else if o.Why != "" {
-			why = append(why, o.Why)
-		}
-	}
+	managing, why := managingOwners(owners)
 	if len(managing) == 0 {
-		return nil, admission.Allowed(joinReasons(why)), false
+		return nil, admission.Allowed(strings.Join(why, "; ")), false
 	}
 	// A change persists only if no owner reverts it: an owner the object
 	// opted out of, or a paused one, does not, but another owner may
@@ -276,6 +290,19 @@ func commonSkip(owners []Owner) []object.Pointer {
 	return common
 }
 
+// managingOwners are the owners whose record lists the object, and why
+// the others do not.
+func managingOwners(owners []Owner) (managing []Owner, why []string) {
+	for _, o := range owners {
+		if o.Manages {
+			managing = append(managing, o)
+		} else if o.Why != "" {
+			why = append(why, o.Why)
+		}
+	}
+	return managing, why
+}
+
 func (g *Guard) delete(ctx context.Context, req *rule.Request) admission.Response {
 	v := req.OldView()
 	if !v.Present() {
@@ -320,17 +347,6 @@ func writerOf(owners []Owner, user string) (Owner, bool) {
 		}
 	}
 	return Owner{}, false
-}
-
-func joinReasons(why []string) string {
-	s := ""
-	for i, w := range why {
-		if i > 0 {
-			s += "; "
-		}
-		s += w
-	}
-	return s
 }
 
 // ManagedBy is the first sentence of the guard's denials, for findings

@@ -1,9 +1,13 @@
 package gitops
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 	"strings"
+	"unique"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Inventory is an owner's record of the objects it applied (a Flux
@@ -28,6 +32,20 @@ func InventoryID(namespace, name, group, kind string) string {
 		name = strings.ReplaceAll(name, ":", "__")
 	}
 	return namespace + "_" + name + "_" + group + "_" + kind
+}
+
+// InventoryGroupKind reads the group and kind of an InventoryID: its last
+// two parts, which, unlike a name, never hold "_".
+func InventoryGroupKind(id string) (group, kind string, ok bool) {
+	i := strings.LastIndexByte(id, '_')
+	if i < 0 || i == len(id)-1 {
+		return "", "", false
+	}
+	j := strings.LastIndexByte(id[:i], '_')
+	if j < 0 {
+		return "", "", false
+	}
+	return id[j+1 : i], id[i+1:], true
 }
 
 // NewInventory builds an inventory from ids in any order; duplicates are
@@ -72,3 +90,31 @@ func (inv Inventory) Has(id string) bool {
 
 // Bytes is the memory the inventory holds, for the benchmarks.
 func (inv Inventory) Bytes() int { return len(inv.ids) + 4*cap(inv.ends) }
+
+// DistinctKinds are the kinds of an owner's record, each once, sorted by
+// group, kind and version, in a slice of their own length: the audit
+// lists each kind its owners deployed once. The strings are shared with
+// every other owner's.
+func DistinctKinds(gvks []schema.GroupVersionKind) []schema.GroupVersionKind {
+	if len(gvks) == 0 {
+		return nil
+	}
+	out := slices.Clone(gvks)
+	slices.SortFunc(out, compareKinds)
+	out = slices.Clip(slices.Compact(out))
+	for i, gvk := range out {
+		out[i] = schema.GroupVersionKind{Group: intern(gvk.Group), Version: intern(gvk.Version), Kind: intern(gvk.Kind)}
+	}
+	return out
+}
+
+func compareKinds(a, b schema.GroupVersionKind) int {
+	return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Kind, b.Kind), strings.Compare(a.Version, b.Version))
+}
+
+func intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	return unique.Make(s).Value()
+}

@@ -2,7 +2,10 @@ package gitops
 
 import (
 	"fmt"
+	"slices"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func TestInventoryHasExactlyItsEntries(t *testing.T) {
@@ -48,6 +51,39 @@ func TestInventoryMatchesAMapOfItsIDs(t *testing.T) {
 		id := fmt.Sprintf("ns%d_obj%d__ConfigMap", i%7, i)
 		if inv.Has(id) != want[id] {
 			t.Fatalf("Has(%q) = %v, want %v", id, inv.Has(id), want[id])
+		}
+	}
+}
+
+func TestDistinctKinds(t *testing.T) {
+	deploy := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	cm := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	ks := schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
+	ksOld := schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1beta2", Kind: "Kustomization"}
+	got := DistinctKinds([]schema.GroupVersionKind{ks, deploy, cm, deploy, ksOld, cm})
+	want := []schema.GroupVersionKind{cm, deploy, ks, ksOld}
+	if !slices.Equal(got, want) || cap(got) != len(got) {
+		t.Errorf("DistinctKinds(...) = %v (cap %d), want %v", got, cap(got), want)
+	}
+	if DistinctKinds(nil) != nil {
+		t.Error("DistinctKinds(nil) is not nil")
+	}
+}
+
+func TestInventoryGroupKind(t *testing.T) {
+	for _, c := range []struct{ namespace, name, group, kind string }{
+		{"apps", "podinfo", "apps", "Deployment"},
+		{"apps", "podinfo", "", "Service"},
+		{"", "system:aggregate", "rbac.authorization.k8s.io", "ClusterRole"},
+	} {
+		g, k, ok := InventoryGroupKind(InventoryID(c.namespace, c.name, c.group, c.kind))
+		if !ok || g != c.group || k != c.kind {
+			t.Errorf("InventoryGroupKind(%q) = %q, %q, %v; want %q, %q", InventoryID(c.namespace, c.name, c.group, c.kind), g, k, ok, c.group, c.kind)
+		}
+	}
+	for _, id := range []string{"", "Deployment", "apps_", "a_b_"} {
+		if g, k, ok := InventoryGroupKind(id); ok {
+			t.Errorf("InventoryGroupKind(%q) = %q, %q, true; want false", id, g, k)
 		}
 	}
 }

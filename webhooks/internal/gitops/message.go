@@ -19,8 +19,8 @@ const ListedPaths = 5
 type messages struct {
 	rule string
 	// tool names the GitOps tool ("Fleet"), agent its writer ("the Fleet
-	// agent").
-	tool, agent string
+	// agent"), applier who applies its objects in drift findings.
+	tool, agent, applier string
 	// breakGlass is the configured group, if any.
 	breakGlass string
 }

@@ -82,6 +82,12 @@ type Owner struct {
 	// Hint is an extra way out the denial offers, e.g. how to pause the
 	// tool for the object.
 	Hint string
+	// FieldManagers are the field managers the owner's tool applies the
+	// object with: the audit reads writes after their last one as drift.
+	FieldManagers []string
+	// IgnoreIn is where the owner's tool is told to leave a field alone,
+	// for drift findings: "fleet.yaml (diff.comparePatches)".
+	IgnoreIn string
 }
 
 // Resolver reads one tool's ownership of objects.

@@ -1,0 +1,118 @@
+package argocdguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/object"
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// applicationKind is Argo CD's own kind an Application may sync (an app
+// of apps), which argocdguard may list.
+var applicationKind = schema.GroupKind{Group: applications.Group, Kind: "Application"}
+
+// Audit reports objects Argo CD synced that a field manager other than
+// Argo CD's application controller or Kubernetes' changed after Argo CD
+// last applied them (rule.Auditor): the edits argocdguard refuses, made
+// before Steward ran, while it was off or in audit mode, by a break-glass
+// user, or with self-heal off.
+//
+// The cache holds the Applications, not their objects, so the audit
+// lists, once each, the kinds their status.resources hold, through api
+// (uncached), as metadata in pages; Argo CD tracks objects by annotation,
+// which no list selects on, so every object of a kind is listed. Only the
+// workloads and Applications are listed: what Steward is granted
+// (gitops.AuditRBAC); a kind Steward may not list or that is not served is
+// skipped. An object is judged when its tracking id names it and an
+// Application in the cache whose status.resources lists it, not for
+// pruning; server-managed fields, control writes, the Application's
+// ignoreDifferences (JSON pointers) and the configured ignoredFields are
+// left out.
+func (r *Rule) Audit(ctx context.Context, api client.Reader) ([]rule.Finding, error) {
+	if _, ok := r.resolver.apps.(gitops.NoOwners); ok {
+		return nil, errors.New("the Applications' cache is not set up")
+	}
+	lists, err := r.resolver.auditLists()
+	if err != nil {
+		return nil, err
+	}
+	var out []rule.Finding
+	judged := map[string]bool{}
+	_, err = gitops.ListKinds(ctx, api, lists, func(l gitops.KindList, o *metav1.PartialObjectMetadata) error {
+		if len(o.Annotations) == 0 && r.resolver.trackingLabel == "" {
+			return nil // most objects of a kind: not Argo CD's
+		}
+		// A kind listed at two versions is judged once.
+		key := l.Group + "/" + l.Kind + "/" + o.Namespace + "/" + o.Name
+		if judged[key] {
+			return nil
+		}
+		judged[key] = true
+		ref := gitops.Ref{GroupVersionKind: l.GroupVersionKind, Namespace: o.Namespace, Name: o.Name}
+		owners, err := r.resolver.listing(ref, gitops.MetaView(o))
+		if err != nil {
+			return err
+		}
+		if f, ok := r.guard.AuditDrift(ref, owners, o.ManagedFields); ok {
+			out = append(out, f)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	gitops.SortFindings(out)
+	return out, nil
+}
+
+// auditLists are the lists the audit makes: each kind an Application's
+// status.resources holds that argocdguard may list.
+func (r resolver) auditLists() ([]gitops.KindList, error) {
+	objs, err := r.apps.List(applications)
+	if err != nil {
+		return nil, fmt.Errorf("listing Argo CD Applications: %w", err)
+	}
+	var kinds []schema.GroupVersionKind
+	for _, obj := range objs {
+		if a, ok := obj.(*application); ok {
+			kinds = append(kinds, a.kinds...)
+		}
+	}
+	var out []gitops.KindList
+	for _, gvk := range gitops.DistinctKinds(kinds) {
+		if gitops.Audited(gvk.GroupKind(), applicationKind) {
+			out = append(out, gitops.KindList{GroupVersionKind: gvk})
+		}
+	}
+	return out, nil
+}
+
+// listing returns the owner of an object the audit listed, as Owners
+// does, but only when its Application's status.resources lists it: found
+// by listing its kind, the object is Argo CD's only if its Application
+// says so.
+func (r resolver) listing(ref gitops.Ref, v *object.View) ([]gitops.Owner, error) {
+	_, instance, _ := r.instance(ref, v)
+	if instance == "" {
+		return nil, nil
+	}
+	ns, name := r.application(instance)
+	obj, found, err := r.apps.Lookup(applications, ns, name)
+	if err != nil {
+		return nil, fmt.Errorf("looking up Argo CD Application %s/%s: %w", ns, name, err)
+	}
+	a, ok := obj.(*application)
+	if !found || !ok || !a.resources.Has(gitops.InventoryID(ref.Namespace, ref.Name, ref.Group, ref.Kind)) {
+		return nil, nil
+	}
+	return []gitops.Owner{r.ownerFor(a, ref)}, nil
+}
+
+var _ rule.Auditor = (*Rule)(nil)

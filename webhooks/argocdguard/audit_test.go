@@ -1,0 +1,281 @@
+package argocdguard
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// applied is when Argo CD last synced the tests' objects; edited is an
+// hour later.
+var (
+	applied = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	edited  = applied.Add(time.Hour)
+)
+
+var (
+	deployments  = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	statefulSets = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
+	configMaps   = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	apps         = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
+
+	imageField    = []string{"f:spec", "f:template", "f:spec", "f:containers", `k:{"name":"web"}`, "f:image"}
+	replicasField = []string{"f:spec", "f:replicas"}
+)
+
+// appCache is a gitops.OwnerCache over Applications built as the
+// informer's transform builds them.
+type appCache []any
+
+func (c appCache) Lookup(_ schema.GroupResource, namespace, name string) (any, bool, error) {
+	for _, obj := range c {
+		if a := obj.(*application); a.Namespace == namespace && a.Name == name {
+			return a, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+func (c appCache) List(schema.GroupResource) ([]any, error) { return c, nil }
+
+func cacheOf(t testing.TB, apps ...*unstructured.Unstructured) appCache {
+	var c appCache
+	for _, u := range apps {
+		a, err := keepApplication(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c = append(c, a)
+	}
+	return c
+}
+
+// resource is a status.resources entry for an object of gvk in apps.
+func resource(gvk schema.GroupVersionKind, name string, pruning bool) any {
+	return map[string]any{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind, "namespace": "apps", "name": name, "requiresPruning": pruning}
+}
+
+// app is the Application argocd/<name>, with self-heal on, listing
+// resources.
+func app(name string, spec map[string]any, resources ...any) *unstructured.Unstructured {
+	s := map[string]any{
+		"source":     map[string]any{"repoURL": "https://git.example.org/apps.git", "path": name, "targetRevision": "main"},
+		"syncPolicy": map[string]any{"automated": map[string]any{"selfHeal": true}},
+	}
+	for k, v := range spec {
+		s[k] = v
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"namespace": "argocd", "name": name},
+		"spec":     s,
+		"status":   map[string]any{"sync": map[string]any{"revision": "1a2b3c4d5e6f"}, "resources": resources},
+	}}
+}
+
+// tracked is an object of gvk in apps, tracked by the Application named
+// by its tracking id, with the given managedFields.
+func tracked(gvk schema.GroupVersionKind, name, trackingID string, managedFields ...metav1.ManagedFieldsEntry) *metav1.PartialObjectMetadata {
+	var annotations map[string]string
+	if trackingID != "" {
+		annotations = map[string]string{AnnotationTrackingID: trackingID}
+	}
+	return gitopstest.Object(gvk, "apps", name, nil, annotations, managedFields...)
+}
+
+// idOf is the tracking id Argo CD's Application <app> writes on the object.
+func idOf(app string, gvk schema.GroupVersionKind, name string) string {
+	return app + ":" + gvk.Group + "/" + gvk.Kind + ":apps/" + name
+}
+
+// synced is Argo CD's apply of the whole manifest.
+var synced = gitopstest.Entry("argocd-controller", applied, imageField, replicasField, []string{"f:metadata", "f:annotations", "f:" + AnnotationTrackingID})
+
+func TestAudit(t *testing.T) {
+	ref := func(gvk schema.GroupVersionKind, name string) corev1.ObjectReference {
+		return corev1.ObjectReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: "apps", Name: name}
+	}
+	drift := func(gvk schema.GroupVersionKind, name, managers, fields string) rule.Finding {
+		return rule.Finding{Check: gitops.CheckDrift, Result: rule.AuditFail, Object: ref(gvk, name), Properties: map[string]string{
+			"managers": managers, "fields": fields, "changedAt": "2026-11-20T11:00:00Z", "changes": "1"}}
+	}
+	image := "/spec/template/spec/containers/[name=web]/image"
+	editedImage := func(gvk schema.GroupVersionKind, name string) *metav1.PartialObjectMetadata {
+		return tracked(gvk, name, idOf("web", gvk, name), synced, gitopstest.Entry("kubectl-edit", edited, imageField))
+	}
+	cases := map[string]struct {
+		reason    string
+		config    Config
+		apps      []*unstructured.Unstructured
+		objects   []*metav1.PartialObjectMetadata
+		reader    func(*gitopstest.Reader)
+		want      []rule.Finding
+		wantLists []string
+	}{
+		"AnEditAfterArgoCDSyncedIsDrift": {
+			reason:    "kubectl edit of the image after Argo CD synced the Deployment is reported, with the manager and the field.",
+			apps:      []*unstructured.Unstructured{app("web", nil, resource(deployments, "web", false))},
+			objects:   []*metav1.PartialObjectMetadata{editedImage(deployments, "web")},
+			want:      []rule.Finding{drift(deployments, "web", "kubectl-edit", image)},
+			wantLists: []string{"apps/v1, Kind=Deployment"},
+		},
+		"OnlyArgoCDAndKubernetesWroteIsNoDrift": {
+			reason: "Argo CD's apply and replace, and the deployment controller's writes after them, are no drift.",
+			apps:   []*unstructured.Unstructured{app("web", nil, resource(deployments, "web", false))},
+			objects: []*metav1.PartialObjectMetadata{tracked(deployments, "web", idOf("web", deployments, "web"), synced,
+				gitopstest.Entry("argocd-application-controller", edited, replicasField),
+				gitopstest.Entry("kube-controller-manager", edited, []string{"f:metadata", "f:annotations", "f:deployment.kubernetes.io/revision"}))},
+		},
+		"IgnoredFieldsAreNoDrift": {
+			reason: "With /spec/replicas configured as ignored for Deployments, a scale is no drift.",
+			config: Config{IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}},
+			apps:   []*unstructured.Unstructured{app("web", nil, resource(deployments, "web", false))},
+			objects: []*metav1.PartialObjectMetadata{tracked(deployments, "web", idOf("web", deployments, "web"), synced,
+				gitopstest.Entry("kubectl", edited, replicasField))},
+		},
+		"TheApplicationsIgnoreDifferencesAreNoDrift": {
+			reason: "A JSON pointer of the Application's ignoreDifferences is no drift; the image changed with it is.",
+			apps: []*unstructured.Unstructured{app("web", map[string]any{"ignoreDifferences": []any{map[string]any{
+				"group": "apps", "kind": "Deployment", "jsonPointers": []any{"/spec/replicas"}}}}, resource(deployments, "web", false))},
+			objects: []*metav1.PartialObjectMetadata{tracked(deployments, "web", idOf("web", deployments, "web"), synced,
+				gitopstest.Entry("kubectl-edit", edited, replicasField, imageField))},
+			want: []rule.Finding{drift(deployments, "web", "kubectl-edit", image)},
+		},
+		"AnObjectTheApplicationDoesNotListIsNotReported": {
+			reason:  "A tracking id naming the Application does not make the object Argo CD's unless its status.resources lists it.",
+			apps:    []*unstructured.Unstructured{app("web", nil, resource(deployments, "web", false))},
+			objects: []*metav1.PartialObjectMetadata{editedImage(deployments, "web"), editedImage(deployments, "extra")},
+			want:    []rule.Finding{drift(deployments, "web", "kubectl-edit", image)},
+		},
+		"ACopiedTrackingIDIsNotReported": {
+			reason:  "A tracking id naming another object is not Argo CD's claim on this one.",
+			apps:    []*unstructured.Unstructured{app("web", nil, resource(deployments, "web", false), resource(deployments, "copy", false))},
+			objects: []*metav1.PartialObjectMetadata{tracked(deployments, "copy", idOf("web", deployments, "web"), synced, gitopstest.Entry("kubectl-edit", edited, imageField))},
+		},
+		"AnObjectForPruningIsNotReported": {
+			reason:  "An object the Application lists for pruning is no longer in Git.",
+			apps:    []*unstructured.Unstructured{app("web", nil, resource(deployments, "web", true))},
+			objects: []*metav1.PartialObjectMetadata{editedImage(deployments, "web")},
+		},
+		"AnUntrackedObjectIsNotReported": {
+			reason:  "Listing a kind returns every object of it; those without a tracking id are not Argo CD's.",
+			apps:    []*unstructured.Unstructured{app("web", nil, resource(deployments, "web", false))},
+			objects: []*metav1.PartialObjectMetadata{tracked(deployments, "web", "", gitopstest.Entry("kubectl-edit", edited, imageField))},
+		},
+		"ASyncOperationIsNoDrift": {
+			reason: "argocd app sync on an Application another syncs writes /operation, a control write.",
+			apps:   []*unstructured.Unstructured{app("root", nil, resource(apps, "child", false))},
+			objects: []*metav1.PartialObjectMetadata{tracked(apps, "child", idOf("root", apps, "child"),
+				gitopstest.Entry("argocd-controller", applied, []string{"f:spec", "f:source"}),
+				gitopstest.Entry("argocd-server", edited, []string{"f:operation", "f:sync"}))},
+			wantLists: []string{"argoproj.io/v1alpha1, Kind=Application"},
+		},
+		"EveryPageIsRead": {
+			reason:  "Objects on later pages are judged too.",
+			apps:    []*unstructured.Unstructured{app("web", nil, resource(deployments, "a", false), resource(deployments, "b", false), resource(deployments, "c", false))},
+			objects: []*metav1.PartialObjectMetadata{editedImage(deployments, "a"), editedImage(deployments, "b"), editedImage(deployments, "c")},
+			reader:  func(r *gitopstest.Reader) { r.MaxPage = 2 },
+			want: []rule.Finding{
+				drift(deployments, "a", "kubectl-edit", image), drift(deployments, "b", "kubectl-edit", image), drift(deployments, "c", "kubectl-edit", image),
+			},
+			wantLists: []string{"apps/v1, Kind=Deployment", "apps/v1, Kind=Deployment"},
+		},
+		"AKindThatCannotBeListedIsSkipped": {
+			reason:    "Deployments Steward may not list are skipped; StatefulSets are still audited.",
+			apps:      []*unstructured.Unstructured{app("web", nil, resource(deployments, "web", false), resource(statefulSets, "db", false))},
+			objects:   []*metav1.PartialObjectMetadata{editedImage(deployments, "web"), editedImage(statefulSets, "db")},
+			reader:    func(r *gitopstest.Reader) { r.Forbidden = []schema.GroupKind{deployments.GroupKind()} },
+			want:      []rule.Finding{drift(statefulSets, "db", "kubectl-edit", image)},
+			wantLists: []string{"apps/v1, Kind=Deployment", "apps/v1, Kind=StatefulSet"},
+		},
+		"KindsStewardIsNotGrantedAreNotListed": {
+			reason:    "ConfigMaps are not among the kinds Steward may list: the audit does not ask for them.",
+			apps:      []*unstructured.Unstructured{app("web", nil, resource(configMaps, "settings", false))},
+			objects:   []*metav1.PartialObjectMetadata{editedImage(configMaps, "settings")},
+			wantLists: []string{},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := gitopstest.NewReader(tc.objects...)
+			if tc.reader != nil {
+				tc.reader(r)
+			}
+			got, err := New(tc.config, "").WithApplications(cacheOf(t, tc.apps...)).Audit(context.Background(), r)
+			if err != nil {
+				t.Fatalf("%s\nAudit(...): %v", tc.reason, err)
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(rule.Finding{}, "Message")); diff != "" {
+				t.Errorf("%s\nAudit(...) (-want +got):\n%s", tc.reason, diff)
+			}
+			if tc.wantLists != nil {
+				var lists []string
+				for _, req := range r.Requests() {
+					lists = append(lists, req[:strings.Index(req, " limit=")])
+				}
+				if diff := cmp.Diff(tc.wantLists, lists, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("%s\nlist requests (-want +got):\n%s", tc.reason, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestAuditMessage(t *testing.T) {
+	r := gitopstest.NewReader(tracked(deployments, "web", idOf("web", deployments, "web"), synced, gitopstest.Entry("kubectl-edit", edited, imageField)))
+	got, err := New(Config{}, "").WithApplications(cacheOf(t, app("web", nil, resource(deployments, "web", false)))).Audit(context.Background(), r)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Audit(...) = %v, %v; want one finding", got, err)
+	}
+	want := "argocdguard: Deployment apps/web is managed by Argo CD Application argocd/web (repo https://git.example.org/apps.git, path web, target main, revision 1a2b3c4); Argo CD reverts it (self-heal is on). " +
+		"Changed since Argo CD last applied it, by kubectl-edit: /spec/template/spec/containers/[name=web]/image. Change it in the Git repository instead; " +
+		"if the change is meant to stay, ignore the field in the Application's spec.ignoreDifferences and in argocdguard's ignoredFields."
+	if got[0].Message != want {
+		t.Errorf("message:\n got %s\nwant %s", got[0].Message, want)
+	}
+}
+
+func TestAuditFailsWhenItCannotAnswer(t *testing.T) {
+	apps := cacheOf(t, app("web", nil, resource(deployments, "web", false)))
+	if _, err := New(Config{}, "").Audit(context.Background(), gitopstest.NewReader()); err == nil {
+		t.Error("Audit without the Applications' cache succeeded")
+	}
+	r := gitopstest.NewReader()
+	r.NotServed = []schema.GroupKind{deployments.GroupKind()}
+	if _, err := New(Config{}, "").WithApplications(apps).Audit(context.Background(), r); err == nil {
+		t.Error("Audit that could list no kind succeeded; it must fail so the previous findings stand")
+	}
+	if _, err := New(Config{}, "").WithApplications(unsynced{}).Audit(context.Background(), gitopstest.NewReader()); err == nil {
+		t.Error("Audit over an Applications' cache that cannot answer succeeded")
+	}
+}
+
+// unsynced is an Applications' cache whose informer has not synced.
+type unsynced struct{}
+
+func (unsynced) Lookup(schema.GroupResource, string, string) (any, bool, error) {
+	return nil, false, fmt.Errorf("not synced")
+}
+func (unsynced) List(schema.GroupResource) ([]any, error) { return nil, fmt.Errorf("not synced") }
+
+func TestApplicationKeepsTheResourcesKinds(t *testing.T) {
+	a := applicationOf(app("web", nil, resource(deployments, "web", false), resource(deployments, "api", false), resource(configMaps, "settings", true),
+		map[string]any{"kind": "Service", "name": "no-version"}))
+	want := []schema.GroupVersionKind{configMaps, deployments}
+	if diff := cmp.Diff(want, a.kinds); diff != "" {
+		t.Errorf("kinds (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,113 @@
+package fluxguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/rule"
+)
+
+// fluxKinds are Flux's own kinds, which Kustomizations apply (a cluster's
+// Kustomization applying the apps' ones) and fluxguard may list.
+var fluxKinds = []schema.GroupKind{
+	{Group: kustomizations.Group, Kind: kindKustomization},
+	{Group: helmReleases.Group, Kind: kindHelmRelease},
+}
+
+// Audit reports objects Flux applied that a field manager other than
+// Flux's controllers or Kubernetes' changed after Flux last applied them
+// (rule.Auditor): the edits fluxguard refuses, made before Steward ran,
+// while it was off or in audit mode, or by a break-glass user.
+//
+// The cache holds the owners, not their objects, so the audit lists, once
+// each, the kinds their inventories hold, through api (uncached), as
+// metadata in pages, selected by Flux's name label; a HelmRelease without
+// an inventory has its workloads listed. Only the workloads and Flux's own
+// kinds are listed: what Steward is granted (gitops.AuditRBAC); a kind
+// Steward may not list or that is not served is skipped. An object is
+// judged as fluxguard judges an update: its owner's record must list it,
+// opt-outs, server-managed fields, control writes, the owner's ignore
+// rules and the configured ignoredFields are left out.
+func (r *Rule) Audit(ctx context.Context, api client.Reader) ([]rule.Finding, error) {
+	if _, ok := r.resolver.owners.(gitops.NoOwners); ok {
+		return nil, errors.New("the Kustomizations' and HelmReleases' cache is not set up")
+	}
+	lists, err := r.resolver.auditLists()
+	if err != nil {
+		return nil, err
+	}
+	var out []rule.Finding
+	judged := map[string]bool{}
+	_, err = gitops.ListKinds(ctx, api, lists, func(l gitops.KindList, o *metav1.PartialObjectMetadata) error {
+		// An object carrying both labels, or listed at two versions, is
+		// judged once.
+		key := l.Group + "/" + l.Kind + "/" + o.Namespace + "/" + o.Name
+		if judged[key] {
+			return nil
+		}
+		judged[key] = true
+		ref := gitops.Ref{GroupVersionKind: l.GroupVersionKind, Namespace: o.Namespace, Name: o.Name}
+		v := gitops.MetaView(o)
+		if _, claimed := claims(v); len(claimed) == 0 {
+			return nil // a label without the other
+		}
+		owners, err := r.resolver.Owners(ctx, ref, v)
+		if err != nil {
+			return err
+		}
+		if f, ok := r.guard.AuditDrift(ref, owners, o.ManagedFields); ok {
+			out = append(out, f)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	gitops.SortFindings(out)
+	return out, nil
+}
+
+// auditLists are the lists the audit makes: each kind an owner's
+// inventory holds that fluxguard may list, with the label of the owner's
+// kind; Kustomizations' first.
+func (r resolver) auditLists() ([]gitops.KindList, error) {
+	var out []gitops.KindList
+	for _, c := range []struct {
+		gr    schema.GroupResource
+		label string
+	}{{kustomizations, LabelKustomizationName}, {helmReleases, LabelHelmReleaseName}} {
+		objs, err := r.owners.List(c.gr)
+		if err != nil {
+			return nil, fmt.Errorf("listing Flux owners: %w", err)
+		}
+		var kinds []schema.GroupVersionKind
+		for _, obj := range objs {
+			o, ok := obj.(*owner)
+			if !ok {
+				continue
+			}
+			kinds = append(kinds, o.kinds...)
+			if !o.hasInventory && o.kind == kindHelmRelease {
+				// Its Helm release is its record (owner.lists); the
+				// workloads are what the audit may list of it.
+				for _, gvk := range gitops.ScaledKinds {
+					kinds = append(kinds, gvk)
+				}
+			}
+		}
+		for _, gvk := range gitops.DistinctKinds(kinds) {
+			if gitops.Audited(gvk.GroupKind(), fluxKinds...) {
+				out = append(out, gitops.KindList{GroupVersionKind: gvk, Label: c.label})
+			}
+		}
+	}
+	return out, nil
+}
+
+var _ rule.Auditor = (*Rule)(nil)
