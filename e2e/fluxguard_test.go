@@ -222,7 +222,7 @@ func TestFluxguard(t *testing.T) {
 	const (
 		deleting = "Deleting it is refused: Flux would re-create it."
 		stripped = "Removing Flux's ownership label kustomize.toolkit.fluxcd.io/name is refused"
-		spoofed  = "Flux's ownership label kustomize.toolkit.fluxcd.io/name and label kustomize.toolkit.fluxcd.io/namespace (Kustomization flux-system/apps), which only Flux's controllers set"
+		spoofed  = "Flux's ownership label kustomize.toolkit.fluxcd.io/name and label kustomize.toolkit.fluxcd.io/namespace (Kustomization flux-system/apps), which only a Flux controller sets"
 	)
 	runChains(ctx, t, []chain{{
 		name: "StripLabelThenEdit",

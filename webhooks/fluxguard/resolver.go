@@ -189,6 +189,11 @@ func (o *owner) lists(ref gitops.Ref, v *object.View) (bool, string) {
 
 // revert says what Flux does with a hand edit.
 func (o *owner) revert() string {
+	if o.kind == kindHelmRelease && strings.EqualFold(o.driftMode, "warn") {
+		// helm-controller reports the drift in events and logs, and
+		// corrects nothing.
+		return "its drift detection only warns, so the change would persist, reported as drift, until the next upgrade of the release overwrites it"
+	}
 	if o.kind == kindHelmRelease && !strings.EqualFold(o.driftMode, "enabled") {
 		return "its drift detection is " + orDisabled(o.driftMode) + ", so the change would persist unseen until the next upgrade of the release overwrites it"
 	}

@@ -45,7 +45,10 @@ func New(c Config, breakGlassGroup string) *Rule {
 		resolver: &resolver{owners: gitops.NoOwners{}, defaultSA: c.DefaultServiceAccount, optOutGroups: c.OptOutGroups},
 	}
 	r.guard = gitops.New(gitops.Options{
-		Rule: Name, Tool: "Flux", AgentName: "Flux's controllers", Applier: "Flux",
+		// The agent is named in the singular, as the engine's sentences
+		// expect: "written by a Flux controller", "which only a Flux
+		// controller sets".
+		Rule: Name, Tool: "Flux", AgentName: "a Flux controller", Applier: "Flux",
 		Agent: r.agent, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup,
 		OptOut:  gitops.OptOut{Paths: optOutPaths, Groups: c.OptOutGroups},
 		Records: records,

@@ -201,9 +201,7 @@ func (g *Guard) update(ctx context.Context, req *rule.Request) admission.Respons
 	}
 	// Clipped: the configured list is shared by concurrent requests.
 	skip := append(slices.Clip(g.skip.of(ref.GroupKind())), controlPaths(ref.GroupKind())...)
-	for _, o := range owners {
-		skip = append(skip[:len(skip):len(skip)], o.Skip...)
-	}
+	skip = append(skip[:len(skip):len(skip)], commonSkip(owners)...)
 	c := object.Diff(oldView, curView, skip, ListedPaths)
 	if c.Total == 0 {
 		return admission.Allowed(fmt.Sprintf("no change to fields %s deploys (status, metadata bookkeeping and ignored fields are not guarded)", g.msg.tool))
@@ -240,18 +238,56 @@ func (g *Guard) judgeOwners(req *rule.Request, ref Ref, owners []Owner) ([]Owner
 	if len(managing) == 0 {
 		return nil, admission.Allowed(strings.Join(why, "; ")), false
 	}
+	// A change persists only if no owner reverts it: an owner the object
+	// opted out of, or a paused one, does not, but another owner may
+	// still (kustomize-controller's reconcile: disabled means nothing to
+	// helm-controller). Only the owners that revert are judged and named.
+	var reverting []Owner
+	optedOut, paused := "", ""
 	for _, o := range managing {
-		if o.OptedOut != "" {
-			return nil, admission.Allowed(o.OptedOut), false
+		switch {
+		case o.OptedOut != "":
+			optedOut = cmp.Or(optedOut, o.OptedOut)
+		case o.Paused != "":
+			paused = cmp.Or(paused, o.Paused)
+		default:
+			reverting = append(reverting, o)
 		}
 	}
-	for _, o := range managing {
-		if o.Paused != "" {
-			w := fmt.Sprintf("%s: %s is managed by %s, and %s: the change is allowed and recorded; it stays until the owner resumes.", g.msg.rule, ref, names(managing), o.Paused)
-			return nil, admission.Allowed(o.Paused).WithWarnings(w), false
-		}
+	switch {
+	case len(reverting) > 0:
+		return reverting, admission.Response{}, true
+	case optedOut != "":
+		return nil, admission.Allowed(optedOut), false
 	}
-	return managing, admission.Response{}, true
+	w := fmt.Sprintf("%s: %s is managed by %s, and %s: the change is allowed and recorded; it stays until the owner resumes.", g.msg.rule, ref, names(managing), paused)
+	return nil, admission.Allowed(paused).WithWarnings(w), false
+}
+
+// commonSkip returns the paths every owner ignores: a change is let
+// through only if no owner reverts it, so the paths one owner ignores
+// and another does not stay guarded. A path one owner ignores under a
+// path another ignores is ignored by both.
+func commonSkip(owners []Owner) []object.Pointer {
+	if len(owners) == 0 {
+		return nil
+	}
+	common := owners[0].Skip
+	for _, o := range owners[1:] {
+		var both []object.Pointer
+		for _, p := range common {
+			if Skipped(p, o.Skip) {
+				both = append(both, p)
+			}
+		}
+		for _, p := range o.Skip {
+			if Skipped(p, common) && !Skipped(p, both) {
+				both = append(both, p)
+			}
+		}
+		common = both
+	}
+	return common
 }
 
 // managingOwners are the owners whose record lists the object, and why

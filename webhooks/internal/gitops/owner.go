@@ -68,13 +68,16 @@ type Owner struct {
 	// diverge from Git and Fleet reverts them".
 	Revert string
 	// Paused is set when the owner's reconciliation is paused: writes are
-	// allowed, with a warning naming it.
+	// allowed, with a warning naming it, unless another owner reverts
+	// them.
 	Paused string
 	// OptedOut is set when the object opted out of the tool's management
 	// (an annotation the tool honours): writes are allowed with it as the
-	// reason.
+	// reason, unless another owner reverts them.
 	OptedOut string
-	// Skip are paths the owner itself ignores on this object.
+	// Skip are paths the owner itself ignores on this object. Where
+	// several owners manage an object, only the paths all of them ignore
+	// may change.
 	Skip []object.Pointer
 	// Hint is an extra way out the denial offers, e.g. how to pause the
 	// tool for the object.

@@ -78,10 +78,8 @@ func (g *Guard) scale(ctx context.Context, req *rule.Request, sr ScaleResolver) 
 	if !ok {
 		return resp
 	}
-	skip := g.skip.of(gvk.GroupKind())
-	for _, o := range owners {
-		skip = append(slices.Clip(skip), o.Skip...)
-	}
+	// Clipped: the configured list is shared by concurrent requests.
+	skip := append(slices.Clip(g.skip.of(gvk.GroupKind())), commonSkip(owners)...)
 	if Skipped(replicasPointer, skip) {
 		return admission.Allowed("only the ignored field /spec/replicas changed")
 	}
