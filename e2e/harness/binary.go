@@ -16,8 +16,9 @@ import (
 // it (and the watchdog does, if the process dies).
 var binary struct {
 	sync.Mutex
-	dir   string
-	built bool
+	dir string
+	// built holds the versions built into dir.
+	built map[string]bool
 	users int
 }
 
@@ -47,7 +48,7 @@ func releaseBinary() {
 	binary.users--
 	if binary.users == 0 {
 		_ = os.RemoveAll(binary.dir)
-		binary.dir, binary.built = "", false
+		binary.dir, binary.built = "", nil
 	}
 }
 
@@ -59,25 +60,40 @@ func releaseBinary() {
 const BuildVersion = "v0.0.0-e2e"
 
 func stewardBinary() (string, error) {
+	return StewardBinary(BuildVersion)
+}
+
+// StewardBinary returns the path of the steward binary stamped with
+// version (steward_build_info, steward version), built from the work tree
+// on first use: with another version than BuildVersion, the binary a
+// rolling upgrade moves replicas to (Steward.UseBinary).
+func StewardBinary(version string) (string, error) {
 	binary.Lock()
 	defer binary.Unlock()
 	if binary.dir == "" {
 		return "", fmt.Errorf("building steward: no Env is running")
 	}
-	path := filepath.Join(binary.dir, "steward")
-	if binary.built {
+	name := "steward"
+	if version != BuildVersion {
+		name += "-" + version
+	}
+	path := filepath.Join(binary.dir, name)
+	if binary.built[version] {
 		return path, nil
 	}
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("go", "build", "-ldflags", "-X main.version="+BuildVersion, "-o", path, "./cmd/steward")
+	cmd := exec.Command("go", "build", "-ldflags", "-X main.version="+version, "-o", path, "./cmd/steward")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building steward (go build ./cmd/steward): %w\n%s", err, out)
 	}
-	binary.built = true
+	if binary.built == nil {
+		binary.built = map[string]bool{}
+	}
+	binary.built[version] = true
 	return path, nil
 }
 

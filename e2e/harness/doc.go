@@ -20,6 +20,19 @@
 // env.RestartSteward. With --cert-mode=self-managed among the flags, Steward
 // brings its own certificates and injects its CA.
 //
+// # Replicas
+//
+// env.StartReplicas runs several Stewards of one configuration, serving
+// one certificate, behind a Spreader on 127.0.0.1 that plays their
+// Service (the API server's EndpointSlices refuse loopback addresses):
+// the webhook configurations name the Spreader, which hands each new
+// connection to the next ready replica, drops a replica a set lag after
+// its readiness fails, and leaves open connections where they are. Each
+// replica is a Steward with its own ports, log and $POD_NAME, stopped,
+// killed and restarted with the Steward methods; Replicas.Add starts a
+// replacement, and StewardBinary with Steward.UseBinary rolls a replica
+// to another build.
+//
 // # Authorization
 //
 // The API server authorizes with RBAC, and Start binds cluster-admin to every

@@ -97,6 +97,8 @@ type Env struct {
 	// but not yet returned, so that a signal during start-up stops it too.
 	mu       sync.Mutex
 	starting *Steward
+	// replicas are the sets StartReplicas started.
+	replicas []*Replicas
 	// started is set once StartWith has succeeded.
 	started atomic.Bool
 }
@@ -291,13 +293,18 @@ func (e *Env) Stop() {
 	e.stopOnce.Do(func() {
 		var errs []error
 		e.mu.Lock()
-		running, starting := e.Steward, e.starting
+		running, starting, replicas := e.Steward, e.starting, e.replicas
 		e.mu.Unlock()
 		for _, s := range []*Steward{running, starting} {
 			if s != nil {
 				if err := s.Stop(); err != nil {
 					errs = append(errs, err)
 				}
+			}
+		}
+		for _, r := range replicas {
+			if err := r.Stop(); err != nil {
+				errs = append(errs, err)
 			}
 		}
 		if e.probe != nil {

@@ -68,11 +68,15 @@ func (e *Env) handleSignals() func() {
 func (e *Env) killAll() {
 	e.mu.Lock()
 	stewards := []*Steward{e.Steward, e.starting}
+	replicas := e.replicas
 	e.mu.Unlock()
 	for _, s := range stewards {
 		if s != nil {
 			_ = s.Signal(syscall.SIGKILL)
 		}
+	}
+	for _, r := range replicas {
+		r.kill()
 	}
 	e.watchdog.killAll()
 }

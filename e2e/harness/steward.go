@@ -51,6 +51,10 @@ type StewardOptions struct {
 	// it Steward must bring its own (--cert-mode=self-managed), and the
 	// harness waits until Steward has injected its CA.
 	ProvideCerts bool
+	// ServingCert, with ProvideCerts, is the certificate to serve instead
+	// of a new one: Steward's replicas serve one certificate, as they
+	// mount one Secret.
+	ServingCert *ServingCert
 	// Host is the name the API server dials Steward by: 127.0.0.1 when
 	// empty and ProvideCerts is set, else localhost (the self-managed
 	// certificate is issued for DNS names, so --cert-dns-name=localhost is
@@ -141,80 +145,11 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 	if e.Steward != nil && e.Steward.Running() {
 		return nil, errors.New("steward is already running: use RestartSteward to change its configuration")
 	}
-	if opts.Host == "" {
-		opts.Host = "127.0.0.1"
-		if !opts.ProvideCerts {
-			opts.Host = "localhost"
-		}
-	}
-	bin, err := stewardBinary()
+	s, err := e.newSteward(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	memoryLimit, err := RenderedMemoryLimit()
-	if err != nil {
-		return nil, err
-	}
-	e.stewards++
-	s := &Steward{opts: opts, dir: filepath.Join(e.dir, "steward-"+strconv.Itoa(e.stewards)), metricsToken: e.metricsToken, readyTimeout: opts.ReadyTimeout}
-	if s.readyTimeout <= 0 {
-		s.readyTimeout = ReadyTimeout
-	}
-	s.certDir = filepath.Join(s.dir, "certs")
-	s.logPath = filepath.Join(s.dir, "steward.log")
-	if err := os.MkdirAll(s.certDir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", s.certDir, err)
-	}
-	for _, p := range []*int{&s.port, &s.metricsPort, &s.healthPort} {
-		if *p, err = FreePort(); err != nil {
-			return nil, err
-		}
-	}
-	if opts.ProvideCerts {
-		sc, err := NewServingCert()
-		if err != nil {
-			return nil, err
-		}
-		if err := sc.Write(s.certDir); err != nil {
-			return nil, err
-		}
-		s.caBundle = sc.CA
-	}
-	if opts.Namespace == "" {
-		opts.Namespace = StewardNamespace
-	}
-	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating namespace %s: %w", opts.Namespace, err)
-	}
-	s.env = append([]string{"MEMORY_LIMIT=" + strconv.FormatInt(memoryLimit, 10), "POD_NAME=" + s.PodName()}, opts.Env...)
-	s.args = []string{bin, "serve",
-		"--kubeconfig", e.Kubeconfig,
-		"--namespace", opts.Namespace,
-		"--host", "127.0.0.1",
-		"--port", strconv.Itoa(s.port),
-		"--cert-dir", s.certDir,
-		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(s.metricsPort),
-		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(s.healthPort),
-		// Nothing routes through a Service here, so waiting for endpoints to
-		// drop Steward only slows tests; tests of shutdown pass their own.
-		"--shutdown-delay", "0s",
-	}
-	if opts.Config != "" {
-		if err := s.WriteConfig(opts.Config); err != nil {
-			return nil, err
-		}
-		s.args = append(s.args, "--config", s.ConfigPath())
-	}
-	if !opts.ProvideCerts {
-		s.args = append(s.args, "--cert-dns-name", opts.Host)
-	}
-	s.args = append(s.args, opts.Args...)
-
-	if !opts.ProvideCerts {
-		if err := e.ensureCertSecret(ctx, opts.Namespace, opts.Args); err != nil {
-			return nil, err
-		}
-	}
+	opts = s.opts
 	if err := s.start(); err != nil {
 		return nil, err
 	}
@@ -249,6 +184,96 @@ func (e *Env) StartStewardWith(ctx context.Context, opts StewardOptions) (*Stewa
 	e.mu.Lock()
 	e.Steward = s
 	e.mu.Unlock()
+	return s, nil
+}
+
+// newSteward prepares a Steward process for opts, defaults filled in:
+// its directory, ports, certificates, configuration file and command
+// line, and its namespace (and, in self-managed mode, the Secret it
+// keeps its certificates in). It does not start it.
+func (e *Env) newSteward(ctx context.Context, opts StewardOptions) (*Steward, error) {
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+		if !opts.ProvideCerts {
+			opts.Host = "localhost"
+		}
+	}
+	bin, err := stewardBinary()
+	if err != nil {
+		return nil, err
+	}
+	memoryLimit, err := RenderedMemoryLimit()
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.stewards++
+	n := e.stewards
+	e.mu.Unlock()
+	s := &Steward{dir: filepath.Join(e.dir, "steward-"+strconv.Itoa(n)), metricsToken: e.metricsToken, readyTimeout: opts.ReadyTimeout}
+	if s.readyTimeout <= 0 {
+		s.readyTimeout = ReadyTimeout
+	}
+	s.certDir = filepath.Join(s.dir, "certs")
+	s.logPath = filepath.Join(s.dir, "steward.log")
+	if err := os.MkdirAll(s.certDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", s.certDir, err)
+	}
+	for _, p := range []*int{&s.port, &s.metricsPort, &s.healthPort} {
+		if *p, err = FreePort(); err != nil {
+			return nil, err
+		}
+	}
+	if opts.ProvideCerts {
+		sc := opts.ServingCert
+		if sc == nil {
+			created, err := NewServingCert()
+			if err != nil {
+				return nil, err
+			}
+			sc = &created
+		}
+		if err := sc.Write(s.certDir); err != nil {
+			return nil, err
+		}
+		s.caBundle = sc.CA
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = StewardNamespace
+	}
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating namespace %s: %w", opts.Namespace, err)
+	}
+	s.opts = opts
+	s.env = append([]string{"MEMORY_LIMIT=" + strconv.FormatInt(memoryLimit, 10), "POD_NAME=" + s.PodName()}, opts.Env...)
+	s.args = []string{bin, "serve",
+		"--kubeconfig", e.Kubeconfig,
+		"--namespace", opts.Namespace,
+		"--host", "127.0.0.1",
+		"--port", strconv.Itoa(s.port),
+		"--cert-dir", s.certDir,
+		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(s.metricsPort),
+		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(s.healthPort),
+		// Nothing routes through a Service here, so waiting for endpoints to
+		// drop Steward only slows tests; tests of shutdown pass their own.
+		"--shutdown-delay", "0s",
+	}
+	if opts.Config != "" {
+		if err := s.WriteConfig(opts.Config); err != nil {
+			return nil, err
+		}
+		s.args = append(s.args, "--config", s.ConfigPath())
+	}
+	if !opts.ProvideCerts {
+		s.args = append(s.args, "--cert-dns-name", opts.Host)
+	}
+	s.args = append(s.args, opts.Args...)
+
+	if !opts.ProvideCerts {
+		if err := e.ensureCertSecret(ctx, opts.Namespace, opts.Args); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -398,6 +423,15 @@ func (s *Steward) Restart(ctx context.Context) error {
 		return errors.Join(stopErr, fmt.Errorf("%w\n--- steward log (last lines) ---\n%s", err, s.LogTail(40)))
 	}
 	return stopErr
+}
+
+// UseBinary makes the next start (Restart) run the steward binary at
+// path, with the same flags: a new version rolled out to this replica.
+// StewardBinary builds one.
+func (s *Steward) UseBinary(path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.args[0] = path
 }
 
 // StartupTime is how long the current process took from its start to its
