@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -124,8 +123,8 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 			return err
 		}
 	}
-	var stopping atomic.Bool
-	if err := addHealthChecks(mgr, &stopping); err != nil {
+	drain := &serving.Drain{}
+	if err := addHealthChecks(mgr, drain); err != nil {
 		return err
 	}
 	if opts.certMode == certModeSelfManaged {
@@ -146,7 +145,7 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 			return fmt.Errorf("registering metrics: %w", err)
 		}
 	}
-	served, recorder, err := registerRules(mgr, cfg, rules, limit, log)
+	served, recorder, err := registerRules(mgr, cfg, rules, limit, drain, log)
 	if err != nil {
 		return err
 	}
@@ -161,7 +160,7 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go shutdownOnSignal(log, opts.shutdownDelay, &stopping, cancel)
+	go shutdownOnSignal(log, opts.shutdownDelay, drain, cancel)
 	collectHarderUntilStarted(ctx, os.Getenv("GOGC"), started(mgr.ready), liveHeap, 200*time.Millisecond, startupGCFor, log)
 	log.Info("starting steward", "version", build.Version, "revision", build.Revision, "namespace", opts.certs.Namespace, "port", opts.port, "certMode", opts.certMode, "requestMemory", requestMemory)
 	return mgr.Start(ctx)
@@ -190,9 +189,10 @@ func cacheScopes(rules []webhooks.Configured) map[client.Object]cache.ByObject {
 // What answers at each path follows the configuration (servedRules). The
 // rules of entries with DynamicRules are kept by one rulessync.Syncer.
 // Decisions are logged as "decision", unreadable requests as "webhook".
+// Once drain has begun, every answer closes its connection.
 // It returns the served rules and the Events recorder (nil when the
 // configuration records no Events).
-func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Configured, limit *serving.InflightLimit, log logr.Logger) (*servedRules, func(controller string) serving.EventRecorder, error) {
+func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Configured, limit *serving.InflightLimit, drain *serving.Drain, log logr.Logger) (*servedRules, func(controller string) serving.EventRecorder, error) {
 	if err := webhooks.SetupWithManager(mgr, rules); err != nil {
 		return nil, nil, err
 	}
@@ -216,7 +216,7 @@ func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Co
 			}
 		}
 		for _, wh := range spec.Webhooks {
-			server.Register(wh.Path, served.table.HTTP(wh.Path, limit, log.WithName("webhook")))
+			server.Register(wh.Path, drain.Wrap(served.table.HTTP(wh.Path, limit, log.WithName("webhook"))))
 		}
 	}
 	return served, recorder, rulessync.Add(mgr, specs)
@@ -331,8 +331,9 @@ func addConfigReloader(mgr manager.Manager, opts serveOptions, data []byte, cfg 
 }
 
 // addHealthChecks makes /readyz pass only once the webhook server accepts
-// TLS connections, every informer cache has synced, and no shutdown began.
-func addHealthChecks(mgr manager.Manager, stopping *atomic.Bool) error {
+// TLS connections, every informer cache has synced, and no shutdown began
+// (drain).
+func addHealthChecks(mgr manager.Manager, drain *serving.Drain) error {
 	checks := map[string]healthz.Checker{
 		"webhook-server": mgr.GetWebhookServer().StartedChecker(),
 		"informer-caches": func(req *http.Request) error {
@@ -344,7 +345,7 @@ func addHealthChecks(mgr manager.Manager, stopping *atomic.Bool) error {
 			return nil
 		},
 		"shutdown": func(*http.Request) error {
-			if stopping.Load() {
+			if drain.Draining() {
 				return errors.New("shutting down")
 			}
 			return nil
@@ -358,12 +359,18 @@ func addHealthChecks(mgr manager.Manager, stopping *atomic.Bool) error {
 	return mgr.AddHealthzCheck("ping", healthz.Ping)
 }
 
-func shutdownOnSignal(log logr.Logger, delay time.Duration, stopping *atomic.Bool, cancel context.CancelFunc) {
+// shutdownOnSignal waits for SIGTERM or SIGINT, then begins the drain:
+// /readyz fails at once, so the endpoints drop this replica, and every
+// answer closes its connection, so the API server's next calls open new
+// connections, which go to other replicas. After delay, cancel stops the
+// manager: the listener closes and requests in flight finish. A second
+// signal exits at once.
+func shutdownOnSignal(log logr.Logger, delay time.Duration, drain *serving.Drain, cancel context.CancelFunc) {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	sig := <-signals
-	stopping.Store(true)
-	log.Info("shutdown requested: reporting unready, then draining", "signal", sig.String(), "delay", delay.String())
+	drain.Begin()
+	log.Info("shutdown requested: reporting unready and closing each connection after its answer, then draining", "signal", sig.String(), "delay", delay.String())
 	select {
 	case <-time.After(delay):
 	case <-signals:
