@@ -75,9 +75,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// serve runs the manager until SIGTERM/SIGINT, then shuts down gracefully:
-// it reports unready at once, keeps serving for --shutdown-delay so the
-// API server's endpoints stop routing here, then drains in-flight requests.
+// serve runs the manager until SIGTERM/SIGINT, then shuts down gracefully
+// (shutdownOnSignal): it reports unready at once and keeps serving for
+// --shutdown-delay, closing each connection after its answer, so the
+// endpoints stop routing here and the API server moves to other
+// replicas; then it closes the listener and drains requests in flight,
+// and only then stops the rest.
 // configData is the configuration file's content cfg was parsed from; the
 // file is reloaded when it changes.
 func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.Logger) error {
@@ -93,6 +96,12 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 		clientCAs = newClientCAs(opts.clientCAFile, log.WithName("client-ca"))
 		webhookTLS = append(webhookTLS, clientCAs.configure)
 	}
+	server := newWebhookServer(webhook.Options{
+		Host:    opts.host,
+		Port:    opts.port,
+		CertDir: opts.certs.CertDir,
+		TLSOpts: webhookTLS,
+	}, log.WithName("webhook-server"))
 	inner, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 clientgoscheme.Scheme,
 		Cache:                  cacheOptions(rules),
@@ -106,12 +115,7 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 		LeaderElection:          false,
 		PprofBindAddress:        opts.pprofAddr,
 		GracefulShutdownTimeout: &timeout,
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host:    opts.host,
-			Port:    opts.port,
-			CertDir: opts.certs.CertDir,
-			TLSOpts: webhookTLS,
-		}),
+		WebhookServer:           server,
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -160,7 +164,9 @@ func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.L
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go shutdownOnSignal(log, opts.shutdownDelay, drain, cancel)
+	signals := make(chan os.Signal, 3)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	go shutdownOnSignal(signals, shutdownSteps{delay: opts.shutdownDelay, timeout: opts.shutdownTimeout, drain: drain, server: server, stop: cancel, exit: os.Exit}, log)
 	collectHarderUntilStarted(ctx, os.Getenv("GOGC"), started(mgr.ready), liveHeap, 200*time.Millisecond, startupGCFor, log)
 	log.Info("starting steward", "version", build.Version, "revision", build.Revision, "namespace", opts.certs.Namespace, "port", opts.port, "certMode", opts.certMode, "requestMemory", requestMemory)
 	return mgr.Start(ctx)
@@ -357,28 +363,6 @@ func addHealthChecks(mgr manager.Manager, drain *serving.Drain) error {
 		}
 	}
 	return mgr.AddHealthzCheck("ping", healthz.Ping)
-}
-
-// shutdownOnSignal waits for SIGTERM or SIGINT, then begins the drain:
-// /readyz fails at once, so the endpoints drop this replica, and every
-// answer closes its connection, so the API server's next calls open new
-// connections, which go to other replicas. After delay, cancel stops the
-// manager: the listener closes and requests in flight finish. A second
-// signal exits at once.
-func shutdownOnSignal(log logr.Logger, delay time.Duration, drain *serving.Drain, cancel context.CancelFunc) {
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
-	sig := <-signals
-	drain.Begin()
-	log.Info("shutdown requested: reporting unready and closing each connection after its answer, then draining", "signal", sig.String(), "delay", delay.String())
-	select {
-	case <-time.After(delay):
-	case <-signals:
-	}
-	cancel()
-	<-signals
-	log.Info("second signal during drain: exiting now")
-	os.Exit(1)
 }
 
 // metricsOptions serves /metrics over HTTPS, to clients the API server
