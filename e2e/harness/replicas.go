@@ -196,7 +196,7 @@ func (r *Replicas) Stop() error {
 		wg.Go(func() {
 			_ = s.Signal(syscall.SIGCONT)
 			if err := s.Stop(); err != nil {
-				errs[i] = fmt.Errorf("%s: %w", s.PodName(), err)
+				errs[i] = fmt.Errorf("%s: %w\n--- its log (last lines) ---\n%s", s.PodName(), err, s.LogTail(20))
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -58,6 +59,7 @@ type Spreader struct {
 	open     map[net.Conn]struct{}
 	closed   bool
 	events   []SpreaderEvent
+	conns    []SpreaderConn
 	refused  int
 	wg       sync.WaitGroup
 	stopPoll chan struct{}
@@ -83,6 +85,17 @@ type SpreaderEvent struct {
 	// Joined is true when the backend joined the rotation, false when it
 	// left it.
 	Joined bool
+}
+
+// SpreaderConn is one connection the Spreader passed through.
+type SpreaderConn struct {
+	Backend        string
+	Opened, Closed time.Time
+	// FromClient and FromBackend count the bytes each side sent.
+	FromClient, FromBackend int64
+	// BackendClosedFirst says the backend finished sending (closed its
+	// side) before the client did.
+	BackendClosedFirst bool
 }
 
 // StartSpreader listens on a free port of 127.0.0.1 with no backends.
@@ -222,7 +235,7 @@ func (s *Spreader) accept() {
 			continue
 		}
 		s.wg.Add(1)
-		go s.pipe(in, b.addr)
+		go s.pipe(in, b.name, b.addr)
 	}
 }
 
@@ -257,10 +270,11 @@ func (s *Spreader) untrack(cs ...net.Conn) {
 // pipe copies both ways until both sides have finished sending; each
 // side's end is passed on as a half-close, as the kernel passes it on for
 // a NATed connection.
-func (s *Spreader) pipe(in net.Conn, addr string) {
+func (s *Spreader) pipe(in net.Conn, name, addr string) {
 	defer s.wg.Done()
 	defer s.untrack(in)
 	defer in.Close()
+	rec := SpreaderConn{Backend: name, Opened: time.Now()}
 	out, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		// The replica is gone but still in the rotation: the client sees
@@ -275,15 +289,30 @@ func (s *Spreader) pipe(in net.Conn, addr string) {
 		return
 	}
 	defer s.untrack(out)
+	var clientDone atomic.Bool
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = io.Copy(out, in)
+		rec.FromClient, _ = io.Copy(out, in)
+		clientDone.Store(true)
 		_ = out.(*net.TCPConn).CloseWrite()
 	}()
-	_, _ = io.Copy(in, out)
+	rec.FromBackend, _ = io.Copy(in, out)
+	rec.BackendClosedFirst = !clientDone.Load()
 	_ = in.(*net.TCPConn).CloseWrite()
 	<-done
+	rec.Closed = time.Now()
+	s.mu.Lock()
+	s.conns = append(s.conns, rec)
+	s.mu.Unlock()
+}
+
+// ConnectionLog lists the connections that have ended, in the order they
+// ended.
+func (s *Spreader) ConnectionLog() []SpreaderConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.conns)
 }
 
 // InRotation names the backends new connections may go to now.

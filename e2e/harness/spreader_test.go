@@ -203,3 +203,23 @@ func waitFor(timeout time.Duration, f func() bool) error {
 }
 
 var errTimeout = errors.New("timed out")
+
+func TestSpreaderLogsEachConnectionAndWhichSideClosedIt(t *testing.T) {
+	a := startFakeReplica(t, "a")
+	s := startTestSpreader(t, time.Second, a)
+	if err := s.WaitInRotation(2*time.Second, "a"); err != nil {
+		t.Fatal(err)
+	}
+	c, _, answer := ask(t, s, "hi")
+	if answer != "a hi" {
+		t.Fatalf("answer %q", answer)
+	}
+	c.Close()
+	if err := waitFor(2*time.Second, func() bool { return len(s.ConnectionLog()) == 1 }); err != nil {
+		t.Fatal("the closed connection is not in the log")
+	}
+	got := s.ConnectionLog()[0]
+	if got.Backend != "a" || got.FromClient != int64(len("hi\n")) || got.FromBackend != int64(len("a hi\n")) || got.BackendClosedFirst || got.Closed.Before(got.Opened) {
+		t.Errorf("logged %+v; want backend a, 3 bytes from the client and 5 back, closed by the client", got)
+	}
+}
