@@ -179,7 +179,7 @@ func (r *Replicas) LogOnFailure(t testing.TB) {
 		all := slices.Clone(r.all)
 		r.mu.Unlock()
 		for _, s := range all {
-			t.Logf("replica %s log (last lines of %s):\n%s", s.PodName(), s.LogPath(), s.LogTail(40))
+			t.Logf("replica %s log (last lines of %s, without decisions and failed probes):\n%s", s.PodName(), s.LogPath(), s.logTailWithout(30, `"msg":"admission decision"`, "healthz check failed"))
 		}
 	})
 }
@@ -196,7 +196,7 @@ func (r *Replicas) Stop() error {
 		wg.Go(func() {
 			_ = s.Signal(syscall.SIGCONT)
 			if err := s.Stop(); err != nil {
-				errs[i] = fmt.Errorf("%s: %w\n--- its log (last lines) ---\n%s", s.PodName(), err, s.LogTail(20))
+				errs[i] = fmt.Errorf("%s: %w\n--- its log (last lines, without decisions and failed probes) ---\n%s", s.PodName(), err, s.logTailWithout(20, `"msg":"admission decision"`, "healthz check failed"))
 			}
 		})
 	}

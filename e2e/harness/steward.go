@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -507,6 +508,18 @@ func (s *Steward) LogTail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// logTailWithout returns the last n lines of Log that contain none of
+// skip.
+func (s *Steward) logTailWithout(n int, skip ...string) string {
+	var kept []string
+	for _, line := range strings.Split(strings.TrimRight(s.Log(), "\n"), "\n") {
+		if !slices.ContainsFunc(skip, func(x string) bool { return strings.Contains(line, x) }) {
+			kept = append(kept, line)
+		}
+	}
+	return strings.Join(kept[max(0, len(kept)-n):], "\n")
 }
 
 // LogPath is the path of the log file.
