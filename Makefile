@@ -83,21 +83,25 @@ $(GORELEASER):
 	@echo "building goreleaser $(GORELEASER_VERSION) into $(dir $@) (first time only, about five minutes)"
 	cd e2e/tools/goreleaser && $(GO) build -trimpath -ldflags "-s -w -X main.version=$(GORELEASER_VERSION)" -o $@.tmp github.com/goreleaser/goreleaser/v2 && mv $@.tmp $@
 
-# The one command that runs every test: unit, golden, fuzz seed corpora and
-# the e2e suite against a real kube-apiserver and etcd. The e2e package runs
-# after the others rather than beside them: its burst and load tests need
-# the machine's cores for the API server and Steward, and sharing them with
-# other packages' tests makes the API server's webhook calls time out.
+# The one command that runs every test: unit, golden, fuzz seed corpora,
+# the e2e suite against a real kube-apiserver and etcd, and the replicas'
+# scenarios (e2e/ha: three Stewards upgraded, drained, killed and
+# reconfigured under load, about six minutes). The e2e packages run after
+# the others and one at a time (-p 1) rather than beside them: their burst
+# and load tests need the machine's cores for the API server and Steward,
+# and sharing them with other tests makes the API server's webhook calls
+# time out.
+E2E_PACKAGES := ./e2e ./e2e/ha
 test: tools unit
-	$(GO) test -timeout 45m ./e2e
+	$(GO) test -p 1 -timeout 45m $(E2E_PACKAGES)
 
-# Every package but the e2e suite (e2e/load, e2e/harness and e2e/sandbox
+# Every package but the e2e suites (e2e/load, e2e/harness and e2e/sandbox
 # have no API server in their tests and run here).
 unit: $(PROMTOOL) $(HELM)
-	$(GO) test $$($(GO) list ./... | grep -v '/e2e$$')
+	$(GO) test $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/ha$$')
 
 e2e: tools $(HELM)
-	$(GO) test ./e2e/... -count=1 -v
+	$(GO) test -p 1 ./e2e/... -count=1 -v
 
 # Renders manifests/ and the Helm chart from the typed objects and the
 # rule list.
