@@ -43,6 +43,9 @@ const (
 	tokPodAnnotations = "stewardhelm-podannotations"
 	tokConfig         = "stewardhelm-config"
 	tokMaxUnavailable = "stewardhelm-maxunavailable"
+	tokShutdownDelay  = "stewardhelm-shutdowndelay"
+	tokShutdownTime   = "stewardhelm-shutdowntimeout"
+	tokGracePeriod    = "stewardhelm-graceperiod"
 	tokListPrefix     = "stewardhelmlist-"
 	tokLeftDelim      = "stewardhelm-leftdelim"
 	tokAny            = "stewardhelm"
@@ -432,6 +435,7 @@ func chartDoc(obj map[string]any) (string, error) {
 		pod["nodeSelector"] = tokNodeSelector
 		pod["tolerations"] = tokTolerations
 		pod["affinity"] = tokAffinity
+		pod["terminationGracePeriodSeconds"] = tokGracePeriod
 		for _, c := range pod["containers"].([]any) {
 			c := c.(map[string]any)
 			if c["name"] != Name {
@@ -439,6 +443,14 @@ func chartDoc(obj map[string]any) (string, error) {
 			}
 			c["imagePullPolicy"] = tokPullPolicy
 			c["resources"] = tokResources
+			for i, a := range c["args"].([]any) {
+				switch a {
+				case "--shutdown-delay=" + shutdownDelay:
+					c["args"].([]any)[i] = "--shutdown-delay=" + tokShutdownDelay
+				case "--shutdown-timeout=" + shutdownTimeout:
+					c["args"].([]any)[i] = "--shutdown-timeout=" + tokShutdownTime
+				}
+			}
 		}
 	case "ConfigMap":
 		if name(obj) == configName {
@@ -590,6 +602,9 @@ var chartReplacements = []chartReplacement{
 	{tokImage, `include "steward.image" $`, scalar},
 	{tokReplicas, `.Values.replicas`, scalar},
 	{tokMaxUnavailable, `.Values.podDisruptionBudget.maxUnavailable`, scalar},
+	{tokShutdownDelay, `.Values.shutdown.delay`, text},
+	{tokShutdownTime, `.Values.shutdown.timeout`, text},
+	{tokGracePeriod, `.Values.shutdown.terminationGracePeriodSeconds`, scalar},
 	{tokPullPolicy, `.Values.image.pullPolicy`, optionalScalar},
 	{tokPriorityClass, `.Values.priorityClassName`, optionalScalar},
 	{tokResources, `.Values.resources`, block},

@@ -107,6 +107,19 @@ podDisruptionBudget:
   enabled: true
   maxUnavailable: %s
 
+# On SIGTERM (a rollout, a drain) a replica reports unready at once and
+# keeps serving for delay, closing each connection after its answer, so
+# the API server moves its calls to the other replicas; then it closes its
+# listener, gives the connections left up to delay again to carry one last
+# call, and answers the requests in flight, within timeout. The kubelet
+# kills it terminationGracePeriodSeconds after SIGTERM: keep that above
+# delay + timeout. Raise delay where endpoints take longer than a few
+# seconds to drop a terminating Pod. See docs/reliability.md.
+shutdown:
+  delay: %s
+  timeout: %s
+  terminationGracePeriodSeconds: %d
+
 certificates:
   # cert-manager: cert-manager issues the serving certificate and injects
   # its CA into the webhook configurations (cert-manager must be installed).
@@ -142,7 +155,7 @@ policyReportCRDs:
 # those installs with "steward manifests --config FILE":
 %sconfig:
 %s`, imageRepository(image), *d.Spec.Replicas, res, pod.PriorityClassName, pdb.Spec.MaxUnavailable.String(),
-		SecretName, MetricsReaderRole, commentList(listPaths()), commentList(refusedSettings()), indent(string(config), "  "))), nil
+		shutdownDelay, shutdownTimeout, *pod.TerminationGracePeriodSeconds, SecretName, MetricsReaderRole, commentList(listPaths()), commentList(refusedSettings()), indent(string(config), "  "))), nil
 }
 
 func commentList(items []string) string {
@@ -192,6 +205,8 @@ func chartSchema() ([]byte, error) {
 		return o
 	}
 	toggle := obj(map[string]any{"enabled": map[string]any{"type": "boolean"}})
+	// A Go duration, as the flags take it (5s, 1m30s).
+	duration := map[string]any{"type": "string", "pattern": `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`}
 	schema := obj(map[string]any{
 		"namespaceOverride": str,
 		"image": obj(map[string]any{
@@ -211,6 +226,11 @@ func chartSchema() ([]byte, error) {
 			"enabled":        map[string]any{"type": "boolean"},
 			"maxUnavailable": map[string]any{"type": []string{"integer", "string"}},
 		}),
+		"shutdown": obj(map[string]any{
+			"delay":                         duration,
+			"timeout":                       duration,
+			"terminationGracePeriodSeconds": map[string]any{"type": "integer", "minimum": 0},
+		}, "delay", "timeout", "terminationGracePeriodSeconds"),
 		"certificates": obj(map[string]any{
 			"mode": map[string]any{"enum": []string{"cert-manager", "self-managed"}},
 		}, "mode"),

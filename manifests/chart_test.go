@@ -410,10 +410,11 @@ func TestChartRefusesWhatItCannotRender(t *testing.T) {
 	tests := map[string]struct {
 		set, want string
 	}{
-		"a rule turned off":    {set: "config.rules.claimguard.mode=off", want: `config.rules.claimguard.mode: off`},
-		"no Events":            {set: "config.recordEventsFor=none", want: `config.recordEventsFor: none`},
-		"an unknown cert mode": {set: "certificates.mode=vault", want: `/certificates/mode`},
-		"a misspelt value":     {set: "replica=5", want: `'replica' not allowed`},
+		"a rule turned off":      {set: "config.rules.claimguard.mode=off", want: `config.rules.claimguard.mode: off`},
+		"no Events":              {set: "config.recordEventsFor=none", want: `config.recordEventsFor: none`},
+		"an unknown cert mode":   {set: "certificates.mode=vault", want: `/certificates/mode`},
+		"a misspelt value":       {set: "replica=5", want: `'replica' not allowed`},
+		"a delay not a duration": {set: "shutdown.delay=5", want: `/shutdown/delay`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -432,7 +433,8 @@ func TestChartRefusesWhatItCannotRender(t *testing.T) {
 }
 
 // TestChartValues checks the values that are the chart's own: image,
-// replicas, resources, scheduling and the PodDisruptionBudget.
+// replicas, resources, scheduling, the PodDisruptionBudget and the
+// shutdown.
 func TestChartValues(t *testing.T) {
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(values, []byte(`
@@ -444,6 +446,7 @@ podAnnotations: {example.com/team: platform}
 nodeSelector: {kubernetes.io/os: linux}
 tolerations: [{key: dedicated, operator: Equal, value: platform, effect: NoSchedule}]
 podDisruptionBudget: {enabled: false}
+shutdown: {delay: 15s, timeout: 30s, terminationGracePeriodSeconds: 60}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -467,6 +470,8 @@ podDisruptionBudget: {enabled: false}
 		"annotations":       pod["metadata"].(map[string]any)["annotations"],
 		"nodeSelector":      spec["nodeSelector"],
 		"tolerations":       spec["tolerations"],
+		"gracePeriod":       spec["terminationGracePeriodSeconds"],
+		"shutdownArgs":      shutdownArgs(c["args"]),
 	}
 	want := map[string]any{
 		"image":           "registry.example.com/steward:v9.9.9",
@@ -480,6 +485,8 @@ podDisruptionBudget: {enabled: false}
 		"annotations":       map[string]any{"example.com/team": "platform"},
 		"nodeSelector":      map[string]any{"kubernetes.io/os": "linux"},
 		"tolerations":       []any{map[string]any{"key": "dedicated", "operator": "Equal", "value": "platform", "effect": "NoSchedule"}},
+		"gracePeriod":       float64(60),
+		"shutdownArgs":      []string{"--shutdown-delay=15s", "--shutdown-timeout=30s"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the Deployment does not follow the values (-want +got):\n%s", diff)
@@ -635,4 +642,16 @@ func TestChartPolicyReportCRDsMatchTheDirectory(t *testing.T) {
 	if diff := byKeyDiff(t, want, got); diff != "" {
 		t.Errorf("policyReportCRDs.install=true must install manifests/policyreport-crds (-kustomize +helm):\n%s", diff)
 	}
+}
+
+// shutdownArgs are the --shutdown-* flags among a container's args.
+func shutdownArgs(args any) []string {
+	var out []string
+	list, _ := args.([]any)
+	for _, a := range list {
+		if s, _ := a.(string); strings.HasPrefix(s, "--shutdown-") {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -14,15 +14,25 @@ import (
 
 // Ports and paths the Deployment, Service and probes agree on.
 const (
-	webhookPort  = 9443
-	metricsPort  = 8443
-	healthPort   = 8081
-	certDir      = "/tmp/k8s-webhook-server/serving-certs"
-	configDir    = "/etc/steward"
-	configName   = "steward-config"
-	replicas     = 3
-	runAsUser    = 65532 // the distroless "nonroot" user
-	shutdownSecs = 40    // > --shutdown-delay (5s) + --shutdown-timeout (25s)
+	webhookPort = 9443
+	metricsPort = 8443
+	healthPort  = 8081
+	certDir     = "/tmp/k8s-webhook-server/serving-certs"
+	configDir   = "/etc/steward"
+	configName  = "steward-config"
+	replicas    = 3
+	runAsUser   = 65532 // the distroless "nonroot" user
+	// On SIGTERM a replica reports unready and keeps serving for
+	// shutdownDelay, closing each connection after its answer; then it
+	// closes its listener and drains, all within shutdownTimeout (the
+	// connections left get up to shutdownDelay again to carry a last
+	// call). The kubelet's SIGKILL comes shutdownSecs after SIGTERM:
+	// later than both, with time to stop the rest. e2e/ha runs three
+	// replicas with these settings through rolling upgrades, drains and
+	// crashes under load (docs/reliability.md).
+	shutdownDelay   = "5s"
+	shutdownTimeout = "25s"
+	shutdownSecs    = 40
 )
 
 var selectorLabels = map[string]string{"app.kubernetes.io/name": Name}
@@ -159,6 +169,8 @@ func (in install) container() corev1.Container {
 			"--port=9443",
 			"--metrics-bind-address=:8443",
 			"--health-probe-bind-address=:8081",
+			"--shutdown-delay=" + shutdownDelay,
+			"--shutdown-timeout=" + shutdownTimeout,
 		},
 		Env: []corev1.EnvVar{
 			{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{

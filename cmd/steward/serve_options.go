@@ -113,8 +113,8 @@ func serveFlagSet(o *serveOptions, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, error, or a verbosity number (1 logs every allowed request)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect one replica, through the Lease "+audit.LeaseName+" in --namespace, to run the background audit and write its PolicyReports; only the audit takes part: every replica serves webhooks either way, and one that loses the Lease stops auditing until it holds it again. false: this replica audits unconditionally (one replica, or a local run)")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "serve HTTP/2; off by default because of HTTP/2 rapid reset (CVE-2023-44487)")
-	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving (reporting unready) this long so endpoints stop routing here")
-	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 25*time.Second, "after the delay, how long in-flight requests may take to drain")
+	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving this long, reporting unready and closing each connection after its answer, so endpoints stop routing here and the API server moves to other replicas; after it the listener closes and open connections get as long again to carry a last call")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 25*time.Second, "after the delay, how long the drain (open connections' last calls, requests in flight) may take")
 	return fs
 }
 
