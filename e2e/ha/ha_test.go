@@ -106,6 +106,7 @@ func replace(t *testing.T, ctx context.Context, l *load, s *harness.Steward, bef
 	if err := s.Stop(); err != nil {
 		t.Errorf("%s: %v", s.PodName(), err)
 	}
+	exited(t, s, time.Since(sigterm))
 	l.note("%s exited; %s", s.PodName(), connectionsEnded(s.PodName(), sigterm))
 	if before != nil {
 		before()
@@ -158,18 +159,20 @@ func nodeDrain(t *testing.T, ctx context.Context, writes []write) {
 		var exits sync.WaitGroup
 		for _, old := range replicas.Members() {
 			l.note("evict %s: SIGTERM, and its replacement created", old.PodName())
+			sigterm := time.Now()
 			if err := old.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
 			exits.Go(func() {
 				select {
 				case <-old.Done():
-				case <-time.After(shutdownDelay + shutdownTimeout + 10*time.Second):
-					t.Errorf("%s did not exit after SIGTERM", old.PodName())
+				case <-time.After(shutdown.GracePeriod):
+					t.Errorf("%s did not exit within the %s grace period after SIGTERM: the kubelet kills it", old.PodName(), shutdown.GracePeriod)
 					_ = old.Signal(syscall.SIGKILL)
 					<-old.Done()
 				}
-				l.note("%s exited", old.PodName())
+				exited(t, old, time.Since(sigterm))
+				l.note("%s exited; %s", old.PodName(), connectionsEnded(old.PodName(), sigterm))
 				if err := old.ExitErr(); err != nil {
 					t.Errorf("%s exited uncleanly after SIGTERM: %v", old.PodName(), err)
 				}
@@ -559,6 +562,24 @@ func reportWith(ctx context.Context, ns, want string) (*unstructured.Unstructure
 		return nil, fmt.Errorf("PolicyReport %s/steward holds %v, want [%s]", ns, got, want)
 	}
 	return u, nil
+}
+
+// slowestExit is the longest a replica took to exit after SIGTERM.
+var slowestExit struct {
+	sync.Mutex
+	d time.Duration
+}
+
+// exited records how long s took to exit after SIGTERM, which must be
+// within the grace period: the kubelet kills it then.
+func exited(t *testing.T, s *harness.Steward, took time.Duration) {
+	t.Helper()
+	slowestExit.Lock()
+	slowestExit.d = max(slowestExit.d, took)
+	slowestExit.Unlock()
+	if took >= shutdown.GracePeriod {
+		t.Errorf("%s exited %s after SIGTERM, after the %s grace period: the kubelet would have killed it", s.PodName(), took.Round(time.Millisecond), shutdown.GracePeriod)
+	}
 }
 
 // connectionsEnded says how many of backend's connections ended after

@@ -182,6 +182,10 @@ func logSummary(t *testing.T) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\t%s\n", r.scenario, r.round, r.writes, r.viaSteward, r.failed, r.wrong, r.note)
 	}
 	tw.Flush()
+	slowestExit.Lock()
+	fmt.Fprintf(&sb, "replicas %d, --shutdown-delay %s, --shutdown-timeout %s, terminationGracePeriodSeconds %s; slowest exit after SIGTERM %s\n",
+		replicaCount, shutdown.Delay, shutdown.Timeout, shutdown.GracePeriod, slowestExit.d.Round(10*time.Millisecond))
+	slowestExit.Unlock()
 	t.Logf("summary:\n%s", sb.String())
 }
 

@@ -23,19 +23,18 @@ import (
 	"github.com/stewardhq/steward/e2e/harness"
 )
 
-// The replicas' settings: the chart's defaults (replicas: 3, the flag
-// defaults of --shutdown-delay and --shutdown-timeout), and an audit pass
-// every ten seconds, the shortest interval Steward accepts.
-const (
-	replicaCount    = 3
-	shutdownDelay   = 5 * time.Second
-	shutdownTimeout = 25 * time.Second
-	haConfig        = harness.DefaultConfig + "audit:\n  interval: 10s\n"
-)
+// haConfig runs the audit every ten seconds, the shortest interval
+// Steward accepts.
+const haConfig = harness.DefaultConfig + "audit:\n  interval: 10s\n"
 
 var (
 	env      *harness.Env
 	replicas *harness.Replicas
+	// replicaCount and shutdown are what the rendered Deployment (and the
+	// chart's defaults) set: the number of replicas, --shutdown-delay,
+	// --shutdown-timeout and terminationGracePeriodSeconds.
+	replicaCount int
+	shutdown     harness.Shutdown
 )
 
 func TestMain(m *testing.M) {
@@ -51,6 +50,14 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer e.Stop()
+	if replicaCount, err = harness.RenderedReplicas(); err != nil {
+		fmt.Fprintf(os.Stderr, "ha: %v\n", err)
+		return 1
+	}
+	if shutdown, err = harness.RenderedShutdown(); err != nil {
+		fmt.Fprintf(os.Stderr, "ha: %v\n", err)
+		return 1
+	}
 	root, err := harness.RepoRoot()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ha: %v\n", err)
@@ -67,7 +74,7 @@ func run(m *testing.M) int {
 	r, err := e.StartReplicas(ctx, replicaCount, harness.StewardOptions{
 		Config:       haConfig,
 		ProvideCerts: true,
-		Args:         []string{"--shutdown-delay=" + shutdownDelay.String(), "--shutdown-timeout=" + shutdownTimeout.String()},
+		Args:         shutdown.Args(),
 	}, harness.SpreaderOptions{})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ha: starting %d replicas: %v\n", replicaCount, err)

@@ -203,3 +203,19 @@ func TestServingCertificateIsAnECDSALeafSignedByItsCA(t *testing.T) {
 		t.Errorf("want an ECDSA leaf followed by its CA, got a %T key and a chain of %d", leaf.PublicKey, len(pair.Certificate))
 	}
 }
+
+func TestRenderedShutdownAndReplicasAreRead(t *testing.T) {
+	s, err := RenderedShutdown()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Delay <= 0 || s.Timeout <= 0 || s.GracePeriod <= s.Delay+s.Timeout {
+		t.Errorf("rendered shutdown %+v: want a delay, a timeout, and a grace period longer than both", s)
+	}
+	if got := s.Args(); !slices.Equal(got, []string{"--shutdown-delay=" + s.Delay.String(), "--shutdown-timeout=" + s.Timeout.String()}) {
+		t.Errorf("Args() = %v", got)
+	}
+	if n, err := RenderedReplicas(); err != nil || n < 2 {
+		t.Errorf("rendered replicas %d (%v): want several", n, err)
+	}
+}
