@@ -2,6 +2,7 @@ package ha
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -107,7 +108,7 @@ func replace(t *testing.T, ctx context.Context, l *load, s *harness.Steward, bef
 		t.Errorf("%s: %v", s.PodName(), err)
 	}
 	exited(t, s, time.Since(sigterm))
-	l.note("%s exited; %s", s.PodName(), connectionsEnded(s.PodName(), sigterm))
+	l.note("%s exited %s after SIGTERM; %s; %s", s.PodName(), time.Since(sigterm).Round(time.Millisecond), connectionsEnded(s.PodName(), sigterm), drained(s))
 	if before != nil {
 		before()
 	}
@@ -172,7 +173,7 @@ func nodeDrain(t *testing.T, ctx context.Context, writes []write) {
 					<-old.Done()
 				}
 				exited(t, old, time.Since(sigterm))
-				l.note("%s exited; %s", old.PodName(), connectionsEnded(old.PodName(), sigterm))
+				l.note("%s exited %s after SIGTERM; %s; %s", old.PodName(), time.Since(sigterm).Round(time.Millisecond), connectionsEnded(old.PodName(), sigterm), drained(old))
 				if err := old.ExitErr(); err != nil {
 					t.Errorf("%s exited uncleanly after SIGTERM: %v", old.PodName(), err)
 				}
@@ -564,10 +565,41 @@ func reportWith(ctx context.Context, ns, want string) (*unstructured.Unstructure
 	return u, nil
 }
 
-// slowestExit is the longest a replica took to exit after SIGTERM.
+// slowestExit is the longest a replica took to exit after SIGTERM;
+// drains counts the replicas' drains and closedUnused the connections
+// they closed without a last call (the only ones whose closing can fail
+// a call the API server sends at that moment).
 var slowestExit struct {
 	sync.Mutex
-	d time.Duration
+	d                    time.Duration
+	drains, closedUnused int
+}
+
+// drained reads what s logged when its webhook listener closed: how many
+// connections were still open, how many then closed after a last call
+// and how many it closed unused.
+func drained(s *harness.Steward) string {
+	lines := strings.Split(s.Log(), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if !strings.Contains(lines[i], `"msg":"webhook listener closed"`) {
+			continue
+		}
+		var entry struct {
+			Open   int    `json:"openConnections"`
+			Last   int    `json:"closedAfterTheirLastAnswer"`
+			Unused int    `json:"closingNow"`
+			Waited string `json:"waited"`
+		}
+		if err := json.Unmarshal([]byte(lines[i]), &entry); err != nil {
+			return fmt.Sprintf("its drain's log line does not parse: %v", err)
+		}
+		slowestExit.Lock()
+		slowestExit.drains++
+		slowestExit.closedUnused += entry.Unused
+		slowestExit.Unlock()
+		return fmt.Sprintf("%d connections open when its listener closed, %d closed after a last call within %s, %d closed unused", entry.Open, entry.Last, entry.Waited, entry.Unused)
+	}
+	return "it logged no drain"
 }
 
 // exited records how long s took to exit after SIGTERM, which must be

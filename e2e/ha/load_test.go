@@ -183,8 +183,8 @@ func logSummary(t *testing.T) {
 	}
 	tw.Flush()
 	slowestExit.Lock()
-	fmt.Fprintf(&sb, "replicas %d, --shutdown-delay %s, --shutdown-timeout %s, terminationGracePeriodSeconds %s; slowest exit after SIGTERM %s\n",
-		replicaCount, shutdown.Delay, shutdown.Timeout, shutdown.GracePeriod, slowestExit.d.Round(10*time.Millisecond))
+	fmt.Fprintf(&sb, "replicas %d, --shutdown-delay %s, --shutdown-timeout %s, terminationGracePeriodSeconds %s; slowest exit after SIGTERM %s; %d connections closed unused over %d drains\n",
+		replicaCount, shutdown.Delay, shutdown.Timeout, shutdown.GracePeriod, slowestExit.d.Round(10*time.Millisecond), slowestExit.closedUnused, slowestExit.drains)
 	slowestExit.Unlock()
 	t.Logf("summary:\n%s", sb.String())
 }
