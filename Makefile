@@ -234,9 +234,11 @@ bench-compare:
 	$(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da bin/bench-compare/base.txt bin/bench-compare/head.txt | tee bin/bench-compare/benchstat.txt
 
 # Runs Steward against a local real API server until interrupted;
-# SANDBOX_CONFIG=<file> runs it with that configuration file.
+# SANDBOX_CONFIG=<file> runs it with that configuration file;
+# SANDBOX_REPLICAS=3 runs three replicas behind a connection spreader that
+# plays their Service, as e2e/ha does.
 sandbox: tools
-	$(GO) run ./e2e/sandbox $(if $(SANDBOX_CONFIG),--config $(SANDBOX_CONFIG))
+	$(GO) run ./e2e/sandbox $(if $(SANDBOX_CONFIG),--config $(SANDBOX_CONFIG)) $(if $(SANDBOX_REPLICAS),--replicas $(SANDBOX_REPLICAS))
 
 clean:
 	rm -rf bin

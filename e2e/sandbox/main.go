@@ -3,7 +3,9 @@
 // the steward binary, registers the webhook configurations rendered in
 // manifests/base/webhooks.yaml, writes an admin kubeconfig to
 // $KUBECONFIG_OUT (default ./sandbox.kubeconfig), prints "sandbox ready" and
-// serves until SIGINT or SIGTERM, then stops everything it started.
+// serves until SIGINT or SIGTERM, then stops everything it started. With
+// --replicas N it runs N Stewards behind a connection spreader that plays
+// their Service, with the Deployment's shutdown settings, as e2e/ha does.
 package main
 
 import (
@@ -21,11 +23,26 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// startFailed reports that Steward did not start.
+func startFailed(stderr io.Writer, configPath string, err error) int {
+	what := "starting steward"
+	if configPath != "" {
+		what += " with configuration " + configPath + " (copied into the work directory)"
+	}
+	fmt.Fprintf(stderr, "sandbox: %s: %v\n", what, err)
+	return 1
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sandbox", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "Steward configuration file (StewardConfiguration YAML); every rule's defaults when empty")
+	replicaCount := fs.Int("replicas", 1, "Steward replicas; more than one run behind a connection spreader on 127.0.0.1 that plays their Service, with the rendered Deployment's shutdown settings")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *replicaCount < 1 {
+		fmt.Fprintln(stderr, "sandbox: --replicas must be at least 1")
 		return 2
 	}
 	config := harness.DefaultConfig
@@ -62,14 +79,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer env.Stop()
 	fmt.Fprintln(stdout, "building and starting steward, registering its webhooks")
-	steward, err := env.StartSteward(ctx, config)
-	if err != nil {
-		what := "starting steward"
-		if *configPath != "" {
-			what += " with configuration " + *configPath + " (copied into the work directory)"
+	var stewards []*harness.Steward
+	var spreader *harness.Spreader
+	if *replicaCount == 1 {
+		steward, err := env.StartSteward(ctx, config)
+		if err != nil {
+			return startFailed(stderr, *configPath, err)
 		}
-		fmt.Fprintf(stderr, "sandbox: %s: %v\n", what, err)
-		return 1
+		stewards = append(stewards, steward)
+	} else {
+		shutdown, err := harness.RenderedShutdown()
+		if err != nil {
+			fmt.Fprintf(stderr, "sandbox: %v\n", err)
+			return 1
+		}
+		r, err := env.StartReplicas(ctx, *replicaCount, harness.StewardOptions{Config: config, ProvideCerts: true, Args: shutdown.Args()}, harness.SpreaderOptions{})
+		if err != nil {
+			return startFailed(stderr, *configPath, err)
+		}
+		stewards, spreader = r.Members(), r.Spreader
 	}
 	// A copy: the harness's own kubeconfig lives in its work directory.
 	kubeconfig, err := os.ReadFile(env.Kubeconfig)
@@ -83,11 +111,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer os.Remove(out)
 
 	fmt.Fprintln(stdout, "sandbox ready")
+	fmt.Fprintf(stdout, "\nkubeconfig:  %s\n", out)
+	if spreader != nil {
+		fmt.Fprintf(stdout, "service:     https://127.0.0.1:%d (the connection spreader in front of the replicas)\n", spreader.Port())
+	}
+	for _, steward := range stewards {
+		fmt.Fprintf(stdout, "steward:     %s (log: %s)\nmetrics:     %s\n", steward.URL(""), steward.LogPath(), steward.MetricsURL())
+	}
 	fmt.Fprintf(stdout, `
-kubeconfig:  %s
-steward:     %s (log: %s)
-metrics:     %s
-
 Every user is cluster-admin for RBAC here, so only Steward refuses requests.
 In another terminal:
 
@@ -106,7 +137,7 @@ In another terminal:
 
 docs/walkthroughs.md ("The sandbox, step by step") walks through every rule.
 Stop with Ctrl-C.
-`, out, steward.URL(""), steward.LogPath(), steward.MetricsURL(), out, steward.MetricsURL())
+`, out, stewards[0].MetricsURL())
 
 	sig := <-stopped
 	fmt.Fprintf(stdout, "sandbox stopped (%v)\n", sig)
