@@ -105,7 +105,7 @@ func replace(t *testing.T, ctx context.Context, l *load, s *harness.Steward, bef
 	l.note("SIGTERM %s", s.PodName())
 	sigterm := time.Now()
 	if err := s.Stop(); err != nil {
-		t.Errorf("%s: %v", s.PodName(), err)
+		t.Errorf("%s: %v\n--- its log (last lines, without decisions and failed probes) ---\n%s", s.PodName(), err, logTail(s, 25))
 	}
 	exited(t, s, time.Since(sigterm))
 	l.note("%s exited %s after SIGTERM; %s; %s", s.PodName(), time.Since(sigterm).Round(time.Millisecond), connectionsEnded(s.PodName(), sigterm), drained(s))
@@ -175,7 +175,7 @@ func nodeDrain(t *testing.T, ctx context.Context, writes []write) {
 				exited(t, old, time.Since(sigterm))
 				l.note("%s exited %s after SIGTERM; %s; %s", old.PodName(), time.Since(sigterm).Round(time.Millisecond), connectionsEnded(old.PodName(), sigterm), drained(old))
 				if err := old.ExitErr(); err != nil {
-					t.Errorf("%s exited uncleanly after SIGTERM: %v", old.PodName(), err)
+					t.Errorf("%s exited uncleanly after SIGTERM: %v\n--- its log (last lines, without decisions and failed probes) ---\n%s", old.PodName(), err, logTail(old, 25))
 				}
 				replicas.Remove(old)
 			})
@@ -626,4 +626,16 @@ func connectionsEnded(backend string, since time.Time) string {
 		last = max(last, c.Closed.Sub(since))
 	}
 	return fmt.Sprintf("%d of its connections ended after SIGTERM, the last %s after it", n, last.Round(time.Millisecond))
+}
+
+// logTail is the last n lines of s's log, without its decisions and the
+// Spreader's failed readiness probes.
+func logTail(s *harness.Steward, n int) string {
+	var kept []string
+	for _, line := range strings.Split(strings.TrimRight(s.Log(), "\n"), "\n") {
+		if !strings.Contains(line, `"msg":"admission decision"`) && !strings.Contains(line, "healthz check failed") {
+			kept = append(kept, line)
+		}
+	}
+	return strings.Join(kept[max(0, len(kept)-n):], "\n")
 }
