@@ -54,50 +54,43 @@ func manifestsFlagSet(o *manifestsOptions, out io.Writer) *flag.FlagSet {
 func runManifests(args []string, stdout, stderr io.Writer) int {
 	var o manifestsOptions
 	fs := manifestsFlagSet(&o, stderr)
-	if stop, code := parseFlags(fs, args, stdout); stop {
+	if stop, code := parseFlags(fs, args, stdout, stderr); stop {
 		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "steward manifests: unexpected arguments: %v\n", fs.Args())
-		return 2
+		return usageError(stderr, "manifests", unexpectedArguments(fs.Args()))
 	}
 	if errs := validation.IsDNS1123Label(o.namespace); len(errs) > 0 {
-		fmt.Fprintf(stderr, "steward manifests: --namespace %q: %s\n", o.namespace, strings.Join(errs, "; "))
-		return 2
+		return usageError(stderr, "manifests", fmt.Errorf("--namespace %q: %s", o.namespace, strings.Join(errs, "; ")))
 	}
 	opts := manifests.Options{Image: o.image, Namespace: o.namespace}
 	if o.config != "" {
 		cfg, err := webhooks.LoadConfig(o.config)
 		if err != nil {
-			fmt.Fprintf(stderr, "steward manifests: --config: %v\n", err)
-			return 2
+			return fail(stderr, "manifests", exitConfig, fmt.Errorf("--config: %w", err))
 		}
 		opts.Config = &cfg
 	}
 	files, err := manifests.Render(opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "steward manifests: %v\n", err)
-		return 1
+		return fail(stderr, "manifests", exitFailed, err)
 	}
 	var chart map[string][]byte
 	if o.chartDir != "" {
 		if chart, err = manifests.RenderChart(manifests.Options{Image: o.image, Config: opts.Config}); err != nil {
-			fmt.Fprintf(stderr, "steward manifests: %v\n", err)
-			return 1
+			return fail(stderr, "manifests", exitFailed, err)
 		}
 	}
 	if err := manifests.Write(o.dir, files); err != nil {
-		fmt.Fprintf(stderr, "steward manifests: %v\n", err)
-		return 1
+		return fail(stderr, "manifests", exitFailed, err)
 	}
 	fmt.Fprintf(stdout, "wrote %d files under %s\n", len(files), o.dir)
 	if chart == nil {
-		return 0
+		return exitOK
 	}
 	if err := manifests.Write(o.chartDir, chart); err != nil {
-		fmt.Fprintf(stderr, "steward manifests: %v\n", err)
-		return 1
+		return fail(stderr, "manifests", exitFailed, err)
 	}
 	fmt.Fprintf(stdout, "wrote %d files under %s\n", len(chart), o.chartDir)
-	return 0
+	return exitOK
 }

@@ -58,16 +58,15 @@ func versionFlagSet(out io.Writer) *flag.FlagSet {
 
 func runVersion(args []string, stdout, stderr io.Writer) int {
 	fs := versionFlagSet(stderr)
-	if stop, code := parseFlags(fs, args, stdout); stop {
+	if stop, code := parseFlags(fs, args, stdout, stderr); stop {
 		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "steward version: unexpected arguments: %v\n", fs.Args())
-		return 2
+		return usageError(stderr, "version", unexpectedArguments(fs.Args()))
 	}
 	b := currentBuild()
 	fmt.Fprintf(stdout, "steward %s\nrevision: %s\ngo: %s\nplatform: %s\n", b.Version, b.Revision, b.GoVersion, b.Platform)
-	return 0
+	return exitOK
 }
 
 // buildInfoGauge is steward_build_info: always 1, labelled with the build,
