@@ -150,7 +150,10 @@ func TestEveryCommandExitsByTheTable(t *testing.T) {
 		{[]string{"manifests", "--dri", "x"}, exitUsage, "steward manifests: flag provided but not defined: --dri"},
 		{[]string{"manifests", "extra"}, exitUsage, "steward manifests: unexpected arguments: extra"},
 		{[]string{"manifests", "--namespace", "Steward"}, exitUsage, `steward manifests: --namespace "Steward": a lowercase RFC 1123 label`},
-		{[]string{"manifests", "--dir", t.TempDir(), "--config", invalidConfig}, exitConfig, "steward manifests: --config: configuration " + invalidConfig + " is invalid: " + invalidField},
+		{[]string{"manifests", "--dir", "-", "--overlay", "self-managed"}, exitUsage, `steward manifests: --overlay "self-managed": want one of cert-manager, self-managed-certs`},
+		{[]string{"manifests", "--dir", t.TempDir(), "--overlay", "cert-manager"}, exitUsage, "steward manifests: --overlay applies to --dir - only"},
+		{[]string{"manifests", "--dir", "-", "--chart-dir", "-"}, exitUsage, "steward manifests: --chart-dir -: the chart is written as files only"},
+		{[]string{"manifests", "--dir", "-", "--config", invalidConfig}, exitConfig, "steward manifests: --config: configuration " + invalidConfig + " is invalid: " + invalidField},
 
 		{[]string{"check"}, exitUsage, "steward check: no PATH given (use - for standard input)"},
 		{[]string{"check", "--flux-version", "2.x", "."}, exitUsage, `steward check: --flux-version "2.x": not a Flux release`},
@@ -346,5 +349,55 @@ func TestCheckExitCodesAreTheTables(t *testing.T) {
 		if c.check != c.table {
 			t.Errorf("check's exit code %d stands for the table's %d", c.check, c.table)
 		}
+	}
+}
+
+// TestManifestsDirDashPrintsTheInstall: --dir - writes no files and prints
+// the overlay's objects as one YAML stream, each document headed by its
+// source file, for kubectl apply -f -; what was written goes nowhere else.
+func TestManifestsDirDashPrintsTheInstall(t *testing.T) {
+	config, err := filepath.Abs("testdata/config/installplanguard-off.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	for overlay, want := range map[string][]string{
+		"":                   {"kind: Certificate", "cert-manager.io/inject-ca-from: steward-system/steward-serving-cert", "# Source: overlays/cert-manager/certificates.yaml"},
+		"self-managed-certs": {"--cert-mode=self-managed", "# Source: overlays/self-managed-certs/secret.yaml"},
+	} {
+		t.Run("overlay="+overlay, func(t *testing.T) {
+			args := []string{"manifests", "--config", config, "--dir", "-"}
+			if overlay != "" {
+				args = append(args, "--overlay", overlay)
+			}
+			var stdout, stderr bytes.Buffer
+			if code := run(args, &stdout, &stderr); code != exitOK || stderr.Len() > 0 {
+				t.Fatalf("steward %s: exit %d, stderr %q", strings.Join(args, " "), code, stderr.String())
+			}
+			out := stdout.String()
+			if !strings.HasPrefix(out, "---\n# Source: base/namespace.yaml\napiVersion: v1\nkind: Namespace\n") {
+				t.Errorf("the stream does not start with the Namespace, headed by its source:\n%.300s", out)
+			}
+			docs := strings.Split(out, "---\n")[1:]
+			for i, doc := range docs {
+				if !strings.HasPrefix(doc, "# Source: ") {
+					t.Errorf("document %d has no # Source: comment:\n%.200s", i, doc)
+				}
+			}
+			if last := docs[len(docs)-1]; !strings.Contains(last, "kind: ValidatingWebhookConfiguration") {
+				t.Errorf("the webhook configurations are not last; the last document is:\n%.300s", last)
+			}
+			for _, w := range append(want, "kind: Deployment", "kind: MutatingWebhookConfiguration") {
+				if !strings.Contains(out, w) {
+					t.Errorf("the stream lacks %q", w)
+				}
+			}
+			if strings.Contains(out, "installplanguard.steward.dev") {
+				t.Error("installplanguard is off in the configuration, yet the stream registers it")
+			}
+			if entries, _ := os.ReadDir("."); len(entries) > 0 {
+				t.Errorf("--dir - wrote files: %v", entries)
+			}
+		})
 	}
 }
