@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stewardhq/steward/check"
+	"github.com/stewardhq/steward/webhooks/apimigration"
 )
 
 // flagNames lists a command's flags as they are typed: --name.
@@ -158,6 +159,8 @@ func TestEveryCommandExitsByTheTable(t *testing.T) {
 		{[]string{"check"}, exitUsage, "steward check: no PATH given (use - for standard input)"},
 		{[]string{"check", "--flux-version", "2.x", "."}, exitUsage, `steward check: --flux-version "2.x": not a Flux release`},
 		{[]string{"check", "--config", invalidConfig, "."}, exitConfig, "steward check: configuration " + invalidConfig + " is invalid: " + invalidField},
+		{[]string{"check", "--config", "testdata/config/flux-version-unknown.yaml", "."}, exitConfig, `steward check: configuration testdata/config/flux-version-unknown.yaml is invalid: rules.apimigration.fluxVersion: Invalid value: "9.0": newer than ` + apimigration.NewestRelease().String() + ", the newest Flux release Steward knows (it knows 2.6, "},
+		{[]string{"serve", "--config", "testdata/config/flux-version-unknown.yaml"}, exitConfig, `steward serve: configuration testdata/config/flux-version-unknown.yaml is invalid: rules.apimigration.fluxVersion: Invalid value: "9.0": newer than `},
 		{[]string{"check", "testdata/check/malformed"}, exitConfig, "steward check: testdata/check/malformed/"},
 		{[]string{"check", "--flux-version", "2.8", "testdata/check/kustomize-build.yaml"}, exitFailed, ""},
 
