@@ -57,19 +57,25 @@ func (in install) target() rule.Target {
 	return rule.Target{Namespace: in.ns, Service: Name}
 }
 
-// Render returns every manifest file, keyed by its path under manifests/.
-func Render(o Options) (map[string][]byte, error) {
+// install is the rendering o asks for, with its defaults filled in, and
+// the configuration it runs with.
+func (o Options) install() (install, webhooks.Config) {
 	if o.Image == "" {
 		o.Image = DefaultImage
 	}
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
 	}
-	in := install{ns: o.Namespace, image: o.Image}
 	cfg := webhooks.DefaultConfig()
 	if o.Config != nil {
 		cfg = *o.Config
 	}
+	return install{ns: o.Namespace, image: o.Image}, cfg
+}
+
+// Render returns every manifest file, keyed by its path under manifests/.
+func Render(o Options) (map[string][]byte, error) {
+	in, cfg := o.install()
 	files := map[string][]byte{}
 	add := func(path string, objs ...any) error {
 		data, err := toYAML(objs...)
