@@ -37,10 +37,13 @@ type application struct {
 }
 
 // ignoreDifference is one of spec.ignoreDifferences, with its JSON
-// pointers (jq expressions and managers are not evaluated).
+// pointers (jq expressions and managers are not evaluated). Its group and
+// kind are globs, as Argo CD reads them ("*" is common); its name and
+// namespace are matched exactly.
 type ignoreDifference struct {
-	group, kind, name, namespace string
-	paths                        []object.Pointer
+	group, kind     pattern
+	name, namespace string
+	paths           []object.Pointer
 }
 
 func (a *application) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
@@ -88,8 +91,8 @@ func applicationOf(u *unstructured.Unstructured) *application {
 			continue
 		}
 		d := ignoreDifference{}
-		d.group, _ = m["group"].(string)
-		d.kind, _ = m["kind"].(string)
+		group, _ := m["group"].(string)
+		kind, _ := m["kind"].(string)
 		d.name, _ = m["name"].(string)
 		d.namespace, _ = m["namespace"].(string)
 		pointers, _ := m["jsonPointers"].([]any)
@@ -101,6 +104,7 @@ func applicationOf(u *unstructured.Unstructured) *application {
 			}
 		}
 		if len(d.paths) > 0 {
+			d.group, d.kind = newPattern(group), newPattern(kind)
 			a.ignore = append(a.ignore, d)
 		}
 	}
@@ -154,7 +158,7 @@ func sourceOf(u *unstructured.Unstructured) string {
 func (a *application) skipFor(ref gitops.Ref) []object.Pointer {
 	var out []object.Pointer
 	for _, d := range a.ignore {
-		if d.group == ref.Group && d.kind == ref.Kind && (d.name == "" || d.name == ref.Name) && (d.namespace == "" || d.namespace == ref.Namespace) {
+		if d.group.match(ref.Group) && d.kind.match(ref.Kind) && (d.name == "" || d.name == ref.Name) && (d.namespace == "" || d.namespace == ref.Namespace) {
 			out = append(out, d.paths...)
 		}
 	}

@@ -253,6 +253,24 @@ func TestHandle(t *testing.T) {
 				admissiontest.Update(deploymentsGVR, "Deployment", web(), web(set(5, "spec", "replicas"), container(0, "image", "ghcr.io/example/web:1.5.0"))).Build()},
 			want: admission.Denied(managedBy + " Changed: /spec/template/spec/containers/0/image." + inGit),
 		},
+		"IgnoreDifferencesForEveryKind": {
+			reason: "Argo CD matches an entry's group and kind as globs: \"*\" is every group and kind.",
+			args: args{newRule(Config{}, obj(guestbookApp, ignoring(map[string]any{"group": "*", "kind": "*", "jsonPointers": []any{"/spec/template/spec/containers"}}))),
+				imageChange().Build()},
+			want: admission.Allowed(noChange),
+		},
+		"IgnoreDifferencesForAGlobOfKinds": {
+			reason: "A glob names several kinds.",
+			args: args{newRule(Config{}, obj(guestbookApp, ignoring(map[string]any{"group": "{apps,extensions}", "kind": "Deploy*", "jsonPointers": []any{"/spec/template/spec/containers"}}))),
+				imageChange().Build()},
+			want: admission.Allowed(noChange),
+		},
+		"IgnoreDifferencesForAGlobOfOtherKinds": {
+			reason: "A glob that does not match the kind does not apply.",
+			args: args{newRule(Config{}, obj(guestbookApp, ignoring(map[string]any{"group": "*", "kind": "Stateful*", "jsonPointers": []any{"/spec/template/spec/containers"}}))),
+				imageChange().Build()},
+			want: admission.Denied(managedBy + " Changed: /spec/template/spec/containers/0/image." + inGit),
+		},
 		"JQPathExpressionsAreNotEvaluated": {
 			reason: "jqPathExpressions are not evaluated: the change is refused.",
 			args: args{newRule(Config{}, obj(guestbookApp, ignoring(map[string]any{"group": "apps", "kind": "Deployment", "jqPathExpressions": []any{".spec.template.spec.containers[].image"}}))),
