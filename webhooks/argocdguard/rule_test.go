@@ -175,6 +175,17 @@ func TestHandle(t *testing.T) {
 			want: admission.Denied("argocdguard: Deployment team-a/web is managed by Argo CD Application team-a/web (repo https://github.com/example/apps, path guestbook, target HEAD, revision 4a5b6c7); " +
 				selfHeals + ". Changed: /spec/template/spec/containers/0/image. Change it in the Git repository instead; to pause Argo CD, set argocd.argoproj.io/skip-reconcile=true on Argo CD Application team-a/web" + emergency),
 		},
+		"ControlPlaneApplicationNamedWithItsNamespace": {
+			reason: "Argo CD names an Application of its own namespace by its name alone, and follows an id naming it argocd_guestbook only for objects in Git.",
+			args:   args{defaultRule(), imageChange(named("", "api"), trackedAs("argocd_guestbook:apps/Deployment:default/api")).Build()},
+			want: admission.Allowed("Argo CD Application argocd/guestbook does not list the object in its status.resources: its argocd.argoproj.io/tracking-id names the Application argocd_guestbook, " +
+				"where Argo CD writes guestbook, so the id alone does not make it Argo CD's"),
+		},
+		"ControlPlaneApplicationNamedWithItsNamespaceListed": {
+			reason: "An object in Git is Argo CD's whatever its id says of the Application: status.resources lists it.",
+			args:   args{defaultRule(), imageChange(trackedAs("argocd_guestbook:apps/Deployment:default/web")).Build()},
+			want:   admission.Denied(managedBy + " Changed: /spec/template/spec/containers/0/image." + inGit),
+		},
 		"ConfiguredControlPlaneNamespace": {
 			reason: "controlPlaneNamespace is where an id's bare Application name is looked up.",
 			args: args{newRule(Config{ControlPlaneNamespace: "gitops"}, obj(guestbookApp, named("gitops", "guestbook"))),
