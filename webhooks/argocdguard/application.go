@@ -74,10 +74,7 @@ func applicationOf(u *unstructured.Unstructured) *application {
 	a.ResourceVersion = u.GetResourceVersion()
 	a.skipReconcile, _ = strconv.ParseBool(u.GetAnnotations()[annotationSkipReconcile])
 	a.from = sourceOf(u)
-	a.revision, _, _ = unstructured.NestedString(u.Object, "status", "sync", "revision")
-	if len(a.revision) > 7 {
-		a.revision = a.revision[:7]
-	}
+	a.revision = shortRevision(revisionOf(u))
 	if auto, found, _ := unstructured.NestedMap(u.Object, "spec", "syncPolicy", "automated"); found {
 		enabled, set, _ := unstructured.NestedBool(auto, "enabled")
 		a.automated = !set || enabled
@@ -129,6 +126,38 @@ func applicationOf(u *unstructured.Unstructured) *application {
 	a.resources, a.pruning = gitops.NewInventory(all), gitops.NewInventory(pruning)
 	a.kinds = gitops.DistinctKinds(kinds)
 	return a
+}
+
+// revisionOf is the revision last synced: status.sync.revision, or for an
+// Application with several sources that of the first, which sourceOf
+// names.
+func revisionOf(u *unstructured.Unstructured) string {
+	if r, _, _ := unstructured.NestedString(u.Object, "status", "sync", "revision"); r != "" {
+		return r
+	}
+	revisions, _, _ := unstructured.NestedSlice(u.Object, "status", "sync", "revisions")
+	if len(revisions) > 0 {
+		r, _ := revisions[0].(string)
+		return r
+	}
+	return ""
+}
+
+// shortRevision cuts a commit hash, or an OCI digest's, to seven hex
+// digits, as people read them. Other revisions are kept whole: a chart
+// source's is the chart's version, which a cut would change
+// ("1.24.10-rc.1" is not "1.24.10").
+func shortRevision(r string) string {
+	algorithm, digest, ok := strings.Cut(r, ":")
+	if !ok {
+		algorithm, digest = "", r
+	} else {
+		algorithm += ":"
+	}
+	if len(digest) < 40 || strings.Trim(digest, "0123456789abcdef") != "" {
+		return r
+	}
+	return algorithm + digest[:7]
 }
 
 // sourceOf names the Application's source (the first of several).

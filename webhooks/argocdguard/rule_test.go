@@ -127,12 +127,20 @@ func TestHandle(t *testing.T) {
 				"; automated sync is off, so the change stays until the next sync from Git overwrites it, and the Application shows OutOfSync meanwhile. Changed: /spec/template/spec/containers/0/image." + inGit),
 		},
 		"SourcesNameTheFirstSource": {
-			reason: "An Application with several sources is named by the first; a chart source by its chart.",
+			reason: "An Application with several sources is named by the first and its revision (status.sync.revisions); a chart source by its chart, and its revision, the chart's version, whole.",
 			args: args{newRule(Config{}, obj(guestbookApp, del("spec", "source"), set([]any{
-				map[string]any{"repoURL": "https://charts.example.com", "chart": "web", "targetRevision": "1.4.2"},
+				map[string]any{"repoURL": "https://charts.example.com", "chart": "web", "targetRevision": "1.24.*"},
 				map[string]any{"repoURL": "https://github.com/example/values", "ref": "values"},
-			}, "spec", "sources"))), imageChange().Build()},
-			want: admission.Denied("argocdguard: Deployment default/web is managed by Argo CD Application argocd/guestbook (repo https://charts.example.com, chart web, target 1.4.2, revision 4a5b6c7); " +
+			}, "spec", "sources"), del("status", "sync", "revision"),
+				set([]any{"1.24.10-rc.1", "4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b"}, "status", "sync", "revisions"))), imageChange().Build()},
+			want: admission.Denied("argocdguard: Deployment default/web is managed by Argo CD Application argocd/guestbook (repo https://charts.example.com, chart web, target 1.24.*, revision 1.24.10-rc.1); " +
+				selfHeals + ". Changed: /spec/template/spec/containers/0/image." + inGit),
+		},
+		"OCIDigestIsShortened": {
+			reason: "An OCI source's revision is a digest, shortened as a commit is.",
+			args: args{newRule(Config{}, obj(guestbookApp, set(map[string]any{"repoURL": "oci://ghcr.io/example/manifests", "path": ".", "targetRevision": "1.4.2"}, "spec", "source"),
+				set("sha256:9b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c", "status", "sync", "revision"))), imageChange().Build()},
+			want: admission.Denied("argocdguard: Deployment default/web is managed by Argo CD Application argocd/guestbook (repo oci://ghcr.io/example/manifests, path ., target 1.4.2, revision sha256:9b1c2d3); " +
 				selfHeals + ". Changed: /spec/template/spec/containers/0/image." + inGit),
 		},
 		"ServerEditIsRefusedByDefault": {
