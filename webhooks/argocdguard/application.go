@@ -67,6 +67,13 @@ func keepApplication(obj any) (any, error) {
 	return nil, fmt.Errorf("argocdguard cache: unexpected object type %T", obj)
 }
 
+// KeepApplication is the Applications' informer transform
+// (keepApplication): it trims an Application, as the API server sends
+// it, to what the cache keeps. Benchmarks outside this package use it to
+// build the cache they pass to WithApplications, so they measure the rule
+// on what it reads in a cluster.
+func KeepApplication(obj any) (any, error) { return keepApplication(obj) }
+
 func applicationOf(u *unstructured.Unstructured) *application {
 	a := &application{}
 	a.Namespace = unique.Make(u.GetNamespace()).Value()
