@@ -91,8 +91,13 @@ func (r resolver) application(instance string) (namespace, name string) {
 }
 
 // instance reads the object's claim: the Application's instance name, by
-// its tracking id, or by the tracking label where configured.
-func (r resolver) instance(ref gitops.Ref, v *object.View) (claim gitops.Claim, instance string, byLabel bool) {
+// its tracking id, or by the tracking label where configured. unlisted,
+// when set, says why the claim holds only for an object the
+// Application's status.resources lists: a label, which charts copy, or
+// an id naming an Application of the control-plane namespace as
+// "<namespace>_<name>", which Argo CD never writes (it names those by
+// their name alone) and so follows only for objects in Git.
+func (r resolver) instance(ref gitops.Ref, v *object.View) (claim gitops.Claim, instance, unlisted string) {
 	id, hasID := v.Annotation(AnnotationTrackingID)
 	if hasID {
 		claim.Keys = append(claim.Keys, "annotation "+AnnotationTrackingID)
@@ -113,16 +118,19 @@ func (r resolver) instance(ref gitops.Ref, v *object.View) (claim gitops.Claim, 
 			claim.NotClaimed = fmt.Sprintf("%s names %s/%s %s/%s, not this object (a copied annotation): Argo CD does not track the object by it", AnnotationTrackingID, t.group, t.kind, t.namespace, t.name)
 		default:
 			instance = t.app
+			if ns, name, ok := strings.Cut(t.app, "_"); ok && ns == r.controlPlane {
+				unlisted = fmt.Sprintf("its %s names the Application %s, where Argo CD writes %s, so the id alone does not make it Argo CD's", AnnotationTrackingID, t.app, name)
+			}
 		}
 	}
 	if instance == "" && hasLabel && label != "" {
-		instance, byLabel = label, true
+		instance, unlisted = label, fmt.Sprintf("its %s label alone does not make it Argo CD's", r.trackingLabel)
 	}
 	if instance != "" {
 		ns, name := r.application(instance)
 		claim.Claims, claim.Named, claim.NotClaimed = true, "Application "+ns+"/"+name, ""
 	}
-	return claim, instance, byLabel
+	return claim, instance, unlisted
 }
 
 func (r resolver) Claim(ref gitops.Ref, v *object.View) gitops.Claim {
@@ -131,7 +139,7 @@ func (r resolver) Claim(ref gitops.Ref, v *object.View) gitops.Claim {
 }
 
 func (r resolver) Owners(_ context.Context, ref gitops.Ref, v *object.View) ([]gitops.Owner, error) {
-	_, instance, byLabel := r.instance(ref, v)
+	_, instance, unlisted := r.instance(ref, v)
 	if instance == "" {
 		return nil, nil
 	}
@@ -146,8 +154,8 @@ func (r resolver) Owners(_ context.Context, ref gitops.Ref, v *object.View) ([]g
 		return []gitops.Owner{{Name: what, Why: "owner not found: " + what + " does not exist, so Argo CD does not manage the object"}}, nil
 	}
 	o := r.ownerFor(a, ref)
-	if byLabel && !a.resources.Has(gitops.InventoryID(ref.Namespace, ref.Name, ref.Group, ref.Kind)) {
-		o.Manages, o.Why = false, fmt.Sprintf("Argo CD Application %s/%s does not list the object in its status.resources: its %s label alone does not make it Argo CD's", a.Namespace, a.Name, r.trackingLabel)
+	if unlisted != "" && !a.resources.Has(gitops.InventoryID(ref.Namespace, ref.Name, ref.Group, ref.Kind)) {
+		o.Manages, o.Why = false, fmt.Sprintf("Argo CD Application %s/%s does not list the object in its status.resources: %s", a.Namespace, a.Name, unlisted)
 	}
 	return []gitops.Owner{o}, nil
 }

@@ -99,10 +99,13 @@ func DistinctKinds(gvks []schema.GroupVersionKind) []schema.GroupVersionKind {
 	if len(gvks) == 0 {
 		return nil
 	}
-	out := slices.Clone(gvks)
-	slices.SortFunc(out, compareKinds)
-	out = slices.Clip(slices.Compact(out))
-	for i, gvk := range out {
+	sorted := slices.Clone(gvks)
+	slices.SortFunc(sorted, compareKinds)
+	sorted = slices.Compact(sorted)
+	// A slice of its own: the sorted copy's array, one element for each
+	// of the record's entries, would stay behind a clipped slice.
+	out := make([]schema.GroupVersionKind, len(sorted))
+	for i, gvk := range sorted {
 		out[i] = schema.GroupVersionKind{Group: intern(gvk.Group), Version: intern(gvk.Version), Kind: intern(gvk.Kind)}
 	}
 	return out

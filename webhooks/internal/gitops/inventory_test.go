@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -67,6 +68,27 @@ func TestDistinctKinds(t *testing.T) {
 	}
 	if DistinctKinds(nil) != nil {
 		t.Error("DistinctKinds(nil) is not nil")
+	}
+}
+
+// TestDistinctKindsKeepsOnlyTheKinds: an owner's record holds thousands
+// of entries of a few kinds, and the cache keeps the kinds for as long as
+// the owner; the entries' array must not stay behind them.
+func TestDistinctKindsKeepsOnlyTheKinds(t *testing.T) {
+	entries := make([]schema.GroupVersionKind, 10000)
+	for i := range entries {
+		entries[i] = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: []string{"Deployment", "StatefulSet"}[i%2]}
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	kept := DistinctKinds(entries)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(kept)
+	runtime.KeepAlive(entries)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 64<<10 {
+		t.Errorf("DistinctKinds of %d entries of 2 kinds keeps %d bytes alive: the entries' array stays behind the kinds", len(entries), grown)
 	}
 }
 
