@@ -22,6 +22,11 @@ type application struct {
 	// ObjectMeta holds only the namespace, name and resource version,
 	// which the informer's store keys and tracks objects by.
 	metav1.ObjectMeta
+	// The texts a decision about the Application's objects says, made
+	// once when it is cached rather than on every request: its name, that
+	// with where its content comes from, what Argo CD does with a hand
+	// edit, and how to pause it.
+	what, display, revertText, hint string
 	// from says where the Application's content comes from, and revision
 	// which of it was synced last.
 	from, revision      string
@@ -132,6 +137,14 @@ func applicationOf(u *unstructured.Unstructured) *application {
 	}
 	a.resources, a.pruning = gitops.NewInventory(all), gitops.NewInventory(pruning)
 	a.kinds = gitops.DistinctKinds(kinds)
+	a.what = "Argo CD Application " + a.Namespace + "/" + a.Name
+	a.display = a.what + " (" + a.from
+	if a.revision != "" {
+		a.display += ", revision " + a.revision
+	}
+	a.display += ")"
+	a.revertText = a.revert()
+	a.hint = "to pause Argo CD, set " + annotationSkipReconcile + "=true on " + a.what
 	return a
 }
 

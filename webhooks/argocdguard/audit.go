@@ -109,7 +109,7 @@ func (r resolver) listing(ref gitops.Ref, v *object.View) ([]gitops.Owner, error
 		return nil, fmt.Errorf("looking up Argo CD Application %s/%s: %w", ns, name, err)
 	}
 	a, ok := obj.(*application)
-	if !found || !ok || !a.resources.Has(gitops.InventoryID(ref.Namespace, ref.Name, ref.Group, ref.Kind)) {
+	if !found || !ok || !a.resources.Lists(ref) {
 		return nil, nil
 	}
 	return []gitops.Owner{r.ownerFor(a, ref)}, nil

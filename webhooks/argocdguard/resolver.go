@@ -51,6 +51,16 @@ type resolver struct {
 	apps          gitops.OwnerCache
 	controlPlane  string
 	trackingLabel string
+	// markerKeys are the tracking annotation's and label's Claim.Keys.
+	markerKeys []string
+}
+
+// newResolver builds the resolver of a configuration.
+func newResolver(c Config) *resolver {
+	return &resolver{
+		apps: gitops.NoOwners{}, controlPlane: c.ControlPlaneNamespace, trackingLabel: c.TrackingLabel,
+		markerKeys: []string{"annotation " + AnnotationTrackingID, "label " + c.TrackingLabel},
+	}
 }
 
 // trackingID is a parsed tracking id.
@@ -99,16 +109,12 @@ func (r resolver) application(instance string) (namespace, name string) {
 // their name alone) and so follows only for objects in Git.
 func (r resolver) instance(ref gitops.Ref, v *object.View) (claim gitops.Claim, instance, unlisted string) {
 	id, hasID := v.Annotation(AnnotationTrackingID)
-	if hasID {
-		claim.Keys = append(claim.Keys, "annotation "+AnnotationTrackingID)
-	}
 	var label string
 	hasLabel := false
 	if r.trackingLabel != "" {
-		if label, hasLabel = v.Label(r.trackingLabel); hasLabel {
-			claim.Keys = append(claim.Keys, "label "+r.trackingLabel)
-		}
+		label, hasLabel = v.Label(r.trackingLabel)
 	}
+	claim.Keys = r.keys(hasID, hasLabel)
 	if hasID {
 		t, ok := parseTrackingID(id)
 		switch {
@@ -133,6 +139,19 @@ func (r resolver) instance(ref gitops.Ref, v *object.View) (claim gitops.Claim, 
 	return claim, instance, unlisted
 }
 
+// keys are Claim.Keys for the markers present, from a list made once.
+func (r resolver) keys(hasID, hasLabel bool) []string {
+	switch {
+	case hasID && hasLabel:
+		return r.markerKeys
+	case hasID:
+		return r.markerKeys[:1]
+	case hasLabel:
+		return r.markerKeys[1:]
+	}
+	return nil
+}
+
 func (r resolver) Claim(ref gitops.Ref, v *object.View) gitops.Claim {
 	c, _, _ := r.instance(ref, v)
 	return c
@@ -154,7 +173,7 @@ func (r resolver) Owners(_ context.Context, ref gitops.Ref, v *object.View) ([]g
 		return []gitops.Owner{{Name: what, Why: "owner not found: " + what + " does not exist, so Argo CD does not manage the object"}}, nil
 	}
 	o := r.ownerFor(a, ref)
-	if unlisted != "" && !a.resources.Has(gitops.InventoryID(ref.Namespace, ref.Name, ref.Group, ref.Kind)) {
+	if unlisted != "" && !a.resources.Lists(ref) {
 		o.Manages, o.Why = false, fmt.Sprintf("Argo CD Application %s/%s does not list the object in its status.resources: %s", a.Namespace, a.Name, unlisted)
 	}
 	return []gitops.Owner{o}, nil
@@ -162,21 +181,15 @@ func (r resolver) Owners(_ context.Context, ref gitops.Ref, v *object.View) ([]g
 
 // ownerFor describes an Application's hold on the object ref names.
 func (r resolver) ownerFor(a *application, ref gitops.Ref) gitops.Owner {
-	what := fmt.Sprintf("Argo CD Application %s/%s", a.Namespace, a.Name)
-	name := what + " (" + a.from
-	if a.revision != "" {
-		name += ", revision " + a.revision
-	}
 	o := gitops.Owner{
-		Name: name + ")", Manages: true, Revert: a.revert(), Skip: a.skipFor(ref),
-		Hint:          fmt.Sprintf("to pause Argo CD, set %s=true on %s", annotationSkipReconcile, what),
+		Name: a.display, Manages: true, Revert: a.revertText, Skip: a.skipFor(ref), Hint: a.hint,
 		FieldManagers: fieldManagers, IgnoreIn: "the Application's spec.ignoreDifferences",
 	}
-	if a.pruning.Has(gitops.InventoryID(ref.Namespace, ref.Name, ref.Group, ref.Kind)) {
-		o.Manages, o.Why = false, what+" lists the object for pruning: it is no longer in Git"
+	if a.pruning.Lists(ref) {
+		o.Manages, o.Why = false, a.what+" lists the object for pruning: it is no longer in Git"
 	}
 	if a.skipReconcile {
-		o.Paused = what + " has " + annotationSkipReconcile + "=true"
+		o.Paused = a.what + " has " + annotationSkipReconcile + "=true"
 	}
 	return o
 }
@@ -188,10 +201,9 @@ func (r resolver) OwnersOf(_ context.Context, ref gitops.Ref) ([]gitops.Owner, e
 	if err != nil {
 		return nil, fmt.Errorf("listing Argo CD Applications: %w", err)
 	}
-	id := gitops.InventoryID(ref.Namespace, ref.Name, ref.Group, ref.Kind)
 	var out []gitops.Owner
 	for _, obj := range objs {
-		if a, ok := obj.(*application); ok && a.resources.Has(id) {
+		if a, ok := obj.(*application); ok && a.resources.Lists(ref) {
 			out = append(out, r.ownerFor(a, ref))
 		}
 	}

@@ -54,7 +54,7 @@ func (r *Rule) Audit(ctx context.Context, api client.Reader) ([]rule.Finding, er
 		judged[key] = true
 		ref := gitops.Ref{GroupVersionKind: l.GroupVersionKind, Namespace: o.Namespace, Name: o.Name}
 		v := gitops.MetaView(o)
-		if _, claimed := claims(v); len(claimed) == 0 {
+		if claims(v).n == 0 {
 			return nil // a label without the other
 		}
 		owners, err := r.resolver.Owners(ctx, ref, v)

@@ -109,3 +109,27 @@ func TestInventoryGroupKind(t *testing.T) {
 		}
 	}
 }
+
+func TestHasObjectIsHasOfTheID(t *testing.T) {
+	inv := NewInventory([]string{
+		InventoryID("apps", "podinfo", "apps", "Deployment"),
+		InventoryID("", "system:aggregate", "rbac.authorization.k8s.io", "ClusterRole"),
+	})
+	for _, c := range []struct {
+		ns, name, group, kind string
+		want                  bool
+	}{
+		{"apps", "podinfo", "apps", "Deployment", true},
+		{"", "system:aggregate", "rbac.authorization.k8s.io", "ClusterRole", true},
+		{"apps", "podinfo", "", "Deployment", false},
+		{"apps", "podinf", "apps", "Deployment", false},
+		{"", "system:aggregated", "rbac.authorization.k8s.io", "ClusterRole", false},
+	} {
+		if got := inv.HasObject(c.ns, c.name, c.group, c.kind); got != c.want || got != inv.Has(InventoryID(c.ns, c.name, c.group, c.kind)) {
+			t.Errorf("HasObject(%q, %q, %q, %q) = %v, want %v, as Has of the id", c.ns, c.name, c.group, c.kind, got, c.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { inv.HasObject("apps", "podinfo", "apps", "Deployment") }); n != 0 {
+		t.Errorf("HasObject allocates %v times a call, want 0", n)
+	}
+}
