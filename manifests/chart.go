@@ -32,6 +32,10 @@ const ChartDir = "charts/steward"
 // `kubectl kustomize` and `steward manifests --config` render.
 const (
 	tokNamespace      = "stewardhelmnamespace"
+	tokName           = "stewardhelmfullname"
+	tokLabels         = "stewardhelm-labels"
+	tokPodLabels      = "stewardhelm-podlabels"
+	tokSelector       = "stewardhelm-selector"
 	tokImage          = "stewardhelm-image"
 	tokPullPolicy     = "stewardhelm-pullpolicy"
 	tokReplicas       = "stewardhelm-replicas"
@@ -103,7 +107,7 @@ var chartRefused = sync.OnceValue(func() []chartRefusal {
 	out := []chartRefusal{{path: "recordEventsFor", allowed: []string{string(webhooks.EventsForServiceAccounts)}, why: "changes Steward's permission to record Events"}}
 	for _, spec := range defaultSpecs() {
 		for _, r := range spec.ChartRefused {
-			out = append(out, chartRefusal{path: "rules." + spec.Name + "." + r.Key, allowed: r.Allowed, why: r.Why})
+			out = append(out, chartRefusal{path: "rules." + spec.Name + "." + r.Key, allowed: r.Allowed, installName: r.InstallName, why: r.Why})
 		}
 	}
 	return out
@@ -115,7 +119,22 @@ type chartRefusal struct {
 	// allowed are the values the chart renders, besides leaving the
 	// setting unset.
 	allowed []string
-	why     string
+	// installName: the chart renders the release's full name only, and
+	// writes it into the configuration when the setting is unset.
+	installName bool
+	why         string
+}
+
+// installNames are the settings the chart sets to the release's full
+// name.
+func installNames() []chartRefusal {
+	var out []chartRefusal
+	for _, r := range chartRefused() {
+		if r.installName {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // chartSettingPaths are the configuration paths the chart templates or
@@ -152,7 +171,7 @@ func RenderChart(o Options) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := install{ns: tokNamespace, image: tokImage}
+	in := install{ns: tokNamespace, image: tokImage, name: tokName}
 	files := map[string][]byte{}
 	base := in.baseObjects(tokens)
 	delete(base, "base/namespace.yaml") // helm install --create-namespace
@@ -203,10 +222,17 @@ func RenderChart(o Options) (map[string][]byte, error) {
 		}
 		files["templates/"+strings.TrimPrefix(m.path, "monitoring/")] = chartFile(".Values.monitoring."+m.value+".enabled", docs)
 	}
-	files["templates/policyreport-crds.yaml"] = chartFile(".Values.policyReportCRDs.install", []string{
-		string(bytes.TrimPrefix(policyReportsCRD, []byte("---\n"))),
-		string(bytes.TrimPrefix(clusterPolicyReportsCRD, []byte("---\n"))),
-	})
+	var crds []string
+	for _, crd := range [][]byte{policyReportsCRD, clusterPolicyReportsCRD} {
+		doc := string(bytes.TrimPrefix(crd, []byte("---\n")))
+		// The upstream files as they are, with the chart's labels.
+		labelled := strings.Replace(doc, "\nmetadata:\n", "\nmetadata:\n  labels:\n    {{- include \"steward.labels\" $ | nindent 4 }}\n", 1)
+		if labelled == doc || strings.Contains(doc, "\n  labels:") {
+			return nil, fmt.Errorf("chart: the PolicyReport CRD's metadata is not where its labels go")
+		}
+		crds = append(crds, labelled)
+	}
+	files["templates/policyreport-crds.yaml"] = chartFile(".Values.policyReportCRDs.install", crds)
 	for path, data := range files {
 		if i := strings.Index(string(data), tokAny); i >= 0 {
 			return nil, fmt.Errorf("chart %s: token left unreplaced near %q", path, excerpt(string(data), i))
@@ -248,7 +274,11 @@ func chartRenders(cfg webhooks.Config) error {
 			sub, _ := v.(map[string]any)
 			v = sub[k]
 		}
-		if v != nil && !slices.Contains(r.allowed, fmt.Sprint(v)) {
+		allowed := r.allowed
+		if r.installName {
+			allowed = []string{Name}
+		}
+		if v != nil && !slices.Contains(allowed, fmt.Sprint(v)) {
 			return fmt.Errorf("chart: %s: %v %s, which the chart does not render; render the manifests instead", r.path, v, r.why)
 		}
 	}
@@ -269,6 +299,9 @@ func tokenConfig(cfg webhooks.Config) (webhooks.Config, error) {
 			return webhooks.Config{}, fmt.Errorf("chart: the configuration has no rules.%s", l.rule)
 		}
 		section[l.key] = []any{l.token()}
+	}
+	for _, r := range installNames() {
+		setPath(m, r.path, tokName)
 	}
 	data, err := json.Marshal(m)
 	if err != nil {
@@ -357,6 +390,34 @@ func patched(obj map[string]any, patches []any) (map[string]any, error) {
 	return out, nil
 }
 
+// setPath sets the value at a dotted path of m, adding the maps on the
+// way.
+func setPath(m map[string]any, path string, v any) {
+	keys := strings.Split(path, ".")
+	for _, k := range keys[:len(keys)-1] {
+		sub, ok := m[k].(map[string]any)
+		if !ok {
+			sub = map[string]any{}
+			m[k] = sub
+		}
+		m = sub
+	}
+	m[keys[len(keys)-1]] = v
+}
+
+// deletePath deletes the value at a dotted path of m.
+func deletePath(m map[string]any, path string) {
+	keys := strings.Split(path, ".")
+	for _, k := range keys[:len(keys)-1] {
+		sub, ok := m[k].(map[string]any)
+		if !ok {
+			return
+		}
+		m = sub
+	}
+	delete(m, keys[len(keys)-1])
+}
+
 func name(obj map[string]any) string {
 	meta, _ := obj["metadata"].(map[string]any)
 	n, _ := meta["name"].(string)
@@ -421,17 +482,25 @@ func chartDoc(obj map[string]any) (string, error) {
 	// Strings that hold Go templates of their own (the alerts'
 	// annotations) are written out by the chart as they are.
 	obj = mapStrings(deepCopy(obj), func(s string) string { return strings.ReplaceAll(s, "{{", tokLeftDelim) }).(map[string]any)
+	if err := templateLabels(obj); err != nil {
+		return "", err
+	}
 	switch obj["kind"] {
 	case "Deployment":
 		spec := obj["spec"].(map[string]any)
 		spec["replicas"] = tokReplicas
+		spec["selector"].(map[string]any)["matchLabels"] = tokSelector
 		tmpl := spec["template"].(map[string]any)
 		tmpl["metadata"].(map[string]any)["annotations"] = tokPodAnnotations
+		tmpl["metadata"].(map[string]any)["labels"] = map[string]any{tokPodLabels: tokPodLabels}
 		pod := tmpl["spec"].(map[string]any)
 		pod["priorityClassName"] = tokPriorityClass
 		pod["nodeSelector"] = tokNodeSelector
 		pod["tolerations"] = tokTolerations
 		pod["affinity"] = tokAffinity
+		for _, c := range pod["topologySpreadConstraints"].([]any) {
+			c.(map[string]any)["labelSelector"].(map[string]any)["matchLabels"] = tokSelector
+		}
 		for _, c := range pod["containers"].([]any) {
 			c := c.(map[string]any)
 			if c["name"] != Name {
@@ -440,12 +509,18 @@ func chartDoc(obj map[string]any) (string, error) {
 			c["imagePullPolicy"] = tokPullPolicy
 			c["resources"] = tokResources
 		}
+	case "Service":
+		obj["spec"].(map[string]any)["selector"] = tokSelector
+	case "ServiceMonitor":
+		obj["spec"].(map[string]any)["selector"].(map[string]any)["matchLabels"] = tokSelector
 	case "ConfigMap":
-		if name(obj) == configName {
+		if name(obj) == tokName+"-config" {
 			obj["data"].(map[string]any)["config.yaml"] = tokConfig
 		}
 	case "PodDisruptionBudget":
-		obj["spec"].(map[string]any)["maxUnavailable"] = tokMaxUnavailable
+		spec := obj["spec"].(map[string]any)
+		spec["maxUnavailable"] = tokMaxUnavailable
+		spec["selector"].(map[string]any)["matchLabels"] = tokSelector
 	case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
 		whs, _ := obj["webhooks"].([]any)
 		for _, wh := range whs {
@@ -476,6 +551,23 @@ func chartDoc(obj map[string]any) (string, error) {
 	}
 	doc, err := replaceTokens(b.String())
 	return strings.ReplaceAll(doc, tokLeftDelim, `{{ "{{" }}`), err
+}
+
+// templateLabels replaces the labels every object carries with the
+// chart's: the standard labels of a Helm chart (helm.sh/chart and
+// app.kubernetes.io/name, instance, version, managed-by and part-of). An
+// object's other labels stay.
+func templateLabels(obj map[string]any) error {
+	meta, _ := obj["metadata"].(map[string]any)
+	labels, _ := meta["labels"].(map[string]any)
+	if labels[nameLabel] != Name || labels[partOfLabel] != Name {
+		return fmt.Errorf("%v %s does not carry Steward's labels: %v", obj["kind"], name(obj), labels)
+	}
+	delete(labels, nameLabel)
+	delete(labels, partOfLabel)
+	delete(labels, instanceLabel)
+	labels[tokLabels] = tokLabels
+	return nil
 }
 
 // mapStrings returns v with f applied to every string in it.
@@ -583,10 +675,21 @@ const (
 	optionalBlock
 	// blockScalar: the value, as YAML, is the content of a literal string.
 	blockScalar
+	// yamlBlock: expr writes YAML, the value of the key.
+	yamlBlock
+	// textBlock: expr writes the content of a literal string.
+	textBlock
+	// entries: the token is a key and its value in a mapping; expr writes
+	// YAML, the entries that take the token's place.
+	entries
 )
 
 var chartReplacements = []chartReplacement{
 	{tokNamespace, `include "steward.namespace" $`, text},
+	{tokName, `include "steward.fullname" $`, text},
+	{tokLabels, `include "steward.labels" $`, entries},
+	{tokPodLabels, `include "steward.podLabels" $`, entries},
+	{tokSelector, `include "steward.selectorLabels" $`, yamlBlock},
 	{tokImage, `include "steward.image" $`, scalar},
 	{tokReplicas, `.Values.replicas`, scalar},
 	{tokMaxUnavailable, `.Values.podDisruptionBudget.maxUnavailable`, scalar},
@@ -597,7 +700,7 @@ var chartReplacements = []chartReplacement{
 	{tokTolerations, `.Values.tolerations`, optionalBlock},
 	{tokAffinity, `.Values.affinity`, optionalBlock},
 	{tokPodAnnotations, `.Values.podAnnotations`, optionalBlock},
-	{tokConfig, `.Values.config`, blockScalar},
+	{tokConfig, `include "steward.config" $`, textBlock},
 }
 
 func replaceTokens(doc string) (string, error) {
@@ -610,6 +713,9 @@ func replaceTokens(doc string) (string, error) {
 			continue
 		}
 		line := regexp.MustCompile(`(?m)^( *)([A-Za-z0-9_.-]+): ` + regexp.QuoteMeta(r.token) + `$`)
+		if r.kind == entries {
+			line = regexp.MustCompile(`(?m)^( *)(` + regexp.QuoteMeta(r.token) + `): ` + regexp.QuoteMeta(r.token) + `$`)
+		}
 		if !line.MatchString(doc) {
 			return "", fmt.Errorf("token %s is not the whole value of a key", r.token)
 		}
@@ -628,6 +734,12 @@ func replaceTokens(doc string) (string, error) {
 				return fmt.Sprintf("%[1]s{{- with %[3]s }}\n%[1]s%[2]s: {{- toYaml . | nindent %[4]d }}\n%[1]s{{- end }}", indent, key, r.expr, inner)
 			case blockScalar:
 				return fmt.Sprintf("%s%s: |{{- toYaml %s | nindent %d }}", indent, key, r.expr, inner)
+			case yamlBlock:
+				return fmt.Sprintf("%s%s: {{- %s | nindent %d }}", indent, key, r.expr, inner)
+			case textBlock:
+				return fmt.Sprintf("%s%s: |{{- %s | nindent %d }}", indent, key, r.expr, inner)
+			case entries:
+				return fmt.Sprintf("%s{{- %s | nindent %d }}", indent, r.expr, len(indent))
 			}
 			return l
 		})
