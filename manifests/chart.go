@@ -36,6 +36,13 @@ const (
 	tokLabels         = "stewardhelm-labels"
 	tokPodLabels      = "stewardhelm-podlabels"
 	tokSelector       = "stewardhelm-selector"
+	tokPullSecrets    = "stewardhelm-imagepullsecrets"
+	tokStartupProbe   = "stewardhelm-startupprobe"
+	tokSpread         = "stewardhelm-topologyspreadconstraints"
+	tokExtraArgs      = "stewardhelm-extraargs"
+	tokExtraEnv       = "stewardhelm-extraenvvars"
+	tokExtraVolumes   = "stewardhelm-extravolumes"
+	tokExtraMounts    = "stewardhelm-extravolumemounts"
 	tokImage          = "stewardhelm-image"
 	tokPullPolicy     = "stewardhelm-pullpolicy"
 	tokReplicas       = "stewardhelm-replicas"
@@ -498,9 +505,11 @@ func chartDoc(obj map[string]any) (string, error) {
 		pod["nodeSelector"] = tokNodeSelector
 		pod["tolerations"] = tokTolerations
 		pod["affinity"] = tokAffinity
-		for _, c := range pod["topologySpreadConstraints"].([]any) {
-			c.(map[string]any)["labelSelector"].(map[string]any)["matchLabels"] = tokSelector
-		}
+		pod["imagePullSecrets"] = tokPullSecrets
+		// The constraints are a value (whose default is the objects'),
+		// each given the pods' selector unless it has a labelSelector.
+		pod["topologySpreadConstraints"] = tokSpread
+		pod["volumes"] = append(pod["volumes"].([]any), tokExtraVolumes)
 		for _, c := range pod["containers"].([]any) {
 			c := c.(map[string]any)
 			if c["name"] != Name {
@@ -508,6 +517,10 @@ func chartDoc(obj map[string]any) (string, error) {
 			}
 			c["imagePullPolicy"] = tokPullPolicy
 			c["resources"] = tokResources
+			c["startupProbe"] = tokStartupProbe
+			c["args"] = append(c["args"].([]any), tokExtraArgs)
+			c["env"] = append(c["env"].([]any), tokExtraEnv)
+			c["volumeMounts"] = append(c["volumeMounts"].([]any), tokExtraMounts)
 		}
 	case "Service":
 		obj["spec"].(map[string]any)["selector"] = tokSelector
@@ -658,6 +671,8 @@ type chartReplacement struct {
 	// expr is the template expression of the value.
 	expr string
 	kind replacementKind
+	// when is the value an optionalYamlBlock is left out without.
+	when string
 }
 
 type replacementKind int
@@ -682,25 +697,38 @@ const (
 	// entries: the token is a key and its value in a mapping; expr writes
 	// YAML, the entries that take the token's place.
 	entries
+	// listItems: the token is an item of a list; the items of the list
+	// expr is take its place.
+	listItems
+	// optionalYamlBlock: expr writes YAML, the value of the key, which is
+	// left out when the value named by when is empty.
+	optionalYamlBlock
 )
 
 var chartReplacements = []chartReplacement{
-	{tokNamespace, `include "steward.namespace" $`, text},
-	{tokName, `include "steward.fullname" $`, text},
-	{tokLabels, `include "steward.labels" $`, entries},
-	{tokPodLabels, `include "steward.podLabels" $`, entries},
-	{tokSelector, `include "steward.selectorLabels" $`, yamlBlock},
-	{tokImage, `include "steward.image" $`, scalar},
-	{tokReplicas, `.Values.replicas`, scalar},
-	{tokMaxUnavailable, `.Values.podDisruptionBudget.maxUnavailable`, scalar},
-	{tokPullPolicy, `.Values.image.pullPolicy`, optionalScalar},
-	{tokPriorityClass, `.Values.priorityClassName`, optionalScalar},
-	{tokResources, `.Values.resources`, block},
-	{tokNodeSelector, `.Values.nodeSelector`, optionalBlock},
-	{tokTolerations, `.Values.tolerations`, optionalBlock},
-	{tokAffinity, `.Values.affinity`, optionalBlock},
-	{tokPodAnnotations, `.Values.podAnnotations`, optionalBlock},
-	{tokConfig, `include "steward.config" $`, textBlock},
+	{token: tokNamespace, expr: `include "steward.namespace" $`, kind: text},
+	{token: tokName, expr: `include "steward.fullname" $`, kind: text},
+	{token: tokLabels, expr: `include "steward.labels" $`, kind: entries},
+	{token: tokPodLabels, expr: `include "steward.podLabels" $`, kind: entries},
+	{token: tokSelector, expr: `include "steward.selectorLabels" $`, kind: yamlBlock},
+	{token: tokImage, expr: `include "steward.image" $`, kind: scalar},
+	{token: tokReplicas, expr: `.Values.replicas`, kind: scalar},
+	{token: tokMaxUnavailable, expr: `.Values.podDisruptionBudget.maxUnavailable`, kind: scalar},
+	{token: tokPullPolicy, expr: `.Values.image.pullPolicy`, kind: optionalScalar},
+	{token: tokPriorityClass, expr: `.Values.priorityClassName`, kind: optionalScalar},
+	{token: tokResources, expr: `.Values.resources`, kind: block},
+	{token: tokNodeSelector, expr: `.Values.nodeSelector`, kind: optionalBlock},
+	{token: tokTolerations, expr: `.Values.tolerations`, kind: optionalBlock},
+	{token: tokAffinity, expr: `.Values.affinity`, kind: optionalBlock},
+	{token: tokPodAnnotations, expr: `.Values.podAnnotations`, kind: optionalBlock},
+	{token: tokPullSecrets, expr: `.Values.imagePullSecrets`, kind: optionalBlock},
+	{token: tokStartupProbe, expr: `.Values.startupProbe`, kind: optionalBlock},
+	{token: tokSpread, expr: `include "steward.topologySpreadConstraints" $`, kind: optionalYamlBlock, when: `.Values.topologySpreadConstraints`},
+	{token: tokExtraArgs, expr: `.Values.extraArgs`, kind: listItems},
+	{token: tokExtraEnv, expr: `.Values.extraEnvVars`, kind: listItems},
+	{token: tokExtraVolumes, expr: `.Values.extraVolumes`, kind: listItems},
+	{token: tokExtraMounts, expr: `.Values.extraVolumeMounts`, kind: listItems},
+	{token: tokConfig, expr: `include "steward.config" $`, kind: textBlock},
 }
 
 func replaceTokens(doc string) (string, error) {
@@ -713,8 +741,11 @@ func replaceTokens(doc string) (string, error) {
 			continue
 		}
 		line := regexp.MustCompile(`(?m)^( *)([A-Za-z0-9_.-]+): ` + regexp.QuoteMeta(r.token) + `$`)
-		if r.kind == entries {
+		switch r.kind {
+		case entries:
 			line = regexp.MustCompile(`(?m)^( *)(` + regexp.QuoteMeta(r.token) + `): ` + regexp.QuoteMeta(r.token) + `$`)
+		case listItems:
+			line = regexp.MustCompile(`(?m)^( *)- (` + regexp.QuoteMeta(r.token) + `)$`)
 		}
 		if !line.MatchString(doc) {
 			return "", fmt.Errorf("token %s is not the whole value of a key", r.token)
@@ -740,6 +771,10 @@ func replaceTokens(doc string) (string, error) {
 				return fmt.Sprintf("%s%s: |{{- %s | nindent %d }}", indent, key, r.expr, inner)
 			case entries:
 				return fmt.Sprintf("%s{{- %s | nindent %d }}", indent, r.expr, len(indent))
+			case listItems:
+				return fmt.Sprintf("%[1]s{{- with %[2]s }}\n%[1]s{{- toYaml . | nindent %[3]d }}\n%[1]s{{- end }}", indent, r.expr, len(indent))
+			case optionalYamlBlock:
+				return fmt.Sprintf("%[1]s{{- with %[4]s }}\n%[1]s%[2]s: {{- %[3]s | nindent %[5]d }}\n%[1]s{{- end }}", indent, key, r.expr, r.when, inner)
 			}
 			return l
 		})

@@ -79,6 +79,20 @@ func chartValues(in install, image string, cfg webhooks.Config) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
+	// The constraints' labelSelector is the chart's to fill in.
+	var constraints []map[string]any
+	for _, c := range pod.TopologySpreadConstraints {
+		m, err := toMap(c)
+		if err != nil {
+			return nil, err
+		}
+		delete(m, "labelSelector")
+		constraints = append(constraints, m)
+	}
+	spread, err := block(constraints)
+	if err != nil {
+		return nil, err
+	}
 	return []byte(header + fmt.Sprintf(`
 # Steward's objects are named after the release: a release named steward
 # (or whose name contains it) names them as the release, any other as
@@ -116,9 +130,32 @@ resources:
 priorityClassName: %s
 
 podAnnotations: {}
+# Labels added to the pods' (the chart's own labels win).
+podLabels: {}
 nodeSelector: {}
 tolerations: []
 affinity: {}
+
+# Spread across nodes, and zones where possible. A constraint without a
+# labelSelector is given one selecting the release's pods.
+topologySpreadConstraints:
+%s
+# Secrets ([{name: ...}]) to pull the image with.
+imagePullSecrets: []
+
+# Added to Steward's arguments (steward serve --help lists them), e.g.
+# --client-ca-file with the CA mounted through extraVolumes and
+# extraVolumeMounts, or --log-level=debug.
+extraArgs: []
+# Added to the container's environment.
+extraEnvVars: []
+# Added to the pod's volumes and the container's volume mounts.
+extraVolumes: []
+extraVolumeMounts: []
+
+# A startup probe for the container; none by default: liveness only asks
+# whether the process answers, and readiness waits for Steward's caches.
+startupProbe: {}
 
 podDisruptionBudget:
   enabled: true
@@ -159,7 +196,7 @@ policyReportCRDs:
 %s# Settings that change what is registered beyond that are refused; render
 # those installs with "steward manifests --config FILE":
 %sconfig:
-%s`, imageRepository(image), *d.Spec.Replicas, res, pod.PriorityClassName, pdb.Spec.MaxUnavailable.String(),
+%s`, imageRepository(image), *d.Spec.Replicas, res, pod.PriorityClassName, spread, pdb.Spec.MaxUnavailable.String(),
 		SecretName, MetricsReaderRole, commentList(listPaths()), commentList(refusedSettings()), indent(string(config), "  "))), nil
 }
 
@@ -230,6 +267,18 @@ func chartSchema() ([]byte, error) {
 		"resources":         map[string]any{"type": "object"},
 		"priorityClassName": str,
 		"podAnnotations":    map[string]any{"type": "object", "additionalProperties": str},
+		"podLabels":         map[string]any{"type": "object", "additionalProperties": str},
+		"imagePullSecrets": map[string]any{"type": "array", "items": obj(map[string]any{
+			"name": map[string]any{"type": "string", "minLength": 1},
+		}, "name")},
+		"topologySpreadConstraints": map[string]any{"type": "array", "items": map[string]any{
+			"type": "object", "required": []string{"maxSkew", "topologyKey", "whenUnsatisfiable"},
+		}},
+		"extraArgs":         map[string]any{"type": "array", "items": map[string]any{"type": "string", "pattern": "^-"}},
+		"extraEnvVars":      map[string]any{"type": "array", "items": map[string]any{"type": "object", "required": []string{"name"}}},
+		"extraVolumes":      map[string]any{"type": "array", "items": map[string]any{"type": "object", "required": []string{"name"}}},
+		"extraVolumeMounts": map[string]any{"type": "array", "items": map[string]any{"type": "object", "required": []string{"name", "mountPath"}}},
+		"startupProbe":      map[string]any{"type": "object"},
 		"nodeSelector":      map[string]any{"type": "object", "additionalProperties": str},
 		"tolerations":       map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
 		"affinity":          map[string]any{"type": "object"},
@@ -324,6 +373,19 @@ app.kubernetes.io/part-of: %[1]s
 {{/* The pods' labels: every object's, with podLabels. */}}
 {{- define "steward.podLabels" -}}
 {{- toYaml (merge (include "steward.labels" . | fromYaml) (.Values.podLabels | default dict)) -}}
+{{- end -}}
+
+{{/* topologySpreadConstraints, each selecting the release's pods unless it has a labelSelector. */}}
+{{- define "steward.topologySpreadConstraints" -}}
+{{- $out := list -}}
+{{- range .Values.topologySpreadConstraints -}}
+{{- $c := deepCopy . -}}
+{{- if not (hasKey $c "labelSelector") -}}
+{{- $_ := set $c "labelSelector" (dict "matchLabels" (include "steward.selectorLabels" $ | fromYaml)) -}}
+{{- end -}}
+{{- $out = append $out $c -}}
+{{- end -}}
+{{- toYaml $out -}}
 {{- end -}}
 
 {{/* The namespace Steward runs in: namespaceOverride, or the release's. */}}

@@ -346,11 +346,26 @@ func normalizeConfig(t *testing.T, objs []*unstructured.Unstructured) {
 // exempts are in its webhooks' matchConditions exactly as Steward writes
 // them (clauses for empty lists left out, defaults for unset ones), and
 // Steward reads the same configuration.
+//
+// With a values file setting every value the chart has for adapting an
+// install too, the install is the same but for what those values
+// change, as withChartValues applies them.
 func TestChartRendersTheConfigurationAsStewardManifestsDoes(t *testing.T) {
 	tests := map[string]struct {
 		reason string
 		config string
+		// values is a values file given besides the configuration.
+		values string
 	}{
+		"every value for adapting an install": {
+			reason: "the chart's own values change only what they are for, whatever the configuration",
+			config: `
+rules:
+  fleetguard:
+    mode: warn
+    agentUsers: ["system:serviceaccount:cattle-fleet-system:fleet-agent", "system:serviceaccount:gitops:deployer"]`,
+			values: allValuesFile,
+		},
 		"defaults": {
 			reason: "values.yaml holds the default configuration",
 			config: `{}`,
@@ -428,8 +443,15 @@ rules:
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := helmTemplate(t, DefaultNamespace, "--values", values)
+			flags := []string{"--values", values}
+			if tc.values != "" {
+				flags = append([]string{"--values", tc.values}, append(flags, unnamed...)...)
+			}
+			got := helmTemplate(t, DefaultNamespace, flags...)
 			want := withoutNamespaceObject(t, kustomize(t, filepath.Join(renderTo(t, Options{Config: &cfg}), "overlays", "cert-manager")), DefaultNamespace)
+			if tc.values != "" {
+				want = withChartValues(t, want, chartValuesFile(t, tc.values))
+			}
 			normalizeConfig(t, got)
 			normalizeConfig(t, want)
 			t.Log(tc.reason)
@@ -447,10 +469,12 @@ func TestChartRefusesWhatItCannotRender(t *testing.T) {
 	tests := map[string]struct {
 		set, want string
 	}{
-		"a rule turned off":    {set: "config.rules.claimguard.mode=off", want: `config.rules.claimguard.mode: off`},
-		"no Events":            {set: "config.recordEventsFor=none", want: `config.recordEventsFor: none`},
-		"an unknown cert mode": {set: "certificates.mode=vault", want: `/certificates/mode`},
-		"a misspelt value":     {set: "replica=5", want: `'replica' not allowed`},
+		"a rule turned off":      {set: "config.rules.claimguard.mode=off", want: `config.rules.claimguard.mode: off`},
+		"no Events":              {set: "config.recordEventsFor=none", want: `config.recordEventsFor: none`},
+		"an unknown cert mode":   {set: "certificates.mode=vault", want: `/certificates/mode`},
+		"a misspelt value":       {set: "replica=5", want: `'replica' not allowed`},
+		"an argument not a flag": {set: "extraArgs={debug}", want: `/extraArgs/0`},
+		"a pull secret unnamed":  {set: "imagePullSecrets[0].nam=x", want: `/imagePullSecrets/0`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

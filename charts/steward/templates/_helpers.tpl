@@ -58,6 +58,19 @@ app.kubernetes.io/part-of: steward
 {{- toYaml (merge (include "steward.labels" . | fromYaml) (.Values.podLabels | default dict)) -}}
 {{- end -}}
 
+{{/* topologySpreadConstraints, each selecting the release's pods unless it has a labelSelector. */}}
+{{- define "steward.topologySpreadConstraints" -}}
+{{- $out := list -}}
+{{- range .Values.topologySpreadConstraints -}}
+{{- $c := deepCopy . -}}
+{{- if not (hasKey $c "labelSelector") -}}
+{{- $_ := set $c "labelSelector" (dict "matchLabels" (include "steward.selectorLabels" $ | fromYaml)) -}}
+{{- end -}}
+{{- $out = append $out $c -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
 {{/* The namespace Steward runs in: namespaceOverride, or the release's. */}}
 {{- define "steward.namespace" -}}
 {{- default .Release.Namespace .Values.namespaceOverride -}}

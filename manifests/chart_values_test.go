@@ -1,0 +1,106 @@
+package manifests
+
+import (
+	"os"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// chartValuesFile reads a values file.
+func chartValuesFile(t *testing.T, path string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]any{}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	return values
+}
+
+// withChartValues returns objs, an install `steward manifests` renders,
+// changed as docs/install.md says the chart's values for adapting an
+// install change it; the test then expects the chart to render exactly
+// that. Names are the release's (TestChartNamesObjectsAfterTheRelease);
+// values is read from a values file.
+func withChartValues(t *testing.T, objs []*unstructured.Unstructured, values map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		o = o.DeepCopy()
+		if o.GetKind() == "Deployment" {
+			deploymentValues(t, o, values)
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// deploymentValues applies the pod's values to a Deployment.
+func deploymentValues(t *testing.T, d *unstructured.Unstructured, values map[string]any) {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	pod := []string{"spec", "template", "spec"}
+	if l, ok := values["podLabels"].(map[string]any); ok {
+		labels, _, _ := unstructured.NestedStringMap(d.Object, "spec", "template", "metadata", "labels")
+		for k, v := range l {
+			if _, own := labels[k]; !own {
+				labels[k] = v.(string)
+			}
+		}
+		must(unstructured.SetNestedStringMap(d.Object, labels, "spec", "template", "metadata", "labels"))
+	}
+	if a, ok := values["podAnnotations"].(map[string]any); ok && len(a) > 0 {
+		must(unstructured.SetNestedMap(d.Object, a, "spec", "template", "metadata", "annotations"))
+	}
+	if s, ok := values["imagePullSecrets"].([]any); ok && len(s) > 0 {
+		must(unstructured.SetNestedSlice(d.Object, s, append(pod, "imagePullSecrets")...))
+	}
+	if c, ok := values["topologySpreadConstraints"].([]any); ok {
+		selector, _, _ := unstructured.NestedMap(d.Object, "spec", "selector")
+		var constraints []any
+		for _, e := range c {
+			e := deepCopy(e.(map[string]any))
+			if _, has := e["labelSelector"]; !has {
+				e["labelSelector"] = selector
+			}
+			constraints = append(constraints, e)
+		}
+		if len(constraints) == 0 {
+			unstructured.RemoveNestedField(d.Object, append(pod, "topologySpreadConstraints")...)
+		} else {
+			must(unstructured.SetNestedSlice(d.Object, constraints, append(pod, "topologySpreadConstraints")...))
+		}
+	}
+	if v, ok := values["extraVolumes"].([]any); ok {
+		volumes, _, _ := unstructured.NestedSlice(d.Object, append(pod, "volumes")...)
+		must(unstructured.SetNestedSlice(d.Object, append(volumes, v...), append(pod, "volumes")...))
+	}
+	containers, _, _ := unstructured.NestedSlice(d.Object, append(pod, "containers")...)
+	for i, c := range containers {
+		c := c.(map[string]any)
+		if c["name"] != Name {
+			continue
+		}
+		for value, field := range map[string]string{"extraArgs": "args", "extraEnvVars": "env", "extraVolumeMounts": "volumeMounts"} {
+			if extra, ok := values[value].([]any); ok {
+				list, _ := c[field].([]any)
+				c[field] = append(list, extra...)
+			}
+		}
+		if p, ok := values["startupProbe"].(map[string]any); ok && len(p) > 0 {
+			c["startupProbe"] = p
+		}
+		containers[i] = c
+	}
+	must(unstructured.SetNestedSlice(d.Object, containers, append(pod, "containers")...))
+}
