@@ -3,6 +3,7 @@ package manifests
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -492,6 +493,8 @@ func chartDoc(obj map[string]any) (string, error) {
 	if err := templateLabels(obj); err != nil {
 		return "", err
 	}
+	// The replacements of this object's own tokens.
+	var extra []chartReplacement
 	switch obj["kind"] {
 	case "Deployment":
 		spec := obj["spec"].(map[string]any)
@@ -536,16 +539,22 @@ func chartDoc(obj map[string]any) (string, error) {
 		spec["selector"].(map[string]any)["matchLabels"] = tokSelector
 	case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
 		whs, _ := obj["webhooks"].([]any)
-		for _, wh := range whs {
-			conds, _ := wh.(map[string]any)["matchConditions"].([]any)
+		for i, wh := range whs {
+			wh := wh.(map[string]any)
+			conds, _ := wh["matchConditions"].([]any)
 			for _, c := range conds {
 				c := c.(map[string]any)
 				expr, err := templateExpression(c["expression"].(string))
 				if err != nil {
-					return "", fmt.Errorf("webhook %v: %w", wh.(map[string]any)["name"], err)
+					return "", fmt.Errorf("webhook %v: %w", wh["name"], err)
 				}
 				c["expression"] = expr
 			}
+			r, err := templateWebhook(obj, wh, i)
+			if err != nil {
+				return "", fmt.Errorf("webhook %v: %w", wh["name"], err)
+			}
+			extra = append(extra, r...)
 		}
 	}
 	var node yaml.Node
@@ -562,8 +571,69 @@ func chartDoc(obj map[string]any) (string, error) {
 	if err := enc.Close(); err != nil {
 		return "", err
 	}
-	doc, err := replaceTokens(b.String())
+	doc, err := replaceTokens(b.String(), extra)
 	return strings.ReplaceAll(doc, tokLeftDelim, `{{ "{{" }}`), err
+}
+
+// templateWebhook makes the settings of the webhook entry wh, the i-th of
+// the configuration obj, follow the chart's webhooks value for its name:
+// failurePolicy and timeoutSeconds replace the entry's, and the
+// matchExpressions of namespaceSelector and objectSelector are added to
+// the entry's. The annotation saying why the entry fails open or closed
+// says so when the failure policy is the install's.
+func templateWebhook(obj, wh map[string]any, i int) ([]chartReplacement, error) {
+	name, _ := wh["name"].(string)
+	tok := func(what string) string { return fmt.Sprintf("stewardhelmwebhook%d-%s", i, what) }
+	// value reads the webhook's setting at keys, def when unset. The
+	// webhook's name, dots and all, is one key.
+	value := func(def string, keys ...string) string {
+		q := []string{fmt.Sprintf("%q", name)}
+		for _, k := range keys {
+			q = append(q, fmt.Sprintf("%q", k))
+		}
+		return fmt.Sprintf("dig %s %s ($.Values.webhooks | default dict)", strings.Join(q, " "), def)
+	}
+	policy, _ := wh["failurePolicy"].(string)
+	if policy == "" {
+		return nil, errors.New("no failurePolicy")
+	}
+	var out []chartReplacement
+	wh["failurePolicy"] = tok("failurepolicy")
+	out = append(out, chartReplacement{token: tok("failurepolicy"), expr: value(fmt.Sprintf("%q", policy), "failurePolicy"), kind: scalar})
+	timeout := fmt.Sprint(wh["timeoutSeconds"])
+	wh["timeoutSeconds"] = tok("timeoutseconds")
+	out = append(out, chartReplacement{token: tok("timeoutseconds"), expr: value(timeout, "timeoutSeconds"), kind: scalar})
+
+	ns, _ := wh["namespaceSelector"].(map[string]any)
+	exprs, _ := ns["matchExpressions"].([]any)
+	if len(exprs) == 0 {
+		return nil, errors.New("its namespaceSelector excludes no namespace")
+	}
+	ns["matchExpressions"] = append(exprs, tok("namespaceselector"))
+	out = append(out, chartReplacement{token: tok("namespaceselector"), expr: value("list", "namespaceSelector", "matchExpressions"), kind: listItems})
+
+	sel, _ := wh["objectSelector"].(map[string]any)
+	selJSON, err := json.Marshal(sel)
+	if err != nil {
+		return nil, err
+	}
+	if sel == nil {
+		selJSON = []byte("{}")
+	}
+	wh["objectSelector"] = tok("objectselector")
+	out = append(out, chartReplacement{token: tok("objectselector"), expr: fmt.Sprintf(`include "steward.webhookObjectSelector" (list $ %q %q)`, name, selJSON), kind: yamlBlock})
+
+	meta := obj["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	key := failurePolicyAnnotation + name
+	note, _ := annotations[key].(string)
+	reason, ok := strings.CutPrefix(note, policy+": ")
+	if !ok || strings.Contains(reason, tokLeftDelim) {
+		return nil, fmt.Errorf("its annotation %s does not give the reason for %s: %q", key, policy, note)
+	}
+	annotations[key] = tok("failurepolicynote")
+	out = append(out, chartReplacement{token: tok("failurepolicynote"), expr: fmt.Sprintf(`include "steward.failurePolicyNote" (list $ %q %q %q)`, name, policy, reason), kind: scalar})
+	return out, nil
 }
 
 // templateLabels replaces the labels every object carries with the
@@ -731,8 +801,8 @@ var chartReplacements = []chartReplacement{
 	{token: tokConfig, expr: `include "steward.config" $`, kind: textBlock},
 }
 
-func replaceTokens(doc string) (string, error) {
-	for _, r := range chartReplacements {
+func replaceTokens(doc string, extra []chartReplacement) (string, error) {
+	for _, r := range append(slices.Clone(chartReplacements), extra...) {
 		if !strings.Contains(doc, r.token) {
 			continue
 		}
@@ -740,7 +810,7 @@ func replaceTokens(doc string) (string, error) {
 			doc = strings.ReplaceAll(doc, r.token, "{{ "+r.expr+" }}")
 			continue
 		}
-		line := regexp.MustCompile(`(?m)^( *)([A-Za-z0-9_.-]+): ` + regexp.QuoteMeta(r.token) + `$`)
+		line := regexp.MustCompile(`(?m)^( *)([A-Za-z0-9_./-]+): ` + regexp.QuoteMeta(r.token) + `$`)
 		switch r.kind {
 		case entries:
 			line = regexp.MustCompile(`(?m)^( *)(` + regexp.QuoteMeta(r.token) + `): ` + regexp.QuoteMeta(r.token) + `$`)

@@ -469,12 +469,15 @@ func TestChartRefusesWhatItCannotRender(t *testing.T) {
 	tests := map[string]struct {
 		set, want string
 	}{
-		"a rule turned off":      {set: "config.rules.claimguard.mode=off", want: `config.rules.claimguard.mode: off`},
-		"no Events":              {set: "config.recordEventsFor=none", want: `config.recordEventsFor: none`},
-		"an unknown cert mode":   {set: "certificates.mode=vault", want: `/certificates/mode`},
-		"a misspelt value":       {set: "replica=5", want: `'replica' not allowed`},
-		"an argument not a flag": {set: "extraArgs={debug}", want: `/extraArgs/0`},
-		"a pull secret unnamed":  {set: "imagePullSecrets[0].nam=x", want: `/imagePullSecrets/0`},
+		"a rule turned off":                {set: "config.rules.claimguard.mode=off", want: `config.rules.claimguard.mode: off`},
+		"no Events":                        {set: "config.recordEventsFor=none", want: `config.recordEventsFor: none`},
+		"an unknown cert mode":             {set: "certificates.mode=vault", want: `/certificates/mode`},
+		"a misspelt value":                 {set: "replica=5", want: `'replica' not allowed`},
+		"an argument not a flag":           {set: "extraArgs={debug}", want: `/extraArgs/0`},
+		"a pull secret unnamed":            {set: "imagePullSecrets[0].nam=x", want: `/imagePullSecrets/0`},
+		"a webhook Steward has not":        {set: `webhooks.fleetgaurd\.steward\.dev.timeoutSeconds=5`, want: `'fleetgaurd.steward.dev' not allowed`},
+		"a timeout the API server refuses": {set: `webhooks.fleetguard\.steward\.dev.timeoutSeconds=31`, want: `/webhooks/fleetguard.steward.dev/timeoutSeconds`},
+		"a failure policy misspelt":        {set: `webhooks.fleetguard\.steward\.dev.failurePolicy=ignore`, want: `/webhooks/fleetguard.steward.dev/failurePolicy`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -32,8 +32,11 @@ func withChartValues(t *testing.T, objs []*unstructured.Unstructured, values map
 	var out []*unstructured.Unstructured
 	for _, o := range objs {
 		o = o.DeepCopy()
-		if o.GetKind() == "Deployment" {
+		switch o.GetKind() {
+		case "Deployment":
 			deploymentValues(t, o, values)
+		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
+			webhookValues(t, o, values)
 		}
 		out = append(out, o)
 	}
@@ -103,4 +106,42 @@ func deploymentValues(t *testing.T, d *unstructured.Unstructured, values map[str
 		containers[i] = c
 	}
 	must(unstructured.SetNestedSlice(d.Object, containers, append(pod, "containers")...))
+}
+
+// webhookValues applies the webhooks value to a webhook configuration.
+func webhookValues(t *testing.T, c *unstructured.Unstructured, values map[string]any) {
+	t.Helper()
+	settings, _ := values["webhooks"].(map[string]any)
+	whs, _, _ := unstructured.NestedSlice(c.Object, "webhooks")
+	annotations := c.GetAnnotations()
+	for i, wh := range whs {
+		wh := wh.(map[string]any)
+		set, ok := settings[wh["name"].(string)].(map[string]any)
+		if !ok {
+			continue
+		}
+		if p, ok := set["failurePolicy"]; ok && p != wh["failurePolicy"] {
+			key := failurePolicyAnnotation + wh["name"].(string)
+			annotations[key] = p.(string) + ": set by the install (the chart's webhooks value). Steward's own choice is " + annotations[key]
+			wh["failurePolicy"] = p
+		}
+		if s, ok := set["timeoutSeconds"]; ok {
+			wh["timeoutSeconds"] = s
+		}
+		for _, sel := range []string{"namespaceSelector", "objectSelector"} {
+			extra, _, _ := unstructured.NestedSlice(set, sel, "matchExpressions")
+			if len(extra) == 0 {
+				continue
+			}
+			exprs, _, _ := unstructured.NestedSlice(wh, sel, "matchExpressions")
+			if err := unstructured.SetNestedSlice(wh, append(exprs, extra...), sel, "matchExpressions"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		whs[i] = wh
+	}
+	c.SetAnnotations(annotations)
+	if err := unstructured.SetNestedSlice(c.Object, whs, "webhooks"); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -71,6 +71,27 @@ app.kubernetes.io/part-of: steward
 {{- toYaml $out -}}
 {{- end -}}
 
+{{/* A webhook entry's objectSelector: (list $ webhook-name selector-as-JSON), with the matchExpressions of the webhooks value added. */}}
+{{- define "steward.webhookObjectSelector" -}}
+{{- $root := index . 0 -}}
+{{- $sel := index . 2 | fromJson -}}
+{{- $extra := dig (index . 1) "objectSelector" "matchExpressions" list ($root.Values.webhooks | default dict) -}}
+{{- if $extra -}}
+{{- $_ := set $sel "matchExpressions" (concat (get $sel "matchExpressions" | default list) $extra) -}}
+{{- end -}}
+{{- toYaml $sel -}}
+{{- end -}}
+
+{{/* Why a webhook entry fails open or closed: (list $ webhook-name Steward's-policy reason). */}}
+{{- define "steward.failurePolicyNote" -}}
+{{- $policy := dig (index . 1) "failurePolicy" "" ((index . 0).Values.webhooks | default dict) -}}
+{{- if or (not $policy) (eq $policy (index . 2)) -}}
+{{- printf "%s: %s" (index . 2) (index . 3) -}}
+{{- else -}}
+{{- printf "%s: set by the install (the chart's webhooks value). Steward's own choice is %s: %s" $policy (index . 2) (index . 3) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The namespace Steward runs in: namespaceOverride, or the release's. */}}
 {{- define "steward.namespace" -}}
 {{- default .Release.Namespace .Values.namespaceOverride -}}
