@@ -44,6 +44,9 @@ const (
 	tokExtraEnv       = "stewardhelm-extraenvvars"
 	tokExtraVolumes   = "stewardhelm-extravolumes"
 	tokExtraMounts    = "stewardhelm-extravolumemounts"
+	tokAPIServerPorts = "stewardhelm-apiserverports"
+	tokSMLabels       = "stewardhelm-servicemonitorlabels"
+	tokSMInterval     = "stewardhelm-servicemonitorinterval"
 	tokImage          = "stewardhelm-image"
 	tokPullPolicy     = "stewardhelm-pullpolicy"
 	tokReplicas       = "stewardhelm-replicas"
@@ -230,6 +233,11 @@ func RenderChart(o Options) (map[string][]byte, error) {
 		}
 		files["templates/"+strings.TrimPrefix(m.path, "monitoring/")] = chartFile(".Values.monitoring."+m.value+".enabled", docs)
 	}
+	docs, err := chartDocs([]any{in.networkPolicy([]int32{0})})
+	if err != nil {
+		return nil, fmt.Errorf("chart networkpolicy.yaml: %w", err)
+	}
+	files["templates/networkpolicy.yaml"] = chartFile(".Values.networkPolicy.enabled", docs)
 	var crds []string
 	for _, crd := range [][]byte{policyReportsCRD, clusterPolicyReportsCRD} {
 		doc := string(bytes.TrimPrefix(crd, []byte("---\n")))
@@ -528,7 +536,18 @@ func chartDoc(obj map[string]any) (string, error) {
 	case "Service":
 		obj["spec"].(map[string]any)["selector"] = tokSelector
 	case "ServiceMonitor":
-		obj["spec"].(map[string]any)["selector"].(map[string]any)["matchLabels"] = tokSelector
+		spec := obj["spec"].(map[string]any)
+		spec["selector"].(map[string]any)["matchLabels"] = tokSelector
+		labels := obj["metadata"].(map[string]any)["labels"].(map[string]any)
+		delete(labels, tokLabels)
+		labels[tokSMLabels] = tokSMLabels
+		for _, e := range spec["endpoints"].([]any) {
+			e.(map[string]any)["interval"] = tokSMInterval
+		}
+	case "NetworkPolicy":
+		spec := obj["spec"].(map[string]any)
+		spec["podSelector"].(map[string]any)["matchLabels"] = tokSelector
+		spec["egress"].([]any)[0].(map[string]any)["ports"] = tokAPIServerPorts
 	case "ConfigMap":
 		if name(obj) == tokName+"-config" {
 			obj["data"].(map[string]any)["config.yaml"] = tokConfig
@@ -799,6 +818,9 @@ var chartReplacements = []chartReplacement{
 	{token: tokExtraVolumes, expr: `.Values.extraVolumes`, kind: listItems},
 	{token: tokExtraMounts, expr: `.Values.extraVolumeMounts`, kind: listItems},
 	{token: tokConfig, expr: `include "steward.config" $`, kind: textBlock},
+	{token: tokAPIServerPorts, expr: `include "steward.apiServerPorts" $`, kind: yamlBlock},
+	{token: tokSMLabels, expr: `include "steward.serviceMonitorLabels" $`, kind: entries},
+	{token: tokSMInterval, expr: `.Values.monitoring.serviceMonitor.interval`, kind: scalar},
 }
 
 func replaceTokens(doc string, extra []chartReplacement) (string, error) {
@@ -810,7 +832,9 @@ func replaceTokens(doc string, extra []chartReplacement) (string, error) {
 			doc = strings.ReplaceAll(doc, r.token, "{{ "+r.expr+" }}")
 			continue
 		}
-		line := regexp.MustCompile(`(?m)^( *)([A-Za-z0-9_./-]+): ` + regexp.QuoteMeta(r.token) + `$`)
+		// The first key of a list's item follows "- ", which counts as
+		// indentation.
+		line := regexp.MustCompile(`(?m)^( *(?:- )?)([A-Za-z0-9_./-]+): ` + regexp.QuoteMeta(r.token) + `$`)
 		switch r.kind {
 		case entries:
 			line = regexp.MustCompile(`(?m)^( *)(` + regexp.QuoteMeta(r.token) + `): ` + regexp.QuoteMeta(r.token) + `$`)
@@ -820,10 +844,14 @@ func replaceTokens(doc string, extra []chartReplacement) (string, error) {
 		if !line.MatchString(doc) {
 			return "", fmt.Errorf("token %s is not the whole value of a key", r.token)
 		}
+		var err error
 		doc = line.ReplaceAllStringFunc(doc, func(l string) string {
 			m := line.FindStringSubmatch(l)
 			indent, key := m[1], m[2]
 			inner := len(indent) + 2
+			if strings.HasSuffix(indent, "- ") && r.kind != scalar && r.kind != block && r.kind != yamlBlock && r.kind != textBlock {
+				err = fmt.Errorf("token %s is the first key of a list's item, which only a single line can replace", r.token)
+			}
 			switch r.kind {
 			case scalar:
 				return fmt.Sprintf("%s%s: {{ %s | toJson }}", indent, key, r.expr)
@@ -848,6 +876,9 @@ func replaceTokens(doc string, extra []chartReplacement) (string, error) {
 			}
 			return l
 		})
+		if err != nil {
+			return "", err
+		}
 	}
 	return doc, nil
 }

@@ -57,6 +57,7 @@ func chartValues(in install, image string, cfg webhooks.Config) ([]byte, error) 
 		}
 	}
 	pdb := in.podDisruptionBudget()
+	interval := in.serviceMonitor().Spec.Endpoints[0].Interval
 	cfgMap, err := toMap(cfg)
 	if err != nil {
 		return nil, err
@@ -191,10 +192,23 @@ certificates:
 monitoring:
   serviceMonitor:
     enabled: false
+    # Labels added to the ServiceMonitor's, for a Prometheus whose
+    # serviceMonitorSelector asks for them (release: kube-prometheus-stack).
+    additionalLabels: {}
+    interval: %s
   prometheusRule:
     enabled: false
   dashboard:
     enabled: false
+
+# A NetworkPolicy letting into Steward's pods only the API server's calls
+# and metrics scrapes (on the webhook and metrics ports, from anywhere),
+# and out of them only connections to the API server, on apiServerPorts
+# (its Service's port and, for plugins that see the translated port, its
+# endpoints'). The kubelet's probes always get through.
+networkPolicy:
+  enabled: false
+  apiServerPorts: %s
 
 # The background audit publishes its findings as wgpolicyk8s.io/v1alpha2
 # PolicyReports, whose CRDs Kyverno and Policy Reporter also install.
@@ -212,7 +226,16 @@ policyReportCRDs:
 # those installs with "steward manifests --config FILE":
 %sconfig:
 %s`, imageRepository(image), *d.Spec.Replicas, res, pod.PriorityClassName, spread, pdb.Spec.MaxUnavailable.String(),
-		SecretName, commentList(webhookEntryNames()), MetricsReaderRole, commentList(listPaths()), commentList(refusedSettings()), indent(string(config), "  "))), nil
+		SecretName, commentList(webhookEntryNames()), MetricsReaderRole, interval, flow(defaultAPIServerPorts), commentList(listPaths()), commentList(refusedSettings()), indent(string(config), "  "))), nil
+}
+
+// flow writes a list of numbers as a YAML flow sequence.
+func flow(items []int32) string {
+	var s []string
+	for _, i := range items {
+		s = append(s, fmt.Sprint(i))
+	}
+	return "[" + strings.Join(s, ", ") + "]"
 }
 
 func commentList(items []string) string {
@@ -318,9 +341,18 @@ func chartSchema() ([]byte, error) {
 			"mode": map[string]any{"enum": []string{"cert-manager", "self-managed"}},
 		}, "mode"),
 		"monitoring": obj(map[string]any{
-			"serviceMonitor": toggle,
+			"serviceMonitor": obj(map[string]any{
+				"enabled":          map[string]any{"type": "boolean"},
+				"additionalLabels": map[string]any{"type": "object", "additionalProperties": str},
+				"interval":         map[string]any{"type": "string", "pattern": "^([0-9]+(ms|s|m|h))+$"},
+			}),
 			"prometheusRule": toggle,
 			"dashboard":      toggle,
+		}),
+		"networkPolicy": obj(map[string]any{
+			"enabled": map[string]any{"type": "boolean"},
+			"apiServerPorts": map[string]any{"type": "array", "minItems": 1,
+				"items": map[string]any{"type": "integer", "minimum": 1, "maximum": 65535}},
 		}),
 		"policyReportCRDs": obj(map[string]any{
 			"install": map[string]any{"type": "boolean"},
@@ -469,6 +501,20 @@ app.kubernetes.io/part-of: %[1]s
 {{- else -}}
 {{- printf "%%s: set by the install (the chart's webhooks value). Steward's own choice is %%s: %%s" $policy (index . 2) (index . 3) -}}
 {{- end -}}
+{{- end -}}
+
+{{/* The ServiceMonitor's labels: every object's, with monitoring.serviceMonitor.additionalLabels. */}}
+{{- define "steward.serviceMonitorLabels" -}}
+{{- toYaml (merge (include "steward.labels" . | fromYaml) (.Values.monitoring.serviceMonitor.additionalLabels | default dict)) -}}
+{{- end -}}
+
+{{/* The NetworkPolicy's egress ports: networkPolicy.apiServerPorts. */}}
+{{- define "steward.apiServerPorts" -}}
+{{- $out := list -}}
+{{- range .Values.networkPolicy.apiServerPorts -}}
+{{- $out = append $out (dict "port" . "protocol" "TCP") -}}
+{{- end -}}
+{{- toYaml $out -}}
 {{- end -}}
 
 {{/* The namespace Steward runs in: namespaceOverride, or the release's. */}}

@@ -445,12 +445,14 @@ rules:
 			}
 			flags := []string{"--values", values}
 			if tc.values != "" {
-				flags = append([]string{"--values", tc.values}, append(flags, unnamed...)...)
+				flags = append([]string{"--values", tc.values}, append(flags, append(unnamed, allOptionalObjects...)...)...)
 			}
 			got := helmTemplate(t, DefaultNamespace, flags...)
-			want := withoutNamespaceObject(t, kustomize(t, filepath.Join(renderTo(t, Options{Config: &cfg}), "overlays", "cert-manager")), DefaultNamespace)
+			dir := renderTo(t, Options{Config: &cfg})
+			want := withoutNamespaceObject(t, kustomize(t, filepath.Join(dir, "overlays", "cert-manager")), DefaultNamespace)
 			if tc.values != "" {
-				want = withChartValues(t, want, chartValuesFile(t, tc.values))
+				want = append(want, kustomize(t, filepath.Join(dir, "monitoring"))...)
+				want = withChartValues(t, install{ns: DefaultNamespace, name: Name}, want, chartValuesFile(t, tc.values))
 			}
 			normalizeConfig(t, got)
 			normalizeConfig(t, want)
@@ -477,6 +479,8 @@ func TestChartRefusesWhatItCannotRender(t *testing.T) {
 		"a pull secret unnamed":            {set: "imagePullSecrets[0].nam=x", want: `/imagePullSecrets/0`},
 		"a webhook Steward has not":        {set: `webhooks.fleetgaurd\.steward\.dev.timeoutSeconds=5`, want: `'fleetgaurd.steward.dev' not allowed`},
 		"a timeout the API server refuses": {set: `webhooks.fleetguard\.steward\.dev.timeoutSeconds=31`, want: `/webhooks/fleetguard.steward.dev/timeoutSeconds`},
+		"an interval without a unit":       {set: "monitoring.serviceMonitor.interval=30", want: `/monitoring/serviceMonitor/interval`},
+		"no port to the API server":        {set: "networkPolicy.apiServerPorts={}", want: `/networkPolicy/apiServerPorts`},
 		"a failure policy misspelt":        {set: `webhooks.fleetguard\.steward\.dev.failurePolicy=ignore`, want: `/webhooks/fleetguard.steward.dev/failurePolicy`},
 	}
 	for name, tc := range tests {

@@ -26,13 +26,27 @@ func chartValuesFile(t *testing.T, path string) map[string]any {
 // changed as docs/install.md says the chart's values for adapting an
 // install change it; the test then expects the chart to render exactly
 // that. Names are the release's (TestChartNamesObjectsAfterTheRelease);
-// values is read from a values file.
-func withChartValues(t *testing.T, objs []*unstructured.Unstructured, values map[string]any) []*unstructured.Unstructured {
+// values is read from a values file; in is the install objs are.
+func withChartValues(t *testing.T, in install, objs []*unstructured.Unstructured, values map[string]any) []*unstructured.Unstructured {
 	t.Helper()
 	var out []*unstructured.Unstructured
+	if enabled, _, _ := unstructured.NestedBool(values, "networkPolicy", "enabled"); enabled {
+		var ports []int32
+		list, _, _ := unstructured.NestedSlice(values, "networkPolicy", "apiServerPorts")
+		for _, p := range list {
+			ports = append(ports, int32(p.(float64)))
+		}
+		m, err := toMap(in.networkPolicy(ports))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
 	for _, o := range objs {
 		o = o.DeepCopy()
 		switch o.GetKind() {
+		case "ServiceMonitor":
+			serviceMonitorValues(t, o, values)
 		case "Deployment":
 			deploymentValues(t, o, values)
 		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
@@ -143,5 +157,28 @@ func webhookValues(t *testing.T, c *unstructured.Unstructured, values map[string
 	c.SetAnnotations(annotations)
 	if err := unstructured.SetNestedSlice(c.Object, whs, "webhooks"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// serviceMonitorValues applies monitoring.serviceMonitor's additionalLabels
+// and interval to the ServiceMonitor.
+func serviceMonitorValues(t *testing.T, sm *unstructured.Unstructured, values map[string]any) {
+	t.Helper()
+	labels := sm.GetLabels()
+	extra, _, _ := unstructured.NestedStringMap(values, "monitoring", "serviceMonitor", "additionalLabels")
+	for k, v := range extra {
+		if _, own := labels[k]; !own {
+			labels[k] = v
+		}
+	}
+	sm.SetLabels(labels)
+	if interval, ok, _ := unstructured.NestedString(values, "monitoring", "serviceMonitor", "interval"); ok {
+		endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+		for _, e := range endpoints {
+			e.(map[string]any)["interval"] = interval
+		}
+		if err := unstructured.SetNestedSlice(sm.Object, endpoints, "spec", "endpoints"); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -92,6 +92,20 @@ app.kubernetes.io/part-of: steward
 {{- end -}}
 {{- end -}}
 
+{{/* The ServiceMonitor's labels: every object's, with monitoring.serviceMonitor.additionalLabels. */}}
+{{- define "steward.serviceMonitorLabels" -}}
+{{- toYaml (merge (include "steward.labels" . | fromYaml) (.Values.monitoring.serviceMonitor.additionalLabels | default dict)) -}}
+{{- end -}}
+
+{{/* The NetworkPolicy's egress ports: networkPolicy.apiServerPorts. */}}
+{{- define "steward.apiServerPorts" -}}
+{{- $out := list -}}
+{{- range .Values.networkPolicy.apiServerPorts -}}
+{{- $out = append $out (dict "port" . "protocol" "TCP") -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
 {{/* The namespace Steward runs in: namespaceOverride, or the release's. */}}
 {{- define "steward.namespace" -}}
 {{- default .Release.Namespace .Values.namespaceOverride -}}
