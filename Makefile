@@ -100,8 +100,10 @@ e2e: tools $(HELM)
 	$(GO) test ./e2e/... -count=1 -v
 
 # Renders manifests/ and the Helm chart from the typed objects and the
-# rule list.
+# rule list, after collecting the configuration's doc comments for its
+# JSON schema (webhooks/configdocs.go).
 generate:
+	$(GO) test ./webhooks -run '^TestConfigDocsMatchTheSource$$' -update >/dev/null
 	$(GO) run ./cmd/steward manifests --chart-dir charts/steward
 
 # Fails when generated files are stale, the chart does not lint or render,

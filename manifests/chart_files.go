@@ -219,7 +219,11 @@ policyReportCRDs:
 
 # config is Steward's configuration file (StewardConfiguration), written
 # into the ConfigMap Steward reads. Every rule's mode (enforce, warn,
-# audit) and settings go here; see docs/configuration.md.
+# audit) and settings go here; see docs/configuration.md. values.schema.json
+# holds the file's schema, reflected from the types Steward reads it
+# into: helm lint, template and install refuse what Steward would refuse
+# at start-up (an unknown key, a value of the wrong type, an unknown
+# mode), naming the field.
 # The identity lists the webhooks' matchConditions hold are written into
 # them from here:
 %s# Settings that change what is registered beyond that are refused; render
@@ -287,9 +291,11 @@ func refusedSettings() []string {
 
 // chartSchema is values.schema.json: Helm checks the values against it
 // before rendering, so a misspelt value fails the install instead of being
-// ignored. The configuration under config is checked by Steward itself,
-// strictly, at start-up (and by the chart's tests against steward
-// manifests).
+// ignored. The configuration under config is checked against the schema
+// reflected from the types Steward decodes it into (webhooks.ConfigSchema),
+// so what Steward would refuse at start-up fails the install; what only
+// Validate checks (names' form, durations' bounds) Steward refuses at
+// start-up, naming the field.
 func chartSchema() ([]byte, error) {
 	str := map[string]any{"type": "string"}
 	obj := func(props map[string]any, required ...string) map[string]any {
@@ -300,7 +306,7 @@ func chartSchema() ([]byte, error) {
 		return o
 	}
 	toggle := obj(map[string]any{"enabled": map[string]any{"type": "boolean"}})
-	webhooks, webhook := webhooksSchema()
+	webhookSettings, webhook := webhooksSchema()
 	// A name a Service may carry (DNS-1035 label), or empty.
 	dnsLabel := map[string]any{"type": "string", "maxLength": 63, "pattern": "^$|^[a-z]([-a-z0-9]*[a-z0-9])?$"}
 	schema := obj(map[string]any{
@@ -329,7 +335,7 @@ func chartSchema() ([]byte, error) {
 		"extraVolumes":      map[string]any{"type": "array", "items": map[string]any{"type": "object", "required": []string{"name"}}},
 		"extraVolumeMounts": map[string]any{"type": "array", "items": map[string]any{"type": "object", "required": []string{"name", "mountPath"}}},
 		"startupProbe":      map[string]any{"type": "object"},
-		"webhooks":          webhooks,
+		"webhooks":          webhookSettings,
 		"nodeSelector":      map[string]any{"type": "object", "additionalProperties": str},
 		"tolerations":       map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
 		"affinity":          map[string]any{"type": "object"},
@@ -357,7 +363,10 @@ func chartSchema() ([]byte, error) {
 		"policyReportCRDs": obj(map[string]any{
 			"install": map[string]any{"type": "boolean"},
 		}),
-		"config": map[string]any{"type": "object"},
+		// Steward's configuration file, as Steward decodes it: helm
+		// lint, template and install refuse what Steward would refuse
+		// at start-up, naming the field.
+		"config": webhooks.ConfigSchema(),
 	})
 	schema["definitions"] = map[string]any{"webhook": webhook}
 	schema["$schema"] = "http://json-schema.org/draft-07/schema#"
@@ -591,7 +600,8 @@ app.kubernetes.io/part-of: %[1]s
 {{- end -}}
 `)
 	for _, name := range sortedKeys(webhooks.DefaultConfig().Rules) {
-		fmt.Fprintf(&b, `{{- if eq (dig "rules" %[1]q "mode" "" $cfg) %[2]q -}}
+		// YAML reads an unquoted off as false.
+		fmt.Fprintf(&b, `{{- if has (toString (dig "rules" %[1]q "mode" "" $cfg)) (list %[2]q "false") -}}
 {{- fail "config.rules.%[1]s.mode: off leaves the rule's webhook entries, RBAC and caches out, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders, or use mode audit" -}}
 {{- end -}}
 `, name, rule.Off)

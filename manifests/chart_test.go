@@ -492,10 +492,53 @@ func TestChartRefusesWhatItCannotRender(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("the error does not say %q: %v", tc.want, err)
 			}
-			if strings.HasPrefix(tc.set, "config.") && !strings.Contains(err.Error(), "steward manifests --config") {
+			if strings.HasPrefix(tc.set, "config.") && !strings.Contains(tc.want, "/config/") && !strings.Contains(err.Error(), "steward manifests --config") {
 				t.Errorf("the error does not say how to render the install: %v", err)
 			}
 		})
+	}
+}
+
+// TestChartRefusesTheConfigurationsStewardRefuses gives the chart, as its
+// config value, each configuration file Steward refuses
+// (webhooks/testdata/configs-refused.yaml): values.schema.json refuses it
+// too, naming the field, so helm template, lint and install fail where
+// Steward's pods would not start. The chart's defaults fill in what some
+// files lack; those are left out, with the reason.
+func TestChartRefusesTheConfigurationsStewardRefuses(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "webhooks", "testdata", "configs-refused.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Name, At, File, Chart string
+		Header                *bool
+	}
+	if err := yaml.UnmarshalStrict(data, &cases); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			if tc.Chart != "" {
+				t.Skip(tc.Chart)
+			}
+			checked++
+			values := filepath.Join(t.TempDir(), "values.yaml")
+			if err := os.WriteFile(values, []byte("config:\n"+indent(tc.File, "  ")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := helmTemplateErr(t, DefaultNamespace, "--values", values)
+			if err == nil {
+				t.Fatalf("helm template accepts the configuration Steward refuses:\n%s", tc.File)
+			}
+			if want := "at '/config" + strings.TrimSuffix(tc.At, "/"); !strings.Contains(err.Error(), want) {
+				t.Errorf("the error does not name the field (%s): %v", want, err)
+			}
+		})
+	}
+	if checked < 20 {
+		t.Errorf("only %d configurations were given to the chart", checked)
 	}
 }
 

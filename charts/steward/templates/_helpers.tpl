@@ -237,25 +237,25 @@ app.kubernetes.io/part-of: steward
 {{- if not (has .Values.certificates.mode (list "cert-manager" "self-managed")) -}}
 {{- fail (printf "certificates.mode %q: must be cert-manager or self-managed" .Values.certificates.mode) -}}
 {{- end -}}
-{{- if eq (dig "rules" "apimigration" "mode" "" $cfg) "off" -}}
+{{- if has (toString (dig "rules" "apimigration" "mode" "" $cfg)) (list "off" "false") -}}
 {{- fail "config.rules.apimigration.mode: off leaves the rule's webhook entries, RBAC and caches out, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders, or use mode audit" -}}
 {{- end -}}
-{{- if eq (dig "rules" "argocdguard" "mode" "" $cfg) "off" -}}
+{{- if has (toString (dig "rules" "argocdguard" "mode" "" $cfg)) (list "off" "false") -}}
 {{- fail "config.rules.argocdguard.mode: off leaves the rule's webhook entries, RBAC and caches out, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders, or use mode audit" -}}
 {{- end -}}
-{{- if eq (dig "rules" "claimguard" "mode" "" $cfg) "off" -}}
+{{- if has (toString (dig "rules" "claimguard" "mode" "" $cfg)) (list "off" "false") -}}
 {{- fail "config.rules.claimguard.mode: off leaves the rule's webhook entries, RBAC and caches out, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders, or use mode audit" -}}
 {{- end -}}
-{{- if eq (dig "rules" "fleetguard" "mode" "" $cfg) "off" -}}
+{{- if has (toString (dig "rules" "fleetguard" "mode" "" $cfg)) (list "off" "false") -}}
 {{- fail "config.rules.fleetguard.mode: off leaves the rule's webhook entries, RBAC and caches out, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders, or use mode audit" -}}
 {{- end -}}
-{{- if eq (dig "rules" "fluxguard" "mode" "" $cfg) "off" -}}
+{{- if has (toString (dig "rules" "fluxguard" "mode" "" $cfg)) (list "off" "false") -}}
 {{- fail "config.rules.fluxguard.mode: off leaves the rule's webhook entries, RBAC and caches out, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders, or use mode audit" -}}
 {{- end -}}
-{{- if eq (dig "rules" "installplanguard" "mode" "" $cfg) "off" -}}
+{{- if has (toString (dig "rules" "installplanguard" "mode" "" $cfg)) (list "off" "false") -}}
 {{- fail "config.rules.installplanguard.mode: off leaves the rule's webhook entries, RBAC and caches out, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders, or use mode audit" -}}
 {{- end -}}
-{{- if eq (dig "rules" "suspendnotice" "mode" "" $cfg) "off" -}}
+{{- if has (toString (dig "rules" "suspendnotice" "mode" "" $cfg)) (list "off" "false") -}}
 {{- fail "config.rules.suspendnotice.mode: off leaves the rule's webhook entries, RBAC and caches out, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders, or use mode audit" -}}
 {{- end -}}
 {{- $v := toString (dig "recordEventsFor" "" $cfg) -}}
