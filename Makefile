@@ -108,8 +108,10 @@ e2e: tools $(HELM) ## the e2e suite only, verbose (builds the API server, etcd a
 	$(GO) test ./e2e/... -count=1 -v
 
 # Renders manifests/ and the Helm chart from the typed objects and the
-# rule list.
+# rule list, after collecting the configuration's doc comments for its
+# JSON schema (webhooks/configdocs.go).
 generate: ## re-render manifests/ and the Helm chart charts/steward
+	$(GO) test ./webhooks -run '^TestConfigDocsMatchTheSource$$' -update >/dev/null
 	$(GO) run ./cmd/steward manifests --chart-dir charts/steward
 
 # Fails when generated files are stale, the chart does not lint or render,
