@@ -202,6 +202,11 @@ func (r resolver) ownerFor(o *owner, ref gitops.Ref, v *object.View) gitops.Owne
 		out.Paused = o.what + " is suspended"
 	}
 	out.OptedOut = o.optedOut(v)
+	if o.kind == kindKustomization && strings.EqualFold(marker(v, MarkerSSA), "Merge") {
+		// kustomize-controller keeps what others set on the object and
+		// applies only its own fields: those are what Git holds.
+		out.Applies = kustomizeFieldManagers[0]
+	}
 	return out
 }
 
@@ -251,13 +256,7 @@ func orDisabled(mode string) string {
 
 // optedOut reads Flux's opt-out markers on the stored object.
 func (o *owner) optedOut(v *object.View) string {
-	marker := func(key string) string {
-		if s, ok := v.Annotation(key); ok {
-			return s
-		}
-		s, _ := v.Label(key)
-		return s
-	}
+	marker := func(key string) string { return marker(v, key) }
 	if o.kind == kindHelmRelease {
 		if strings.EqualFold(marker(MarkerDriftDetection), "disabled") {
 			return MarkerDriftDetection + "=disabled: helm-controller does not correct the object"
@@ -273,6 +272,16 @@ func (o *owner) optedOut(v *object.View) string {
 		return MarkerSSA + "=IfNotPresent: kustomize-controller only creates the object"
 	}
 	return ""
+}
+
+// marker reads one of Flux's markers, which Flux honours as an annotation
+// or a label.
+func marker(v *object.View, key string) string {
+	if s, ok := v.Annotation(key); ok {
+		return s
+	}
+	s, _ := v.Label(key)
+	return s
 }
 
 // hint says how to pause Flux for one object, when someone may, or else

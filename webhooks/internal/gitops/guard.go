@@ -202,7 +202,10 @@ func (g *Guard) update(ctx context.Context, req *rule.Request) admission.Respons
 	// Clipped: the configured list is shared by concurrent requests.
 	skip := append(slices.Clip(g.skip.of(ref.GroupKind())), controlPaths(ref.GroupKind())...)
 	skip = append(skip[:len(skip):len(skip)], commonSkip(owners)...)
-	c := object.Diff(oldView, curView, skip, ListedPaths)
+	c, refused := changes(oldView, curView, skip, owners)
+	if refused != "" {
+		return admission.Denied(g.msg.changedAs(ref, owners, refused))
+	}
 	if c.Total == 0 {
 		return admission.Allowed(fmt.Sprintf("no change to fields %s deploys (status, metadata bookkeeping and ignored fields are not guarded)", g.msg.tool))
 	}
