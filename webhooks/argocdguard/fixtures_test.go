@@ -182,15 +182,6 @@ func named(ns, name string) func(map[string]any) {
 	}
 }
 
-// listing appends an entry to an Application's status.resources.
-func listing(entry map[string]any) func(map[string]any) {
-	return func(o map[string]any) {
-		st := at(o, "status")
-		rs, _ := st["resources"].([]any)
-		st["resources"] = append(rs, entry)
-	}
-}
-
 // ignoring sets an Application's spec.ignoreDifferences.
 func ignoring(entries ...map[string]any) func(map[string]any) {
 	list := make([]any, len(entries))

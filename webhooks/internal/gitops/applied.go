@@ -21,7 +21,7 @@ func AppliedFields(v *object.View, manager string) (fields []object.Pointer, ok 
 		return nil, false
 	}
 	var tree map[string]any
-	if json.Unmarshal(entry.FieldsV1.Raw, &tree) != nil {
+	if json.Unmarshal(entry.FieldsV1.GetRawBytes(), &tree) != nil {
 		return nil, true
 	}
 	var doc any
@@ -44,7 +44,7 @@ func AppliedEntryChanged(old, cur *object.View, manager string) bool {
 	case a.FieldsV1 == nil || b.FieldsV1 == nil:
 		return (a.FieldsV1 == nil) != (b.FieldsV1 == nil)
 	}
-	return !bytes.Equal(a.FieldsV1.Raw, b.FieldsV1.Raw)
+	return !bytes.Equal(a.FieldsV1.GetRawBytes(), b.FieldsV1.GetRawBytes())
 }
 
 // appliedEntry is the manager's Apply entry of the object's main
