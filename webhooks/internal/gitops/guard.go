@@ -339,12 +339,6 @@ func (g *Guard) delete(ctx context.Context, req *rule.Request) admission.Respons
 	return admission.Denied(g.msg.deleting(ref, owners))
 }
 
-// DeniedChange refuses a change of a managed object found outside an
-// update's two objects (a scale request).
-func (g *Guard) DeniedChange(ref Ref, owners []Owner, c object.Changes) admission.Response {
-	return admission.Denied(g.msg.changed(ref, owners, c))
-}
-
 // stripped lists the keys old has and cur lacks.
 func stripped(old, cur []string) []string {
 	var keys []string
