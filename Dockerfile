@@ -23,6 +23,7 @@ RUN go mod download
 COPY cmd cmd
 COPY webhooks webhooks
 COPY certs certs
+COPY check check
 COPY manifests manifests
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
     -ldflags "-s -w -X main.version=$VERSION -X main.revision=$REVISION" \

@@ -43,9 +43,17 @@ export HELM := $(CACHE_DIR)/helm-$(HELM_VERSION)/helm
 GORELEASER_VERSION := $(shell awk '/^require github.com\/goreleaser\/goreleaser\/v2 / {print $$3}' e2e/tools/goreleaser/go.mod)
 export GORELEASER := $(CACHE_DIR)/goreleaser-$(GORELEASER_VERSION)/goreleaser
 
-.PHONY: all build test unit e2e fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools chart-package release-snapshot clean
+.PHONY: all help build test unit e2e fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools chart-package release-snapshot clean
 
-all: build
+all: build ## build bin/steward (the default goal)
+
+# Lists every target with the description after its "## ", so a new target
+# without one shows up (docs/make_test.go fails on it).
+help: ## list the targets, one line each
+	@echo 'Usage: make [target] [VARIABLE=value]'
+	@echo
+	@echo 'Targets:'
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # The version and commit stamped into the binary (steward version,
 # steward_build_info).
@@ -53,10 +61,10 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo deve
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 STEWARD_LDFLAGS := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 
-build:
+build: ## bin/steward, stamped with git describe and the commit (steward version)
 	$(GO) build -ldflags "$(STEWARD_LDFLAGS)" -o bin/steward ./cmd/steward
 
-tools: $(ASSETS)/kube-apiserver $(ASSETS)/etcd
+tools: $(ASSETS)/kube-apiserver $(ASSETS)/etcd ## build kube-apiserver and etcd from their Go modules into the cache (once per version)
 
 $(ASSETS)/kube-apiserver:
 	@mkdir -p $(ASSETS)
@@ -92,25 +100,27 @@ $(GORELEASER):
 # and sharing them with other tests makes the API server's webhook calls
 # time out.
 E2E_PACKAGES := ./e2e ./e2e/ha
-test: tools unit
+test: tools unit ## every test: unit, golden, fuzz corpora, then e2e and the replicas' scenarios against a real API server (builds tools, promtool and helm first)
 	$(GO) test -p 1 -timeout 45m $(E2E_PACKAGES)
 
 # Every package but the e2e suites (e2e/load, e2e/harness and e2e/sandbox
 # have no API server in their tests and run here).
-unit: $(PROMTOOL) $(HELM)
+unit: $(PROMTOOL) $(HELM) ## the quick tests: unit, golden and fuzz-corpus tests without the API server (builds promtool and helm first, once)
 	$(GO) test $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/ha$$')
 
-e2e: tools $(HELM)
+e2e: tools $(HELM) ## the e2e suites only, verbose (builds the API server, etcd and helm first)
 	$(GO) test -p 1 ./e2e/... -count=1 -v
 
 # Renders manifests/ and the Helm chart from the typed objects and the
-# rule list.
-generate:
+# rule list, after collecting the configuration's doc comments for its
+# JSON schema (webhooks/configdocs.go).
+generate: ## re-render manifests/ and the Helm chart charts/steward
+	$(GO) test ./webhooks -run '^TestConfigDocsMatchTheSource$$' -update >/dev/null
 	$(GO) run ./cmd/steward manifests --chart-dir charts/steward
 
 # Fails when generated files are stale, the chart does not lint or render,
 # or code is unformatted or suspicious.
-verify: generate lint $(HELM) $(GORELEASER)
+verify: generate lint $(HELM) $(GORELEASER) ## generate and fail on stale manifests/ or charts/; lint; helm lint and template; goreleaser check
 	@git diff --exit-code -- manifests charts || (echo "manifests/ or charts/ is stale: run make generate and commit" && exit 1)
 	@test -z "$$(git status --porcelain --untracked-files=all -- manifests charts)" || (git status --short -- manifests charts; echo "manifests/ or charts/ has uncommitted files: run make generate and commit" && exit 1)
 	$(HELM) lint --strict charts/steward
@@ -126,7 +136,7 @@ verify: generate lint $(HELM) $(GORELEASER)
 # the chart as generated.
 CHART_VERSION ?=
 APP_VERSION ?=
-chart-package: $(HELM)
+chart-package: $(HELM) ## package the Helm chart into bin/chart/ (CHART_VERSION, APP_VERSION)
 	@rm -rf bin/chart && mkdir -p bin/chart
 	$(HELM) package charts/steward --destination bin/chart \
 		$(if $(CHART_VERSION),--version $(CHART_VERSION)) $(if $(APP_VERSION),--app-version $(APP_VERSION))
@@ -136,10 +146,10 @@ chart-package: $(HELM)
 # images (loaded into the daemon); GORELEASER_FLAGS=--skip=docker leaves
 # the images out.
 GORELEASER_FLAGS ?=
-release-snapshot: $(GORELEASER)
+release-snapshot: $(GORELEASER) ## build a release into dist/ and publish nothing (GORELEASER_FLAGS=--skip=docker without Docker)
 	$(GORELEASER) release --snapshot --clean $(GORELEASER_FLAGS)
 
-lint:
+lint: ## gofmt, go vet and staticcheck
 	@test -z "$$(gofmt -l cmd check webhooks certs manifests e2e)" || (gofmt -l cmd check webhooks certs manifests e2e; echo "gofmt needed" && exit 1)
 	$(GO) vet ./...
 	@if $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -version >/dev/null 2>&1; then \
@@ -160,7 +170,7 @@ lint:
 # input under testdata/fuzz/<target>, so a run that fails with that message
 # and writes no input is reported and passed over; any other failure stops.
 FUZZTIME ?= 30s
-fuzz:
+fuzz: ## run every fuzz target for FUZZTIME (default 30s) each
 	@rm -rf "$$($(GO) env GOCACHE)/fuzz/$$($(GO) list -m)"
 	@out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
 	for pkg in $$($(GO) list ./webhooks/... ./cmd/... ./check/...); do \
@@ -187,7 +197,7 @@ fuzz:
 # flags with BENCH_FLAGS, e.g. a ten-minute check at reduced scale:
 # make bench BENCH_FLAGS="-rounds 2 -concurrency 1,16 -xrs 200 -mrs 1000 -flux-objects 100 -burst-writers 100".
 BENCH_FLAGS ?=
-bench: tools
+bench: tools ## handler benchmarks, then the load generator against a real API server (about an hour; BENCH_FLAGS)
 	@mkdir -p bin
 	$(GO) test -run '^$$' -bench . -benchmem ./webhooks/... > bin/handler-bench.txt || (cat bin/handler-bench.txt; exit 1)
 	@cat bin/handler-bench.txt
@@ -197,7 +207,7 @@ bench: tools
 # against the webhook port at 20, 50 and 100 clients, Steward with its
 # shipped bound on request memory and without it, in paired rounds (about
 # three minutes). It prints a Markdown table and writes bin/hostile-load.md.
-bench-hostile: tools
+bench-hostile: tools ## floods of unauthenticated 7 MiB reviews, Steward bounded and unbounded (about three minutes)
 	$(GO) run ./e2e/load -hostile -rounds 3 $(BENCH_FLAGS)
 
 # The cache-at-scale scenarios alone, separate from the load run: Steward's
@@ -208,7 +218,7 @@ bench-hostile: tools
 # docs/benchmarks.md and docs/benchmark-memory.svg. A check of the tool in
 # about six minutes, labelled as reduced scale:
 # make bench-scale BENCH_FLAGS="-scale-objects 6000,12000 -mr-kinds 50 -fleet-workloads 200".
-bench-scale: tools
+bench-scale: tools ## memory and start-up with 65k to 500k objects cached (BENCH_FLAGS)
 	$(GO) run ./e2e/load -scale $(BENCH_FLAGS)
 
 # A package's handler benchmarks (time and CPU per webhook call; claimguard's
@@ -221,7 +231,7 @@ BENCH_ROUNDS ?= 10
 BENCH_PKG ?= ./webhooks/claimguard
 BENCH_RUN ?= ^BenchmarkClaimguard$$
 BENCH_TIME ?= 20000x
-bench-compare:
+bench-compare: ## a package's handler benchmarks at BASE=<commit> against the work tree, by benchstat
 	@test -n "$(BASE)" || { echo "usage: make bench-compare BASE=<commit>"; exit 2; }
 	@rm -rf bin/bench-compare && mkdir -p bin/bench-compare
 	git worktree add --detach bin/bench-compare/base $(BASE)
@@ -237,8 +247,8 @@ bench-compare:
 # SANDBOX_CONFIG=<file> runs it with that configuration file;
 # SANDBOX_REPLICAS=3 runs three replicas behind a connection spreader that
 # plays their Service, as e2e/ha does.
-sandbox: tools
+sandbox: tools ## run Steward against a local real API server until interrupted (SANDBOX_CONFIG=<file>, SANDBOX_REPLICAS=3)
 	$(GO) run ./e2e/sandbox $(if $(SANDBOX_CONFIG),--config $(SANDBOX_CONFIG)) $(if $(SANDBOX_REPLICAS),--replicas $(SANDBOX_REPLICAS))
 
-clean:
+clean: ## remove bin/
 	rm -rf bin

@@ -41,7 +41,40 @@ const (
 // CA Certificate instead would, after someone reset the CA's key, distrust
 // the serving certificate until cert-manager next renewed it.
 func InjectCAAnnotation(namespace string) (key, value string) {
-	return InjectCAFromAnnotation, namespace + "/" + ServingCertificateName
+	return InjectCAAnnotationFor(namespace, DefaultCertManagerNames())
+}
+
+// InjectCAAnnotationFor is InjectCAAnnotation for an install whose
+// cert-manager objects are named names.
+func InjectCAAnnotationFor(namespace string, names CertManagerNames) (key, value string) {
+	return InjectCAFromAnnotation, namespace + "/" + names.ServingCertificate
+}
+
+// CertManagerNames name the cert-manager objects of one install.
+type CertManagerNames struct {
+	SelfSignedIssuer, CACertificate, CAIssuer, ServingCertificate string
+}
+
+// DefaultCertManagerNames are the names Steward's manifests use.
+func DefaultCertManagerNames() CertManagerNames {
+	return CertManagerNames{
+		SelfSignedIssuer:   SelfSignedIssuerName,
+		CACertificate:      CACertificateName,
+		CAIssuer:           CAIssuerName,
+		ServingCertificate: ServingCertificateName,
+	}
+}
+
+// CertManagerNamesFor names the cert-manager objects of an install named
+// name (a Helm release's full name) as Steward's are named after
+// "steward": name-selfsigned, name-ca and name-serving-cert.
+func CertManagerNamesFor(name string) CertManagerNames {
+	return CertManagerNames{
+		SelfSignedIssuer:   name + "-selfsigned",
+		CACertificate:      name + "-ca",
+		CAIssuer:           name + "-ca",
+		ServingCertificate: name + "-serving-cert",
+	}
 }
 
 // CertManagerObjects returns the cert-manager objects that issue Steward's
@@ -64,20 +97,26 @@ func InjectCAAnnotation(namespace string) (key, value string) {
 //
 // Every object has its TypeMeta set so that it renders to YAML as is.
 func CertManagerObjects(namespace, serviceName, secretName string) []client.Object {
+	return CertManagerObjectsNamed(namespace, serviceName, secretName, DefaultCertManagerNames())
+}
+
+// CertManagerObjectsNamed is CertManagerObjects with the objects named
+// names, so that two installs in one namespace do not share them.
+func CertManagerObjectsNamed(namespace, serviceName, secretName string, names CertManagerNames) []client.Object {
 	selfSigned := &cmv1.Issuer{
 		TypeMeta:   issuerType(),
-		ObjectMeta: objectMeta(namespace, SelfSignedIssuerName),
+		ObjectMeta: objectMeta(namespace, names.SelfSignedIssuer),
 		Spec: cmv1.IssuerSpec{IssuerConfig: cmv1.IssuerConfig{
 			SelfSigned: &cmv1.SelfSignedIssuer{},
 		}},
 	}
 	ca := &cmv1.Certificate{
 		TypeMeta:   certificateType(),
-		ObjectMeta: objectMeta(namespace, CACertificateName),
+		ObjectMeta: objectMeta(namespace, names.CACertificate),
 		Spec: cmv1.CertificateSpec{
 			IsCA:        true,
-			CommonName:  CACertificateName,
-			SecretName:  CACertificateName,
+			CommonName:  names.CACertificate,
+			SecretName:  names.CACertificate,
 			Duration:    &metav1.Duration{Duration: CADuration},
 			RenewBefore: &metav1.Duration{Duration: CARenewBefore},
 			PrivateKey: &cmv1.CertificatePrivateKey{
@@ -86,19 +125,19 @@ func CertManagerObjects(namespace, serviceName, secretName string) []client.Obje
 				RotationPolicy: cmv1.RotationPolicyNever,
 			},
 			Usages:    []cmv1.KeyUsage{cmv1.UsageCertSign, cmv1.UsageDigitalSignature},
-			IssuerRef: issuerRef(SelfSignedIssuerName),
+			IssuerRef: issuerRef(names.SelfSignedIssuer),
 		},
 	}
 	caIssuer := &cmv1.Issuer{
 		TypeMeta:   issuerType(),
-		ObjectMeta: objectMeta(namespace, CAIssuerName),
+		ObjectMeta: objectMeta(namespace, names.CAIssuer),
 		Spec: cmv1.IssuerSpec{IssuerConfig: cmv1.IssuerConfig{
-			CA: &cmv1.CAIssuer{SecretName: CACertificateName},
+			CA: &cmv1.CAIssuer{SecretName: names.CACertificate},
 		}},
 	}
 	serving := &cmv1.Certificate{
 		TypeMeta:   certificateType(),
-		ObjectMeta: objectMeta(namespace, ServingCertificateName),
+		ObjectMeta: objectMeta(namespace, names.ServingCertificate),
 		Spec: cmv1.CertificateSpec{
 			DNSNames:    ServiceDNSNames(namespace, serviceName),
 			SecretName:  secretName,
@@ -110,7 +149,7 @@ func CertManagerObjects(namespace, serviceName, secretName string) []client.Obje
 				RotationPolicy: cmv1.RotationPolicyAlways,
 			},
 			Usages:    []cmv1.KeyUsage{cmv1.UsageDigitalSignature, cmv1.UsageServerAuth},
-			IssuerRef: issuerRef(CAIssuerName),
+			IssuerRef: issuerRef(names.CAIssuer),
 		},
 	}
 	return []client.Object{selfSigned, ca, caIssuer, serving}

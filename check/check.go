@@ -10,6 +10,7 @@
 package check
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -71,14 +72,11 @@ type Options struct {
 // release removes is not in Steward's table, so a check against it would
 // pass what that release breaks.
 func ParseTarget(s string) (apimigration.Release, error) {
-	r, err := apimigration.ParseRelease(s)
-	if err != nil {
-		return apimigration.Release{}, err
+	r, err := apimigration.ParseKnownRelease(s)
+	if newer := (*apimigration.NewerReleaseError)(nil); errors.As(err, &newer) {
+		return apimigration.Release{}, fmt.Errorf("%w: upgrade Steward to check against %s", err, newer.Release)
 	}
-	if newest := apimigration.NewestRelease(); !newest.AtLeast(r) {
-		return apimigration.Release{}, fmt.Errorf("newer than %s, the newest Flux release Steward knows: upgrade Steward to check against %s", newest, r)
-	}
-	return r, nil
+	return r, err
 }
 
 // Run checks the files and directories at paths, "-" being Options.Stdin.

@@ -61,11 +61,16 @@ func TestRunRefusesInvalidOptions(t *testing.T) {
 func TestParseTargetRefusesReleasesNewerThanTheTable(t *testing.T) {
 	newest := apimigration.NewestRelease()
 	next := apimigration.Release{Major: newest.Major, Minor: newest.Minor + 1}
+	var releases []string
+	for _, r := range apimigration.Releases() {
+		releases = append(releases, r.String())
+	}
+	known := strings.Join(releases, ", ")
 	for in, want := range map[string]string{
 		newest.String():                     "",
 		"v" + newest.String() + ".3":        "",
 		"2.6":                               "",
-		next.String():                       "newer than " + newest.String() + ", the newest Flux release Steward knows",
+		next.String():                       "newer than " + newest.String() + ", the newest Flux release Steward knows (it knows " + known + "; an older release is read as 2.6): upgrade Steward to check against " + next.String(),
 		"v" + next.String() + ".0":          "newer than " + newest.String(),
 		fmt.Sprintf("%d.0", newest.Major+1): "newer than " + newest.String(),
 		"2.x":                               "not a Flux release",

@@ -18,7 +18,7 @@ import (
 
 const (
 	argoNS          = "argocd"
-	argoAppsNS      = "guestbook"
+	argoAppsNS      = "argo-apps"
 	argoController  = "system:serviceaccount:argocd:argocd-application-controller"
 	argoServer      = "system:serviceaccount:argocd:argocd-server"
 	argocdguardPath = "/validate/argocdguard"
@@ -36,14 +36,14 @@ metadata: {name: guestbook, namespace: argocd}
 spec:
   project: default
   source: {repoURL: "https://github.com/argoproj/argocd-example-apps", path: guestbook, targetRevision: HEAD}
-  destination: {server: "https://kubernetes.default.svc", namespace: guestbook}
+  destination: {server: "https://kubernetes.default.svc", namespace: argo-apps}
   syncPolicy: {automated: {selfHeal: true, prune: false}}
 status:
   sync: {status: Synced, revision: 53e28ff20cc530b9ada2173fbbd64d48338583ba}
   resources:
-  - {version: v1, kind: Service, namespace: guestbook, name: guestbook-ui}
-  - {group: apps, version: v1, kind: Deployment, namespace: guestbook, name: guestbook-ui}
-  - {version: v1, kind: ConfigMap, namespace: guestbook, name: retired, requiresPruning: true}
+  - {version: v1, kind: Service, namespace: argo-apps, name: guestbook-ui}
+  - {group: apps, version: v1, kind: Deployment, namespace: argo-apps, name: guestbook-ui}
+  - {version: v1, kind: ConfigMap, namespace: argo-apps, name: retired, requiresPruning: true}
 `
 
 // argoTracked is what Argo CD's controller applies: each object carries a
@@ -58,8 +58,8 @@ apiVersion: %s
 kind: %s
 metadata:
   name: %s
-  namespace: guestbook
-  annotations: {"argocd.argoproj.io/tracking-id": "guestbook:%s/%s:guestbook/%s"}
+  namespace: argo-apps
+  annotations: {"argocd.argoproj.io/tracking-id": "guestbook:%s/%s:argo-apps/%s"}
 %s`, apiVersion, kind, name, group, kind, name, extra)
 }
 
@@ -105,7 +105,7 @@ func TestArgocdguard(t *testing.T) {
 
 	t.Run("TheWholeDenial", func(t *testing.T) {
 		_, stderr, err := env.Kubectl(ctx, "", "--as", "jane", "-n", argoAppsNS, "scale", "deployment", "guestbook-ui", "--replicas=3")
-		want := "argocdguard: Deployment guestbook/guestbook-ui is managed by " + argoOwner + " Changed: /spec/replicas. Change it in the Git repository instead; " +
+		want := "argocdguard: Deployment argo-apps/guestbook-ui is managed by " + argoOwner + " Changed: /spec/replicas. Change it in the Git repository instead; " +
 			"to pause Argo CD, set argocd.argoproj.io/skip-reconcile=true on Argo CD Application argocd/guestbook; in an emergency repeat the request as a member of steward:break-glass."
 		if err == nil || !strings.Contains(stderr, want) {
 			t.Fatalf("want the denial\n%s\ngot %v:\n%s", want, err, stderr)
@@ -128,13 +128,13 @@ func TestArgocdguard(t *testing.T) {
 	const (
 		deleting = "Deleting it is refused: Argo CD would re-create it."
 		stripped = "Removing Argo CD's ownership annotation argocd.argoproj.io/tracking-id is refused"
-		selfID   = `{"argocd.argoproj.io/tracking-id":"guestbook:/ConfigMap:guestbook/forged"}`
+		selfID   = `{"argocd.argoproj.io/tracking-id":"guestbook:/ConfigMap:argo-apps/forged"}`
 	)
 	runChains(ctx, t, []chain{{
 		name: "StripTrackingIDThenEdit",
 		steps: []step{
 			{what: "remove the tracking id", refused: stripped, kubectl: in("annotate", "service", "guestbook-ui", "argocd.argoproj.io/tracking-id-")},
-			{what: "point it at another object", refused: "Changed: /metadata/annotations/argocd.argoproj.io~1tracking-id.", kubectl: in("annotate", "service", "guestbook-ui", "argocd.argoproj.io/tracking-id=guestbook:/Service:guestbook/other", "--overwrite")},
+			{what: "point it at another object", refused: "Changed: /metadata/annotations/argocd.argoproj.io~1tracking-id.", kubectl: in("annotate", "service", "guestbook-ui", "argocd.argoproj.io/tracking-id=guestbook:/Service:argo-apps/other", "--overwrite")},
 			{what: "then edit", refused: "Changed: /spec/ports/0/port.", kubectl: in("patch", "service", "guestbook-ui", "--type=json", "-p", `[{"op":"replace","path":"/spec/ports/0/port","value":8080}]`)},
 		},
 	}, {
@@ -150,13 +150,13 @@ func TestArgocdguard(t *testing.T) {
 		name: "ForgedAndCopiedTrackingIDs",
 		steps: []step{
 			{what: "create a ConfigMap with a tracking id naming itself", refused: "which only Argo CD's application controller sets", do: func(ctx context.Context) error {
-				return mallory.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: argoAppsNS, Annotations: map[string]string{"argocd.argoproj.io/tracking-id": "guestbook:/ConfigMap:guestbook/forged"}}})
+				return mallory.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: argoAppsNS, Annotations: map[string]string{"argocd.argoproj.io/tracking-id": "guestbook:/ConfigMap:argo-apps/forged"}}})
 			}},
 			{what: "create a ConfigMap with the Deployment's tracking id copied", allowed: "a tracking id that names another object claims nothing, as Argo CD reads it", do: func(ctx context.Context) error {
-				return mallory.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "copied", Namespace: argoAppsNS, Annotations: map[string]string{"argocd.argoproj.io/tracking-id": "guestbook:apps/Deployment:guestbook/guestbook-ui"}}})
+				return mallory.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "copied", Namespace: argoAppsNS, Annotations: map[string]string{"argocd.argoproj.io/tracking-id": "guestbook:apps/Deployment:argo-apps/guestbook-ui"}}})
 			}},
 			{what: "edit the copy", allowed: "still claims nothing", kubectl: in("label", "configmap", "copied", "edited=yes")},
-			{what: "make the copy name itself", refused: "would gain Argo CD's ownership", kubectl: in("annotate", "configmap", "copied", "argocd.argoproj.io/tracking-id=guestbook:/ConfigMap:guestbook/copied", "--overwrite")},
+			{what: "make the copy name itself", refused: "would gain Argo CD's ownership", kubectl: in("annotate", "configmap", "copied", "argocd.argoproj.io/tracking-id=guestbook:/ConfigMap:argo-apps/copied", "--overwrite")},
 			{what: "give an untracked object a self-referencing id", refused: "would gain Argo CD's ownership", do: func(ctx context.Context) error {
 				return mergePatch(ctx, mallory, argoAppsNS, "argo-bait", `{"metadata":{"annotations":`+strings.ReplaceAll(selfID, "forged", "argo-bait")+`}}`)
 			}},

@@ -156,7 +156,11 @@ func TestFluxguard(t *testing.T) {
 	kubectlOK(t, ctx, "", "--as", kustomizeUser, "-n", fluxSystemNS, "patch", "kustomization", "flux-system", "--subresource=status", "--type=merge", "-p",
 		fluxStatus("flux-system_apps_kustomize.toolkit.fluxcd.io_Kustomization"))
 	kubectlOK(t, ctx, "", "--as", kustomizeUser, "-n", fluxSystemNS, "patch", "kustomization", "apps", "--subresource=status", "--type=merge", "-p",
-		fluxStatus("_flux-apps__Namespace", "flux-apps_podinfo_apps_Deployment", "flux-apps_settings__ConfigMap", "flux-apps_debugme__Pod"))
+		fluxStatus("_flux-apps__Namespace", "flux-apps_podinfo_apps_Deployment", "flux-apps_settings__ConfigMap", "flux-apps_debugme__Pod", "flux-apps_merged__ConfigMap"))
+	// An object applied with ssa: Merge, server-side as kustomize-controller
+	// applies: Flux keeps what others add to it.
+	kubectlOK(t, ctx, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"merged","namespace":"flux-apps","labels":`+kustomizeLabels+`,"annotations":{"kustomize.toolkit.fluxcd.io/ssa":"Merge"}},"data":{"a":"1"}}`,
+		"--as", kustomizeUser, "apply", "--server-side", "--field-manager=kustomize-controller", "-f", "-")
 	kubectlOK(t, ctx, "", "--as", kustomizeUser, "-n", fluxTenantNS, "patch", "kustomization", "tenant", "--subresource=status", "--type=merge", "-p",
 		fluxStatus("flux-team-a_tenant-settings__ConfigMap"))
 	kubectlOK(t, ctx, fluxHelmApplied, "--as", helmUser, "apply", "-f", "-")
@@ -256,6 +260,16 @@ func TestFluxguard(t *testing.T) {
 			{what: "rewrite managedFields so kustomize-controller owns nothing", allowed: "managedFields are bookkeeping; fluxguard guards every field Flux applied, whoever the managedFields name",
 				kubectl: in("patch", "configmap", "settings", "--type=json", "-p", `[{"op":"replace","path":"/metadata/managedFields","value":[{}]}]`)},
 			{what: "then edit", refused: "Changed: /data/a.", kubectl: in("patch", "configmap", "settings", "--type=merge", "-p", `{"data":{"a":"2"}}`)},
+		},
+	}, {
+		name: "MergeObjectThenManagedFieldsRewrite",
+		steps: []step{
+			{what: "add a key to a ConfigMap Flux applies with ssa: Merge", allowed: "with ssa: Merge, Flux keeps fields others set: only kustomize-controller's own fields are Git's",
+				kubectl: in("patch", "configmap", "merged", "--type=merge", "-p", `{"data":{"b":"mine"}}`)},
+			{what: "change a key kustomize-controller applied", refused: "Changed: /data/a.", kubectl: in("patch", "configmap", "merged", "--type=merge", "-p", `{"data":{"a":"2"}}`)},
+			{what: "rewrite managedFields so kustomize-controller owns nothing", refused: "Changed: /metadata/managedFields (the kustomize-controller apply entry, which says what it owns).",
+				kubectl: in("patch", "configmap", "merged", "--type=json", "-p", `[{"op":"replace","path":"/metadata/managedFields","value":[{}]}]`)},
+			{what: "then change the key", refused: "Changed: /data/a.", kubectl: in("patch", "configmap", "merged", "--type=merge", "-p", `{"data":{"a":"3"}}`)},
 		},
 	}, {
 		name: "OptOutWithoutTheGroup",

@@ -153,7 +153,8 @@ func setupGuardedWrites(t *testing.T, ctx context.Context, ns string) map[string
 		t.Fatalf("deleting the composed resource: %v", err)
 	}
 
-	return map[string]guardedWrite{
+	gitops := setupGitOpsWrites(t, ctx, ns)
+	writes := map[string]guardedWrite{
 		"claimguard-deleting.steward.dev": func(ctx context.Context) error {
 			patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"crossplane.io/external-name":"db-elsewhere"}}}`))
 			return jane.Patch(ctx, deleting.DeepCopy(), patch, client.DryRunAll)
@@ -209,6 +210,109 @@ func setupGuardedWrites(t *testing.T, ctx context.Context, ns string) map[string
 				Annotations: map[string]string{"crossplane.io/external-name": "db-prod"},
 			}}
 			return jane.Create(ctx, cm, client.DryRunAll)
+		},
+	}
+	for name, w := range gitops {
+		writes[name] = w
+	}
+	return writes
+}
+
+// setupGitOpsWrites creates, as Flux's and Argo CD's controllers would, a
+// Kustomization, a HelmRelease and an Application with what they applied
+// in namespace ns, and returns one write per webhook of fluxguard and
+// argocdguard.
+func setupGitOpsWrites(t *testing.T, ctx context.Context, ns string) map[string]guardedWrite {
+	t.Helper()
+	jane := userClient(t, "jane", []string{"devs"}, nil)
+	janeKube := userClientset(t, "jane", "devs")
+	kustomize := userClient(t, kustomizeUser, nil, nil)
+	helm := userClient(t, helmUser, nil, nil)
+	argo := userClient(t, argoController, nil, nil)
+	dryRun := []string{metav1.DryRunAll}
+	create := func(c client.Client, obj client.Object) {
+		t.Helper()
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+		}
+	}
+
+	ks := fluxKustomization(ns, "apps", "v1", false)
+	create(kustomize, ks)
+	_ = unstructured.SetNestedSlice(ks.Object, []any{
+		map[string]any{"id": ns + "_flux-managed__ConfigMap", "v": "v1"},
+		map[string]any{"id": ns + "_flux-web_apps_Deployment", "v": "v1"},
+	}, "status", "inventory", "entries")
+	if err := kustomize.Status().Update(ctx, ks); err != nil {
+		t.Fatalf("kustomize-controller recording the inventory: %v", err)
+	}
+	kustomizeLabels := map[string]string{"kustomize.toolkit.fluxcd.io/name": "apps", "kustomize.toolkit.fluxcd.io/namespace": ns}
+	fluxManaged := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flux-managed", Labels: kustomizeLabels}, Data: map[string]string{"k": "v"}}
+	create(kustomize, fluxManaged)
+	fluxWeb := webDeployment("flux-web", metav1.ObjectMeta{Namespace: ns, Labels: kustomizeLabels}, 1)
+	create(kustomize, fluxWeb)
+
+	hr := &unstructured.Unstructured{}
+	hr.SetAPIVersion("helm.toolkit.fluxcd.io/v2")
+	hr.SetKind("HelmRelease")
+	hr.SetNamespace(ns)
+	hr.SetName("redis")
+	_ = unstructured.SetNestedField(hr.Object, "30m", "spec", "interval")
+	_ = unstructured.SetNestedMap(hr.Object, map[string]any{"spec": map[string]any{"chart": "redis", "sourceRef": map[string]any{"kind": "HelmRepository", "name": "bitnami"}}}, "spec", "chart")
+	create(helm, hr)
+	helmManaged := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "helm-managed",
+		Labels:      map[string]string{"helm.toolkit.fluxcd.io/name": "redis", "helm.toolkit.fluxcd.io/namespace": ns},
+		Annotations: map[string]string{"meta.helm.sh/release-name": "redis", "meta.helm.sh/release-namespace": ns}}}
+	create(helm, helmManaged)
+
+	app := &unstructured.Unstructured{}
+	app.SetAPIVersion("argoproj.io/v1alpha1")
+	app.SetKind("Application")
+	app.SetNamespace(ns)
+	app.SetName("shop")
+	_ = unstructured.SetNestedField(app.Object, "default", "spec", "project")
+	_ = unstructured.SetNestedMap(app.Object, map[string]any{"repoURL": "https://github.com/example/shop", "path": "shop"}, "spec", "source")
+	_ = unstructured.SetNestedMap(app.Object, map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns}, "spec", "destination")
+	_ = unstructured.SetNestedSlice(app.Object, []any{
+		map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": ns, "name": "argo-managed"},
+		map[string]any{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": ns, "name": "argo-web"},
+	}, "status", "resources")
+	create(argo, app)
+	tracked := func(kind, group, name string) map[string]string {
+		return map[string]string{"argocd.argoproj.io/tracking-id": ns + "_shop:" + group + "/" + kind + ":" + ns + "/" + name}
+	}
+	argoManaged := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "argo-managed", Annotations: tracked("ConfigMap", "", "argo-managed")}}
+	create(argo, argoManaged)
+	argoWeb := webDeployment("argo-web", metav1.ObjectMeta{Namespace: ns, Annotations: tracked("Deployment", "apps", "argo-web")}, 1)
+	create(argo, argoWeb)
+
+	edit := client.RawPatch(types.MergePatchType, []byte(`{"data":{"k":"hand-edit"}}`))
+	scale := func(name string) guardedWrite {
+		return func(ctx context.Context) error {
+			s := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: autoscalingv1.ScaleSpec{Replicas: 3}}
+			_, err := janeKube.AppsV1().Deployments(ns).UpdateScale(ctx, name, s, metav1.UpdateOptions{DryRun: dryRun})
+			return err
+		}
+	}
+	return map[string]guardedWrite{
+		"fluxguard.steward.dev": func(ctx context.Context) error {
+			return jane.Patch(ctx, fluxManaged.DeepCopy(), edit, client.DryRunAll)
+		},
+		"fluxguard-helm.steward.dev": func(ctx context.Context) error {
+			return jane.Patch(ctx, helmManaged.DeepCopy(), edit, client.DryRunAll)
+		},
+		"fluxguard-scale.steward.dev": scale(fluxWeb.Name),
+		"fluxguard-records.steward.dev": func(ctx context.Context) error {
+			patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"inventory":{"entries":[]}}}`))
+			return jane.Status().Patch(ctx, ks.DeepCopy(), patch, &client.SubResourcePatchOptions{PatchOptions: client.PatchOptions{DryRun: dryRun}})
+		},
+		"argocdguard.steward.dev": func(ctx context.Context) error {
+			return jane.Patch(ctx, argoManaged.DeepCopy(), edit, client.DryRunAll)
+		},
+		"argocdguard-scale.steward.dev": scale(argoWeb.Name),
+		"argocdguard-records.steward.dev": func(ctx context.Context) error {
+			patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"resources":[]}}`))
+			return jane.Patch(ctx, app.DeepCopy(), patch, client.DryRunAll)
 		},
 	}
 }

@@ -85,7 +85,7 @@ func (in install) alerts() []alert {
 			Summary:  "Steward's replica {{ $labels.pod }} refused its changed configuration file.",
 			Description: "{{ $labels.pod }} could not load its configuration file as changed and keeps deciding by the last good configuration, so the change " +
 				"has not taken effect. Its log line \"configuration refused\" and the StewardConfigRejected Event on the Pod name the field to fix in the ConfigMap " +
-				configName + ".",
+				in.configName() + ".",
 		},
 		watchedKindsAlert(sel),
 		{

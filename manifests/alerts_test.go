@@ -89,7 +89,7 @@ func TestEveryAlertHasAUnitTest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range (install{ns: DefaultNamespace}).alerts() {
+	for _, a := range (install{ns: DefaultNamespace, name: Name}).alerts() {
 		if !strings.Contains(string(tests), "alertname: "+a.Name+"\n") {
 			t.Errorf("alert %s has no case in testdata/alerts.test.yaml", a.Name)
 		}

@@ -3,6 +3,7 @@ package manifests
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -32,6 +33,20 @@ const ChartDir = "charts/steward"
 // `kubectl kustomize` and `steward manifests --config` render.
 const (
 	tokNamespace      = "stewardhelmnamespace"
+	tokName           = "stewardhelmfullname"
+	tokLabels         = "stewardhelm-labels"
+	tokPodLabels      = "stewardhelm-podlabels"
+	tokSelector       = "stewardhelm-selector"
+	tokPullSecrets    = "stewardhelm-imagepullsecrets"
+	tokStartupProbe   = "stewardhelm-startupprobe"
+	tokSpread         = "stewardhelm-topologyspreadconstraints"
+	tokExtraArgs      = "stewardhelm-extraargs"
+	tokExtraEnv       = "stewardhelm-extraenvvars"
+	tokExtraVolumes   = "stewardhelm-extravolumes"
+	tokExtraMounts    = "stewardhelm-extravolumemounts"
+	tokAPIServerPorts = "stewardhelm-apiserverports"
+	tokSMLabels       = "stewardhelm-servicemonitorlabels"
+	tokSMInterval     = "stewardhelm-servicemonitorinterval"
 	tokImage          = "stewardhelm-image"
 	tokPullPolicy     = "stewardhelm-pullpolicy"
 	tokReplicas       = "stewardhelm-replicas"
@@ -106,7 +121,7 @@ var chartRefused = sync.OnceValue(func() []chartRefusal {
 	out := []chartRefusal{{path: "recordEventsFor", allowed: []string{string(webhooks.EventsForServiceAccounts)}, why: "changes Steward's permission to record Events"}}
 	for _, spec := range defaultSpecs() {
 		for _, r := range spec.ChartRefused {
-			out = append(out, chartRefusal{path: "rules." + spec.Name + "." + r.Key, allowed: r.Allowed, why: r.Why})
+			out = append(out, chartRefusal{path: "rules." + spec.Name + "." + r.Key, allowed: r.Allowed, installName: r.InstallName, why: r.Why})
 		}
 	}
 	return out
@@ -118,7 +133,22 @@ type chartRefusal struct {
 	// allowed are the values the chart renders, besides leaving the
 	// setting unset.
 	allowed []string
-	why     string
+	// installName: the chart renders the release's full name only, and
+	// writes it into the configuration when the setting is unset.
+	installName bool
+	why         string
+}
+
+// installNames are the settings the chart sets to the release's full
+// name.
+func installNames() []chartRefusal {
+	var out []chartRefusal
+	for _, r := range chartRefused() {
+		if r.installName {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // chartSettingPaths are the configuration paths the chart templates or
@@ -155,7 +185,7 @@ func RenderChart(o Options) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := install{ns: tokNamespace, image: tokImage}
+	in := install{ns: tokNamespace, image: tokImage, name: tokName}
 	files := map[string][]byte{}
 	base := in.baseObjects(tokens)
 	delete(base, "base/namespace.yaml") // helm install --create-namespace
@@ -206,10 +236,22 @@ func RenderChart(o Options) (map[string][]byte, error) {
 		}
 		files["templates/"+strings.TrimPrefix(m.path, "monitoring/")] = chartFile(".Values.monitoring."+m.value+".enabled", docs)
 	}
-	files["templates/policyreport-crds.yaml"] = chartFile(".Values.policyReportCRDs.install", []string{
-		string(bytes.TrimPrefix(policyReportsCRD, []byte("---\n"))),
-		string(bytes.TrimPrefix(clusterPolicyReportsCRD, []byte("---\n"))),
-	})
+	docs, err := chartDocs([]any{in.networkPolicy([]int32{0})})
+	if err != nil {
+		return nil, fmt.Errorf("chart networkpolicy.yaml: %w", err)
+	}
+	files["templates/networkpolicy.yaml"] = chartFile(".Values.networkPolicy.enabled", docs)
+	var crds []string
+	for _, crd := range [][]byte{policyReportsCRD, clusterPolicyReportsCRD} {
+		doc := string(bytes.TrimPrefix(crd, []byte("---\n")))
+		// The upstream files as they are, with the chart's labels.
+		labelled := strings.Replace(doc, "\nmetadata:\n", "\nmetadata:\n  labels:\n    {{- include \"steward.labels\" $ | nindent 4 }}\n", 1)
+		if labelled == doc || strings.Contains(doc, "\n  labels:") {
+			return nil, fmt.Errorf("chart: the PolicyReport CRD's metadata is not where its labels go")
+		}
+		crds = append(crds, labelled)
+	}
+	files["templates/policyreport-crds.yaml"] = chartFile(".Values.policyReportCRDs.install", crds)
 	for path, data := range files {
 		if i := strings.Index(string(data), tokAny); i >= 0 {
 			return nil, fmt.Errorf("chart %s: token left unreplaced near %q", path, excerpt(string(data), i))
@@ -251,7 +293,11 @@ func chartRenders(cfg webhooks.Config) error {
 			sub, _ := v.(map[string]any)
 			v = sub[k]
 		}
-		if v != nil && !slices.Contains(r.allowed, fmt.Sprint(v)) {
+		allowed := r.allowed
+		if r.installName {
+			allowed = []string{Name}
+		}
+		if v != nil && !slices.Contains(allowed, fmt.Sprint(v)) {
 			return fmt.Errorf("chart: %s: %v %s, which the chart does not render; render the manifests instead", r.path, v, r.why)
 		}
 	}
@@ -272,6 +318,9 @@ func tokenConfig(cfg webhooks.Config) (webhooks.Config, error) {
 			return webhooks.Config{}, fmt.Errorf("chart: the configuration has no rules.%s", l.rule)
 		}
 		section[l.key] = []any{l.token()}
+	}
+	for _, r := range installNames() {
+		setPath(m, r.path, tokName)
 	}
 	data, err := json.Marshal(m)
 	if err != nil {
@@ -360,6 +409,34 @@ func patched(obj map[string]any, patches []any) (map[string]any, error) {
 	return out, nil
 }
 
+// setPath sets the value at a dotted path of m, adding the maps on the
+// way.
+func setPath(m map[string]any, path string, v any) {
+	keys := strings.Split(path, ".")
+	for _, k := range keys[:len(keys)-1] {
+		sub, ok := m[k].(map[string]any)
+		if !ok {
+			sub = map[string]any{}
+			m[k] = sub
+		}
+		m = sub
+	}
+	m[keys[len(keys)-1]] = v
+}
+
+// deletePath deletes the value at a dotted path of m.
+func deletePath(m map[string]any, path string) {
+	keys := strings.Split(path, ".")
+	for _, k := range keys[:len(keys)-1] {
+		sub, ok := m[k].(map[string]any)
+		if !ok {
+			return
+		}
+		m = sub
+	}
+	delete(m, keys[len(keys)-1])
+}
+
 func name(obj map[string]any) string {
 	meta, _ := obj["metadata"].(map[string]any)
 	n, _ := meta["name"].(string)
@@ -424,18 +501,30 @@ func chartDoc(obj map[string]any) (string, error) {
 	// Strings that hold Go templates of their own (the alerts'
 	// annotations) are written out by the chart as they are.
 	obj = mapStrings(deepCopy(obj), func(s string) string { return strings.ReplaceAll(s, "{{", tokLeftDelim) }).(map[string]any)
+	if err := templateLabels(obj); err != nil {
+		return "", err
+	}
+	// The replacements of this object's own tokens.
+	var extra []chartReplacement
 	switch obj["kind"] {
 	case "Deployment":
 		spec := obj["spec"].(map[string]any)
 		spec["replicas"] = tokReplicas
+		spec["selector"].(map[string]any)["matchLabels"] = tokSelector
 		tmpl := spec["template"].(map[string]any)
 		tmpl["metadata"].(map[string]any)["annotations"] = tokPodAnnotations
+		tmpl["metadata"].(map[string]any)["labels"] = map[string]any{tokPodLabels: tokPodLabels}
 		pod := tmpl["spec"].(map[string]any)
 		pod["priorityClassName"] = tokPriorityClass
 		pod["nodeSelector"] = tokNodeSelector
 		pod["tolerations"] = tokTolerations
 		pod["affinity"] = tokAffinity
 		pod["terminationGracePeriodSeconds"] = tokGracePeriod
+		pod["imagePullSecrets"] = tokPullSecrets
+		// The constraints are a value (whose default is the objects'),
+		// each given the pods' selector unless it has a labelSelector.
+		pod["topologySpreadConstraints"] = tokSpread
+		pod["volumes"] = append(pod["volumes"].([]any), tokExtraVolumes)
 		for _, c := range pod["containers"].([]any) {
 			c := c.(map[string]any)
 			if c["name"] != Name {
@@ -451,25 +540,52 @@ func chartDoc(obj map[string]any) (string, error) {
 					c["args"].([]any)[i] = "--shutdown-timeout=" + tokShutdownTime
 				}
 			}
+			c["startupProbe"] = tokStartupProbe
+			c["args"] = append(c["args"].([]any), tokExtraArgs)
+			c["env"] = append(c["env"].([]any), tokExtraEnv)
+			c["volumeMounts"] = append(c["volumeMounts"].([]any), tokExtraMounts)
 		}
+	case "Service":
+		obj["spec"].(map[string]any)["selector"] = tokSelector
+	case "ServiceMonitor":
+		spec := obj["spec"].(map[string]any)
+		spec["selector"].(map[string]any)["matchLabels"] = tokSelector
+		labels := obj["metadata"].(map[string]any)["labels"].(map[string]any)
+		delete(labels, tokLabels)
+		labels[tokSMLabels] = tokSMLabels
+		for _, e := range spec["endpoints"].([]any) {
+			e.(map[string]any)["interval"] = tokSMInterval
+		}
+	case "NetworkPolicy":
+		spec := obj["spec"].(map[string]any)
+		spec["podSelector"].(map[string]any)["matchLabels"] = tokSelector
+		spec["egress"].([]any)[0].(map[string]any)["ports"] = tokAPIServerPorts
 	case "ConfigMap":
-		if name(obj) == configName {
+		if name(obj) == tokName+"-config" {
 			obj["data"].(map[string]any)["config.yaml"] = tokConfig
 		}
 	case "PodDisruptionBudget":
-		obj["spec"].(map[string]any)["maxUnavailable"] = tokMaxUnavailable
+		spec := obj["spec"].(map[string]any)
+		spec["maxUnavailable"] = tokMaxUnavailable
+		spec["selector"].(map[string]any)["matchLabels"] = tokSelector
 	case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
 		whs, _ := obj["webhooks"].([]any)
-		for _, wh := range whs {
-			conds, _ := wh.(map[string]any)["matchConditions"].([]any)
+		for i, wh := range whs {
+			wh := wh.(map[string]any)
+			conds, _ := wh["matchConditions"].([]any)
 			for _, c := range conds {
 				c := c.(map[string]any)
 				expr, err := templateExpression(c["expression"].(string))
 				if err != nil {
-					return "", fmt.Errorf("webhook %v: %w", wh.(map[string]any)["name"], err)
+					return "", fmt.Errorf("webhook %v: %w", wh["name"], err)
 				}
 				c["expression"] = expr
 			}
+			r, err := templateWebhook(obj, wh, i)
+			if err != nil {
+				return "", fmt.Errorf("webhook %v: %w", wh["name"], err)
+			}
+			extra = append(extra, r...)
 		}
 	}
 	var node yaml.Node
@@ -486,8 +602,86 @@ func chartDoc(obj map[string]any) (string, error) {
 	if err := enc.Close(); err != nil {
 		return "", err
 	}
-	doc, err := replaceTokens(b.String())
+	doc, err := replaceTokens(b.String(), extra)
 	return strings.ReplaceAll(doc, tokLeftDelim, `{{ "{{" }}`), err
+}
+
+// templateWebhook makes the settings of the webhook entry wh, the i-th of
+// the configuration obj, follow the chart's webhooks value for its name:
+// failurePolicy and timeoutSeconds replace the entry's, and the
+// matchExpressions of namespaceSelector and objectSelector are added to
+// the entry's. The annotation saying why the entry fails open or closed
+// says so when the failure policy is the install's.
+func templateWebhook(obj, wh map[string]any, i int) ([]chartReplacement, error) {
+	name, _ := wh["name"].(string)
+	tok := func(what string) string { return fmt.Sprintf("stewardhelmwebhook%d-%s", i, what) }
+	// value reads the webhook's setting at keys, def when unset. The
+	// webhook's name, dots and all, is one key.
+	value := func(def string, keys ...string) string {
+		q := []string{fmt.Sprintf("%q", name)}
+		for _, k := range keys {
+			q = append(q, fmt.Sprintf("%q", k))
+		}
+		return fmt.Sprintf("dig %s %s ($.Values.webhooks | default dict)", strings.Join(q, " "), def)
+	}
+	policy, _ := wh["failurePolicy"].(string)
+	if policy == "" {
+		return nil, errors.New("no failurePolicy")
+	}
+	var out []chartReplacement
+	wh["failurePolicy"] = tok("failurepolicy")
+	out = append(out, chartReplacement{token: tok("failurepolicy"), expr: value(fmt.Sprintf("%q", policy), "failurePolicy"), kind: scalar})
+	timeout := fmt.Sprint(wh["timeoutSeconds"])
+	wh["timeoutSeconds"] = tok("timeoutseconds")
+	out = append(out, chartReplacement{token: tok("timeoutseconds"), expr: value(timeout, "timeoutSeconds"), kind: scalar})
+
+	ns, _ := wh["namespaceSelector"].(map[string]any)
+	exprs, _ := ns["matchExpressions"].([]any)
+	if len(exprs) == 0 {
+		return nil, errors.New("its namespaceSelector excludes no namespace")
+	}
+	ns["matchExpressions"] = append(exprs, tok("namespaceselector"))
+	out = append(out, chartReplacement{token: tok("namespaceselector"), expr: value("list", "namespaceSelector", "matchExpressions"), kind: listItems})
+
+	sel, _ := wh["objectSelector"].(map[string]any)
+	selJSON, err := json.Marshal(sel)
+	if err != nil {
+		return nil, err
+	}
+	if sel == nil {
+		selJSON = []byte("{}")
+	}
+	wh["objectSelector"] = tok("objectselector")
+	out = append(out, chartReplacement{token: tok("objectselector"), expr: fmt.Sprintf(`include "steward.webhookObjectSelector" (list $ %q %q)`, name, selJSON), kind: yamlBlock})
+
+	meta := obj["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	key := failurePolicyAnnotation + name
+	note, _ := annotations[key].(string)
+	reason, ok := strings.CutPrefix(note, policy+": ")
+	if !ok || strings.Contains(reason, tokLeftDelim) {
+		return nil, fmt.Errorf("its annotation %s does not give the reason for %s: %q", key, policy, note)
+	}
+	annotations[key] = tok("failurepolicynote")
+	out = append(out, chartReplacement{token: tok("failurepolicynote"), expr: fmt.Sprintf(`include "steward.failurePolicyNote" (list $ %q %q %q)`, name, policy, reason), kind: scalar})
+	return out, nil
+}
+
+// templateLabels replaces the labels every object carries with the
+// chart's: the standard labels of a Helm chart (helm.sh/chart and
+// app.kubernetes.io/name, instance, version, managed-by and part-of). An
+// object's other labels stay.
+func templateLabels(obj map[string]any) error {
+	meta, _ := obj["metadata"].(map[string]any)
+	labels, _ := meta["labels"].(map[string]any)
+	if labels[nameLabel] != Name || labels[partOfLabel] != Name {
+		return fmt.Errorf("%v %s does not carry Steward's labels: %v", obj["kind"], name(obj), labels)
+	}
+	delete(labels, nameLabel)
+	delete(labels, partOfLabel)
+	delete(labels, instanceLabel)
+	labels[tokLabels] = tokLabels
+	return nil
 }
 
 // mapStrings returns v with f applied to every string in it.
@@ -578,6 +772,8 @@ type chartReplacement struct {
 	// expr is the template expression of the value.
 	expr string
 	kind replacementKind
+	// when is the value an optionalYamlBlock is left out without.
+	when string
 }
 
 type replacementKind int
@@ -595,28 +791,55 @@ const (
 	optionalBlock
 	// blockScalar: the value, as YAML, is the content of a literal string.
 	blockScalar
+	// yamlBlock: expr writes YAML, the value of the key.
+	yamlBlock
+	// textBlock: expr writes the content of a literal string.
+	textBlock
+	// entries: the token is a key and its value in a mapping; expr writes
+	// YAML, the entries that take the token's place.
+	entries
+	// listItems: the token is an item of a list; the items of the list
+	// expr is take its place.
+	listItems
+	// optionalYamlBlock: expr writes YAML, the value of the key, which is
+	// left out when the value named by when is empty.
+	optionalYamlBlock
 )
 
 var chartReplacements = []chartReplacement{
-	{tokNamespace, `include "steward.namespace" $`, text},
-	{tokImage, `include "steward.image" $`, scalar},
-	{tokReplicas, `.Values.replicas`, scalar},
-	{tokMaxUnavailable, `.Values.podDisruptionBudget.maxUnavailable`, scalar},
-	{tokShutdownDelay, `.Values.shutdown.delay`, text},
-	{tokShutdownTime, `.Values.shutdown.timeout`, text},
-	{tokGracePeriod, `.Values.shutdown.terminationGracePeriodSeconds`, scalar},
-	{tokPullPolicy, `.Values.image.pullPolicy`, optionalScalar},
-	{tokPriorityClass, `.Values.priorityClassName`, optionalScalar},
-	{tokResources, `.Values.resources`, block},
-	{tokNodeSelector, `.Values.nodeSelector`, optionalBlock},
-	{tokTolerations, `.Values.tolerations`, optionalBlock},
-	{tokAffinity, `.Values.affinity`, optionalBlock},
-	{tokPodAnnotations, `.Values.podAnnotations`, optionalBlock},
-	{tokConfig, `.Values.config`, blockScalar},
+	{token: tokNamespace, expr: `include "steward.namespace" $`, kind: text},
+	{token: tokName, expr: `include "steward.fullname" $`, kind: text},
+	{token: tokLabels, expr: `include "steward.labels" $`, kind: entries},
+	{token: tokPodLabels, expr: `include "steward.podLabels" $`, kind: entries},
+	{token: tokSelector, expr: `include "steward.selectorLabels" $`, kind: yamlBlock},
+	{token: tokImage, expr: `include "steward.image" $`, kind: scalar},
+	{token: tokReplicas, expr: `.Values.replicas`, kind: scalar},
+	{token: tokMaxUnavailable, expr: `.Values.podDisruptionBudget.maxUnavailable`, kind: scalar},
+	{token: tokShutdownDelay, expr: `.Values.shutdown.delay`, kind: text},
+	{token: tokShutdownTime, expr: `.Values.shutdown.timeout`, kind: text},
+	{token: tokGracePeriod, expr: `.Values.shutdown.terminationGracePeriodSeconds`, kind: scalar},
+	{token: tokPullPolicy, expr: `.Values.image.pullPolicy`, kind: optionalScalar},
+	{token: tokPriorityClass, expr: `.Values.priorityClassName`, kind: optionalScalar},
+	{token: tokResources, expr: `.Values.resources`, kind: block},
+	{token: tokNodeSelector, expr: `.Values.nodeSelector`, kind: optionalBlock},
+	{token: tokTolerations, expr: `.Values.tolerations`, kind: optionalBlock},
+	{token: tokAffinity, expr: `.Values.affinity`, kind: optionalBlock},
+	{token: tokPodAnnotations, expr: `.Values.podAnnotations`, kind: optionalBlock},
+	{token: tokPullSecrets, expr: `.Values.imagePullSecrets`, kind: optionalBlock},
+	{token: tokStartupProbe, expr: `.Values.startupProbe`, kind: optionalBlock},
+	{token: tokSpread, expr: `include "steward.topologySpreadConstraints" $`, kind: optionalYamlBlock, when: `.Values.topologySpreadConstraints`},
+	{token: tokExtraArgs, expr: `.Values.extraArgs`, kind: listItems},
+	{token: tokExtraEnv, expr: `.Values.extraEnvVars`, kind: listItems},
+	{token: tokExtraVolumes, expr: `.Values.extraVolumes`, kind: listItems},
+	{token: tokExtraMounts, expr: `.Values.extraVolumeMounts`, kind: listItems},
+	{token: tokConfig, expr: `include "steward.config" $`, kind: textBlock},
+	{token: tokAPIServerPorts, expr: `include "steward.apiServerPorts" $`, kind: yamlBlock},
+	{token: tokSMLabels, expr: `include "steward.serviceMonitorLabels" $`, kind: entries},
+	{token: tokSMInterval, expr: `.Values.monitoring.serviceMonitor.interval`, kind: scalar},
 }
 
-func replaceTokens(doc string) (string, error) {
-	for _, r := range chartReplacements {
+func replaceTokens(doc string, extra []chartReplacement) (string, error) {
+	for _, r := range append(slices.Clone(chartReplacements), extra...) {
 		if !strings.Contains(doc, r.token) {
 			continue
 		}
@@ -624,14 +847,26 @@ func replaceTokens(doc string) (string, error) {
 			doc = strings.ReplaceAll(doc, r.token, "{{ "+r.expr+" }}")
 			continue
 		}
-		line := regexp.MustCompile(`(?m)^( *)([A-Za-z0-9_.-]+): ` + regexp.QuoteMeta(r.token) + `$`)
+		// The first key of a list's item follows "- ", which counts as
+		// indentation.
+		line := regexp.MustCompile(`(?m)^( *(?:- )?)([A-Za-z0-9_./-]+): ` + regexp.QuoteMeta(r.token) + `$`)
+		switch r.kind {
+		case entries:
+			line = regexp.MustCompile(`(?m)^( *)(` + regexp.QuoteMeta(r.token) + `): ` + regexp.QuoteMeta(r.token) + `$`)
+		case listItems:
+			line = regexp.MustCompile(`(?m)^( *)- (` + regexp.QuoteMeta(r.token) + `)$`)
+		}
 		if !line.MatchString(doc) {
 			return "", fmt.Errorf("token %s is not the whole value of a key", r.token)
 		}
+		var err error
 		doc = line.ReplaceAllStringFunc(doc, func(l string) string {
 			m := line.FindStringSubmatch(l)
 			indent, key := m[1], m[2]
 			inner := len(indent) + 2
+			if strings.HasSuffix(indent, "- ") && r.kind != scalar && r.kind != block && r.kind != yamlBlock && r.kind != textBlock {
+				err = fmt.Errorf("token %s is the first key of a list's item, which only a single line can replace", r.token)
+			}
 			switch r.kind {
 			case scalar:
 				return fmt.Sprintf("%s%s: {{ %s | toJson }}", indent, key, r.expr)
@@ -643,9 +878,22 @@ func replaceTokens(doc string) (string, error) {
 				return fmt.Sprintf("%[1]s{{- with %[3]s }}\n%[1]s%[2]s: {{- toYaml . | nindent %[4]d }}\n%[1]s{{- end }}", indent, key, r.expr, inner)
 			case blockScalar:
 				return fmt.Sprintf("%s%s: |{{- toYaml %s | nindent %d }}", indent, key, r.expr, inner)
+			case yamlBlock:
+				return fmt.Sprintf("%s%s: {{- %s | nindent %d }}", indent, key, r.expr, inner)
+			case textBlock:
+				return fmt.Sprintf("%s%s: |{{- %s | nindent %d }}", indent, key, r.expr, inner)
+			case entries:
+				return fmt.Sprintf("%s{{- %s | nindent %d }}", indent, r.expr, len(indent))
+			case listItems:
+				return fmt.Sprintf("%[1]s{{- with %[2]s }}\n%[1]s{{- toYaml . | nindent %[3]d }}\n%[1]s{{- end }}", indent, r.expr, len(indent))
+			case optionalYamlBlock:
+				return fmt.Sprintf("%[1]s{{- with %[4]s }}\n%[1]s%[2]s: {{- %[3]s | nindent %[5]d }}\n%[1]s{{- end }}", indent, key, r.expr, r.when, inner)
 			}
 			return l
 		})
+		if err != nil {
+			return "", err
+		}
 	}
 	return doc, nil
 }

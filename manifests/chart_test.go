@@ -39,16 +39,27 @@ func helm(t *testing.T) string {
 // into namespace, with extra flags (--set, --values).
 func helmTemplate(t *testing.T, namespace string, flags ...string) []*unstructured.Unstructured {
 	t.Helper()
-	out, err := helmTemplateErr(t, namespace, flags...)
+	return helmTemplateRelease(t, Name, namespace, flags...)
+}
+
+// helmTemplateRelease is helmTemplate for a release named release.
+func helmTemplateRelease(t *testing.T, release, namespace string, flags ...string) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := helmTemplateReleaseErr(t, release, namespace, flags...)
 	if err != nil {
-		t.Fatalf("helm template %s: %v", strings.Join(flags, " "), err)
+		t.Fatalf("helm template %s %s: %v", release, strings.Join(flags, " "), err)
 	}
 	return parseObjects(t, out)
 }
 
 func helmTemplateErr(t *testing.T, namespace string, flags ...string) ([]byte, error) {
 	t.Helper()
-	args := append([]string{"template", "steward", chartPath, "--namespace", namespace}, flags...)
+	return helmTemplateReleaseErr(t, Name, namespace, flags...)
+}
+
+func helmTemplateReleaseErr(t *testing.T, release, namespace string, flags ...string) ([]byte, error) {
+	t.Helper()
+	args := append([]string{"template", release, chartPath, "--namespace", namespace}, flags...)
 	cmd := exec.Command(helm(t), args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -150,11 +161,37 @@ func withoutNamespaceObject(t *testing.T, objs []*unstructured.Unstructured, ns 
 	return out
 }
 
+// helmLabels are the standard labels of a Helm chart that only the chart
+// sets: what the release is, and who manages it.
+var helmLabels = []string{"helm.sh/chart", instanceLabel, "app.kubernetes.io/version", "app.kubernetes.io/managed-by"}
+
+// withoutHelmLabels drops helmLabels from every object's labels and its
+// pod template's, whichever install rendered them (TestChartLabels checks
+// them).
+func withoutHelmLabels(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		o = o.DeepCopy()
+		for _, path := range [][]string{{"metadata", "labels"}, {"spec", "template", "metadata", "labels"}} {
+			labels, found, _ := unstructured.NestedStringMap(o.Object, path...)
+			if !found {
+				continue
+			}
+			for _, l := range helmLabels {
+				delete(labels, l)
+			}
+			_ = unstructured.SetNestedStringMap(o.Object, labels, path...)
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
 // sameObjects fails unless both sets of objects are the same, as parsed
-// objects.
+// objects, but for the labels only the chart sets (helmLabels).
 func sameObjects(t *testing.T, helmObjs, kustomizeObjs []*unstructured.Unstructured) {
 	t.Helper()
-	if diff := byKeyDiff(t, kustomizeObjs, helmObjs); diff != "" {
+	if diff := byKeyDiff(t, withoutHelmLabels(kustomizeObjs), withoutHelmLabels(helmObjs)); diff != "" {
 		t.Errorf("helm template differs from kustomize (-kustomize +helm):\n%s", diff)
 	}
 }
@@ -285,10 +322,10 @@ func TestChartMonitoringMatchesTheMonitoringDirectory(t *testing.T) {
 func normalizeConfig(t *testing.T, objs []*unstructured.Unstructured) {
 	t.Helper()
 	for _, o := range objs {
-		if o.GetKind() != "ConfigMap" || o.GetName() != configName {
+		data, found, _ := unstructured.NestedString(o.Object, "data", "config.yaml")
+		if o.GetKind() != "ConfigMap" || !found {
 			continue
 		}
-		data, _, _ := unstructured.NestedString(o.Object, "data", "config.yaml")
 		cfg, err := webhooks.ParseConfig([]byte(data), "ConfigMap")
 		if err != nil {
 			t.Fatalf("Steward would refuse the configuration the install writes: %v\n%s", err, data)
@@ -309,11 +346,26 @@ func normalizeConfig(t *testing.T, objs []*unstructured.Unstructured) {
 // exempts are in its webhooks' matchConditions exactly as Steward writes
 // them (clauses for empty lists left out, defaults for unset ones), and
 // Steward reads the same configuration.
+//
+// With a values file setting every value the chart has for adapting an
+// install too, the install is the same but for what those values
+// change, as withChartValues applies them.
 func TestChartRendersTheConfigurationAsStewardManifestsDoes(t *testing.T) {
 	tests := map[string]struct {
 		reason string
 		config string
+		// values is a values file given besides the configuration.
+		values string
 	}{
+		"every value for adapting an install": {
+			reason: "the chart's own values change only what they are for, whatever the configuration",
+			config: `
+rules:
+  fleetguard:
+    mode: warn
+    agentUsers: ["system:serviceaccount:cattle-fleet-system:fleet-agent", "system:serviceaccount:gitops:deployer"]`,
+			values: allValuesFile,
+		},
 		"defaults": {
 			reason: "values.yaml holds the default configuration",
 			config: `{}`,
@@ -391,8 +443,17 @@ rules:
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := helmTemplate(t, DefaultNamespace, "--values", values)
-			want := withoutNamespaceObject(t, kustomize(t, filepath.Join(renderTo(t, Options{Config: &cfg}), "overlays", "cert-manager")), DefaultNamespace)
+			flags := []string{"--values", values}
+			if tc.values != "" {
+				flags = append([]string{"--values", tc.values}, append(flags, append(unnamed, allOptionalObjects...)...)...)
+			}
+			got := helmTemplate(t, DefaultNamespace, flags...)
+			dir := renderTo(t, Options{Config: &cfg})
+			want := withoutNamespaceObject(t, kustomize(t, filepath.Join(dir, "overlays", "cert-manager")), DefaultNamespace)
+			if tc.values != "" {
+				want = append(want, kustomize(t, filepath.Join(dir, "monitoring"))...)
+				want = withChartValues(t, install{ns: DefaultNamespace, name: Name}, want, chartValuesFile(t, tc.values))
+			}
 			normalizeConfig(t, got)
 			normalizeConfig(t, want)
 			t.Log(tc.reason)
@@ -410,11 +471,18 @@ func TestChartRefusesWhatItCannotRender(t *testing.T) {
 	tests := map[string]struct {
 		set, want string
 	}{
-		"a rule turned off":      {set: "config.rules.claimguard.mode=off", want: `config.rules.claimguard.mode: off`},
-		"no Events":              {set: "config.recordEventsFor=none", want: `config.recordEventsFor: none`},
-		"an unknown cert mode":   {set: "certificates.mode=vault", want: `/certificates/mode`},
-		"a misspelt value":       {set: "replica=5", want: `'replica' not allowed`},
-		"a delay not a duration": {set: "shutdown.delay=5", want: `/shutdown/delay`},
+		"a rule turned off":                {set: "config.rules.claimguard.mode=off", want: `config.rules.claimguard.mode: off`},
+		"no Events":                        {set: "config.recordEventsFor=none", want: `config.recordEventsFor: none`},
+		"an unknown cert mode":             {set: "certificates.mode=vault", want: `/certificates/mode`},
+		"a misspelt value":                 {set: "replica=5", want: `'replica' not allowed`},
+		"an argument not a flag":           {set: "extraArgs={debug}", want: `/extraArgs/0`},
+		"a pull secret unnamed":            {set: "imagePullSecrets[0].nam=x", want: `/imagePullSecrets/0`},
+		"a webhook Steward has not":        {set: `webhooks.fleetgaurd\.steward\.dev.timeoutSeconds=5`, want: `'fleetgaurd.steward.dev' not allowed`},
+		"a timeout the API server refuses": {set: `webhooks.fleetguard\.steward\.dev.timeoutSeconds=31`, want: `/webhooks/fleetguard.steward.dev/timeoutSeconds`},
+		"an interval without a unit":       {set: "monitoring.serviceMonitor.interval=30", want: `/monitoring/serviceMonitor/interval`},
+		"no port to the API server":        {set: "networkPolicy.apiServerPorts={}", want: `/networkPolicy/apiServerPorts`},
+		"a failure policy misspelt":        {set: `webhooks.fleetguard\.steward\.dev.failurePolicy=ignore`, want: `/webhooks/fleetguard.steward.dev/failurePolicy`},
+		"a delay not a duration":           {set: "shutdown.delay=5", want: `/shutdown/delay`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -425,10 +493,53 @@ func TestChartRefusesWhatItCannotRender(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("the error does not say %q: %v", tc.want, err)
 			}
-			if strings.HasPrefix(tc.set, "config.") && !strings.Contains(err.Error(), "steward manifests --config") {
+			if strings.HasPrefix(tc.set, "config.") && !strings.Contains(tc.want, "/config/") && !strings.Contains(err.Error(), "steward manifests --config") {
 				t.Errorf("the error does not say how to render the install: %v", err)
 			}
 		})
+	}
+}
+
+// TestChartRefusesTheConfigurationsStewardRefuses gives the chart, as its
+// config value, each configuration file Steward refuses
+// (webhooks/testdata/configs-refused.yaml): values.schema.json refuses it
+// too, naming the field, so helm template, lint and install fail where
+// Steward's pods would not start. The chart's defaults fill in what some
+// files lack; those are left out, with the reason.
+func TestChartRefusesTheConfigurationsStewardRefuses(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "webhooks", "testdata", "configs-refused.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Name, At, File, Chart string
+		Header                *bool
+	}
+	if err := yaml.UnmarshalStrict(data, &cases); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			if tc.Chart != "" {
+				t.Skip(tc.Chart)
+			}
+			checked++
+			values := filepath.Join(t.TempDir(), "values.yaml")
+			if err := os.WriteFile(values, []byte("config:\n"+indent(tc.File, "  ")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := helmTemplateErr(t, DefaultNamespace, "--values", values)
+			if err == nil {
+				t.Fatalf("helm template accepts the configuration Steward refuses:\n%s", tc.File)
+			}
+			if want := "at '/config" + strings.TrimSuffix(tc.At, "/"); !strings.Contains(err.Error(), want) {
+				t.Errorf("the error does not name the field (%s): %v", want, err)
+			}
+		})
+	}
+	if checked < 20 {
+		t.Errorf("only %d configurations were given to the chart", checked)
 	}
 }
 
@@ -638,6 +749,10 @@ func TestChartPolicyReportCRDsMatchTheDirectory(t *testing.T) {
 	want := kustomize(t, "policyreport-crds")
 	if len(want) != 2 {
 		t.Fatalf("manifests/policyreport-crds renders %d objects, want the two CRDs", len(want))
+	}
+	// The upstream files carry no labels; the chart adds its own.
+	for _, o := range got {
+		o.SetLabels(nil)
 	}
 	if diff := byKeyDiff(t, want, got); diff != "" {
 		t.Errorf("policyReportCRDs.install=true must install manifests/policyreport-crds (-kustomize +helm):\n%s", diff)

@@ -91,8 +91,8 @@ type legendExpr struct{ expr, legend string }
 // dashboardQueries are the panels, in reading order: what Steward decides,
 // how fast, whether the API server reaches it, what it holds, and what
 // keeps it trusted.
-func dashboardQueries() []dashboardQuery {
-	const sel = `job="steward",namespace="$namespace"`
+func (in install) dashboardQueries() []dashboardQuery {
+	sel := fmt.Sprintf(`job=%q,namespace="$namespace"`, in.name)
 	queries := []dashboardQuery{
 		{title: "Decisions by rule and outcome", kind: "timeseries", unit: "reqps",
 			description: "Every admission request a rule answered: allowed, denied, warned, audited, bypassed (break-glass) or errored.",
@@ -170,7 +170,7 @@ func (in install) dashboardJSON() []byte {
 				Current: map[string]any{"text": in.ns, "value": in.ns}},
 		}},
 	}
-	for i, q := range dashboardQueries() {
+	for i, q := range in.dashboardQueries() {
 		p := panel{ID: i + 1, Title: q.title, Description: q.description, Type: q.kind, Datasource: promDatasource,
 			GridPos: gridPos{H: 8, W: 12, X: (i % 2) * 12, Y: (i / 2) * 8}, FieldConfig: fieldConfig{Defaults: fieldDefaults{Unit: q.unit}}}
 		for j, e := range q.exprs {

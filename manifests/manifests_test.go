@@ -96,7 +96,7 @@ func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Un
 
 func TestOverlaysRenderWithKustomize(t *testing.T) {
 	common := []string{"Namespace/" + DefaultNamespace, "ServiceAccount/" + Name, "ClusterRole/" + Name, "ClusterRoleBinding/" + Name,
-		"ConfigMap/" + configName, "Deployment/" + Name, "Service/" + Name, "PodDisruptionBudget/" + Name,
+		"ConfigMap/" + Name + "-config", "Deployment/" + Name, "Service/" + Name, "PodDisruptionBudget/" + Name,
 		"ValidatingWebhookConfiguration/" + Name, "MutatingWebhookConfiguration/" + Name}
 	tests := map[string]struct {
 		reason string

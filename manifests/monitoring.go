@@ -32,9 +32,9 @@ func (in install) serviceMonitor() *monitoringv1.ServiceMonitor {
 	insecure := true
 	return &monitoringv1.ServiceMonitor{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "monitoring.coreos.com/v1", Kind: "ServiceMonitor"},
-		ObjectMeta: in.meta(Name),
+		ObjectMeta: in.meta(in.name),
 		Spec: monitoringv1.ServiceMonitorSpec{
-			Selector: metav1.LabelSelector{MatchLabels: selectorLabels},
+			Selector: metav1.LabelSelector{MatchLabels: in.selectorLabels()},
 			Endpoints: []monitoringv1.Endpoint{{
 				Port:            "metrics",
 				Scheme:          &https,
@@ -62,7 +62,7 @@ func (in install) prometheusRule() *monitoringv1.PrometheusRule {
 	}
 	return &monitoringv1.PrometheusRule{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "monitoring.coreos.com/v1", Kind: "PrometheusRule"},
-		ObjectMeta: in.meta(Name),
+		ObjectMeta: in.meta(in.name),
 		Spec:       monitoringv1.PrometheusRuleSpec{Groups: []monitoringv1.RuleGroup{{Name: "steward", Rules: rules}}},
 	}
 }
@@ -85,7 +85,7 @@ const runbookURL = "https://github.com/stewardhq/steward/blob/main/docs/reliabil
 // sidecar (kube-prometheus-stack's default) loads ConfigMaps labelled
 // grafana_dashboard=1.
 func (in install) dashboardConfigMap() *corev1.ConfigMap {
-	meta := in.meta(Name + "-dashboard")
+	meta := in.meta(in.name + "-dashboard")
 	meta.Labels["grafana_dashboard"] = "1"
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -102,7 +102,8 @@ type alert struct {
 }
 
 // scoped is the label matcher that picks Steward's own series out of
-// everything Prometheus scrapes.
+// everything Prometheus scrapes: the ServiceMonitor's job is the Service's
+// name, the install's.
 func (in install) scoped() string {
-	return fmt.Sprintf(`job=%q,namespace=%q`, Name, in.ns)
+	return fmt.Sprintf(`job=%q,namespace=%q`, in.name, in.ns)
 }

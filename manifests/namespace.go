@@ -50,7 +50,7 @@ func (in install) namespaceTransformer(base, overlay map[string][]any) (map[stri
 		if len(paths) == 0 {
 			continue
 		}
-		webhookTargets = append(webhookTargets, replacementTarget(kind, Name, "", paths, nil))
+		webhookTargets = append(webhookTargets, replacementTarget(kind, in.name, "", paths, nil))
 	}
 	if len(webhookTargets) == 0 {
 		return nil, fmt.Errorf("the webhook configurations exclude no namespace named %s", in.ns)
@@ -78,20 +78,20 @@ func (in install) namespaceTransformer(base, overlay map[string][]any) (map[stri
 
 	// The annotation exists in the cert-manager overlay only: selecting by
 	// it leaves the self-managed overlay's configurations alone.
-	key, _ := certs.InjectCAAnnotation(in.ns)
+	key, _ := certs.InjectCAAnnotationFor(in.ns, in.certManagerNames())
 	injectPath := []string{"metadata.annotations.[" + key + "]"}
 	slash := map[string]any{"delimiter": "/", "index": 0}
 	targets := append(webhookTargets, certTargets...)
 	targets = append(targets,
-		replacementTarget("ValidatingWebhookConfiguration", Name, key, injectPath, slash),
-		replacementTarget("MutatingWebhookConfiguration", Name, key, injectPath, slash),
+		replacementTarget("ValidatingWebhookConfiguration", in.name, key, injectPath, slash),
+		replacementTarget("MutatingWebhookConfiguration", in.name, key, injectPath, slash),
 	)
 	return map[string]any{
 		"apiVersion": "builtin",
 		"kind":       "ReplacementTransformer",
 		"metadata":   map[string]any{"name": "steward-namespace"},
 		"replacements": []any{map[string]any{
-			"source":  map[string]any{"kind": "Service", "name": Name, "fieldPath": "metadata.namespace"},
+			"source":  map[string]any{"kind": "Service", "name": in.name, "fieldPath": "metadata.namespace"},
 			"targets": targets,
 		}},
 	}, nil

@@ -19,7 +19,6 @@ const (
 	healthPort  = 8081
 	certDir     = "/tmp/k8s-webhook-server/serving-certs"
 	configDir   = "/etc/steward"
-	configName  = "steward-config"
 	replicas    = 3
 	runAsUser   = 65532 // the distroless "nonroot" user
 	// On SIGTERM a replica reports unready and keeps serving for
@@ -35,27 +34,54 @@ const (
 	shutdownSecs    = 40
 )
 
-var selectorLabels = map[string]string{"app.kubernetes.io/name": Name}
+// The labels every object carries, and the one the selectors match.
+const (
+	nameLabel     = "app.kubernetes.io/name"
+	partOfLabel   = "app.kubernetes.io/part-of"
+	instanceLabel = "app.kubernetes.io/instance"
+)
 
-func labels() map[string]string {
-	return map[string]string{"app.kubernetes.io/name": Name, "app.kubernetes.io/part-of": Name}
+// selectorLabels select the install's pods. An install named Name selects
+// them by app.kubernetes.io/name alone, as every install did before the
+// name could change (a Deployment's selector cannot change); any other
+// also by app.kubernetes.io/instance, so two installs in one namespace do
+// not select each other's pods.
+func (in install) selectorLabels() map[string]string {
+	sel := map[string]string{nameLabel: Name}
+	if in.name != Name {
+		sel[instanceLabel] = in.name
+	}
+	return sel
+}
+
+func (in install) labels() map[string]string {
+	l := in.selectorLabels()
+	l[partOfLabel] = Name
+	return l
 }
 
 func (in install) meta(name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: in.ns, Labels: labels()}
+	return metav1.ObjectMeta{Name: name, Namespace: in.ns, Labels: in.labels()}
 }
+
+// configName is the ConfigMap holding Steward's configuration file.
+func (in install) configName() string { return in.name + "-config" }
+
+// secretName is the Secret holding the serving certificate, filled by
+// cert-manager or by Steward itself in self-managed mode.
+func (in install) secretName() string { return in.name + "-serving-cert" }
 
 func (in install) namespace() *corev1.Namespace {
 	return &corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: in.ns, Labels: labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: in.ns, Labels: in.labels()},
 	}
 }
 
 func (in install) serviceAccount() *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta: in.meta(Name),
+		ObjectMeta: in.meta(in.name),
 	}
 }
 
@@ -68,7 +94,7 @@ func (in install) configMap(cfg webhooks.Config) *corev1.ConfigMap {
 	}
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: in.meta(configName),
+		ObjectMeta: in.meta(in.configName()),
 		Data:       map[string]string{"config.yaml": string(data)},
 	}
 }
@@ -76,9 +102,9 @@ func (in install) configMap(cfg webhooks.Config) *corev1.ConfigMap {
 func (in install) service() *corev1.Service {
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: in.meta(Name),
+		ObjectMeta: in.meta(in.name),
 		Spec: corev1.ServiceSpec{
-			Selector: selectorLabels,
+			Selector: in.selectorLabels(),
 			Ports: []corev1.ServicePort{
 				{Name: "webhook", Port: 443, TargetPort: intstr.FromString("webhook")},
 				{Name: "metrics", Port: metricsPort, TargetPort: intstr.FromString("metrics")},
@@ -91,22 +117,22 @@ func (in install) podDisruptionBudget() *policyv1.PodDisruptionBudget {
 	one := intstr.FromInt32(1)
 	return &policyv1.PodDisruptionBudget{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
-		ObjectMeta: in.meta(Name),
+		ObjectMeta: in.meta(in.name),
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: &one,
-			Selector:       &metav1.LabelSelector{MatchLabels: selectorLabels},
+			Selector:       &metav1.LabelSelector{MatchLabels: in.selectorLabels()},
 		},
 	}
 }
 
 func (in install) deployment() *appsv1.Deployment {
-	podLabels := labels()
+	podLabels := in.labels()
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: in.meta(Name),
+		ObjectMeta: in.meta(in.name),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr(int32(replicas)),
-			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels},
+			Selector: &metav1.LabelSelector{MatchLabels: in.selectorLabels()},
 			Strategy: appsv1.DeploymentStrategy{
 				Type: appsv1.RollingUpdateDeploymentStrategyType,
 				RollingUpdate: &appsv1.RollingUpdateDeployment{
@@ -124,7 +150,7 @@ func (in install) deployment() *appsv1.Deployment {
 
 func (in install) podSpec() corev1.PodSpec {
 	return corev1.PodSpec{
-		ServiceAccountName: Name,
+		ServiceAccountName: in.name,
 		// Admission is on the path of every guarded write: Steward is as
 		// critical as the control plane it protects.
 		PriorityClassName:             "system-cluster-critical",
@@ -136,25 +162,25 @@ func (in install) podSpec() corev1.PodSpec {
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{
-			spread("kubernetes.io/hostname", corev1.DoNotSchedule),
-			spread("topology.kubernetes.io/zone", corev1.ScheduleAnyway),
+			in.spread("kubernetes.io/hostname", corev1.DoNotSchedule),
+			in.spread("topology.kubernetes.io/zone", corev1.ScheduleAnyway),
 		},
 		Containers: []corev1.Container{in.container()},
 		Volumes: []corev1.Volume{
-			{Name: "serving-cert", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: SecretName}}},
+			{Name: "serving-cert", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: in.secretName()}}},
 			{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-				LocalObjectReference: corev1.LocalObjectReference{Name: configName},
+				LocalObjectReference: corev1.LocalObjectReference{Name: in.configName()},
 			}}},
 		},
 	}
 }
 
-func spread(key string, when corev1.UnsatisfiableConstraintAction) corev1.TopologySpreadConstraint {
+func (in install) spread(key string, when corev1.UnsatisfiableConstraintAction) corev1.TopologySpreadConstraint {
 	return corev1.TopologySpreadConstraint{
 		MaxSkew:           1,
 		TopologyKey:       key,
 		WhenUnsatisfiable: when,
-		LabelSelector:     &metav1.LabelSelector{MatchLabels: selectorLabels},
+		LabelSelector:     &metav1.LabelSelector{MatchLabels: in.selectorLabels()},
 	}
 }
 

@@ -23,21 +23,22 @@ func (in install) baseRBAC(cfg webhooks.Config, rules []webhooks.Configured) []a
 		spec := c.Rule.Spec()
 		policy = append(policy, spec.PolicyRules()...)
 		for _, r := range spec.AggregatedRoles {
-			role := aggregatedClusterRole(Name+"-"+spec.Name+"-"+r.Name, r.Label)
+			role := in.clusterRole(in.name+"-"+spec.Name+"-"+r.Name, nil)
+			role.AggregationRule = aggregationRule(r.Label)
 			aggregated = append(aggregated, role, in.clusterRoleBinding(role.Name))
 		}
 	}
 	policy = append(policy, metricsAuthRules...)
-	out := []any{clusterRole(Name, uniqueRules(policy)), in.clusterRoleBinding(Name)}
+	out := []any{in.clusterRole(in.name, uniqueRules(policy)), in.clusterRoleBinding(in.name)}
 	out = append(out, aggregated...)
-	out = append(out, clusterRole(MetricsReaderRole, metricsReaderRules))
-	return append(out, in.role(leaderElectionRole, audit.LeaderElectionRBAC()), in.roleBinding(leaderElectionRole))
+	out = append(out, in.clusterRole(in.metricsReaderRole(), metricsReaderRules))
+	election := in.name + "-leader-election"
+	return append(out, in.role(election, audit.LeaderElectionRBAC()), in.roleBinding(election))
 }
 
-// leaderElectionRole lets Steward's replicas elect the one that runs the
-// background audit (steward serve --leader-elect): its Lease, in
-// Steward's namespace only.
-const leaderElectionRole = Name + "-leader-election"
+// The Role named <install>-leader-election lets Steward's replicas elect
+// the one that runs the background audit (steward serve --leader-elect):
+// its Lease, in Steward's namespace only.
 
 // metricsAuthRules let Steward ask the API server who a metrics scraper is
 // and whether it may read /metrics (steward serve --metrics-secure).
@@ -47,26 +48,27 @@ var metricsAuthRules = []rbacv1.PolicyRule{
 }
 
 // MetricsReaderRole is the ClusterRole to bind to Prometheus' service
-// account: it may read Steward's metrics, and nothing else.
+// account: it may read Steward's metrics, and nothing else. It is named
+// after the install (this is an install named Name's).
 const MetricsReaderRole = Name + "-metrics-reader"
+
+func (in install) metricsReaderRole() string { return in.name + "-metrics-reader" }
 
 var metricsReaderRules = []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
 
-// aggregatedClusterRole holds no rules of its own (rule.AggregatedRole):
-// installers grant what the rule reads in ClusterRoles carrying the label,
-// and Kubernetes aggregates them here.
-func aggregatedClusterRole(name, label string) *rbacv1.ClusterRole {
-	role := clusterRole(name, nil)
-	role.AggregationRule = &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{
+// aggregationRule makes a ClusterRole with no rules of its own
+// (rule.AggregatedRole): installers grant what the rule reads in
+// ClusterRoles carrying the label, and Kubernetes aggregates them here.
+func aggregationRule(label string) *rbacv1.AggregationRule {
+	return &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{
 		{MatchLabels: map[string]string{label: "true"}},
 	}}
-	return role
 }
 
-func clusterRole(name string, policy []rbacv1.PolicyRule) *rbacv1.ClusterRole {
+func (in install) clusterRole(name string, policy []rbacv1.PolicyRule) *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: in.labels()},
 		Rules:      policy,
 	}
 }
@@ -74,9 +76,9 @@ func clusterRole(name string, policy []rbacv1.PolicyRule) *rbacv1.ClusterRole {
 func (in install) clusterRoleBinding(name string) *rbacv1.ClusterRoleBinding {
 	return &rbacv1.ClusterRoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: in.labels()},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: Name, Namespace: in.ns}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: in.name, Namespace: in.ns}},
 	}
 }
 
@@ -93,7 +95,7 @@ func (in install) roleBinding(name string) *rbacv1.RoleBinding {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
 		ObjectMeta: in.meta(name),
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: Name, Namespace: in.ns}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: in.name, Namespace: in.ns}},
 	}
 }
 

@@ -64,7 +64,7 @@ var (
 // patch on the configuration its dynamic rules are applied to) and its
 // aggregated ClusterRole, bound to Steward.
 func TestASpecAloneDeterminesTheRegistration(t *testing.T) {
-	in := install{ns: "steward-system", image: DefaultImage}
+	in := install{ns: "steward-system", image: DefaultImage, name: Name}
 	rules := []webhooks.Configured{{Rule: sampleRule{}, Mode: rule.Enforce}}
 
 	configs := in.webhookConfigurations(rules)

@@ -22,11 +22,13 @@ const (
 	// DefaultNamespace is where Steward runs unless Options say otherwise.
 	DefaultNamespace = "steward-system"
 	// Name names Steward's Deployment, Service, ServiceAccount, RBAC and both
-	// webhook configurations.
+	// webhook configurations, unless Options name the install otherwise;
+	// the other objects' names start with it.
 	Name = "steward"
 	// SecretName is the Secret holding the serving certificate, filled by
-	// cert-manager or by Steward itself in self-managed mode.
-	SecretName = "steward-serving-cert"
+	// cert-manager or by Steward itself in self-managed mode, in an install
+	// named Name.
+	SecretName = Name + "-serving-cert"
 	// DefaultImage is the container image the manifests run.
 	DefaultImage = "ghcr.io/stewardhq/steward:v0.1.0"
 )
@@ -39,6 +41,12 @@ type Options struct {
 	// subjects, the serving certificate's DNS names, cert-manager's CA
 	// injection and the webhooks' exclusion of Steward's own namespace.
 	Namespace string
+	// Name is the install's name, Name when empty: the Deployment,
+	// Service, ServiceAccount, ClusterRole and webhook configurations are
+	// named it, the other objects' names start with it, and an install
+	// not named Name also selects its pods by app.kubernetes.io/instance.
+	// The Helm chart names an install after its release.
+	Name string
 	// Config is the configuration the install runs with, the default when
 	// nil. What it implies is rendered: the identities its rules exempt in
 	// matchConditions, no registration or RBAC for rules it turns off, and
@@ -46,30 +54,39 @@ type Options struct {
 	Config *webhooks.Config
 }
 
-// install is one rendering of the manifests: where Steward runs and with
-// which image.
+// install is one rendering of the manifests: where Steward runs, with
+// which image, and the name its objects' names derive from.
 type install struct {
-	ns, image string
+	ns, image, name string
 }
 
 // target is where the rendered webhook configurations send requests.
 func (in install) target() rule.Target {
-	return rule.Target{Namespace: in.ns, Service: Name}
+	return rule.Target{Namespace: in.ns, Service: in.name}
 }
 
-// Render returns every manifest file, keyed by its path under manifests/.
-func Render(o Options) (map[string][]byte, error) {
+// install is the rendering o asks for, with its defaults filled in, and
+// the configuration it runs with.
+func (o Options) install() (install, webhooks.Config) {
 	if o.Image == "" {
 		o.Image = DefaultImage
 	}
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
 	}
-	in := install{ns: o.Namespace, image: o.Image}
+	if o.Name == "" {
+		o.Name = Name
+	}
 	cfg := webhooks.DefaultConfig()
 	if o.Config != nil {
 		cfg = *o.Config
 	}
+	return install{ns: o.Namespace, image: o.Image, name: o.Name}, cfg
+}
+
+// Render returns every manifest file, keyed by its path under manifests/.
+func Render(o Options) (map[string][]byte, error) {
+	in, cfg := o.install()
 	files := map[string][]byte{}
 	add := func(path string, objs ...any) error {
 		data, err := toYAML(objs...)

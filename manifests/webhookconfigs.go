@@ -15,15 +15,16 @@ import (
 const failurePolicyAnnotation = "steward.dev/failure-policy-"
 
 // webhookConfigurations renders one validating and one mutating
-// configuration, both named "steward", from the rule list.
+// configuration, both named after the install ("steward"), from the rule
+// list.
 func (in install) webhookConfigurations(rules []webhooks.Configured) []any {
 	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
-		ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: labels(), Annotations: map[string]string{}},
+		ObjectMeta: metav1.ObjectMeta{Name: in.name, Labels: in.labels(), Annotations: map[string]string{}},
 	}
 	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
-		ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: labels(), Annotations: map[string]string{}},
+		ObjectMeta: metav1.ObjectMeta{Name: in.name, Labels: in.labels(), Annotations: map[string]string{}},
 	}
 	for _, c := range rules {
 		spec := c.Rule.Spec()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -55,6 +56,9 @@ const (
 	EventsForNone EventsFor = "none"
 )
 
+// EventsForValues are every EventsFor.
+func EventsForValues() []EventsFor { return []EventsFor{EventsForServiceAccounts, EventsForNone} }
+
 // DefaultConfig is the configuration used when no file is given.
 func DefaultConfig() Config {
 	c := Config{TypeMeta: metav1.TypeMeta{APIVersion: ConfigAPIVersion, Kind: ConfigKind}}
@@ -83,10 +87,12 @@ func (c *Config) Validate() field.ErrorList {
 	if c.Kind != ConfigKind {
 		errs = append(errs, field.NotSupported(field.NewPath("kind"), c.Kind, []string{ConfigKind}))
 	}
-	switch c.RecordEventsFor {
-	case EventsForServiceAccounts, EventsForNone:
-	default:
-		errs = append(errs, field.NotSupported(field.NewPath("recordEventsFor"), c.RecordEventsFor, []string{string(EventsForServiceAccounts), string(EventsForNone)}))
+	if !slices.Contains(EventsForValues(), c.RecordEventsFor) {
+		var names []string
+		for _, v := range EventsForValues() {
+			names = append(names, string(v))
+		}
+		errs = append(errs, field.NotSupported(field.NewPath("recordEventsFor"), c.RecordEventsFor, names))
 	}
 	errs = append(errs, c.Audit.Validate(field.NewPath("audit"))...)
 	return append(errs, c.Rules.Validate(field.NewPath("rules"))...)

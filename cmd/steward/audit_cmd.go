@@ -25,18 +25,6 @@ import (
 	"github.com/stewardhq/steward/webhooks/audit"
 )
 
-// Exit codes of `steward audit`.
-const (
-	// auditOK: no rule found anything that fails.
-	auditOK = 0
-	// auditFailures: some finding is a fail (warnings alone exit 0).
-	auditFailures = 1
-	// auditError: bad flags or configuration, the API server could not
-	// be reached, or a rule's caches did not sync in time; nothing is
-	// printed on standard output.
-	auditError = 2
-)
-
 const auditUsageText = `Usage: steward audit [flags]
 
 Runs Steward's background audit once against a cluster, without
@@ -52,8 +40,10 @@ findings in report order, failures first, and a summary). The json fields
 are stable: new ones may be added, existing ones keep their meaning.
 
 Exit status: 0 nothing fails (warnings alone exit 0); 1 a finding is a
-fail; 2 bad flags or configuration, the API server unreachable, or a
-rule's caches not synced within --timeout (nothing is printed).
+fail, or the audit could not finish (a rule's caches not synced within
+--timeout: nothing is printed on standard output); 2 bad flags; 3 the
+--config file does not read or validate; 4 no kubeconfig, or the API
+server cannot be reached or refuses the credentials.
 
 Examples:
   # The cluster of the current kubeconfig context, as configured:
@@ -94,45 +84,40 @@ func auditFlagSet(o *auditOptions, out io.Writer) *flag.FlagSet {
 func runAudit(args []string, stdout, stderr io.Writer) int {
 	var o auditOptions
 	fs := auditFlagSet(&o, stderr)
-	if stop, code := parseFlags(fs, args, stdout); stop {
-		if code != 0 {
-			return auditError
-		}
+	if stop, code := parseFlags(fs, args, stdout, stderr); stop {
 		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "steward audit: unexpected arguments: %v\n", fs.Args())
-		return auditError
+		return usageError(stderr, "audit", unexpectedArguments(fs.Args()))
 	}
 	if o.timeout <= 0 {
-		fmt.Fprintf(stderr, "steward audit: --timeout: %s must be positive\n", o.timeout)
-		return auditError
+		return usageError(stderr, "audit", fmt.Errorf("--timeout: %s must be positive", o.timeout))
 	}
 	cfg := webhooks.DefaultConfig()
 	if o.configPath != "" {
 		var err error
 		if cfg, err = webhooks.LoadConfig(o.configPath); err != nil {
-			fmt.Fprintf(stderr, "steward audit: %v\n", err)
-			return auditError
+			return fail(stderr, "audit", exitConfig, err)
 		}
 	}
 	restCfg, err := restConfig(o.kubeconfig)
 	if err != nil {
-		fmt.Fprintf(stderr, "steward audit: %v\n", err)
-		return auditError
+		return fail(stderr, "audit", exitCluster, err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := reachAPIServer(ctx, restCfg, min(apiServerWait, o.timeout)); err != nil {
+		return fail(stderr, "audit", exitCluster, err)
+	}
 	pass, err := auditOnce(ctx, restCfg, cfg, o.timeout)
 	if err != nil {
-		fmt.Fprintf(stderr, "steward audit: %v\n", err)
-		return auditError
+		return fail(stderr, "audit", exitFailed, err)
 	}
 	results := audit.Results(pass.Answered(), time.Time{})
-	code := auditOK
+	code := exitOK
 	for _, r := range results {
 		if r.Result == "fail" {
-			code = auditFailures
+			code = exitFailed
 		}
 	}
 	if o.output == "json" {
@@ -141,8 +126,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		err = writeAuditText(stdout, pass, results)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "steward audit: writing the findings: %v\n", err)
-		return auditError
+		return fail(stderr, "audit", exitFailed, fmt.Errorf("writing the findings: %w", err))
 	}
 	return code
 }

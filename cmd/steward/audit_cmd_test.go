@@ -59,13 +59,13 @@ func TestAuditJSONIsStableAndFailuresFirst(t *testing.T) {
 	pass := auditPassFixture()
 	var a, b bytes.Buffer
 	results := audit.Results(pass.Answered(), time.Time{})
-	if err := writeAuditJSON(&a, pass, results, auditFailures); err != nil {
+	if err := writeAuditJSON(&a, pass, results, exitFailed); err != nil {
 		t.Fatal(err)
 	}
 	// The same findings answered in another order print the same bytes.
 	reversed := audit.Pass{pass[1], pass[0]}
 	reversed[0].Findings = []rule.Finding{pass[1].Findings[1], pass[1].Findings[0]}
-	if err := writeAuditJSON(&b, audit.Pass{pass[0], reversed[0]}, audit.Results(reversed.Answered(), time.Time{}), auditFailures); err != nil {
+	if err := writeAuditJSON(&b, audit.Pass{pass[0], reversed[0]}, audit.Results(reversed.Answered(), time.Time{}), exitFailed); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(a.String(), b.String()); diff != "" {
@@ -82,7 +82,7 @@ func TestAuditJSONIsStableAndFailuresFirst(t *testing.T) {
 	if diff := cmp.Diff([]string{"fail etcd", "warn api", "warn web"}, order); diff != "" {
 		t.Errorf("findings in report order, failures first (-want +got):\n%s", diff)
 	}
-	if got.Summary != (auditSummary{Fail: 1, Warn: 2, ExitCode: auditFailures}) {
+	if got.Summary != (auditSummary{Fail: 1, Warn: 2, ExitCode: exitFailed}) {
 		t.Errorf("summary = %+v", got.Summary)
 	}
 }

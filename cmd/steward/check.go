@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -36,8 +37,9 @@ github (::error/::warning workflow commands, annotations in GitHub Actions).
 
 Exit status: 0 nothing fails; 1 an object uses a version removed in the
 target Flux release, or a version of a Flux kind no release serves (a typo
-such as v1beta3); 2 bad flags or configuration; 3 unreadable or malformed
-input (reported with file, line and document number).
+such as v1beta3); 2 bad flags or arguments; 3 a --config file that does
+not read or validate, or unreadable or malformed input (reported with
+file, line and document number; it takes precedence over 1).
 
 Examples:
   # A GitOps repository, against the newest Flux release Steward knows:
@@ -101,19 +103,19 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	paths, err := parseInterspersed(fs, args)
 	if err != nil {
-		return check.ExitUsage
+		return usageError(stderr, "check", err)
 	}
 	if len(paths) == 0 {
-		fmt.Fprintln(stderr, "steward check: no PATH given (use - for standard input)")
-		fs.Usage()
-		return check.ExitUsage
+		return usageError(stderr, "check", errors.New("no PATH given (use - for standard input)"))
 	}
-	target, err := checkTarget(o.configPath, o.fluxVersion)
+	target, code, err := checkTarget(o.configPath, o.fluxVersion)
+	if code == check.ExitUsage {
+		return usageError(stderr, "check", err)
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "steward check: %v\n", err)
-		return check.ExitUsage
+		return fail(stderr, "check", code, err)
 	}
-	code, err := check.Run(check.Options{
+	code, err = check.Run(check.Options{
 		Target:           target,
 		FailOnDeprecated: o.failOnDeprecated,
 		Format:           o.output,
@@ -122,7 +124,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		Version:          currentBuild().Version,
 	}, paths, stdout, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "steward check: %v\n", err)
+		printError(stderr, "check", err)
 	}
 	return code
 }
@@ -136,7 +138,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		args, rest = args[:i], args[i+1:]
 	}
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseQuietly(fs, args); err != nil {
 			return nil, err
 		}
 		args = fs.Args()
@@ -151,23 +153,26 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 // checkTarget is the release to check against: --flux-version, else the
 // configuration file's (what the server it configures enforces), else the
 // newest release Steward knows, so CI learns what the next upgrade breaks
-// rather than what the server's cautious default refuses.
-func checkTarget(configPath, fluxVersion string) (apimigration.Release, error) {
+// rather than what the server's cautious default refuses. An error comes
+// with its exit code: a configuration file that does not load is
+// check.ExitBadInput (exitConfig), a --flux-version Steward cannot check
+// against check.ExitUsage.
+func checkTarget(configPath, fluxVersion string) (apimigration.Release, int, error) {
 	if configPath != "" {
 		cfg, err := webhooks.LoadConfig(configPath)
 		if err != nil {
-			return apimigration.Release{}, err
+			return apimigration.Release{}, exitConfig, err
 		}
 		if fluxVersion == "" {
-			return webhooks.SettingsOf[apimigration.Config](cfg.Rules).Target(), nil
+			return webhooks.SettingsOf[apimigration.Config](cfg.Rules).Target(), 0, nil
 		}
 	}
 	if fluxVersion == "" {
-		return apimigration.NewestRelease(), nil
+		return apimigration.NewestRelease(), 0, nil
 	}
 	r, err := check.ParseTarget(fluxVersion)
 	if err != nil {
-		return apimigration.Release{}, fmt.Errorf("--flux-version %q: %w", fluxVersion, err)
+		return apimigration.Release{}, check.ExitUsage, fmt.Errorf("--flux-version %q: %w", fluxVersion, err)
 	}
-	return r, nil
+	return r, 0, nil
 }

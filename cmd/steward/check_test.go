@@ -133,7 +133,7 @@ func TestCheckGolden(t *testing.T) {
 			args:   []string{"--flux-version", "2.10", in("current.yaml")},
 		},
 		"invalid-config": {
-			reason: "an invalid configuration file names the field",
+			reason: "an invalid configuration file names the field; exit 3, as for every command",
 			args:   []string{"--config", in("steward-invalid.yaml"), in("current.yaml")},
 		},
 		"no-paths": {

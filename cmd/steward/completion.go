@@ -46,16 +46,15 @@ func completionFlagSet(out io.Writer) *flag.FlagSet {
 
 func runCompletion(args []string, stdout, stderr io.Writer) int {
 	fs := completionFlagSet(stderr)
-	if stop, code := parseFlags(fs, args, stdout); stop {
+	if stop, code := parseFlags(fs, args, stdout, stderr); stop {
 		return code
 	}
 	write, ok := completionWriter(fs.Arg(0))
 	if fs.NArg() != 1 || !ok {
-		fmt.Fprintf(stderr, "steward completion: name one shell: bash, zsh or fish (got %q)\n", fs.Args())
-		return 2
+		return usageError(stderr, "completion", fmt.Errorf("name one shell: bash, zsh or fish (got %q)", fs.Args()))
 	}
 	write(stdout, completedCommands())
-	return 0
+	return exitOK
 }
 
 // completedCommand is what a completion script needs of a command.

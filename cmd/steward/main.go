@@ -6,11 +6,32 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
+)
+
+// Exit codes, the same for every command (docs/cli.md). A script can tell
+// a run that found something from one that could not run, and why.
+const (
+	// exitOK: the command did what it was asked and found nothing wrong.
+	exitOK = 0
+	// exitFailed: the command ran and found problems (check's findings,
+	// audit's failing findings), or failed at run time.
+	exitFailed = 1
+	// exitUsage: bad flags or arguments; nothing was done.
+	exitUsage = 2
+	// exitConfig: the --config file could not be read, decoded or
+	// validated (the message names the field); for check, also an input
+	// file it could not read or parse.
+	exitConfig = 3
+	// exitCluster: the API server could not be found (kubeconfig missing
+	// or invalid), reached, or authenticated to at start-up.
+	exitCluster = 4
 )
 
 // command is one subcommand of steward. The table below is the only list of
@@ -53,7 +74,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage())
-		return 2
+		return exitUsage
 	}
 	switch args[0] {
 	case "--version", "-version":
@@ -67,8 +88,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if c, ok := lookupCommand(args[0]); ok {
 		return c.run(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "steward: unknown command %q\n\n%s", args[0], usage())
-	return 2
+	return usageError(stderr, "", fmt.Errorf("unknown command %q", args[0]))
 }
 
 func lookupCommand(name string) (command, bool) {
@@ -88,9 +108,11 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	c, ok := lookupCommand(args[0])
-	if !ok {
-		fmt.Fprintf(stderr, "steward help: unknown command %q\n\n%s", args[0], usage())
-		return 2
+	if !ok || len(args) > 1 {
+		if ok {
+			return usageError(stderr, "help", unexpectedArguments(args[1:]))
+		}
+		return usageError(stderr, "help", fmt.Errorf("unknown command %q", args[0]))
 	}
 	fs := c.flags()
 	fs.SetOutput(stdout)
@@ -119,15 +141,101 @@ func newFlagSet(name, usageText string, out io.Writer) *flag.FlagSet {
 
 // parseFlags parses args into fs, printing the help to stdout when it is
 // asked for. stop says the command is done, exiting with code: 0 after
-// help, 2 after an error the flag package has already printed.
-func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (stop bool, code int) {
+// help, exitUsage after a bad flag, whose error it printed (usageError).
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (stop bool, code int) {
 	if helpAsked(fs, args, stdout) {
-		return true, 0
+		return true, exitOK
 	}
+	if err := parseQuietly(fs, args); err != nil {
+		return true, usageError(stderr, commandName(fs), err)
+	}
+	return false, exitOK
+}
+
+// parseQuietly parses args into fs without the flag package's own report
+// of an error (the error and the whole help): the caller prints the error
+// alone (usageError), and the help only when it is asked for.
+func parseQuietly(fs *flag.FlagSet, args []string) error {
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	defer fs.SetOutput(out)
 	if err := fs.Parse(args); err != nil {
-		return true, 2
+		return errors.New(flagError(err))
 	}
-	return false, 0
+	return nil
+}
+
+// commandName is the command a flag set belongs to: "serve" of "steward serve".
+func commandName(fs *flag.FlagSet) string {
+	return strings.TrimPrefix(fs.Name(), "steward ")
+}
+
+// usageError prints a bad command line's error the way every command
+// does, first and alone, then where the help is, and returns exitUsage:
+//
+//	steward serve: flag provided but not defined: --prot
+//	Run 'steward serve --help' for usage.
+//
+// name is the command, "" for steward itself ("help" points to steward's
+// help too: it takes no flags).
+func usageError(stderr io.Writer, name string, err error) int {
+	printError(stderr, name, err)
+	if name == "" || name == "help" {
+		fmt.Fprintln(stderr, "Run 'steward --help' for usage.")
+	} else {
+		fmt.Fprintf(stderr, "Run 'steward %s --help' for usage.\n", name)
+	}
+	return exitUsage
+}
+
+// fail prints an error that is not the command line's fault and returns
+// code: exitFailed, exitConfig or exitCluster.
+func fail(stderr io.Writer, name string, code int, err error) int {
+	printError(stderr, name, err)
+	return code
+}
+
+// printError prints err as "steward <name>: <message>", one line for each
+// of several joined errors.
+func printError(stderr io.Writer, name string, err error) {
+	prefix := "steward: "
+	if name != "" {
+		prefix = "steward " + name + ": "
+	}
+	for _, e := range flatten(err) {
+		fmt.Fprintf(stderr, "%s%s\n", prefix, e)
+	}
+}
+
+// flatten lists the errors errors.Join joined into err, however nested.
+func flatten(err error) []error {
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var errs []error
+	for _, e := range joined.Unwrap() {
+		if e != nil {
+			errs = append(errs, flatten(e)...)
+		}
+	}
+	return errs
+}
+
+// singleDashFlag finds a flag the flag package's errors name with one dash
+// ("flag provided but not defined: -prot"); steward's help writes long
+// flags with two, as users type them.
+var singleDashFlag = regexp.MustCompile(`(^|: | for flag | for )-([A-Za-z0-9][A-Za-z0-9-]+)`)
+
+// flagError is a flag parsing error's message with long flags written
+// --name.
+func flagError(err error) string {
+	return singleDashFlag.ReplaceAllString(err.Error(), "$1--$2")
+}
+
+// unexpectedArguments is the error of operands a command does not take.
+func unexpectedArguments(args []string) error {
+	return fmt.Errorf("unexpected arguments: %s", strings.Join(args, " "))
 }
 
 // setUsage gives a flag set the help every steward command prints: what the

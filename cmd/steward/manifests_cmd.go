@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -20,6 +22,14 @@ webhook configurations) and two overlays, cert-manager and
 self-managed-certs. 'make generate' runs it from the repository root, and
 'make verify' fails when the committed files differ.
 
+With --dir - it writes no files: it prints, on standard output, the objects
+'kubectl kustomize <dir>/overlays/<overlay>' would print for the overlay
+--overlay names (the base's objects, patched by the overlay, and the
+overlay's own), in kustomize's order, each document preceded by a
+'# Source: <file>' comment, ready for 'kubectl apply -f -'. The monitoring
+and PolicyReport CRD directories, and --chart-dir, are written as files
+only.
+
 Examples:
   # Regenerate manifests/ and the Helm chart in a checkout:
   steward manifests --chart-dir charts/steward
@@ -32,16 +42,26 @@ Examples:
   steward manifests --dir ./steward-install --namespace platform-guards \
     --image registry.example.com/steward:v0.3.0
   kubectl apply -k ./steward-install/overlays/self-managed-certs
+
+  # Install without writing files or running kustomize: --dir - prints what
+  # 'kubectl kustomize' prints for one overlay (--overlay), one YAML stream.
+  steward manifests --config steward-config.yaml --dir - | kubectl apply -f -
+  steward manifests --dir - --overlay self-managed-certs | kubectl apply -f -
 `
 
 // manifestsOptions are the flags of `steward manifests`.
 type manifestsOptions struct {
-	dir, image, namespace, config, chartDir string
+	dir, image, namespace, config, chartDir, overlay string
 }
+
+// manifestsStdout is the --dir that prints the install instead of writing
+// files.
+const manifestsStdout = "-"
 
 func manifestsFlagSet(o *manifestsOptions, out io.Writer) *flag.FlagSet {
 	fs := newFlagSet("manifests", manifestsUsageText, out)
-	fs.StringVar(&o.dir, "dir", "manifests", "directory to write the kustomize base and overlays into")
+	fs.StringVar(&o.dir, "dir", "manifests", "directory to write the kustomize base and overlays into; - prints one overlay's objects on standard output instead (see --overlay)")
+	fs.StringVar(&o.overlay, "overlay", "", "with --dir -: the overlay whose objects to print, "+strings.Join(manifests.Overlays(), " or ")+" (default "+manifests.OverlayCertManager+")")
 	fs.StringVar(&o.image, "image", manifests.DefaultImage, "Steward container image")
 	fs.StringVar(&o.namespace, "namespace", manifests.DefaultNamespace, "namespace Steward runs in; its objects, RBAC, certificate names and the webhooks' exclusion of its own namespace follow")
 	fs.StringVar(&o.config, "config", "", "StewardConfiguration file to render for: its exempt identities in matchConditions, no registration for rules in mode off, and the file in the ConfigMap; the defaults when empty")
@@ -54,50 +74,69 @@ func manifestsFlagSet(o *manifestsOptions, out io.Writer) *flag.FlagSet {
 func runManifests(args []string, stdout, stderr io.Writer) int {
 	var o manifestsOptions
 	fs := manifestsFlagSet(&o, stderr)
-	if stop, code := parseFlags(fs, args, stdout); stop {
+	if stop, code := parseFlags(fs, args, stdout, stderr); stop {
 		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "steward manifests: unexpected arguments: %v\n", fs.Args())
-		return 2
+		return usageError(stderr, "manifests", unexpectedArguments(fs.Args()))
 	}
 	if errs := validation.IsDNS1123Label(o.namespace); len(errs) > 0 {
-		fmt.Fprintf(stderr, "steward manifests: --namespace %q: %s\n", o.namespace, strings.Join(errs, "; "))
-		return 2
+		return usageError(stderr, "manifests", fmt.Errorf("--namespace %q: %s", o.namespace, strings.Join(errs, "; ")))
+	}
+	toStdout := o.dir == manifestsStdout
+	switch {
+	case o.chartDir == manifestsStdout:
+		return usageError(stderr, "manifests", errors.New("--chart-dir -: the chart is written as files only; name a directory"))
+	case o.overlay != "" && !toStdout:
+		return usageError(stderr, "manifests", errors.New("--overlay applies to --dir - only: a directory gets the base and both overlays"))
+	case o.overlay == "":
+		o.overlay = manifests.OverlayCertManager
+	case !slices.Contains(manifests.Overlays(), o.overlay):
+		return usageError(stderr, "manifests", fmt.Errorf("--overlay %q: want one of %s", o.overlay, strings.Join(manifests.Overlays(), ", ")))
 	}
 	opts := manifests.Options{Image: o.image, Namespace: o.namespace}
 	if o.config != "" {
 		cfg, err := webhooks.LoadConfig(o.config)
 		if err != nil {
-			fmt.Fprintf(stderr, "steward manifests: --config: %v\n", err)
-			return 2
+			return fail(stderr, "manifests", exitConfig, fmt.Errorf("--config: %w", err))
 		}
 		opts.Config = &cfg
 	}
-	files, err := manifests.Render(opts)
-	if err != nil {
-		fmt.Fprintf(stderr, "steward manifests: %v\n", err)
-		return 1
-	}
 	var chart map[string][]byte
 	if o.chartDir != "" {
+		var err error
 		if chart, err = manifests.RenderChart(manifests.Options{Image: o.image, Config: opts.Config}); err != nil {
-			fmt.Fprintf(stderr, "steward manifests: %v\n", err)
-			return 1
+			return fail(stderr, "manifests", exitFailed, err)
 		}
 	}
-	if err := manifests.Write(o.dir, files); err != nil {
-		fmt.Fprintf(stderr, "steward manifests: %v\n", err)
-		return 1
+	// What was written is reported on standard output, unless standard
+	// output is the install itself.
+	report := stdout
+	if toStdout {
+		report = stderr
+		docs, err := manifests.Build(opts, o.overlay)
+		if err != nil {
+			return fail(stderr, "manifests", exitFailed, err)
+		}
+		if _, err := stdout.Write(manifests.Stream(docs)); err != nil {
+			return fail(stderr, "manifests", exitFailed, fmt.Errorf("writing to standard output: %w", err))
+		}
+	} else {
+		files, err := manifests.Render(opts)
+		if err != nil {
+			return fail(stderr, "manifests", exitFailed, err)
+		}
+		if err := manifests.Write(o.dir, files); err != nil {
+			return fail(stderr, "manifests", exitFailed, err)
+		}
+		fmt.Fprintf(report, "wrote %d files under %s\n", len(files), o.dir)
 	}
-	fmt.Fprintf(stdout, "wrote %d files under %s\n", len(files), o.dir)
 	if chart == nil {
-		return 0
+		return exitOK
 	}
 	if err := manifests.Write(o.chartDir, chart); err != nil {
-		fmt.Fprintf(stderr, "steward manifests: %v\n", err)
-		return 1
+		return fail(stderr, "manifests", exitFailed, err)
 	}
-	fmt.Fprintf(stdout, "wrote %d files under %s\n", len(chart), o.chartDir)
-	return 0
+	fmt.Fprintf(report, "wrote %d files under %s\n", len(chart), o.chartDir)
+	return exitOK
 }

@@ -40,54 +40,62 @@ import (
 
 func runServe(args []string, stdout, stderr io.Writer) int {
 	if o := defaultServeOptions(); helpAsked(serveFlagSet(&o, stderr), args, stdout) {
-		return 0
+		return exitOK
 	}
-	opts, err := parseServeFlags(args, stderr)
+	opts, err := parseServeFlags(args)
 	if err != nil {
-		fmt.Fprintf(stderr, "steward serve: invalid flags:\n%v\n", err)
-		return 2
+		return usageError(stderr, "serve", err)
 	}
 	cfg := webhooks.DefaultConfig()
 	var configData []byte // what the file held at start-up; reloads compare with it
 	if opts.configFile != "" {
 		if configData, err = os.ReadFile(opts.configFile); err != nil {
-			fmt.Fprintf(stderr, "steward serve: reading configuration: %v\n", err)
-			return 2
+			return fail(stderr, "serve", exitConfig, fmt.Errorf("reading configuration: %w", err))
 		}
 		if cfg, err = webhooks.ParseConfig(configData, opts.configFile); err != nil {
-			fmt.Fprintf(stderr, "steward serve: %v\n", err)
-			return 2
+			return fail(stderr, "serve", exitConfig, err)
+		}
+	}
+	restCfg, err := restConfig(opts.kubeconfig)
+	if err != nil {
+		return fail(stderr, "serve", exitCluster, err)
+	}
+	// In the cluster, Steward waits for its API server however long it
+	// takes, reporting unready meanwhile: exiting would only put a restart
+	// back-off between the API server's return and Steward's. From a
+	// kubeconfig, an API server that cannot be reached is an error now,
+	// not informers that never sync.
+	if !inCluster(opts.kubeconfig) {
+		if err := reachAPIServer(context.Background(), restCfg, apiServerWait); err != nil {
+			return fail(stderr, "serve", exitCluster, err)
 		}
 	}
 	verbosity, _ := parseLogLevel(opts.logLevel)
 	log, err := newLogger(verbosity)
 	if err != nil {
-		fmt.Fprintf(stderr, "steward serve: logger: %v\n", err)
-		return 1
+		return fail(stderr, "serve", exitFailed, fmt.Errorf("logger: %w", err))
 	}
 	ctrl.SetLogger(log)
 	memoryLimit, _ := parseMemoryLimit(opts.memoryLimit) // validated with the flags
 	applyMemoryLimit(memoryLimit, os.Getenv("GOMEMLIMIT"), log)
-	if err := serve(opts, cfg, configData, log); err != nil {
+	if err := serve(opts, restCfg, cfg, configData, log); err != nil {
+		// Logging has started: the log has it, and the terminal gets the
+		// same one line every other error is.
 		log.Error(err, "steward stopped")
-		return 1
+		return fail(stderr, "serve", exitFailed, err)
 	}
-	return 0
+	return exitOK
 }
 
-// serve runs the manager until SIGTERM/SIGINT, then shuts down gracefully
-// (shutdownOnSignal): it reports unready at once and keeps serving for
-// --shutdown-delay, closing each connection after its answer, so the
-// endpoints stop routing here and the API server moves to other
-// replicas; then it closes the listener and drains requests in flight,
-// and only then stops the rest.
+// serve runs the manager, with the API server at restCfg, until
+// SIGTERM/SIGINT, then shuts down gracefully (shutdownOnSignal): it reports
+// unready at once and keeps serving for --shutdown-delay, closing each
+// connection after its answer, so the endpoints stop routing here and the
+// API server moves to other replicas; then it closes the listener and
+// drains requests in flight, and only then stops the rest.
 // configData is the configuration file's content cfg was parsed from; the
 // file is reloaded when it changes.
-func serve(opts serveOptions, cfg webhooks.Config, configData []byte, log logr.Logger) error {
-	restCfg, err := restConfig(opts.kubeconfig)
-	if err != nil {
-		return err
-	}
+func serve(opts serveOptions, restCfg *rest.Config, cfg webhooks.Config, configData []byte, log logr.Logger) error {
 	timeout := opts.shutdownTimeout
 	rules := webhooks.Rules(cfg)
 	webhookTLS := tlsOptions(opts)

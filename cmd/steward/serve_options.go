@@ -81,14 +81,16 @@ func defaultServeOptions() serveOptions {
 	return o
 }
 
-func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
+// parseServeFlags parses and validates serve's flags; the error is a bad
+// flag, or every invalid value (joined).
+func parseServeFlags(args []string) (serveOptions, error) {
 	o := defaultServeOptions()
-	fs := serveFlagSet(&o, stderr)
-	if err := fs.Parse(args); err != nil {
+	fs := serveFlagSet(&o, io.Discard)
+	if err := parseQuietly(fs, args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+		return o, unexpectedArguments(fs.Args())
 	}
 	return o, o.validate()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"strings"
 	"testing"
 )
@@ -22,11 +21,11 @@ func TestServeFlagsRefuseInvalidValuesNamingTheFlag(t *testing.T) {
 		"InsecureMetricsOffLoopback": {reason: "metrics without authentication only on loopback", args: []string{"--metrics-secure=false", "--metrics-bind-address=:8080"}, wantErr: "--metrics-secure=false serves metrics to anyone"},
 		"NegativeDelay":              {reason: "a shutdown delay cannot be negative", args: []string{"--shutdown-delay=-1s"}, wantErr: "--shutdown-delay:"},
 		"StrayArgument":              {reason: "positional arguments are a mistake", args: []string{"extra"}, wantErr: "unexpected arguments"},
-		"UnknownFlagFails":           {reason: "unknown flags are errors", args: []string{"--prot=1"}, wantErr: "flag provided but not defined: -prot"},
+		"UnknownFlagFails":           {reason: "unknown flags are errors", args: []string{"--prot=1"}, wantErr: "flag provided but not defined: --prot"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			_, err := parseServeFlags(tc.args, io.Discard)
+			_, err := parseServeFlags(tc.args)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("%s: got %v, want an error containing %q", tc.reason, err, tc.wantErr)
 			}
@@ -35,7 +34,7 @@ func TestServeFlagsRefuseInvalidValuesNamingTheFlag(t *testing.T) {
 }
 
 func TestServeFlagDefaultsAreValid(t *testing.T) {
-	o, err := parseServeFlags(nil, io.Discard)
+	o, err := parseServeFlags(nil)
 	if err != nil {
 		t.Fatalf("defaults must be valid: %v", err)
 	}
@@ -46,7 +45,7 @@ func TestServeFlagDefaultsAreValid(t *testing.T) {
 
 func TestInsecureMetricsOnLoopbackAreAccepted(t *testing.T) {
 	for _, addr := range []string{"127.0.0.1:8080", "[::1]:8080", "localhost:8080", "0"} {
-		if _, err := parseServeFlags([]string{"--metrics-secure=false", "--metrics-bind-address=" + addr}, io.Discard); err != nil {
+		if _, err := parseServeFlags([]string{"--metrics-secure=false", "--metrics-bind-address=" + addr}); err != nil {
 			t.Errorf("--metrics-secure=false --metrics-bind-address=%s: %v", addr, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 
@@ -12,7 +13,8 @@ import (
 
 // version and revision are stamped at build time (make build, the
 // Dockerfile): -ldflags "-X main.version=v0.2.0 -X main.revision=<commit>".
-// Unstamped builds report "devel" and the VCS revision Go recorded, if any.
+// Unstamped builds report the release `go install ...@v0.2.0` built, or
+// else "devel", and the VCS revision Go recorded, if any.
 var (
 	version  = "devel"
 	revision = ""
@@ -26,20 +28,42 @@ type buildInfo struct {
 // currentBuild reads the stamped version and revision, falling back on the
 // VCS revision Go records in a binary built from a checkout.
 func currentBuild() buildInfo {
+	info, _ := debug.ReadBuildInfo()
+	return buildFrom(version, revision, info)
+}
+
+// buildFrom is the build of a binary stamped with version and revision,
+// whose Go build information is info (nil when it has none).
+func buildFrom(version, revision string, info *debug.BuildInfo) buildInfo {
 	b := buildInfo{Version: version, Revision: revision, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if info == nil {
+		if b.Revision == "" {
+			b.Revision = "unknown"
+		}
+		return b
+	}
+	if b.Version == "devel" && releaseVersion.MatchString(info.Main.Version) && !pseudoVersion.MatchString(info.Main.Version) {
+		b.Version = info.Main.Version // go install github.com/stewardhq/steward/cmd/steward@v0.2.0
+	}
 	if b.Revision != "" {
 		return b
 	}
 	b.Revision = "unknown"
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" {
-				b.Revision = s.Value
-			}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" {
+			b.Revision = s.Value
 		}
 	}
 	return b
 }
+
+// releaseVersion matches a module version that names a release (v0.2.0,
+// v0.3.0-rc.1); a build in a checkout gets "(devel)" or a pseudo-version
+// instead, with "+dirty" for uncommitted changes.
+var (
+	releaseVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
+	pseudoVersion  = regexp.MustCompile(`[0-9]{14}-[0-9a-f]{12}$`)
+)
 
 const versionUsageText = `Usage: steward version
 
@@ -58,16 +82,15 @@ func versionFlagSet(out io.Writer) *flag.FlagSet {
 
 func runVersion(args []string, stdout, stderr io.Writer) int {
 	fs := versionFlagSet(stderr)
-	if stop, code := parseFlags(fs, args, stdout); stop {
+	if stop, code := parseFlags(fs, args, stdout, stderr); stop {
 		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "steward version: unexpected arguments: %v\n", fs.Args())
-		return 2
+		return usageError(stderr, "version", unexpectedArguments(fs.Args()))
 	}
 	b := currentBuild()
 	fmt.Fprintf(stdout, "steward %s\nrevision: %s\ngo: %s\nplatform: %s\n", b.Version, b.Revision, b.GoVersion, b.Platform)
-	return 0
+	return exitOK
 }
 
 // buildInfoGauge is steward_build_info: always 1, labelled with the build,

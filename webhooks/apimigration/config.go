@@ -2,6 +2,7 @@ package apimigration
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -26,7 +27,8 @@ type Config struct {
 	// FluxVersion pins the target: the Flux release the cluster runs or is
 	// being upgraded to, as MAJOR.MINOR ("2.8"). Writes through versions
 	// that release no longer serves are refused. Unset, the server follows
-	// the Flux release installed in the cluster (see ClusterTarget).
+	// the Flux release installed in the cluster (see ClusterTarget). A
+	// release newer than the table is refused (ParseKnownRelease).
 	FluxVersion FluxRelease `json:"fluxVersion,omitempty"`
 }
 
@@ -65,8 +67,12 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 	if c.FluxVersion == "" {
 		return errs
 	}
-	if _, err := ParseRelease(string(c.FluxVersion)); err != nil {
-		errs = append(errs, field.Invalid(p.Child("fluxVersion"), string(c.FluxVersion), err.Error()))
+	if _, err := ParseKnownRelease(string(c.FluxVersion)); err != nil {
+		msg := err.Error()
+		if newer := (*NewerReleaseError)(nil); errors.As(err, &newer) {
+			msg += ": upgrade Steward before pinning " + newer.Release.String() + ", or leave fluxVersion unset to follow the Flux release the cluster runs"
+		}
+		errs = append(errs, field.Invalid(p.Child("fluxVersion"), string(c.FluxVersion), msg))
 	}
 	return errs
 }

@@ -15,6 +15,13 @@ import (
 // defaults, and errors that name the field path.
 func TestConfig(t *testing.T) {
 	const header = "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\n"
+	newest := apimigration.NewestRelease()
+	next := apimigration.Release{Major: newest.Major, Minor: newest.Minor + 1}
+	var releases []string
+	for _, r := range apimigration.Releases() {
+		releases = append(releases, r.String())
+	}
+	known := strings.Join(releases, ", ")
 	cases := map[string]struct {
 		reason  string
 		file    string
@@ -35,6 +42,21 @@ func TestConfig(t *testing.T) {
 			reason:  "a target that is not a release stops start-up, naming the field",
 			file:    header + "rules:\n  apimigration:\n    fluxVersion: latest\n",
 			wantErr: `rules.apimigration.fluxVersion: Invalid value: "latest": not a Flux release`,
+		},
+		"TargetNewerThanTheTable": {
+			reason:  "a release newer than the newest Steward knows is refused, listing those it knows: what it removes is not in the table",
+			file:    header + "rules:\n  apimigration:\n    fluxVersion: \"" + next.String() + "\"\n",
+			wantErr: `rules.apimigration.fluxVersion: Invalid value: "` + next.String() + `": newer than ` + newest.String() + `, the newest Flux release Steward knows (it knows ` + known + `; an older release is read as 2.6): upgrade Steward before pinning ` + next.String() + `, or leave fluxVersion unset`,
+		},
+		"TargetTheNewestRelease": {
+			reason: "the newest release in the table is accepted, as written",
+			file:   header + "rules:\n  apimigration:\n    fluxVersion: \"v" + newest.String() + ".1\"\n",
+			want:   apimigration.Config{Mode: rule.Enforce, FluxVersion: apimigration.FluxRelease("v" + newest.String() + ".1")},
+		},
+		"TargetOlderThanTheTable": {
+			reason: "an older release is accepted: it reads the table's oldest release, which removes none of its versions",
+			file:   header + "rules:\n  apimigration:\n    fluxVersion: \"2.3\"\n",
+			want:   apimigration.Config{Mode: rule.Enforce, FluxVersion: "2.3"},
 		},
 		"NumericTarget": {
 			reason:  "an unquoted 2.10 is the number 2.1 in YAML, so numbers are refused",

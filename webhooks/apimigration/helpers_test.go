@@ -28,11 +28,21 @@ const earlier = "2026-04-01T08:00:00Z"
 func newRule(t testing.TB, fluxVersion string) *Rule {
 	t.Helper()
 	c := Config{FluxVersion: FluxRelease(fluxVersion)}
+	// A release newer than the table cannot be pinned (Validate refuses
+	// it), but a cluster can run one (ClusterTarget reads its CRDs' label):
+	// the rule then decides against it as it does here.
+	var newer *Target
+	if r, err := ParseRelease(fluxVersion); err == nil && !NewestRelease().AtLeast(r) {
+		newer, c.FluxVersion = &Target{Release: r, Source: SourceClusterLabel}, ""
+	}
 	c.Default()
 	if errs := c.Validate(nil); len(errs) > 0 {
 		t.Fatalf("config: %v", errs)
 	}
 	r := New(c)
+	if newer != nil {
+		r.pin = newer
+	}
 	r.now = func() time.Time { return clock }
 	return r
 }

@@ -17,6 +17,11 @@ type Release struct {
 // notes: "2.8", "v2.8", "2.8.1", "v2.8.0".
 var releasePattern = regexp.MustCompile(`^v?([0-9]{1,3})\.([0-9]{1,3})(\.[0-9]{1,4})?$`)
 
+// ReleasePattern is the regular expression (Go's syntax, which JSON
+// schemas' patterns share here) of what ParseRelease reads; Flux 1
+// releases match it too.
+func ReleasePattern() string { return releasePattern.String() }
+
 // ParseRelease reads a Flux release such as "2.8" or "v2.8.1". Flux 1 had no
 // toolkit APIs, so a major version below 2 is refused rather than compared.
 func ParseRelease(s string) (Release, error) {

@@ -1,6 +1,10 @@
 package apimigration
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // The Flux API versions this rule knows: for every Flux kind, what each
 // Flux release Steward knows serves (table.go). Whether a version is
@@ -105,3 +109,35 @@ func Releases() []Release { return slices.Clone(releases) }
 // upgrade breaks the most, which `steward check` checks against unless
 // told otherwise.
 func NewestRelease() Release { return releases[len(releases)-1] }
+
+// NewerReleaseError is the error of ParseKnownRelease for a release newer
+// than the table.
+type NewerReleaseError struct {
+	Release Release
+}
+
+func (e *NewerReleaseError) Error() string {
+	known := make([]string, len(releases))
+	for i, k := range releases {
+		known[i] = k.String()
+	}
+	return fmt.Sprintf("newer than %s, the newest Flux release Steward knows (it knows %s; an older release is read as %s)",
+		NewestRelease(), strings.Join(known, ", "), releases[0])
+}
+
+// ParseKnownRelease reads a Flux release as ParseRelease does and refuses
+// one newer than the newest in the table (a *NewerReleaseError, naming
+// those it has): what a later release removes is not in the table, so a
+// decision against it would pass what that release breaks. A release older
+// than the table is read as its oldest (see API.status), which removes
+// none of the versions the table lists.
+func ParseKnownRelease(s string) (Release, error) {
+	r, err := ParseRelease(s)
+	if err != nil {
+		return Release{}, err
+	}
+	if !NewestRelease().AtLeast(r) {
+		return Release{}, &NewerReleaseError{Release: r}
+	}
+	return r, nil
+}

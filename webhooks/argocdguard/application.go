@@ -22,6 +22,11 @@ type application struct {
 	// ObjectMeta holds only the namespace, name and resource version,
 	// which the informer's store keys and tracks objects by.
 	metav1.ObjectMeta
+	// The texts a decision about the Application's objects says, made
+	// once when it is cached rather than on every request: its name, that
+	// with where its content comes from, what Argo CD does with a hand
+	// edit, and how to pause it.
+	what, display, revertText, hint string
 	// from says where the Application's content comes from, and revision
 	// which of it was synced last.
 	from, revision      string
@@ -37,10 +42,13 @@ type application struct {
 }
 
 // ignoreDifference is one of spec.ignoreDifferences, with its JSON
-// pointers (jq expressions and managers are not evaluated).
+// pointers (jq expressions and managers are not evaluated). Its group and
+// kind are globs, as Argo CD reads them ("*" is common); its name and
+// namespace are matched exactly.
 type ignoreDifference struct {
-	group, kind, name, namespace string
-	paths                        []object.Pointer
+	group, kind     pattern
+	name, namespace string
+	paths           []object.Pointer
 }
 
 func (a *application) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
@@ -64,6 +72,13 @@ func keepApplication(obj any) (any, error) {
 	return nil, fmt.Errorf("argocdguard cache: unexpected object type %T", obj)
 }
 
+// KeepApplication is the Applications' informer transform
+// (keepApplication): it trims an Application, as the API server sends
+// it, to what the cache keeps. Benchmarks outside this package use it to
+// build the cache they pass to WithApplications, so they measure the rule
+// on what it reads in a cluster.
+func KeepApplication(obj any) (any, error) { return keepApplication(obj) }
+
 func applicationOf(u *unstructured.Unstructured) *application {
 	a := &application{}
 	a.Namespace = unique.Make(u.GetNamespace()).Value()
@@ -71,10 +86,7 @@ func applicationOf(u *unstructured.Unstructured) *application {
 	a.ResourceVersion = u.GetResourceVersion()
 	a.skipReconcile, _ = strconv.ParseBool(u.GetAnnotations()[annotationSkipReconcile])
 	a.from = sourceOf(u)
-	a.revision, _, _ = unstructured.NestedString(u.Object, "status", "sync", "revision")
-	if len(a.revision) > 7 {
-		a.revision = a.revision[:7]
-	}
+	a.revision = shortRevision(revisionOf(u))
 	if auto, found, _ := unstructured.NestedMap(u.Object, "spec", "syncPolicy", "automated"); found {
 		enabled, set, _ := unstructured.NestedBool(auto, "enabled")
 		a.automated = !set || enabled
@@ -88,8 +100,8 @@ func applicationOf(u *unstructured.Unstructured) *application {
 			continue
 		}
 		d := ignoreDifference{}
-		d.group, _ = m["group"].(string)
-		d.kind, _ = m["kind"].(string)
+		group, _ := m["group"].(string)
+		kind, _ := m["kind"].(string)
 		d.name, _ = m["name"].(string)
 		d.namespace, _ = m["namespace"].(string)
 		pointers, _ := m["jsonPointers"].([]any)
@@ -101,6 +113,7 @@ func applicationOf(u *unstructured.Unstructured) *application {
 			}
 		}
 		if len(d.paths) > 0 {
+			d.group, d.kind = newPattern(group), newPattern(kind)
 			a.ignore = append(a.ignore, d)
 		}
 	}
@@ -124,7 +137,47 @@ func applicationOf(u *unstructured.Unstructured) *application {
 	}
 	a.resources, a.pruning = gitops.NewInventory(all), gitops.NewInventory(pruning)
 	a.kinds = gitops.DistinctKinds(kinds)
+	a.what = "Argo CD Application " + a.Namespace + "/" + a.Name
+	a.display = a.what + " (" + a.from
+	if a.revision != "" {
+		a.display += ", revision " + a.revision
+	}
+	a.display += ")"
+	a.revertText = a.revert()
+	a.hint = "to pause Argo CD, set " + annotationSkipReconcile + "=true on " + a.what
 	return a
+}
+
+// revisionOf is the revision last synced: status.sync.revision, or for an
+// Application with several sources that of the first, which sourceOf
+// names.
+func revisionOf(u *unstructured.Unstructured) string {
+	if r, _, _ := unstructured.NestedString(u.Object, "status", "sync", "revision"); r != "" {
+		return r
+	}
+	revisions, _, _ := unstructured.NestedSlice(u.Object, "status", "sync", "revisions")
+	if len(revisions) > 0 {
+		r, _ := revisions[0].(string)
+		return r
+	}
+	return ""
+}
+
+// shortRevision cuts a commit hash, or an OCI digest's, to seven hex
+// digits, as people read them. Other revisions are kept whole: a chart
+// source's is the chart's version, which a cut would change
+// ("1.24.10-rc.1" is not "1.24.10").
+func shortRevision(r string) string {
+	algorithm, digest, ok := strings.Cut(r, ":")
+	if !ok {
+		algorithm, digest = "", r
+	} else {
+		algorithm += ":"
+	}
+	if len(digest) < 40 || strings.Trim(digest, "0123456789abcdef") != "" {
+		return r
+	}
+	return algorithm + digest[:7]
 }
 
 // sourceOf names the Application's source (the first of several).
@@ -154,7 +207,7 @@ func sourceOf(u *unstructured.Unstructured) string {
 func (a *application) skipFor(ref gitops.Ref) []object.Pointer {
 	var out []object.Pointer
 	for _, d := range a.ignore {
-		if d.group == ref.Group && d.kind == ref.Kind && (d.name == "" || d.name == ref.Name) && (d.namespace == "" || d.namespace == ref.Namespace) {
+		if d.group.match(ref.Group) && d.kind.match(ref.Kind) && (d.name == "" || d.name == ref.Name) && (d.namespace == "" || d.namespace == ref.Namespace) {
 			out = append(out, d.paths...)
 		}
 	}

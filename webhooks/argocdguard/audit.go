@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,33 +44,12 @@ func (r *Rule) Audit(ctx context.Context, api client.Reader) ([]rule.Finding, er
 	if err != nil {
 		return nil, err
 	}
-	var out []rule.Finding
-	judged := map[string]bool{}
-	_, err = gitops.ListKinds(ctx, api, lists, func(l gitops.KindList, o *metav1.PartialObjectMetadata) error {
+	return r.guard.AuditListed(ctx, api, lists, func(ref gitops.Ref, o *metav1.PartialObjectMetadata) ([]gitops.Owner, error) {
 		if len(o.Annotations) == 0 && r.resolver.trackingLabel == "" {
-			return nil // most objects of a kind: not Argo CD's
+			return nil, nil // most objects of a kind: not Argo CD's
 		}
-		// A kind listed at two versions is judged once.
-		key := l.Group + "/" + l.Kind + "/" + o.Namespace + "/" + o.Name
-		if judged[key] {
-			return nil
-		}
-		judged[key] = true
-		ref := gitops.Ref{GroupVersionKind: l.GroupVersionKind, Namespace: o.Namespace, Name: o.Name}
-		owners, err := r.resolver.listing(ref, gitops.MetaView(o))
-		if err != nil {
-			return err
-		}
-		if f, ok := r.guard.AuditDrift(ref, owners, o.ManagedFields); ok {
-			out = append(out, f)
-		}
-		return nil
+		return r.resolver.listing(ref, gitops.MetaView(o))
 	})
-	if err != nil {
-		return nil, err
-	}
-	gitops.SortFindings(out)
-	return out, nil
 }
 
 // auditLists are the lists the audit makes: each kind an Application's
@@ -109,7 +89,7 @@ func (r resolver) listing(ref gitops.Ref, v *object.View) ([]gitops.Owner, error
 		return nil, fmt.Errorf("looking up Argo CD Application %s/%s: %w", ns, name, err)
 	}
 	a, ok := obj.(*application)
-	if !found || !ok || !a.resources.Has(gitops.InventoryID(ref.Namespace, ref.Name, ref.Group, ref.Kind)) {
+	if !found || !ok || !a.resources.Lists(ref) {
 		return nil, nil
 	}
 	return []gitops.Owner{r.ownerFor(a, ref)}, nil

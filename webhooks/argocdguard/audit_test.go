@@ -82,7 +82,7 @@ func app(name string, spec map[string]any, resources ...any) *unstructured.Unstr
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
 		"metadata": map[string]any{"namespace": "argocd", "name": name},
 		"spec":     s,
-		"status":   map[string]any{"sync": map[string]any{"revision": "1a2b3c4d5e6f"}, "resources": resources},
+		"status":   map[string]any{"sync": map[string]any{"revision": "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d"}, "resources": resources},
 	}}
 }
 

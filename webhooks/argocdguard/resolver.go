@@ -51,6 +51,16 @@ type resolver struct {
 	apps          gitops.OwnerCache
 	controlPlane  string
 	trackingLabel string
+	// markerKeys are the tracking annotation's and label's Claim.Keys.
+	markerKeys []string
+}
+
+// newResolver builds the resolver of a configuration.
+func newResolver(c Config) *resolver {
+	return &resolver{
+		apps: gitops.NoOwners{}, controlPlane: c.ControlPlaneNamespace, trackingLabel: c.TrackingLabel,
+		markerKeys: []string{"annotation " + AnnotationTrackingID, "label " + c.TrackingLabel},
+	}
 }
 
 // trackingID is a parsed tracking id.
@@ -91,19 +101,20 @@ func (r resolver) application(instance string) (namespace, name string) {
 }
 
 // instance reads the object's claim: the Application's instance name, by
-// its tracking id, or by the tracking label where configured.
-func (r resolver) instance(ref gitops.Ref, v *object.View) (claim gitops.Claim, instance string, byLabel bool) {
+// its tracking id, or by the tracking label where configured. unlisted,
+// when set, says why the claim holds only for an object the
+// Application's status.resources lists: a label, which charts copy, or
+// an id naming an Application of the control-plane namespace as
+// "<namespace>_<name>", which Argo CD never writes (it names those by
+// their name alone) and so follows only for objects in Git.
+func (r resolver) instance(ref gitops.Ref, v *object.View) (claim gitops.Claim, instance, unlisted string) {
 	id, hasID := v.Annotation(AnnotationTrackingID)
-	if hasID {
-		claim.Keys = append(claim.Keys, "annotation "+AnnotationTrackingID)
-	}
 	var label string
 	hasLabel := false
 	if r.trackingLabel != "" {
-		if label, hasLabel = v.Label(r.trackingLabel); hasLabel {
-			claim.Keys = append(claim.Keys, "label "+r.trackingLabel)
-		}
+		label, hasLabel = v.Label(r.trackingLabel)
 	}
+	claim.Keys = r.keys(hasID, hasLabel)
 	if hasID {
 		t, ok := parseTrackingID(id)
 		switch {
@@ -113,16 +124,32 @@ func (r resolver) instance(ref gitops.Ref, v *object.View) (claim gitops.Claim, 
 			claim.NotClaimed = fmt.Sprintf("%s names %s/%s %s/%s, not this object (a copied annotation): Argo CD does not track the object by it", AnnotationTrackingID, t.group, t.kind, t.namespace, t.name)
 		default:
 			instance = t.app
+			if ns, name, ok := strings.Cut(t.app, "_"); ok && ns == r.controlPlane {
+				unlisted = fmt.Sprintf("its %s names the Application %s, where Argo CD writes %s, so the id alone does not make it Argo CD's", AnnotationTrackingID, t.app, name)
+			}
 		}
 	}
 	if instance == "" && hasLabel && label != "" {
-		instance, byLabel = label, true
+		instance, unlisted = label, fmt.Sprintf("its %s label alone does not make it Argo CD's", r.trackingLabel)
 	}
 	if instance != "" {
 		ns, name := r.application(instance)
 		claim.Claims, claim.Named, claim.NotClaimed = true, "Application "+ns+"/"+name, ""
 	}
-	return claim, instance, byLabel
+	return claim, instance, unlisted
+}
+
+// keys are Claim.Keys for the markers present, from a list made once.
+func (r resolver) keys(hasID, hasLabel bool) []string {
+	switch {
+	case hasID && hasLabel:
+		return r.markerKeys
+	case hasID:
+		return r.markerKeys[:1]
+	case hasLabel:
+		return r.markerKeys[1:]
+	}
+	return nil
 }
 
 func (r resolver) Claim(ref gitops.Ref, v *object.View) gitops.Claim {
@@ -131,7 +158,7 @@ func (r resolver) Claim(ref gitops.Ref, v *object.View) gitops.Claim {
 }
 
 func (r resolver) Owners(_ context.Context, ref gitops.Ref, v *object.View) ([]gitops.Owner, error) {
-	_, instance, byLabel := r.instance(ref, v)
+	_, instance, unlisted := r.instance(ref, v)
 	if instance == "" {
 		return nil, nil
 	}
@@ -146,29 +173,23 @@ func (r resolver) Owners(_ context.Context, ref gitops.Ref, v *object.View) ([]g
 		return []gitops.Owner{{Name: what, Why: "owner not found: " + what + " does not exist, so Argo CD does not manage the object"}}, nil
 	}
 	o := r.ownerFor(a, ref)
-	if byLabel && !a.resources.Has(gitops.InventoryID(ref.Namespace, ref.Name, ref.Group, ref.Kind)) {
-		o.Manages, o.Why = false, fmt.Sprintf("Argo CD Application %s/%s does not list the object in its status.resources: its %s label alone does not make it Argo CD's", a.Namespace, a.Name, r.trackingLabel)
+	if unlisted != "" && !a.resources.Lists(ref) {
+		o.Manages, o.Why = false, fmt.Sprintf("Argo CD Application %s/%s does not list the object in its status.resources: %s", a.Namespace, a.Name, unlisted)
 	}
 	return []gitops.Owner{o}, nil
 }
 
 // ownerFor describes an Application's hold on the object ref names.
 func (r resolver) ownerFor(a *application, ref gitops.Ref) gitops.Owner {
-	what := fmt.Sprintf("Argo CD Application %s/%s", a.Namespace, a.Name)
-	name := what + " (" + a.from
-	if a.revision != "" {
-		name += ", revision " + a.revision
-	}
 	o := gitops.Owner{
-		Name: name + ")", Manages: true, Revert: a.revert(), Skip: a.skipFor(ref),
-		Hint:          fmt.Sprintf("to pause Argo CD, set %s=true on %s", annotationSkipReconcile, what),
+		Name: a.display, Manages: true, Revert: a.revertText, Skip: a.skipFor(ref), Hint: a.hint,
 		FieldManagers: fieldManagers, IgnoreIn: "the Application's spec.ignoreDifferences",
 	}
-	if a.pruning.Has(gitops.InventoryID(ref.Namespace, ref.Name, ref.Group, ref.Kind)) {
-		o.Manages, o.Why = false, what+" lists the object for pruning: it is no longer in Git"
+	if a.pruning.Lists(ref) {
+		o.Manages, o.Why = false, a.what+" lists the object for pruning: it is no longer in Git"
 	}
 	if a.skipReconcile {
-		o.Paused = what + " has " + annotationSkipReconcile + "=true"
+		o.Paused = a.what + " has " + annotationSkipReconcile + "=true"
 	}
 	return o
 }
@@ -180,10 +201,9 @@ func (r resolver) OwnersOf(_ context.Context, ref gitops.Ref) ([]gitops.Owner, e
 	if err != nil {
 		return nil, fmt.Errorf("listing Argo CD Applications: %w", err)
 	}
-	id := gitops.InventoryID(ref.Namespace, ref.Name, ref.Group, ref.Kind)
 	var out []gitops.Owner
 	for _, obj := range objs {
-		if a, ok := obj.(*application); ok && a.resources.Has(id) {
+		if a, ok := obj.(*application); ok && a.resources.Lists(ref) {
 			out = append(out, r.ownerFor(a, ref))
 		}
 	}

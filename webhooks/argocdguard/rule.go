@@ -46,7 +46,7 @@ func New(c Config, breakGlassGroup string) *Rule {
 	c.Default()
 	r := &Rule{
 		writers:  c.writers(),
-		resolver: &resolver{apps: gitops.NoOwners{}, controlPlane: c.ControlPlaneNamespace, trackingLabel: c.TrackingLabel},
+		resolver: newResolver(c),
 	}
 	r.guard = gitops.New(gitops.Options{
 		Rule: Name, Tool: "Argo CD", AgentName: "Argo CD's application controller", Applier: "Argo CD",

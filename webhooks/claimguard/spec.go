@@ -60,7 +60,7 @@ func (r *Rule) Spec() rule.Spec {
 		// Both change Steward's own RBAC, which the chart renders once.
 		ChartRefused: []rule.ChartRefusal{
 			{Key: "manageWebhookRules", Allowed: []string{"true"}, Why: "changes Steward's permission to update its webhook configuration"},
-			{Key: "webhookConfigurationName", Allowed: []string{DefaultWebhookConfigurationName}, Why: "changes which webhook configuration Steward may update"},
+			{Key: "webhookConfigurationName", InstallName: true, Why: "changes which webhook configuration Steward may update"},
 		},
 		Webhooks: []rule.Webhook{
 			{

@@ -2,7 +2,6 @@ package fleetguard
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,42 +12,17 @@ import (
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 )
 
+// The fixture edits every rule's tests share.
+var (
+	obj = admissiontest.Obj
+	at  = admissiontest.At
+	set = admissiontest.Set
+	del = admissiontest.Del
+)
+
 // webDeployment is a Fleet-managed Deployment as the API server stores it
 // (admissiontest.FleetDeployment).
 const webDeployment = admissiontest.FleetDeployment
-
-// obj returns a fresh copy of a JSON fixture with edits applied.
-func obj(fixture string, edits ...func(o map[string]any)) map[string]any {
-	var o map[string]any
-	if err := json.Unmarshal([]byte(fixture), &o); err != nil {
-		panic(err)
-	}
-	for _, e := range edits {
-		e(o)
-	}
-	return o
-}
-
-// at returns the map at a path of keys, creating maps on the way.
-func at(o map[string]any, keys ...string) map[string]any {
-	for _, k := range keys {
-		next, ok := o[k].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			o[k] = next
-		}
-		o = next
-	}
-	return o
-}
-
-func set(value any, keys ...string) func(map[string]any) {
-	return func(o map[string]any) { at(o, keys[:len(keys)-1]...)[keys[len(keys)-1]] = value }
-}
-
-func del(keys ...string) func(map[string]any) {
-	return func(o map[string]any) { delete(at(o, keys[:len(keys)-1]...), keys[len(keys)-1]) }
-}
 
 func container(i int, key string, value any) func(map[string]any) {
 	return func(o map[string]any) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,35 +43,13 @@ func (r *Rule) Audit(ctx context.Context, api client.Reader) ([]rule.Finding, er
 	if err != nil {
 		return nil, err
 	}
-	var out []rule.Finding
-	judged := map[string]bool{}
-	_, err = gitops.ListKinds(ctx, api, lists, func(l gitops.KindList, o *metav1.PartialObjectMetadata) error {
-		// An object carrying both labels, or listed at two versions, is
-		// judged once.
-		key := l.Group + "/" + l.Kind + "/" + o.Namespace + "/" + o.Name
-		if judged[key] {
-			return nil
-		}
-		judged[key] = true
-		ref := gitops.Ref{GroupVersionKind: l.GroupVersionKind, Namespace: o.Namespace, Name: o.Name}
+	return r.guard.AuditListed(ctx, api, lists, func(ref gitops.Ref, o *metav1.PartialObjectMetadata) ([]gitops.Owner, error) {
 		v := gitops.MetaView(o)
-		if _, claimed := claims(v); len(claimed) == 0 {
-			return nil // a label without the other
+		if claims(v).n == 0 {
+			return nil, nil // a label without the other
 		}
-		owners, err := r.resolver.Owners(ctx, ref, v)
-		if err != nil {
-			return err
-		}
-		if f, ok := r.guard.AuditDrift(ref, owners, o.ManagedFields); ok {
-			out = append(out, f)
-		}
-		return nil
+		return r.resolver.Owners(ctx, ref, v)
 	})
-	if err != nil {
-		return nil, err
-	}
-	gitops.SortFindings(out)
-	return out, nil
 }
 
 // auditLists are the lists the audit makes: each kind an owner's

@@ -37,6 +37,13 @@ func (r *Rule) Collector() prometheus.Collector {
 
 var _ rule.MetricsCollector = (*Rule)(nil)
 
+// KeepOwner is the owners' informer transform (keepOwner): it trims a
+// Kustomization or HelmRelease, as the API server sends it, to what the
+// cache keeps. Benchmarks outside this package use it to build the cache
+// they pass to WithOwners, so they measure the rule on what it reads in a
+// cluster.
+func KeepOwner(obj any) (any, error) { return keepOwner(obj) }
+
 // rbac is what the owners' cache reads, Kustomizations and HelmReleases,
 // and what the audit lists besides them: the workloads
 // (gitops.AuditRBAC), read-only. The audit lists no other kind an

@@ -2,13 +2,21 @@ package fluxguard
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/gitops"
+)
+
+// The fixture edits every rule's tests share.
+var (
+	obj = admissiontest.Obj
+	at  = admissiontest.At
+	set = admissiontest.Set
+	del = admissiontest.Del
 )
 
 const (
@@ -94,39 +102,6 @@ func keptOwner(o map[string]any) *owner {
 		panic(err)
 	}
 	return kept.(*owner)
-}
-
-// obj returns a fresh copy of a JSON fixture with edits applied.
-func obj(fixture string, edits ...func(o map[string]any)) map[string]any {
-	var o map[string]any
-	if err := json.Unmarshal([]byte(fixture), &o); err != nil {
-		panic(fmt.Sprintf("fixture: %v\n%s", err, fixture))
-	}
-	for _, e := range edits {
-		e(o)
-	}
-	return o
-}
-
-// at returns the map at a path of keys, creating maps on the way.
-func at(o map[string]any, keys ...string) map[string]any {
-	for _, k := range keys {
-		next, ok := o[k].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			o[k] = next
-		}
-		o = next
-	}
-	return o
-}
-
-func set(value any, keys ...string) func(map[string]any) {
-	return func(o map[string]any) { at(o, keys[:len(keys)-1]...)[keys[len(keys)-1]] = value }
-}
-
-func del(keys ...string) func(map[string]any) {
-	return func(o map[string]any) { delete(at(o, keys[:len(keys)-1]...), keys[len(keys)-1]) }
 }
 
 func image(i int, value string) func(map[string]any) {

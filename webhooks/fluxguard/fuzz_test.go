@@ -115,7 +115,7 @@ func FuzzKeepOwner(f *testing.F) {
 		}
 		// Whatever was kept must be readable by a decision and a scale
 		// lookup.
-		r := resolver{owners: gitops.NoOwners{}, optOutGroups: []string{"platform-admins"}}
+		r := newResolver(Config{OptOutGroups: []string{"platform-admins"}})
 		ref := gitops.Ref{Namespace: "apps", Name: "podinfo"}
 		ref.Group, ref.Version, ref.Kind = "apps", "v1", "Deployment"
 		_ = r.ownerFor(o, ref, object.New([]byte(podinfoDeployment)))

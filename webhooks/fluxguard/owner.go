@@ -42,6 +42,12 @@ type owner struct {
 	// hasInventory tells an empty inventory from none (HelmReleases
 	// before Flux 2.8 keep none).
 	hasInventory bool
+	// The texts a decision about the owner's objects says, made once
+	// when the owner is cached rather than on every request: its name
+	// with where its content comes from, what Flux does with a hand edit,
+	// its tenant service account's user name ("" for none), and how to
+	// suspend it.
+	display, what, revertText, writer, suspendHint string
 }
 
 // GetObjectKind and DeepCopyObject make owner a runtime.Object, which
@@ -105,7 +111,23 @@ func ownerOf(u *unstructured.Unstructured) *owner {
 	} else if _, found, _ := unstructured.NestedMap(u.Object, "status", "inventory"); found {
 		o.hasInventory = true
 	}
+	o.what = "Flux " + o.kind + " " + o.Namespace + "/" + o.Name
+	o.display = o.what + " (" + o.from
+	if o.revision != "" {
+		o.display += ", revision " + o.revision
+	}
+	o.display += ")"
+	o.revertText = o.revert()
+	if o.serviceAccount != "" {
+		o.writer = serviceAccountUser(o.Namespace, o.serviceAccount)
+	}
+	o.suspendHint = "to pause Flux, suspend " + o.kind + " " + o.Namespace + "/" + o.Name + " (flux suspend)"
 	return o
+}
+
+// serviceAccountUser is a service account's user name.
+func serviceAccountUser(namespace, name string) string {
+	return "system:serviceaccount:" + namespace + ":" + name
 }
 
 // entryKind is the kind of an inventory entry: the group and kind of its

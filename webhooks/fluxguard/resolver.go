@@ -69,9 +69,21 @@ var optOutPaths = func() []object.Pointer {
 // HelmRelease, whose own record (its inventory, or for a HelmRelease
 // without one its Helm release) must list the object.
 type resolver struct {
-	owners       gitops.OwnerCache
-	defaultSA    string
-	optOutGroups []string
+	owners    gitops.OwnerCache
+	defaultSA string
+	// optOutHint and helmOptOutHint say who may pause Flux for an object
+	// of a Kustomization or a HelmRelease; empty without opt-out groups.
+	optOutHint, helmOptOutHint string
+}
+
+// newResolver builds the resolver of a configuration.
+func newResolver(c Config) *resolver {
+	r := &resolver{owners: gitops.NoOwners{}, defaultSA: c.DefaultServiceAccount}
+	if len(c.OptOutGroups) > 0 {
+		who := "to pause Flux for this object, a member of " + strings.Join(c.OptOutGroups, " or ") + " can set "
+		r.optOutHint, r.helmOptOutHint = who+MarkerReconcile+"=disabled", who+MarkerDriftDetection+"=disabled"
+	}
+	return r
 }
 
 // claimed is one owner the labels name.
@@ -81,46 +93,77 @@ type claimed struct {
 
 func (c claimed) String() string { return c.kind + " " + c.namespace + "/" + c.name }
 
-// claims reads the labels: an owner is claimed when both its name and
-// namespace labels are set (Flux prunes nothing else).
-func claims(v *object.View) (keys []string, owners []claimed) {
-	for _, l := range []struct{ kind, name, namespace string }{
-		{kindKustomization, LabelKustomizationName, LabelKustomizationNamespace},
-		{kindHelmRelease, LabelHelmReleaseName, LabelHelmReleaseNamespace},
-	} {
+// ownerLabels are Flux's two pairs of ownership labels.
+var ownerLabels = [2]struct{ kind, name, namespace string }{
+	{kindKustomization, LabelKustomizationName, LabelKustomizationNamespace},
+	{kindHelmRelease, LabelHelmReleaseName, LabelHelmReleaseNamespace},
+}
+
+// labelKeys are the ownership markers as Claim.Keys names them, by which
+// of the four labels are present (bit i: label i of name, namespace,
+// name, namespace), made once so a decision allocates none.
+var labelKeys = func() [16][]string {
+	var out [16][]string
+	for mask := range out {
+		for i, l := range ownerLabels {
+			if mask&(1<<(2*i)) != 0 {
+				out[mask] = append(out[mask], "label "+l.name)
+			}
+			if mask&(1<<(2*i+1)) != 0 {
+				out[mask] = append(out[mask], "label "+l.namespace)
+			}
+		}
+	}
+	return out
+}()
+
+// labelClaims is what an object's labels say: which are present, and the
+// owners they name (an owner needs both its name and namespace labels:
+// Flux prunes nothing else).
+type labelClaims struct {
+	present int
+	owners  [2]claimed
+	n       int
+}
+
+func claims(v *object.View) labelClaims {
+	var c labelClaims
+	for i, l := range ownerLabels {
 		name, hasName := v.Label(l.name)
 		ns, hasNS := v.Label(l.namespace)
 		if hasName {
-			keys = append(keys, "label "+l.name)
+			c.present |= 1 << (2 * i)
 		}
 		if hasNS {
-			keys = append(keys, "label "+l.namespace)
+			c.present |= 1 << (2*i + 1)
 		}
 		if hasName && hasNS && name != "" && ns != "" {
-			owners = append(owners, claimed{l.kind, ns, name})
+			c.owners[c.n] = claimed{l.kind, ns, name}
+			c.n++
 		}
 	}
-	return keys, owners
+	return c
 }
 
 func (r resolver) Claim(_ gitops.Ref, v *object.View) gitops.Claim {
-	keys, owners := claims(v)
-	c := gitops.Claim{Keys: keys, Claims: len(owners) > 0}
-	named := make([]string, len(owners))
-	for i, o := range owners {
-		named[i] = o.String()
+	lc := claims(v)
+	c := gitops.Claim{Keys: labelKeys[lc.present], Claims: lc.n > 0}
+	switch lc.n {
+	case 1:
+		c.Named = lc.owners[0].String()
+	case 2:
+		c.Named = lc.owners[0].String() + ", " + lc.owners[1].String()
 	}
-	c.Named = strings.Join(named, ", ")
-	if len(keys) > 0 && !c.Claims {
+	if lc.present != 0 && !c.Claims {
 		c.NotClaimed = "Flux's labels are incomplete (Flux sets both name and namespace): no Flux owner claims the object"
 	}
 	return c
 }
 
 func (r resolver) Owners(_ context.Context, ref gitops.Ref, v *object.View) ([]gitops.Owner, error) {
-	_, claimedBy := claims(v)
-	out := make([]gitops.Owner, 0, len(claimedBy))
-	for _, c := range claimedBy {
+	lc := claims(v)
+	out := make([]gitops.Owner, 0, lc.n)
+	for _, c := range lc.owners[:lc.n] {
 		gr := kustomizations
 		if c.kind == kindHelmRelease {
 			gr = helmReleases
@@ -143,35 +186,36 @@ func (r resolver) Owners(_ context.Context, ref gitops.Ref, v *object.View) ([]g
 // ownerFor describes a cached owner's hold on the object ref names, whose
 // stored form v holds.
 func (r resolver) ownerFor(o *owner, ref gitops.Ref, v *object.View) gitops.Owner {
-	name := fmt.Sprintf("Flux %s %s/%s (%s", o.kind, o.Namespace, o.Name, o.from)
-	if o.revision != "" {
-		name += ", revision " + o.revision
-	}
-	out := gitops.Owner{Name: name + ")", Revert: o.revert(), Skip: skipFor(o.ignore, ref, v), Hint: r.hint(o),
+	out := gitops.Owner{Name: o.display, Revert: o.revertText, Skip: skipFor(o.ignore, ref, v), Hint: r.hint(o),
 		FieldManagers: kustomizeFieldManagers, IgnoreIn: "the Kustomization's spec.ignore"}
 	if o.kind == kindHelmRelease {
 		out.FieldManagers, out.IgnoreIn = helmFieldManagers, "the HelmRelease's spec.driftDetection.ignore"
 	}
-	if sa := o.serviceAccount; sa != "" || r.defaultSA != "" {
-		if sa == "" {
-			sa = r.defaultSA
-		}
-		out.Writers = []string{"system:serviceaccount:" + o.Namespace + ":" + sa}
+	switch {
+	case o.writer != "":
+		out.Writers = []string{o.writer}
+	case r.defaultSA != "":
+		out.Writers = []string{serviceAccountUser(o.Namespace, r.defaultSA)}
 	}
 	out.Manages, out.Why = o.lists(ref, v)
 	if o.suspended {
-		out.Paused = fmt.Sprintf("Flux %s %s/%s is suspended", o.kind, o.Namespace, o.Name)
+		out.Paused = o.what + " is suspended"
 	}
 	out.OptedOut = o.optedOut(v)
+	if o.kind == kindKustomization && strings.EqualFold(marker(v, MarkerSSA), "Merge") {
+		// kustomize-controller keeps what others set on the object and
+		// applies only its own fields: those are what Git holds.
+		out.Applies = kustomizeFieldManagers[0]
+	}
 	return out
 }
 
 // lists reports whether the owner's record lists the object: its
 // inventory, or for a HelmRelease that keeps none, its Helm release.
 func (o *owner) lists(ref gitops.Ref, v *object.View) (bool, string) {
-	what := fmt.Sprintf("Flux %s %s/%s", o.kind, o.Namespace, o.Name)
+	what := o.what
 	if o.hasInventory {
-		if o.inventory.Has(gitops.InventoryID(ref.Namespace, ref.Name, ref.Group, ref.Kind)) {
+		if o.inventory.Lists(ref) {
 			return true, ""
 		}
 		return false, what + " does not list the object in its inventory (pruning disabled, removed from Git, or labels set by hand): not Flux's"
@@ -212,13 +256,7 @@ func orDisabled(mode string) string {
 
 // optedOut reads Flux's opt-out markers on the stored object.
 func (o *owner) optedOut(v *object.View) string {
-	marker := func(key string) string {
-		if s, ok := v.Annotation(key); ok {
-			return s
-		}
-		s, _ := v.Label(key)
-		return s
-	}
+	marker := func(key string) string { return marker(v, key) }
 	if o.kind == kindHelmRelease {
 		if strings.EqualFold(marker(MarkerDriftDetection), "disabled") {
 			return MarkerDriftDetection + "=disabled: helm-controller does not correct the object"
@@ -236,22 +274,31 @@ func (o *owner) optedOut(v *object.View) string {
 	return ""
 }
 
-// hint says how to pause Flux for one object, when someone may.
+// marker reads one of Flux's markers, which Flux honours as an annotation
+// or a label.
+func marker(v *object.View, key string) string {
+	if s, ok := v.Annotation(key); ok {
+		return s
+	}
+	s, _ := v.Label(key)
+	return s
+}
+
+// hint says how to pause Flux for one object, when someone may, or else
+// how to suspend its owner.
 func (r resolver) hint(o *owner) string {
-	marker := MarkerReconcile + "=disabled"
-	if o.kind == kindHelmRelease {
-		marker = MarkerDriftDetection + "=disabled"
+	switch {
+	case r.optOutHint == "":
+		return o.suspendHint
+	case o.kind == kindHelmRelease:
+		return r.helmOptOutHint
 	}
-	if len(r.optOutGroups) == 0 {
-		return fmt.Sprintf("to pause Flux, suspend %s %s/%s (flux suspend)", o.kind, o.Namespace, o.Name)
-	}
-	return fmt.Sprintf("to pause Flux for this object, a member of %s can set %s", strings.Join(r.optOutGroups, " or "), marker)
+	return r.optOutHint
 }
 
 // OwnersOf finds the owners whose inventory lists an object, for a scale
 // request, whose Scale carries no labels.
 func (r resolver) OwnersOf(_ context.Context, ref gitops.Ref) ([]gitops.Owner, error) {
-	id := gitops.InventoryID(ref.Namespace, ref.Name, ref.Group, ref.Kind)
 	var out []gitops.Owner
 	for _, gr := range []schema.GroupResource{kustomizations, helmReleases} {
 		objs, err := r.owners.List(gr)
@@ -259,7 +306,7 @@ func (r resolver) OwnersOf(_ context.Context, ref gitops.Ref) ([]gitops.Owner, e
 			return nil, fmt.Errorf("listing Flux owners: %w", err)
 		}
 		for _, obj := range objs {
-			if o, ok := obj.(*owner); ok && o.inventory.Has(id) {
+			if o, ok := obj.(*owner); ok && o.inventory.Lists(ref) {
 				out = append(out, r.ownerFor(o, ref, object.New(nil)))
 			}
 		}

@@ -42,7 +42,7 @@ func New(c Config, breakGlassGroup string) *Rule {
 	c.Default()
 	r := &Rule{
 		agent:    gitops.Identities{Users: c.AgentUsers, Groups: c.AgentGroups},
-		resolver: &resolver{owners: gitops.NoOwners{}, defaultSA: c.DefaultServiceAccount, optOutGroups: c.OptOutGroups},
+		resolver: newResolver(c),
 	}
 	r.guard = gitops.New(gitops.Options{
 		// The agent is named in the singular, as the engine's sentences

@@ -3,6 +3,7 @@ package rule
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -25,13 +26,19 @@ const (
 	Off Mode = "off"
 )
 
-// Validate reports a Mode that is not one of the three known ones.
+// Modes are every Mode, in the order they are documented.
+func Modes() []Mode { return []Mode{Enforce, Warn, Audit, Off} }
+
+// Validate reports a Mode that is not one of Modes.
 func (m Mode) Validate(path *field.Path) field.ErrorList {
-	switch m {
-	case Enforce, Warn, Audit, Off:
+	if slices.Contains(Modes(), m) {
 		return nil
 	}
-	return field.ErrorList{field.NotSupported(path, m, []string{string(Enforce), string(Warn), string(Audit), string(Off)})}
+	var names []string
+	for _, mode := range Modes() {
+		names = append(names, string(mode))
+	}
+	return field.ErrorList{field.NotSupported(path, m, names)}
 }
 
 // UnmarshalJSON reads a mode. YAML 1.1, which the configuration file is

@@ -121,12 +121,17 @@ type ChartRefusal struct {
 	// Allowed are the values the chart renders, besides leaving the
 	// setting unset.
 	Allowed []string
+	// InstallName: the setting names the install's webhook
+	// configurations, and the chart renders the install's name (a
+	// release's full name) only, which it writes into the configuration
+	// when the setting is unset. Allowed is then empty.
+	InstallName bool
 	// Why says what the setting changes, for the chart's refusal.
 	Why string
 }
 
 // AggregatedRole is a ClusterRole aggregated by label, named
-// "steward-<rule>-<Name>" and bound to Steward's service account.
+// "<install>-<rule>-<Name>" ("steward-<rule>-<Name>") and bound to Steward's service account.
 type AggregatedRole struct {
 	// Name ends the ClusterRole's name, e.g. "kinds".
 	Name string

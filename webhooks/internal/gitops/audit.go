@@ -235,3 +235,35 @@ func MetaView(o *metav1.PartialObjectMetadata) *object.View {
 	}
 	return object.New(raw)
 }
+
+// AuditListed is a guard's audit over objects listed at audit time: it
+// lists each kind of lists once (ListKinds), judges each object once
+// (one carrying two owners' markers, or listed at two versions, is
+// listed twice) with the owners owners finds for it (nil: none, skip it;
+// MetaView reads it as a request's object), and returns the drift
+// findings in report order.
+func (g *Guard) AuditListed(ctx context.Context, api client.Reader, lists []KindList, owners func(Ref, *metav1.PartialObjectMetadata) ([]Owner, error)) ([]rule.Finding, error) {
+	var out []rule.Finding
+	judged := map[string]bool{}
+	_, err := ListKinds(ctx, api, lists, func(l KindList, o *metav1.PartialObjectMetadata) error {
+		key := l.Group + "/" + l.Kind + "/" + o.Namespace + "/" + o.Name
+		if judged[key] {
+			return nil
+		}
+		judged[key] = true
+		ref := Ref{GroupVersionKind: l.GroupVersionKind, Namespace: o.Namespace, Name: o.Name}
+		found, err := owners(ref, o)
+		if err != nil || found == nil {
+			return err
+		}
+		if f, ok := g.AuditDrift(ref, found, o.ManagedFields); ok {
+			out = append(out, f)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	SortFindings(out)
+	return out, nil
+}

@@ -202,11 +202,14 @@ func (g *Guard) update(ctx context.Context, req *rule.Request) admission.Respons
 	// Clipped: the configured list is shared by concurrent requests.
 	skip := append(slices.Clip(g.skip.of(ref.GroupKind())), controlPaths(ref.GroupKind())...)
 	skip = append(skip[:len(skip):len(skip)], commonSkip(owners)...)
-	c := object.Diff(oldView, curView, skip, ListedPaths)
+	c, refused := changes(oldView, curView, skip, owners)
+	if refused != "" {
+		return admission.Denied(g.msg.changedAs(ref, owners, refused))
+	}
 	if c.Total == 0 {
 		return admission.Allowed(fmt.Sprintf("no change to fields %s deploys (status, metadata bookkeeping and ignored fields are not guarded)", g.msg.tool))
 	}
-	if len(g.optOut.Paths) > 0 {
+	if g.optOutChanged(oldView, curView) {
 		rest := object.Diff(oldView, curView, append(skip[:len(skip):len(skip)], g.optOut.Paths...), 1)
 		if rest.Total == 0 { // only opt-out markers changed
 			if intersects(g.optOut.Groups, req.UserInfo.Groups) {
@@ -216,6 +219,19 @@ func (g *Guard) update(ctx context.Context, req *rule.Request) admission.Respons
 		}
 	}
 	return admission.Denied(g.msg.changed(ref, owners, c))
+}
+
+// optOutChanged reports whether an update changes one of the tool's
+// opt-out markers: a few keys compared, where finding what else changed
+// takes a second diff, which most refused edits (that touch no marker)
+// are spared.
+func (g *Guard) optOutChanged(old, cur *object.View) bool {
+	for _, p := range g.optOut.Paths {
+		if !object.Equal(old, cur, p...) {
+			return true
+		}
+	}
+	return false
 }
 
 // managing returns the owners that manage the object v holds; when none
@@ -321,12 +337,6 @@ func (g *Guard) delete(ctx context.Context, req *rule.Request) admission.Respons
 		return resp
 	}
 	return admission.Denied(g.msg.deleting(ref, owners))
-}
-
-// DeniedChange refuses a change of a managed object found outside an
-// update's two objects (a scale request).
-func (g *Guard) DeniedChange(ref Ref, owners []Owner, c object.Changes) admission.Response {
-	return admission.Denied(g.msg.changed(ref, owners, c))
 }
 
 // stripped lists the keys old has and cur lacks.

@@ -28,10 +28,7 @@ type Inventory struct {
 // namespace are empty. RBAC kinds may have ":" in their names, which
 // Flux writes as "__".
 func InventoryID(namespace, name, group, kind string) string {
-	if group == "rbac.authorization.k8s.io" {
-		name = strings.ReplaceAll(name, ":", "__")
-	}
-	return namespace + "_" + name + "_" + group + "_" + kind
+	return string(appendID(nil, namespace, name, group, kind))
 }
 
 // InventoryGroupKind reads the group and kind of an InventoryID: its last
@@ -71,6 +68,43 @@ func NewInventory(ids []string) Inventory {
 	return Inventory{ids: b.String(), ends: ends}
 }
 
+// HasObject reports whether the inventory lists the object, as Has of its
+// InventoryID does, without building the id: it is asked on every
+// decision.
+func (inv Inventory) HasObject(namespace, name, group, kind string) bool {
+	var buf [256]byte
+	id := appendID(buf[:0], namespace, name, group, kind)
+	// string(id) in comparisons does not allocate.
+	i := sort.Search(len(inv.ends), func(i int) bool { return inv.at(i) >= string(id) })
+	return i < len(inv.ends) && inv.at(i) == string(id)
+}
+
+// Lists reports whether the inventory lists the object ref names.
+func (inv Inventory) Lists(ref Ref) bool {
+	return inv.HasObject(ref.Namespace, ref.Name, ref.Group, ref.Kind)
+}
+
+// appendID appends InventoryID's text to b.
+func appendID(b []byte, namespace, name, group, kind string) []byte {
+	b = append(b, namespace...)
+	b = append(b, '_')
+	if group == "rbac.authorization.k8s.io" {
+		for i := 0; i < len(name); i++ {
+			if name[i] == ':' {
+				b = append(b, '_', '_')
+			} else {
+				b = append(b, name[i])
+			}
+		}
+	} else {
+		b = append(b, name...)
+	}
+	b = append(b, '_')
+	b = append(b, group...)
+	b = append(b, '_')
+	return append(b, kind...)
+}
+
 // Len is the number of entries.
 func (inv Inventory) Len() int { return len(inv.ends) }
 
@@ -99,10 +133,13 @@ func DistinctKinds(gvks []schema.GroupVersionKind) []schema.GroupVersionKind {
 	if len(gvks) == 0 {
 		return nil
 	}
-	out := slices.Clone(gvks)
-	slices.SortFunc(out, compareKinds)
-	out = slices.Clip(slices.Compact(out))
-	for i, gvk := range out {
+	sorted := slices.Clone(gvks)
+	slices.SortFunc(sorted, compareKinds)
+	sorted = slices.Compact(sorted)
+	// A slice of its own: the sorted copy's array, one element for each
+	// of the record's entries, would stay behind a clipped slice.
+	out := make([]schema.GroupVersionKind, len(sorted))
+	for i, gvk := range sorted {
 		out[i] = schema.GroupVersionKind{Group: intern(gvk.Group), Version: intern(gvk.Version), Kind: intern(gvk.Kind)}
 	}
 	return out

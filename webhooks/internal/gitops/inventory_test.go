@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -70,6 +71,27 @@ func TestDistinctKinds(t *testing.T) {
 	}
 }
 
+// TestDistinctKindsKeepsOnlyTheKinds: an owner's record holds thousands
+// of entries of a few kinds, and the cache keeps the kinds for as long as
+// the owner; the entries' array must not stay behind them.
+func TestDistinctKindsKeepsOnlyTheKinds(t *testing.T) {
+	entries := make([]schema.GroupVersionKind, 10000)
+	for i := range entries {
+		entries[i] = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: []string{"Deployment", "StatefulSet"}[i%2]}
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	kept := DistinctKinds(entries)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(kept)
+	runtime.KeepAlive(entries)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 64<<10 {
+		t.Errorf("DistinctKinds of %d entries of 2 kinds keeps %d bytes alive: the entries' array stays behind the kinds", len(entries), grown)
+	}
+}
+
 func TestInventoryGroupKind(t *testing.T) {
 	for _, c := range []struct{ namespace, name, group, kind string }{
 		{"apps", "podinfo", "apps", "Deployment"},
@@ -85,5 +107,29 @@ func TestInventoryGroupKind(t *testing.T) {
 		if g, k, ok := InventoryGroupKind(id); ok {
 			t.Errorf("InventoryGroupKind(%q) = %q, %q, true; want false", id, g, k)
 		}
+	}
+}
+
+func TestHasObjectIsHasOfTheID(t *testing.T) {
+	inv := NewInventory([]string{
+		InventoryID("apps", "podinfo", "apps", "Deployment"),
+		InventoryID("", "system:aggregate", "rbac.authorization.k8s.io", "ClusterRole"),
+	})
+	for _, c := range []struct {
+		ns, name, group, kind string
+		want                  bool
+	}{
+		{"apps", "podinfo", "apps", "Deployment", true},
+		{"", "system:aggregate", "rbac.authorization.k8s.io", "ClusterRole", true},
+		{"apps", "podinfo", "", "Deployment", false},
+		{"apps", "podinf", "apps", "Deployment", false},
+		{"", "system:aggregated", "rbac.authorization.k8s.io", "ClusterRole", false},
+	} {
+		if got := inv.HasObject(c.ns, c.name, c.group, c.kind); got != c.want || got != inv.Has(InventoryID(c.ns, c.name, c.group, c.kind)) {
+			t.Errorf("HasObject(%q, %q, %q, %q) = %v, want %v, as Has of the id", c.ns, c.name, c.group, c.kind, got, c.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { inv.HasObject("apps", "podinfo", "apps", "Deployment") }); n != 0 {
+		t.Errorf("HasObject allocates %v times a call, want 0", n)
 	}
 }

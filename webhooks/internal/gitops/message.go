@@ -58,6 +58,12 @@ func (m messages) changed(ref Ref, owners []Owner, c object.Changes) string {
 	return fmt.Sprintf("%s Changed: %s. %s", m.managedBy(ref, owners), ChangeList(c), m.instead("Change it in the Git repository instead", owners))
 }
 
+// changedAs refuses an update of a managed object for a change named in
+// words rather than paths.
+func (m messages) changedAs(ref Ref, owners []Owner, what string) string {
+	return fmt.Sprintf("%s Changed: %s. %s", m.managedBy(ref, owners), what, m.instead("Change it in the Git repository instead", owners))
+}
+
 // ChangeList names the first changed paths and how many more there are.
 func ChangeList(c object.Changes) string {
 	list := strings.Join(c.First, ", ")

@@ -82,6 +82,12 @@ type Owner struct {
 	// Hint is an extra way out the denial offers, e.g. how to pause the
 	// tool for the object.
 	Hint string
+	// Applies, when set, is the field manager whose server-side apply
+	// entry alone says what the owner guards (Flux's ssa: Merge: fields
+	// others set are theirs to keep). Only changes to the fields that
+	// entry owns count, and a change of the entry itself is refused, so
+	// rewriting managedFields cannot make the fields editable.
+	Applies string
 	// FieldManagers are the field managers the owner's tool applies the
 	// object with: the audit reads writes after their last one as drift.
 	FieldManagers []string

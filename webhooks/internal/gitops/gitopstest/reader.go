@@ -64,7 +64,7 @@ func (r *Reader) List(ctx context.Context, l client.ObjectList, opts ...client.L
 	switch {
 	case slices.Contains(r.Forbidden, gvk.GroupKind()):
 		return apierrors.NewForbidden(schema.GroupResource{Group: gvk.Group, Resource: strings.ToLower(gvk.Kind) + "s"}, "",
-			fmt.Errorf("User %q cannot list resource", "system:serviceaccount:steward-system:steward"))
+			fmt.Errorf("user %q cannot list resource", "system:serviceaccount:steward-system:steward"))
 	case slices.Contains(r.NotServed, gvk.GroupKind()):
 		return &meta.NoKindMatchError{GroupKind: gvk.GroupKind(), SearchedVersions: []string{gvk.Version}}
 	}
