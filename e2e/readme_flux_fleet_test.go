@@ -21,7 +21,7 @@ func TestReadmeFleetWalkthrough(t *testing.T) {
 	t.Cleanup(func() {
 		_, _, _ = env.Kubectl(context.Background(), "", "delete", "namespace", "shop", "--wait=false")
 	})
-	out := runScript(t, ctx, script)
+	out := runScript(t, ctx, walkthroughsDoc, script)
 	assertWalkthrough(t, out,
 		"deployment.apps/web created",
 		`admission webhook "fleetguard.steward.dev" denied the request: fleetguard: Deployment shop/web is managed by Fleet (bundle deployment web-app, Helm release shop/web-app); manual changes diverge from Git and Fleet reverts them. Changed: /spec/template/spec/containers/0/image.`,
@@ -71,7 +71,7 @@ func TestReadmeFluxWalkthroughs(t *testing.T) {
 		_, _, _ = env.Kubectl(context.Background(), "", "delete", "namespace", "apps", "--wait=false")
 	})
 	// The offline check is `go run ./cmd/steward`, from the repository.
-	migration := runScript(t, ctx, "cd "+root+"\n"+walkthroughBlock(t, "## Flux: deprecated API versions are marked, removed ones refused"))
+	migration := runScript(t, ctx, walkthroughsDoc, "cd "+root+"\n"+walkthroughBlock(t, "## Flux: deprecated API versions are marked, removed ones refused"))
 	assertWalkthrough(t, migration,
 		"Warning: apimigration: helm.toolkit.fluxcd.io/v2beta1 is deprecated and removed in Flux 2.7; use v2",
 		"helmrelease.helm.toolkit.fluxcd.io/podinfo created",
@@ -100,7 +100,7 @@ func TestReadmeFluxWalkthroughs(t *testing.T) {
 	if !strings.Contains(script, marker) {
 		t.Fatalf("the walkthrough has no step %q", marker)
 	}
-	suspension := runScript(t, ctx, strings.Replace(script, marker, "\n"+suspendedWait+marker, 1))
+	suspension := runScript(t, ctx, walkthroughsDoc, strings.Replace(script, marker, "\n"+suspendedWait+marker, 1))
 	assertWalkthrough(t, suspension,
 		"kustomization.kustomize.toolkit.fluxcd.io/web created",
 		"Warning: suspendnotice: Kustomization apps/web is suspended and will not reconcile until resumed: flux resume kustomization web -n apps",
@@ -154,7 +154,7 @@ func TestReadmeFluxguardWalkthrough(t *testing.T) {
 	}
 	script = strings.Replace(script, refuse, gitopsWait("fluxguard", "-n podinfo label deployment podinfo probe=1")+refuse, 1)
 	script = strings.Replace(script, suspended, gitopsWait("is suspended", "-n podinfo label deployment podinfo probe=1")+suspended, 1)
-	out := runScript(t, ctx, script)
+	out := runScript(t, ctx, walkthroughsDoc, script)
 	assertWalkthrough(t, out,
 		"kustomization.kustomize.toolkit.fluxcd.io/apps created",
 		"deployment.apps/podinfo created",
@@ -183,7 +183,7 @@ func TestReadmeArgocdguardWalkthrough(t *testing.T) {
 		t.Fatalf("the walkthrough has no step %q", refuse)
 	}
 	script = strings.Replace(script, refuse, gitopsWait("argocdguard", "-n guestbook label deployment guestbook-ui probe=1")+refuse, 1)
-	out := runScript(t, ctx, script)
+	out := runScript(t, ctx, walkthroughsDoc, script)
 	assertWalkthrough(t, out,
 		"application.argoproj.io/guestbook created",
 		"deployment.apps/guestbook-ui created",

@@ -13,11 +13,14 @@ import (
 	"github.com/stewardhq/steward/e2e/harness"
 )
 
-// walkthroughBlock returns the first ```sh block of docs/walkthroughs.md
-// (the sandbox walkthroughs) after heading.
+// walkthroughsDoc holds the sandbox walkthroughs.
+const walkthroughsDoc = "docs/walkthroughs.md"
+
+// walkthroughBlock returns the first ```sh block of walkthroughsDoc after
+// heading.
 func walkthroughBlock(t *testing.T, heading string) string {
 	t.Helper()
-	return markdownBlock(t, "docs/walkthroughs.md", heading)
+	return markdownBlock(t, walkthroughsDoc, heading)
 }
 
 // markdownBlock returns the first ```sh block after heading in the
@@ -47,11 +50,13 @@ func markdownBlock(t *testing.T, path, heading string) string {
 	return block
 }
 
-// runScript runs a shell script with the environment's admin kubeconfig
-// and returns what it printed, stdout and stderr interleaved as a reader of
-// the walkthroughs would see them. The script goes on after a failing command, as
-// a walkthrough whose refusals are the point does.
-func runScript(t *testing.T, ctx context.Context, script string) string {
+// runScript runs a shell script from the repository's Markdown file doc
+// with the environment's admin kubeconfig and returns what it printed,
+// stdout and stderr interleaved as a reader of the walkthroughs would see
+// them. The script goes on after a failing command, as a walkthrough whose
+// refusals are the point does. Every warning it prints must be explained in
+// doc (see explainsWarnings).
+func runScript(t *testing.T, ctx context.Context, doc, script string) string {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	cmd.Dir = t.TempDir()
@@ -61,7 +66,49 @@ func runScript(t *testing.T, ctx context.Context, script string) string {
 	if err != nil && !errors.As(err, &exit) {
 		t.Fatalf("running the script: %v\n%s", err, out)
 	}
+	explainsWarnings(t, doc, string(out))
 	return string(out)
+}
+
+// explainsWarnings fails the test for each warning in out ("Warning: ..."
+// lines: Steward's, the API server's and kubectl's) that the Markdown file
+// doc does not quote (warningQuote): a reader who runs a walkthrough sees
+// nothing it does not explain.
+func explainsWarnings(t *testing.T, doc, out string) {
+	t.Helper()
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(doc)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reported := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		_, warning, ok := strings.Cut(line, "Warning: ")
+		if !ok {
+			continue
+		}
+		quote := warningQuote(warning)
+		if !strings.Contains(string(data), quote) && !reported[quote] {
+			reported[quote] = true
+			t.Errorf("%s does not explain a warning the walkthrough prints (quote %q):\n%s", doc, quote, line)
+		}
+	}
+}
+
+// warningQuote is what a document must quote of a warning, on one line:
+// "Warning: ", its speaker (a rule or a field path, when the warning names
+// one) and its first six words. Names in a walkthrough are fixed; what
+// follows may wrap in the document.
+func warningQuote(warning string) string {
+	prefix := "Warning: "
+	if speaker, rest, ok := strings.Cut(warning, ": "); ok && !strings.Contains(speaker, " ") {
+		prefix, warning = prefix+speaker+": ", rest
+	}
+	words := strings.Fields(warning)
+	return prefix + strings.Join(words[:min(len(words), 6)], " ")
 }
 
 // TestReadmeOLMWalkthrough runs docs/walkthroughs.md's OLM walkthrough as written,
@@ -76,7 +123,7 @@ func TestReadmeOLMWalkthrough(t *testing.T) {
 	t.Cleanup(func() {
 		_, _, _ = env.Kubectl(context.Background(), "", "delete", "namespace", "operators", "--wait=false")
 	})
-	out := runScript(t, ctx, script)
+	out := runScript(t, ctx, walkthroughsDoc, script)
 	for _, bad := range []string{"is invalid", "Required value", "Unsupported value", "error validating", "unknown field"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("the walkthrough writes something OLM's CRDs reject (%q):\n%s", bad, out)
@@ -152,7 +199,7 @@ func TestReadmeCrossplaneWalkthrough(t *testing.T) {
 		dropFinalizers(t, bg, legacyDBGVK, "", "db-x7k2p-abcde")
 		dropFinalizers(t, bg, pgXRGVK, "", "db-x7k2p")
 	})
-	out := runScript(t, ctx, strings.Replace(script, "\n", "\n"+waitLines, 1))
+	out := runScript(t, ctx, walkthroughsDoc, strings.Replace(script, "\n", "\n"+waitLines, 1))
 	for _, bad := range []string{"is invalid", "Required value", "Unsupported value", "error validating", "unknown field", "WAIT FAILED"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("the walkthrough failed where it must not (%q):\n%s", bad, out)
@@ -181,7 +228,8 @@ func TestClaimguardReadmeMigrationWalkthrough(t *testing.T) {
 	env.LogOnFailure(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	script := markdownBlock(t, "webhooks/claimguard/README.md", "### Migrating an MR to the namespaced group")
+	const doc = "webhooks/claimguard/README.md"
+	script := markdownBlock(t, doc, "### Migrating an MR to the namespaced group")
 	waits := `
 wait_role() { # refused|created
   for _ in $(seq 1 120); do
@@ -208,7 +256,7 @@ wait_role() { # refused|created
 		_, _, _ = env.Kubectl(bg, "", "delete", "roles.postgresql.sql.m.crossplane.io", "app-q8w2z", "-n", "team-a", "--ignore-not-found")
 		_, _, _ = env.Kubectl(bg, "", "delete", "namespace", "team-a", "--wait=false")
 	})
-	out := runScript(t, ctx, script)
+	out := runScript(t, ctx, doc, script)
 	for _, bad := range []string{"is invalid", "Required value", "unknown field", "WAIT FAILED"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("the walkthrough failed where it must not (%q):\n%s", bad, out)

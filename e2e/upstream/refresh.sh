@@ -70,6 +70,11 @@ mkdir -p argocd/3.5
 for crd in application appproject; do
   fetch argoproj/argo-cd v3.5.1 "manifests/crds/${crd}-crd.yaml" "argocd/3.5/${crd}-crd.yaml"
 done
+# cert-manager's Issuer and Certificate, which the cert-manager install renders.
+mkdir -p cert-manager/1.21
+for crd in issuers certificates; do
+  fetch cert-manager/cert-manager v1.21.1 "deploy/crds/cert-manager.io_${crd}.yaml" "cert-manager/1.21/cert-manager.io_${crd}.yaml"
+done
 # The PolicyReport CRDs Steward ships and its audit writes to (no tags
 # upstream: the commit that last changed them). Kept in manifests/upstream.
 for crd in policyreports clusterpolicyreports; do
