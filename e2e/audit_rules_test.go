@@ -266,7 +266,7 @@ func TestAuditRuleChecks(t *testing.T) {
 		case err != nil:
 			return err
 		}
-		return fmt.Errorf("PolicyReport %s/steward still holds %v; want it deleted once the drift is gone", auditFleetNS, reportResults(r))
+		return fmt.Errorf("PolicyReport %s/steward still holds %v; want it deleted once the drift is gone", auditFleetNS, harness.ReportResults(r))
 	})
 	waitAuditCleared(t, ctx, "fluxguard", "drift", "Deployment", auditFluxNS, "web")
 	waitAuditCleared(t, ctx, "argocdguard", "drift", "Deployment", auditArgoNS, "web")
@@ -406,7 +406,7 @@ kind: Kustomization
 metadata: {name: apps, namespace: `+auditFluxNS+`}
 spec: {interval: 10m, path: ./apps, prune: true, sourceRef: {kind: GitRepository, name: apps}}
 `, "--as", kustomizeUser, "apply", "-f", "-")
-	kubectlOK(t, ctx, "", "--as", kustomizeUser, "-n", auditFluxNS, "patch", "kustomization", "apps", "--subresource=status", "--type=merge", "-p", fluxStatus(auditFluxNS+"_web_apps_Deployment"))
+	kubectlOK(t, ctx, "", "--as", kustomizeUser, "-n", auditFluxNS, "patch", "kustomization", "apps", "--subresource=status", "--type=merge", "-p", harness.FluxInventoryStatus(auditFluxNS+"_web_apps_Deployment"))
 	kubectlOK(t, ctx, `apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: audit-web, namespace: argocd}

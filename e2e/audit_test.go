@@ -93,7 +93,7 @@ func TestAuditPublishesPolicyReports(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if got := reportResults(report); !slices.Equal(got, want) {
+		if got := harness.ReportResults(report); !slices.Equal(got, want) {
 			return fmt.Errorf("PolicyReport %s/steward holds %v, want %v", ns, got, want)
 		}
 		return nil
@@ -147,7 +147,7 @@ func TestAuditPublishesPolicyReports(t *testing.T) {
 			t.Fatal(err)
 		}
 		if again.GetResourceVersion() != report.GetResourceVersion() {
-			t.Errorf("the report was written again (resourceVersion %s, then %s) though its results did not change: %v", report.GetResourceVersion(), again.GetResourceVersion(), reportResults(again))
+			t.Errorf("the report was written again (resourceVersion %s, then %s) though its results did not change: %v", report.GetResourceVersion(), again.GetResourceVersion(), harness.ReportResults(again))
 		}
 	})
 
@@ -233,7 +233,7 @@ func TestAuditPublishesPolicyReports(t *testing.T) {
 		case err != nil:
 			return err
 		}
-		return fmt.Errorf("PolicyReport %s/steward still holds %v; want it deleted once nothing is left to report", ns, reportResults(r))
+		return fmt.Errorf("PolicyReport %s/steward still holds %v; want it deleted once nothing is left to report", ns, harness.ReportResults(r))
 	})
 }
 
@@ -311,24 +311,4 @@ func policyReport(ctx context.Context, ns string) (*unstructured.Unstructured, e
 	u.SetKind("PolicyReport")
 	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "steward"}, u)
 	return u, err
-}
-
-// reportResults lists a report's results as policy/rule/result/kind/name,
-// sorted.
-func reportResults(u *unstructured.Unstructured) []string {
-	results, _, _ := unstructured.NestedSlice(u.Object, "results")
-	var out []string
-	for _, r := range results {
-		m, _ := r.(map[string]any)
-		resources, _ := m["resources"].([]any)
-		var kind, name string
-		if len(resources) > 0 {
-			ref, _ := resources[0].(map[string]any)
-			kind, _ = ref["kind"].(string)
-			name, _ = ref["name"].(string)
-		}
-		out = append(out, fmt.Sprintf("%v/%v/%v/%s/%s", m["policy"], m["rule"], m["result"], kind, name))
-	}
-	slices.Sort(out)
-	return out
 }

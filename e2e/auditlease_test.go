@@ -115,7 +115,7 @@ func TestAuditStopsWhenAnotherReplicaTakesTheLease(t *testing.T) {
 		t.Fatalf("listing PolicyReports in %s (the CRDs must be served for this check to mean anything): %v", ns, err)
 	}
 	for _, r := range reports.Items {
-		t.Errorf("a Steward that does not hold the Lease wrote PolicyReport %s/%s: %v", ns, r.GetName(), reportResults(&r))
+		t.Errorf("a Steward that does not hold the Lease wrote PolicyReport %s/%s: %v", ns, r.GetName(), harness.ReportResults(&r))
 	}
 	if !steward.Running() {
 		t.Fatalf("Steward exited after losing the Lease: %v", steward.ExitErr())
@@ -140,7 +140,7 @@ func TestAuditStopsWhenAnotherReplicaTakesTheLease(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if got := reportResults(r); len(got) != 1 || got[0] != "suspendnotice/suspended/warn/Kustomization/web" {
+		if got := harness.ReportResults(r); len(got) != 1 || got[0] != "suspendnotice/suspended/warn/Kustomization/web" {
 			return fmt.Errorf("PolicyReport %s/steward holds %v, want the suspended Kustomization", ns, got)
 		}
 		return nil

@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"maps"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,10 +28,7 @@ import (
 // helm lint and template check only the chart's own schema; this checks
 // the objects against the API server's.
 func TestChartWithEveryValueAppliesOnTheServer(t *testing.T) {
-	helm := os.Getenv("HELM")
-	if helm == "" {
-		t.Skip("HELM is not set: run through make, which builds helm")
-	}
+	helm := helmBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	env.LogOnFailure(t)
@@ -57,18 +51,12 @@ func TestChartWithEveryValueAppliesOnTheServer(t *testing.T) {
 	}
 	for _, mode := range []string{"cert-manager", "self-managed"} {
 		t.Run(mode, func(t *testing.T) {
-			cmd := exec.CommandContext(ctx, helm, "template", "platform", filepath.Join(root, "charts", "steward"),
+			rendered := helmTemplate(ctx, t, helm, "platform",
 				"--namespace", ns,
 				"--values", filepath.Join(root, "manifests", "testdata", "chart-values-all.yaml"),
 				"--set", "certificates.mode="+mode,
 				"--set", "monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true",
 				"--set", "policyReportCRDs.install=true")
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			rendered, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("helm template: %v\n%s", err, stderr.String())
-			}
 			objs, err := harness.ParseObjects("helm template", rendered)
 			if err != nil {
 				t.Fatal(err)

@@ -67,15 +67,6 @@ spec:
   chart: {spec: {chart: redis, version: "20.x", sourceRef: {kind: HelmRepository, name: bitnami}}}
 `
 
-// fluxStatus is the status kustomize-controller records after applying.
-func fluxStatus(ids ...string) string {
-	entries := make([]string, len(ids))
-	for i, id := range ids {
-		entries[i] = fmt.Sprintf(`{"id":%q,"v":"v1"}`, id)
-	}
-	return `{"status":{"lastAppliedRevision":"main@sha1:1a2b3c4d5e6f7a8b9c0d","inventory":{"entries":[` + strings.Join(entries, ",") + `]}}}`
-}
-
 // fluxApplied are the objects the controllers applied: in apps'
 // inventory the Deployment, the ConfigMap, the namespace and a Pod; the
 // tenant's ConfigMap; and redis' Deployment, which carries its Helm
@@ -154,15 +145,15 @@ func TestFluxguard(t *testing.T) {
 	kubectlOK(t, ctx, fluxApplied, "--as", kustomizeUser, "apply", "-f", "-")
 	kubectlOK(t, ctx, fluxSetup, "--as", kustomizeUser, "apply", "-f", "-")
 	kubectlOK(t, ctx, "", "--as", kustomizeUser, "-n", fluxSystemNS, "patch", "kustomization", "flux-system", "--subresource=status", "--type=merge", "-p",
-		fluxStatus("flux-system_apps_kustomize.toolkit.fluxcd.io_Kustomization"))
+		harness.FluxInventoryStatus("flux-system_apps_kustomize.toolkit.fluxcd.io_Kustomization"))
 	kubectlOK(t, ctx, "", "--as", kustomizeUser, "-n", fluxSystemNS, "patch", "kustomization", "apps", "--subresource=status", "--type=merge", "-p",
-		fluxStatus("_flux-apps__Namespace", "flux-apps_podinfo_apps_Deployment", "flux-apps_settings__ConfigMap", "flux-apps_debugme__Pod", "flux-apps_merged__ConfigMap"))
+		harness.FluxInventoryStatus("_flux-apps__Namespace", "flux-apps_podinfo_apps_Deployment", "flux-apps_settings__ConfigMap", "flux-apps_debugme__Pod", "flux-apps_merged__ConfigMap"))
 	// An object applied with ssa: Merge, server-side as kustomize-controller
 	// applies: Flux keeps what others add to it.
 	kubectlOK(t, ctx, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"merged","namespace":"flux-apps","labels":`+kustomizeLabels+`,"annotations":{"kustomize.toolkit.fluxcd.io/ssa":"Merge"}},"data":{"a":"1"}}`,
 		"--as", kustomizeUser, "apply", "--server-side", "--field-manager=kustomize-controller", "-f", "-")
 	kubectlOK(t, ctx, "", "--as", kustomizeUser, "-n", fluxTenantNS, "patch", "kustomization", "tenant", "--subresource=status", "--type=merge", "-p",
-		fluxStatus("flux-team-a_tenant-settings__ConfigMap"))
+		harness.FluxInventoryStatus("flux-team-a_tenant-settings__ConfigMap"))
 	kubectlOK(t, ctx, fluxHelmApplied, "--as", helmUser, "apply", "-f", "-")
 
 	// Steward's cache sees the inventories a moment after the API server.
@@ -240,7 +231,7 @@ func TestFluxguard(t *testing.T) {
 		name: "RewriteTheInventoryThenEdit",
 		steps: []step{
 			{what: "drop the ConfigMap from the Kustomization's inventory through /status", refused: "Kustomization flux-system/apps's status.inventory is Flux's record of the objects it manages",
-				kubectl: []string{"-n", fluxSystemNS, "patch", "kustomization", "apps", "--subresource=status", "--type=merge", "-p", fluxStatus("flux-apps_podinfo_apps_Deployment")}},
+				kubectl: []string{"-n", fluxSystemNS, "patch", "kustomization", "apps", "--subresource=status", "--type=merge", "-p", harness.FluxInventoryStatus("flux-apps_podinfo_apps_Deployment")}},
 			{what: "then edit it", refused: "Changed: /data/a.", kubectl: in("patch", "configmap", "settings", "--type=merge", "-p", `{"data":{"a":"5"}}`)},
 		},
 	}, {
@@ -426,7 +417,7 @@ func fluxguardOnFlux29(ctx context.Context, t *testing.T) {
 		_, _, _ = env.Kubectl(context.Background(), "", "--as", kustomizeUser, "delete", "namespace", ns, "--wait=false")
 	})
 	kubectlOK(t, ctx, flux29Objects, "--as", kustomizeUser, "apply", "-f", "-")
-	kubectlOK(t, ctx, "", "--as", kustomizeUser, "-n", ns, "patch", "kustomization", "apps29", "--subresource=status", "--type=merge", "-p", fluxStatus("flux-29_web_apps_Deployment"))
+	kubectlOK(t, ctx, "", "--as", kustomizeUser, "-n", ns, "patch", "kustomization", "apps29", "--subresource=status", "--type=merge", "-p", harness.FluxInventoryStatus("flux-29_web_apps_Deployment"))
 	kubectlOK(t, ctx, "", "--as", helmUser, "-n", ns, "patch", "helmrelease", "cache29", "--subresource=status", "--type=merge", "-p",
 		`{"status":{"inventory":{"entries":[{"id":"flux-29_cache-settings__ConfigMap","v":"v1"}]}}}`)
 	harness.Eventually(t, 30*time.Second, func() error {

@@ -31,10 +31,7 @@ import (
 // refused, the agent identity given in the values never reaches Steward,
 // and neither does anything in Steward's own namespace.
 func TestHelmChartInstallsAGuardingSteward(t *testing.T) {
-	helm := os.Getenv("HELM")
-	if helm == "" {
-		t.Skip("HELM is not set: run through make, which builds helm")
-	}
+	helm := helmBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	env.LogOnFailure(t)
@@ -42,10 +39,6 @@ func TestHelmChartInstallsAGuardingSteward(t *testing.T) {
 		ns       = "steward-helm"
 		deployer = "system:serviceaccount:gitops:deployer"
 	)
-	root, err := harness.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(values, []byte(`certificates:
   mode: self-managed
@@ -58,13 +51,7 @@ config:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, helm, "template", "steward", filepath.Join(root, "charts", "steward"), "--namespace", ns, "--values", values)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	rendered, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("helm template: %v\n%s", err, stderr.String())
-	}
+	rendered := helmTemplate(ctx, t, helm, "steward", "--namespace", ns, "--values", values)
 	installAndProve(ctx, t, "helm template", rendered, ns, deployer)
 }
 
@@ -220,4 +207,33 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// helmBinary is the helm the Makefile built ($HELM); tests that need it
+// skip without it.
+func helmBinary(t *testing.T) string {
+	t.Helper()
+	helm := os.Getenv("HELM")
+	if helm == "" {
+		t.Skip("HELM is not set: run through make, which builds helm")
+	}
+	return helm
+}
+
+// helmTemplate renders the chart charts/steward as release with helm's
+// further arguments args.
+func helmTemplate(ctx context.Context, t *testing.T, helm, release string, args ...string) []byte {
+	t.Helper()
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, helm, append([]string{"template", release, filepath.Join(root, "charts", "steward")}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	rendered, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, stderr.String())
+	}
+	return rendered
 }

@@ -156,14 +156,6 @@ data: {a: "1"}
 `
 )
 
-func fluxInventory(ids ...string) string {
-	entries := make([]string, len(ids))
-	for i, id := range ids {
-		entries[i] = fmt.Sprintf(`{"id":%q,"v":"v1"}`, id)
-	}
-	return `{"status":{"lastAppliedRevision":"main@sha1:1a2b3c4d5e6f7a8b9c0d","inventory":{"entries":[` + strings.Join(entries, ",") + `]}}}`
-}
-
 // Argo CD: the Application with the status its controller writes, and
 // what the controller applied, each object tracked by its id; Argo CD
 // would prune the ConfigMap.
@@ -237,9 +229,9 @@ func setupWrites(t *testing.T, ctx context.Context) []write {
 	// Flux.
 	kubectl(t, ctx, fluxSetup, "--as", kustomizeUser, "apply", "-f", "-")
 	kubectl(t, ctx, "", "--as", kustomizeUser, "-n", "flux-system", "patch", "kustomization", "apps", "--subresource=status", "--type=merge", "-p",
-		fluxInventory("flux-apps_settings__ConfigMap"))
+		harness.FluxInventoryStatus("flux-apps_settings__ConfigMap"))
 	kubectl(t, ctx, "", "--as", kustomizeUser, "-n", fluxTeamNS, "patch", "kustomization", "tenant", "--subresource=status", "--type=merge", "-p",
-		fluxInventory("flux-team-a_tenant-settings__ConfigMap"))
+		harness.FluxInventoryStatus("flux-team-a_tenant-settings__ConfigMap"))
 	kustomize := clientAs(t, kustomizeUser)
 	tenant := clientAs(t, fluxTenantUser)
 

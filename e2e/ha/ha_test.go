@@ -546,19 +546,7 @@ func reportWith(ctx context.Context, ns, want string) (*unstructured.Unstructure
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "steward"}, u); err != nil {
 		return nil, fmt.Errorf("PolicyReport %s/steward: %w", ns, err)
 	}
-	results, _, _ := unstructured.NestedSlice(u.Object, "results")
-	var got []string
-	for _, r := range results {
-		m, _ := r.(map[string]any)
-		resources, _ := m["resources"].([]any)
-		var kind, name string
-		if len(resources) > 0 {
-			ref, _ := resources[0].(map[string]any)
-			kind, _ = ref["kind"].(string)
-			name, _ = ref["name"].(string)
-		}
-		got = append(got, fmt.Sprintf("%v/%v/%v/%s/%s", m["policy"], m["rule"], m["result"], kind, name))
-	}
+	got := harness.ReportResults(u)
 	if len(got) != 1 || got[0] != want {
 		return nil, fmt.Errorf("PolicyReport %s/steward holds %v, want [%s]", ns, got, want)
 	}
