@@ -28,7 +28,7 @@ func TestFitIsTheLeastSquaresLine(t *testing.T) {
 // off, by 600 B and 250 B, with a start-up peak of 1.5×.
 func sampleScale() *scaleResults {
 	const base = 40 << 20
-	res := &scaleResults{Machine: machine{CPUs: 2, CPUModel: "Test CPU", Commit: "abc1234"}, Started: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC),
+	res := &scaleResults{runInfo: runInfo{Machine: machine{CPUs: 2, CPUModel: "Test CPU", Commit: "abc1234"}, Started: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)},
 		Limit: 256 << 20, Sizes: fullScaleSizes, MRKinds: 500, ObjectsPerKind: 2, FleetWorkloads: 2000, SeedWorkers: 64, Settle: 5 * time.Second,
 		Seeding: []seedStep{{Total: 65000, Added: 65000, Took: time.Minute}, {Total: 250000, Added: 185000, Took: 3 * time.Minute}}}
 	res.Finished = res.Started.Add(time.Hour)

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,8 +26,7 @@ const (
 
 // scaleResults is everything a cache-at-scale run measured.
 type scaleResults struct {
-	Machine           machine
-	Started, Finished time.Time
+	runInfo
 	// Limit is Steward's memory limit (the Deployment's).
 	Limit int64
 	// Sizes are the sizes of the mix asked for; MRKinds, ObjectsPerKind
@@ -37,11 +35,9 @@ type scaleResults struct {
 	MRKinds, ObjectsPerKind, FleetWorkloads int
 	SeedWorkers                             int
 	// Settle is how long after ready the synced figures are read.
-	Settle    time.Duration
-	Measures  []*scaleMeasure
-	Seeding   []seedStep
-	KindsTook time.Duration
-	Warnings  []string
+	Settle   time.Duration
+	Measures []*scaleMeasure
+	Seeding  []seedStep
 }
 
 // scaleMeasure is one start of Steward: the scenario (empty, mix, fleet,
@@ -311,25 +307,18 @@ const scalePlaceholder = scaleBegin + "\n## Caches at scale\n\n_Not measured yet
 // keptScale returns the cache-at-scale section of a report (markers
 // included), or the placeholder when it has none.
 func keptScale(report string) string {
-	_, rest, ok := strings.Cut(report, scaleBegin)
-	if !ok {
-		return scalePlaceholder
+	if _, section, _, ok := between(report, scaleBegin, scaleEnd); ok {
+		return scaleBegin + section + scaleEnd
 	}
-	section, _, ok := strings.Cut(rest, scaleEnd)
-	if !ok {
-		return scalePlaceholder
-	}
-	return scaleBegin + section + scaleEnd
+	return scalePlaceholder
 }
 
 // spliceScale puts section in place of a report's cache-at-scale section;
 // a report without one gets it after its title, and no report becomes a
 // title and the section.
 func spliceScale(report, section string) string {
-	if before, rest, ok := strings.Cut(report, scaleBegin); ok {
-		if _, after, ok := strings.Cut(rest, scaleEnd); ok {
-			return before + section + after
-		}
+	if before, _, after, ok := between(report, scaleBegin, scaleEnd); ok {
+		return before + section + after
 	}
 	if strings.TrimSpace(report) == "" {
 		return "# Benchmarks\n\n" + section + "\n"
@@ -340,29 +329,28 @@ func spliceScale(report, section string) string {
 	return section + "\n\n" + report
 }
 
+// between splits doc around the first begin marker and the end marker
+// after it; ok says whether it has both.
+func between(doc, begin, end string) (before, inside, after string, ok bool) {
+	before, rest, ok := strings.Cut(doc, begin)
+	if ok {
+		inside, after, ok = strings.Cut(rest, end)
+	}
+	return before, inside, after, ok
+}
+
 // writeScaleReport writes the memory chart and the report's cache-at-scale
 // section, leaving the rest of the report as it is.
 func writeScaleReport(path string, res *scaleResults) error {
-	chart := filepath.Join(filepath.Dir(path), "benchmark-memory.svg")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(chart, []byte(memoryChart(res)), 0o644); err != nil {
-		return err
-	}
-	old, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	logf("writing the cache-at-scale section of %s, and %s", path, chart)
-	return os.WriteFile(path, []byte(spliceScale(string(old), renderScale(res, filepath.Base(chart)))), 0o644)
+	const chart = "benchmark-memory.svg"
+	logf("writing the cache-at-scale section of %s, and %s", path, filepath.Join(filepath.Dir(path), chart))
+	return writeDoc(path, chart, memoryChart(res), func(old string) string { return spliceScale(old, renderScale(res, chart)) })
 }
 
 // renderScale is the report's cache-at-scale section, markers included.
 func renderScale(res *scaleResults, chart string) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	m := res.Machine
 	label := "full scale"
 	if !res.fullScale() {
 		var full []string
@@ -372,12 +360,8 @@ func renderScale(res *scaleResults, chart string) string {
 		label = fmt.Sprintf("**reduced scale** (the goals name %s objects, %d MR kinds and %d Fleet-managed workloads)", strings.Join(full, ", "), fullMRKinds, fullFleetWorkloads)
 	}
 	w("%s\n## Caches at scale\n\n", scaleBegin)
-	w("Steward's memory, start-up and watches with large caches, measured by `make bench-scale` (`go run ./e2e/load -scale`) against a real kube-apiserver and etcd, separately from the load run below. Generated on %s at commit `%s`, on %d × %s; %s.\n\n",
-		res.Started.UTC().Format("2006-01-02 15:04 MST"), m.Commit, m.CPUs, m.CPUModel, label)
-	w("| goal | measured | |\n|---|---|---|\n")
-	for _, g := range scaleGoals(res) {
-		w("| %s | %s | %s |\n", g.Goal, g.Measured, g.Verdict)
-	}
+	w("Steward's memory, start-up and watches with large caches, measured by `make bench-scale` (`go run ./e2e/load -scale`) against a real kube-apiserver and etcd, separately from the load run below. Generated %s; %s.\n\n%s",
+		res.generated(), label, goalTable(scaleGoals(res)))
 	w("\n| scenario | WatchList | objects seeded | in claimguard's caches | memory limit | synced resident | start-up peak | peak ÷ synced | peak once settled | live heap | ready after | CPU until ready | watches | kinds watched |\n")
 	w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, x := range res.Measures {
@@ -425,10 +409,7 @@ func renderScale(res *scaleResults, chart string) string {
 	}
 	w(", or a check of the tool in about six minutes, labelled as reduced scale: `make bench-scale BENCH_FLAGS=\"-scale-objects 6000,12000 -mr-kinds 50 -fleet-workloads 200\"`. Flags: `-scale-objects`, `-mr-kinds`, `-objects-per-kind`, `-fleet-workloads`, `-seed-workers`, `-settle`, `-out`. `make bench` leaves this section as it is.\n")
 	if len(res.Warnings) > 0 {
-		w("\nWarnings during the run:\n\n")
-		for _, msg := range res.Warnings {
-			w("- %s\n", strings.NewReplacer("\n", " ", "|", `\|`).Replace(msg))
-		}
+		w("\nWarnings during the run:\n\n%s", res.warningList())
 	}
 	w("%s", scaleEnd)
 	return b.String()

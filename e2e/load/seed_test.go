@@ -29,9 +29,7 @@ type recorder struct {
 func (r *recorder) react(action k8stesting.Action) (bool, runtime.Object, error) {
 	line := fmt.Sprintf("%s %s %s", action.GetVerb(), action.GetResource().GroupResource(), action.GetSubresource())
 	switch a := action.(type) {
-	case k8stesting.CreateAction:
-		line += " " + digest(a.GetObject())
-	case k8stesting.UpdateAction:
+	case interface{ GetObject() runtime.Object }: // creates and updates
 		line += " " + digest(a.GetObject())
 	case k8stesting.DeleteAction:
 		line += " " + a.GetName()
