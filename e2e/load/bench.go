@@ -48,7 +48,7 @@ func describeMachine(ctx context.Context) machine {
 // measureAll measures everything and returns the results.
 func measureAll(ctx context.Context, opts options, root string) (*results, error) {
 	b := &bench{opts: opts, root: root, workDir: inRoot(root, "bin/bench")}
-	b.res = &results{runInfo: newRunInfo(ctx), Options: opts}
+	b.res = &results{runInfo: newRunInfo(ctx, opts)}
 	b.nonce = strconv.FormatInt(time.Now().UnixNano()%(1<<30), 36)
 	if err := os.MkdirAll(b.workDir, 0o755); err != nil {
 		return nil, err

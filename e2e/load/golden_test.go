@@ -20,9 +20,9 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/ f
 func sampleLoad() *results {
 	res := &results{
 		runInfo: runInfo{Machine: machine{CPUs: 2, CPUModel: "Test CPU", Commit: "abc1234"}, Started: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC),
-			Warnings: []string{"cleaning up after managed-create: a | b\nsecond line"}},
-		Options: options{rounds: 2, duration: 2 * time.Second, warmup: 500 * time.Millisecond, concurrency: []int{1, 16},
-			burstWriters: 100, burstDuration: 5 * time.Second},
+			Warnings: []string{"cleaning up after managed-create: a | b\nsecond line"},
+			Options: options{rounds: 2, duration: 2 * time.Second, warmup: 500 * time.Millisecond, concurrency: []int{1, 16},
+				burstWriters: 100, burstDuration: 5 * time.Second}},
 		Memory:       memReport{IdleRSS: 40 << 20, PeakBeforeBurst: 48 << 20, PeakSmall: 60 << 20, CachedRSS: 90 << 20, PeakLarge: 120 << 20, SoftLimit: 241591910, CachedObjects: 1200, MostCachedObjects: 1500},
 		Seeded:       &seeded{XRs: 200, MRs: 1000, Flux: 100, Took: 42 * time.Second},
 		Profiles:     []profile{{Title: "CPU, claim-create", Path: "bin/bench/claim-create.cpu.pprof", Top: "File: steward\nBuild ID: 123\nType: cpu\n      flat  flat%\n     10ms 50.00% runtime.mallocgc\n"}},

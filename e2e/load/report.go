@@ -12,16 +12,17 @@ import (
 )
 
 // runInfo is what every report says of the run that wrote it: the
-// machine and commit measured, when, and what went wrong without ending
-// the run.
+// machine and commit measured, the options, when, and what went wrong
+// without ending the run.
 type runInfo struct {
 	Machine           machine
+	Options           options
 	Started, Finished time.Time
 	Warnings          []string
 }
 
-func newRunInfo(ctx context.Context) runInfo {
-	return runInfo{Machine: describeMachine(ctx), Started: time.Now()}
+func newRunInfo(ctx context.Context, opts options) runInfo {
+	return runInfo{Machine: describeMachine(ctx), Options: opts, Started: time.Now()}
 }
 
 // warnf logs a warning and keeps it for the report.
@@ -76,7 +77,6 @@ func writeDoc(path, chart, svg string, render func(old string) string) error {
 // results is everything a load run measured.
 type results struct {
 	runInfo
-	Options      options
 	Points       []*point
 	Memory       memReport
 	Seeded       *seeded

@@ -58,8 +58,7 @@ func runScale(ctx context.Context, opts options, root string) error {
 }
 
 func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
-	res := &scaleResults{runInfo: newRunInfo(ctx), Sizes: opts.scaleSizes, MRKinds: opts.mrKinds, ObjectsPerKind: opts.objectsPerKind,
-		FleetWorkloads: opts.fleetWorkloads, SeedWorkers: opts.seedWorkers, Settle: opts.settle}
+	res := &scaleResults{runInfo: newRunInfo(ctx, opts)}
 	var err error
 	if res.Limit, err = harness.RenderedMemoryLimit(); err != nil {
 		return nil, err

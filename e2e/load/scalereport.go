@@ -28,14 +28,7 @@ const (
 type scaleResults struct {
 	runInfo
 	// Limit is Steward's memory limit (the Deployment's).
-	Limit int64
-	// Sizes are the sizes of the mix asked for; MRKinds, ObjectsPerKind
-	// and FleetWorkloads the other scenarios'.
-	Sizes                                   []int
-	MRKinds, ObjectsPerKind, FleetWorkloads int
-	SeedWorkers                             int
-	// Settle is how long after ready the synced figures are read.
-	Settle   time.Duration
+	Limit    int64
 	Measures []*scaleMeasure
 	Seeding  []seedStep
 }
@@ -113,11 +106,11 @@ func (r *scaleResults) atLeast(n int, watchList bool) *scaleMeasure {
 // fullScale says whether every scenario ran at the goals' scale.
 func (r *scaleResults) fullScale() bool {
 	for _, n := range fullScaleSizes {
-		if !slices.Contains(r.Sizes, n) {
+		if !slices.Contains(r.Options.scaleSizes, n) {
 			return false
 		}
 	}
-	return r.MRKinds >= fullMRKinds && r.FleetWorkloads >= fullFleetWorkloads
+	return r.Options.mrKinds >= fullMRKinds && r.Options.fleetWorkloads >= fullFleetWorkloads
 }
 
 // fit is the least-squares line through (x, y): NaN without two distinct x.
@@ -162,9 +155,9 @@ func bytesPer(v float64) string {
 	return fmt.Sprintf("%.0f B", v)
 }
 
-func scaleGoals(r *scaleResults) []goal {
-	var out []goal
-	add := func(g, measured, verdict string) { out = append(out, goal{g, measured, verdict}) }
+func scaleGoals(r *scaleResults) goals {
+	var out goals
+	add := out.add
 	sizes := func(wl bool) string {
 		var s []string
 		for _, m := range r.mix(wl) {
@@ -202,7 +195,7 @@ func scaleGoals(r *scaleResults) []goal {
 	}
 
 	var parts []string
-	ok, any := true, false
+	ok := true
 	for _, wl := range []bool{true, false} {
 		var worst *scaleMeasure
 		for _, m := range r.mix(wl) {
@@ -211,15 +204,15 @@ func scaleGoals(r *scaleResults) []goal {
 			}
 		}
 		if worst != nil {
-			any = true
 			parts = append(parts, fmt.Sprintf("WatchList %s %.2f× (at %s objects)", onOff(wl), worst.PeakRatio(), kilo(worst.Seeded)))
 			ok = ok && worst.PeakRatio() <= peakRatioGoal
 		}
 	}
-	if any {
-		add(fmt.Sprintf("Start-up peak (VmHWM) ≤ %.2f× the synced resident memory, WatchList on and off", peakRatioGoal), "highest: "+strings.Join(parts, "; "), verdict(ok))
+	g := fmt.Sprintf("Start-up peak (VmHWM) ≤ %.2f× the synced resident memory, WatchList on and off", peakRatioGoal)
+	if len(parts) > 0 {
+		add(g, "highest: "+strings.Join(parts, "; "), verdict(ok))
 	} else {
-		add(fmt.Sprintf("Start-up peak (VmHWM) ≤ %.2f× the synced resident memory, WatchList on and off", peakRatioGoal), "not run", "not measured")
+		add(g, "", "")
 	}
 
 	if g := startupGCGoal(r); g != nil {
@@ -227,14 +220,14 @@ func scaleGoals(r *scaleResults) []goal {
 	}
 
 	first := fullScaleSizes[0]
-	g := fmt.Sprintf("With %s objects cached and WatchList off, Steward starts inside its %s limit", kilo(first), mib(r.Limit))
+	g = fmt.Sprintf("With %s objects cached and WatchList off, Steward starts inside its %s limit", kilo(first), mib(r.Limit))
 	if m := r.atLeast(first, false); m != nil {
 		add(g, fmt.Sprintf("peak %s with %s objects (%s at the first ready answer)", mib(m.PeakRSS), kilo(m.Seeded), mib(m.ReadyPeakRSS)), verdict(m.PeakRSS <= r.Limit))
 	} else if ms := r.mix(false); len(ms) > 0 {
 		m := ms[len(ms)-1]
 		add(g, fmt.Sprintf("not run; peak %s with %s objects", mib(m.PeakRSS), kilo(m.Seeded)), "not judged at this scale")
 	} else {
-		add(g, "not run", "not measured")
+		add(g, "", "")
 	}
 
 	base := r.find(scenarioEmpty, true)
@@ -243,7 +236,7 @@ func scaleGoals(r *scaleResults) []goal {
 		heap, rss := float64(f.LiveHeap-base.LiveHeap)/float64(f.Seeded), float64(f.SyncedRSS-base.SyncedRSS)/float64(f.Seeded)
 		add(g, fmt.Sprintf("%s of live heap each over %d Deployments (resident: %s each, coarser)", bytesPer(heap), f.Seeded, bytesPer(rss)), verdict(heap <= fleetWorkloadGoal))
 	} else {
-		add(g, "not run", "not measured")
+		add(g, "", "")
 	}
 
 	g = fmt.Sprintf("The background audit adds ≤ %.0f %% resident memory at %s objects, and a pass takes ≤ %.0f %% of the default interval (%s)", auditRSSGoal*100, kilo(fullScaleSizes[0]), auditPassGoal*100, webhooks.DefaultAuditInterval)
@@ -257,20 +250,20 @@ func scaleGoals(r *scaleResults) []goal {
 			add(g, measured, "not judged at this scale")
 		}
 	} else {
-		add(g, "not run", "not measured")
+		add(g, "", "")
 	}
 
 	g = fmt.Sprintf("%d MR kinds with few objects add ≤ %s", fullMRKinds, mib(mrKindsGoal))
-	if k := r.find(scenarioKinds, true); k != nil && base != nil && r.MRKinds > 0 {
+	if k := r.find(scenarioKinds, true); k != nil && base != nil && r.Options.mrKinds > 0 {
 		added := k.SyncedRSS - base.SyncedRSS
-		measured := fmt.Sprintf("%d kinds (%d objects each) add %s resident, %s live heap, %.0f watches", r.MRKinds, r.ObjectsPerKind, mib(added), mib(k.LiveHeap-base.LiveHeap), k.Watches-base.Watches)
-		if r.MRKinds >= fullMRKinds {
+		measured := fmt.Sprintf("%d kinds (%d objects each) add %s resident, %s live heap, %.0f watches", r.Options.mrKinds, r.Options.objectsPerKind, mib(added), mib(k.LiveHeap-base.LiveHeap), k.Watches-base.Watches)
+		if r.Options.mrKinds >= fullMRKinds {
 			add(g, measured, verdict(added <= mrKindsGoal))
 		} else {
-			add(g, fmt.Sprintf("%s; %d kinds at that rate would add %s", measured, fullMRKinds, mib(added*fullMRKinds/int64(r.MRKinds))), "not judged at this scale")
+			add(g, fmt.Sprintf("%s; %d kinds at that rate would add %s", measured, fullMRKinds, mib(added*fullMRKinds/int64(r.Options.mrKinds))), "not judged at this scale")
 		}
 	} else {
-		add(g, "not run", "not measured")
+		add(g, "", "")
 	}
 	return out
 }
@@ -281,7 +274,7 @@ func (r *scaleResults) scenarioTitle(m *scaleMeasure) string {
 	case scenarioEmpty:
 		return "empty caches"
 	case scenarioKinds:
-		return fmt.Sprintf("%d MR kinds, %d objects each", r.MRKinds, r.ObjectsPerKind)
+		return fmt.Sprintf("%d MR kinds, %d objects each", r.Options.mrKinds, r.Options.objectsPerKind)
 	case scenarioFleet:
 		return fmt.Sprintf("%d Fleet-managed Deployments", m.Seeded)
 	case scenarioAuditOff:
@@ -388,7 +381,7 @@ func renderScale(res *scaleResults, chart string) string {
 	w("The mix is 1 XR : 5 MRs : ½ Flux object: v1 XPostgreSQLInstances (the sample XRD in `e2e/crds`) of claims, each composing five MRs of real provider-sql v0.16.0 kinds (a Database, a Role, a Schema and two Grants, owned by the XR, labelled with its claim and carrying an external name and the provider's finalizer), and Kustomizations, HelmReleases and GitRepositories (a quarter suspended). ")
 	w("The Fleet scenario's Deployments carry what Fleet's agent writes: Helm's labels and release annotations, wrangler's objectset id, owner and hash, `objectset.rio.cattle.io/applied` (the object gzipped, in base64), and managedFields of the `fleetagent` field manager and of `kube-controller-manager` (status); its cost is the difference from empty caches. ")
 	w("The MR kinds are generated: copies of provider-sql's Database CRD renamed (kind DatabaseNNN, group kNNN.scale.sql.crossplane.io), in the `managed` category, each with a few composed objects; they and the Deployments are removed before the mix is seeded. ")
-	w("Seeding writes straight to the API server from %d goroutines while Steward is stopped and its webhooks unregistered", res.SeedWorkers)
+	w("Seeding writes straight to the API server from %d goroutines while Steward is stopped and its webhooks unregistered", res.Options.seedWorkers)
 	for i, s := range res.Seeding {
 		from := 0
 		if i > 0 {
@@ -398,8 +391,8 @@ func renderScale(res *scaleResults, chart string) string {
 		w("%s%s to %s objects in %s (%.0f objects/s)", sep, kilo(from), kilo(s.Total), s.Took.Round(time.Second), s.rate())
 	}
 	w(". ")
-	w("Settled means: %s after /readyz first answers and claimguard reports the objects, the tool triggers two of the collections Go's runtime forces on an idle process every two minutes (pprof's `heap?gc=1`; the scavenger's goal after a collection follows the heap of the one before, so after the first it still allows for the start-up's), reads the live heap (`go_memstats_heap_alloc_bytes`) right after them, and reads the synced resident memory (VmRSS) once the runtime has returned what that freed (it has not fallen by 1%% in 30 seconds: Go's scavenger returns memory in bursts, seconds apart); the start-up peak is VmHWM read when Steward first answers ready and claimguard holds every seeded XR and MR (claimguard answers ready after one minute even while its lists are still being stored; the start-up then ends, and its peak is read, when they are: a dagger marks those), and the peak once settled VmHWM read with the synced memory: it adds what ran after start-up (the first audit pass, the collections the tool triggers) and the heap Go's collector allows once Steward is ready (twice the live heap at Go's default GOGC=100, where the synced memory is read after the runtime returned what it could), all from `/proc/<pid>/status`. Ready after is from the process's start to its first ready answer, and CPU until ready the process's user and system time then (`/proc/<pid>/stat`). ", res.Settle)
-	w("The PolicyReport CRDs Steward ships are installed, so the background audit publishes as it would in a cluster that has them (every 5m, the default, in every measurement but two); at %s objects Steward is started twice more, with the audit off and with it every %s, and the goal compares the two: a pass's time is `steward_audit_duration_seconds` summed over the rules, read after at least two passes. ", kilo(auditScale(res.Sizes)), auditEvery)
+	w("Settled means: %s after /readyz first answers and claimguard reports the objects, the tool triggers two of the collections Go's runtime forces on an idle process every two minutes (pprof's `heap?gc=1`; the scavenger's goal after a collection follows the heap of the one before, so after the first it still allows for the start-up's), reads the live heap (`go_memstats_heap_alloc_bytes`) right after them, and reads the synced resident memory (VmRSS) once the runtime has returned what that freed (it has not fallen by 1%% in 30 seconds: Go's scavenger returns memory in bursts, seconds apart); the start-up peak is VmHWM read when Steward first answers ready and claimguard holds every seeded XR and MR (claimguard answers ready after one minute even while its lists are still being stored; the start-up then ends, and its peak is read, when they are: a dagger marks those), and the peak once settled VmHWM read with the synced memory: it adds what ran after start-up (the first audit pass, the collections the tool triggers) and the heap Go's collector allows once Steward is ready (twice the live heap at Go's default GOGC=100, where the synced memory is read after the runtime returned what it could), all from `/proc/<pid>/status`. Ready after is from the process's start to its first ready answer, and CPU until ready the process's user and system time then (`/proc/<pid>/stat`). ", res.Options.settle)
+	w("The PolicyReport CRDs Steward ships are installed, so the background audit publishes as it would in a cluster that has them (every 5m, the default, in every measurement but two); at %s objects Steward is started twice more, with the audit off and with it every %s, and the goal compares the two: a pass's time is `steward_audit_duration_seconds` summed over the rules, read after at least two passes. ", kilo(auditScale(res.Options.scaleSizes)), auditEvery)
 	w("Watches are the API server's own count, `apiserver_longrunning_requests{verb=\"WATCH\"}` with Steward running minus without it; kinds watched are Steward's (`steward_claimguard_watched_kinds` plus the series of `steward_watched_kinds`; fleetguard's four workload informers are not among them). Objects seeded count what the scenario created; claimguard's caches hold the XRs and MRs of them (`steward_claimguard_cached_objects`); suspendnotice's Flux objects have no count of their own.\n\n")
 	w("Reproducing: `make tools` once, then `make bench-scale` for the full run")
 	if n := len(res.Seeding); n > 0 {
