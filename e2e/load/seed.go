@@ -30,7 +30,7 @@ import (
 // create custom resources with createRetry.
 
 // createAll runs create for every i in [0, n) on at most workers
-// goroutines at once, in order of i, and returns the first error.
+// goroutines at once (started in order of i) and returns the first error.
 func createAll(ctx context.Context, workers, n int, create func(ctx context.Context, i int) error) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
