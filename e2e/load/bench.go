@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -31,11 +32,7 @@ type bench struct {
 	res           *results
 }
 
-func (b *bench) warnf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	logf("warning: %s", msg)
-	b.res.Warnings = append(b.res.Warnings, msg)
-}
+func (b *bench) warnf(format string, args ...any) { b.res.warnf(format, args...) }
 
 // describeMachine names the machine's CPUs and the commit measured.
 func describeMachine(ctx context.Context) machine {
@@ -51,8 +48,7 @@ func describeMachine(ctx context.Context) machine {
 // measureAll measures everything and returns the results.
 func measureAll(ctx context.Context, opts options, root string) (*results, error) {
 	b := &bench{opts: opts, root: root, workDir: inRoot(root, "bin/bench")}
-	b.res = &results{Started: time.Now(), Options: opts}
-	b.res.Machine = describeMachine(ctx)
+	b.res = &results{runInfo: newRunInfo(ctx, opts)}
 	b.nonce = strconv.FormatInt(time.Now().UnixNano()%(1<<30), 36)
 	if err := os.MkdirAll(b.workDir, 0o755); err != nil {
 		return nil, err
@@ -244,16 +240,7 @@ func (b *bench) cpuProfile(ctx context.Context, w *workload, writers int) {
 // (`go tool pprof -top`) for the report.
 func (b *bench) profile(query, file, title string, pprofArgs ...string) {
 	path := filepath.Join(b.workDir, file)
-	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Get("http://" + b.c.pprofAddr + "/debug/pprof/" + query)
-	if err == nil {
-		defer resp.Body.Close()
-		var f *os.File
-		if f, err = os.Create(path); err == nil {
-			_, err = io.Copy(f, resp.Body)
-			f.Close()
-		}
-	}
-	if err != nil {
+	if err := fetchPprof(b.c.pprofAddr, query, path); err != nil {
 		b.warnf("profile %s: %v", title, err)
 		return
 	}
@@ -263,6 +250,30 @@ func (b *bench) profile(query, file, title string, pprofArgs ...string) {
 	}
 	rel, _ := filepath.Rel(b.root, path)
 	b.res.Profiles = append(b.res.Profiles, profile{Title: title, Path: rel, Top: string(out)})
+}
+
+// fetchPprof GETs Steward's /debug/pprof/<query> and saves what it answers
+// to path, or discards it when path is empty (heap?gc=1 has collected by
+// then).
+func fetchPprof(addr, query, path string) error {
+	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Get("http://" + addr + "/debug/pprof/" + query)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if path == "" {
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, resp.Body)
+	return errors.Join(err, f.Close())
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

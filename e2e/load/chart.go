@@ -53,30 +53,64 @@ func chartPanels(res *results) []barPanel {
 	return []barPanel{lat, thr}
 }
 
-// Chart geometry, in SVG user units.
+// Chart geometry, in SVG user units: the bar charts' panels, stacked, and
+// the line chart.
 const (
 	chartWidth, panelHeight = 960, 330
+	lineChartHeight         = 420
 	marginLeft, marginRight = 70, 20
 	marginTop, marginBottom = 58, 80
 )
 
-// svgChart renders panels stacked vertically into one SVG document.
-func svgChart(panels []barPanel) string {
+// svgDoc is one SVG document of the charts' width and height whose content
+// draw writes.
+func svgDoc(height int, draw func(b *strings.Builder)) string {
 	var b strings.Builder
-	h := panelHeight * len(panels)
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" font-size="12">`+"\n", chartWidth, h, chartWidth, h)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" font-size="12">`+"\n", chartWidth, height, chartWidth, height)
 	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
-	for i, p := range panels {
-		fmt.Fprintf(&b, `<g transform="translate(0,%d)">`+"\n", i*panelHeight)
-		p.render(&b)
-		b.WriteString("</g>\n")
-	}
+	draw(&b)
 	b.WriteString("</svg>\n")
 	return b.String()
 }
 
+// axis rounds top up to a whole number of nice steps of about top/n, a
+// step of at least least (and 1 when top is 0).
+func axis(top, n, least float64) (float64, float64) {
+	step := niceStep(top / n)
+	if step <= 0 {
+		step = 1
+	}
+	step = max(step, least)
+	return max(math.Ceil(top/step)*step, step), step
+}
+
+// yAxis draws a chart's title and its y axis from 0 to top, panel pixels
+// high: a grid line and its value every step, and the axis label. It
+// returns where a value lies.
+func yAxis(b *strings.Builder, title, label string, top, step float64, panel int) (y func(float64) float64) {
+	plotH := float64(panel - marginTop - marginBottom)
+	y = func(v float64) float64 { return float64(marginTop) + plotH - v/top*plotH }
+	fmt.Fprintf(b, `<text x="%d" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", marginLeft, html.EscapeString(title))
+	for v := 0.0; v <= top+step/2; v += step {
+		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#e0e0e0"/><text x="%d" y="%.1f" text-anchor="end" fill="#444">%s</text>`+"\n",
+			marginLeft, chartWidth-marginRight, y(v), y(v), marginLeft-6, y(v)+4, trimFloat(v))
+	}
+	fmt.Fprintf(b, `<text transform="translate(16,%.1f) rotate(-90)" text-anchor="middle" fill="#444">%s</text>`+"\n", float64(marginTop)+plotH/2, html.EscapeString(label))
+	return y
+}
+
+// svgChart renders panels stacked vertically into one SVG document.
+func svgChart(panels []barPanel) string {
+	return svgDoc(panelHeight*len(panels), func(b *strings.Builder) {
+		for i, p := range panels {
+			fmt.Fprintf(b, `<g transform="translate(0,%d)">`+"\n", i*panelHeight)
+			p.render(b)
+			b.WriteString("</g>\n")
+		}
+	})
+}
+
 func (p barPanel) render(b *strings.Builder) {
-	plotW, plotH := float64(chartWidth-marginLeft-marginRight), float64(panelHeight-marginTop-marginBottom)
 	top := p.RefLine
 	for _, s := range p.Series {
 		for _, v := range s.Values {
@@ -85,26 +119,15 @@ func (p barPanel) render(b *strings.Builder) {
 			}
 		}
 	}
-	step := niceStep(top / 5)
-	if step <= 0 {
-		step = 1
-	}
-	top = max(math.Ceil(top/step)*step, step)
-	y := func(v float64) float64 { return float64(marginTop) + plotH - v/top*plotH }
-	esc := html.EscapeString
-	fmt.Fprintf(b, `<text x="%d" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", marginLeft, esc(p.Title))
-	for v := 0.0; v <= top+step/2; v += step {
-		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#e0e0e0"/><text x="%d" y="%.1f" text-anchor="end" fill="#444">%s</text>`+"\n",
-			marginLeft, chartWidth-marginRight, y(v), y(v), marginLeft-6, y(v)+4, trimFloat(v))
-	}
-	fmt.Fprintf(b, `<text transform="translate(16,%.1f) rotate(-90)" text-anchor="middle" fill="#444">%s</text>`+"\n", float64(marginTop)+plotH/2, esc(p.YLabel))
+	top, step := axis(top, 5, 0)
+	y, esc := yAxis(b, p.Title, p.YLabel, top, step, panelHeight), html.EscapeString
 	if p.RefLine > 0 {
 		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#333" stroke-dasharray="5,4"/>`+"\n", marginLeft, chartWidth-marginRight, y(p.RefLine), y(p.RefLine))
 	}
 	if len(p.Categories) == 0 {
 		return
 	}
-	groupW := plotW / float64(len(p.Categories))
+	groupW := float64(chartWidth-marginLeft-marginRight) / float64(len(p.Categories))
 	barW := groupW * 0.8 / float64(max(len(p.Series), 1))
 	for ci, cat := range p.Categories {
 		x0 := float64(marginLeft) + float64(ci)*groupW + groupW*0.1
@@ -142,4 +165,105 @@ func trimFloat(v float64) string {
 		return s
 	}
 	return "0"
+}
+
+// line is one series of a line chart: points (x, y) in x order, drawn
+// dashed when Dashed.
+type line struct {
+	Name, Color string
+	Dashed      bool
+	X, Y        []float64
+}
+
+func (l line) dash() string {
+	if l.Dashed {
+		return ` stroke-dasharray="6,4"`
+	}
+	return ""
+}
+
+// refLine is a horizontal line across a chart, labelled under its right
+// end (above it the legend may be).
+type refLine struct {
+	Label string
+	Y     float64
+}
+
+// memoryChart plots Steward's synced resident memory, start-up peak and
+// live heap (MiB) against the objects of the mix seeded, WatchList on and
+// off, from empty caches to the largest size, with the memory limit and
+// the largest size's goal.
+func memoryChart(res *scaleResults) string {
+	var lines []line
+	for _, s := range []struct {
+		name   string
+		figure func(*scaleMeasure) int64
+		dashed bool
+	}{{"synced resident", syncedRSS, false}, {"start-up peak", func(m *scaleMeasure) int64 { return m.ReadyPeakRSS }, true}, {"live heap", liveHeap, false}} {
+		for _, wl := range []bool{true, false} {
+			l := line{Name: fmt.Sprintf("%s, WatchList %s", s.name, onOff(wl)), Dashed: s.dashed,
+				Color: map[bool]string{true: "#59a14f", false: "#e15759"}[wl]}
+			if s.name == "live heap" {
+				l.Color = map[bool]string{true: "#4e79a7", false: "#f28e2b"}[wl]
+			}
+			points := res.mix(wl)
+			if base := res.find(scenarioEmpty, wl); base != nil {
+				points = append([]*scaleMeasure{base}, points...)
+			}
+			for _, m := range points {
+				l.X, l.Y = append(l.X, float64(m.Seeded)), append(l.Y, float64(s.figure(m))/(1<<20))
+			}
+			lines = append(lines, l)
+		}
+	}
+	refs := []refLine{{fmt.Sprintf("memory limit %s", mib(res.Limit)), float64(res.Limit) / (1 << 20)},
+		{fmt.Sprintf("goal at %s objects: %s", kilo(fullScaleSizes[len(fullScaleSizes)-1]), mib(largestScaleGoal)), largestScaleGoal / (1 << 20)}}
+	return svgLineChart("Steward's memory against the objects cached (XRs, MRs, Flux objects)", "objects seeded", "MiB", lines, refs)
+}
+
+// svgLineChart renders one line chart as an SVG document.
+func svgLineChart(title, xLabel, yLabel string, lines []line, refs []refLine) string {
+	var xTop, yTop float64
+	for _, l := range lines {
+		for i := range l.X {
+			xTop, yTop = math.Max(xTop, l.X[i]), math.Max(yTop, l.Y[i])
+		}
+	}
+	for _, r := range refs {
+		yTop = math.Max(yTop, r.Y)
+	}
+	xTop, xStep := axis(xTop, 8, 1)
+	yTop, yStep := axis(yTop, 6, 1)
+	plotW := float64(chartWidth - marginLeft - marginRight)
+	x := func(v float64) float64 { return float64(marginLeft) + v/xTop*plotW }
+	esc := html.EscapeString
+	return svgDoc(lineChartHeight, func(b *strings.Builder) {
+		y := yAxis(b, title, yLabel, yTop, yStep, lineChartHeight)
+		for v := 0.0; v <= xTop+xStep/2; v += xStep {
+			fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%.1f" stroke="#f0f0f0"/><text x="%.1f" y="%.1f" text-anchor="middle" fill="#444">%s</text>`+"\n",
+				x(v), x(v), marginTop, y(0), x(v), y(0)+16, kilo(int(v)))
+		}
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#444">%s</text>`+"\n", float64(marginLeft)+plotW/2, y(0)+36, esc(xLabel))
+		for _, r := range refs {
+			fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#333" stroke-dasharray="2,3"/><text x="%d" y="%.1f" text-anchor="end" fill="#333">%s</text>`+"\n",
+				marginLeft, chartWidth-marginRight, y(r.Y), y(r.Y), chartWidth-marginRight-4, y(r.Y)+14, esc(r.Label))
+		}
+		for _, l := range lines {
+			var pts []string
+			for i := range l.X {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(l.X[i]), y(l.Y[i])))
+			}
+			if len(pts) > 0 {
+				fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", l.Color, l.dash(), strings.Join(pts, " "))
+			}
+			for i := range l.X {
+				fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s: %s objects, %.1f MiB</title></circle>`+"\n", x(l.X[i]), y(l.Y[i]), l.Color, esc(l.Name), kilo(int(l.X[i])), l.Y[i])
+			}
+		}
+		for i, l := range lines { // the legend: two rows under the title
+			lx, ly := float64(marginLeft)+float64(i/2)*280, 34+float64(i%2)*14
+			fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/><text x="%.1f" y="%.1f" fill="#222">%s</text>`+"\n",
+				lx, lx+22, ly, ly, l.Color, l.dash(), lx+28, ly+4, esc(l.Name))
+		}
+	})
 }

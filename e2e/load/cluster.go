@@ -55,27 +55,14 @@ func startCluster(ctx context.Context, workDir string) (c *cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting the API server: %w", err)
 	}
-	c = &cluster{env: env, users: map[string]*clients{}, current: cfgSteward}
+	c = &cluster{env: env, users: map[string]*clients{}, current: cfgSteward, slow: newClients(env, "", nil, 15*time.Minute).dyn}
 	defer func() {
 		if err != nil {
 			c.stop()
 		}
 	}()
 	for user, groups := range map[string][]string{"": nil, agentUser: nil, humanUser: humanGroups, crossplaneUser: nil, fluxUser: nil} {
-		cfg := rest.CopyConfig(env.Config)
-		// Closed-loop writers must not be throttled by the client: the
-		// server is what is measured.
-		cfg.QPS, cfg.Burst, cfg.Timeout, cfg.WarningHandler = -1, 0, time.Minute, rest.NoWarnings{}
-		if user != "" {
-			cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
-		}
-		proto := rest.CopyConfig(cfg)
-		proto.ContentType = "application/vnd.kubernetes.protobuf"
-		c.users[user] = &clients{kube: kubernetes.NewForConfigOrDie(proto), dyn: dynamic.NewForConfigOrDie(cfg)}
-		if user == "" {
-			cfg.Timeout = 15 * time.Minute
-			c.slow = dynamic.NewForConfigOrDie(cfg)
-		}
+		c.users[user] = newClients(env, user, groups, time.Minute)
 	}
 	if c.apiPID, c.etcdPID, err = env.ControlPlanePIDs(); err != nil {
 		return c, err
@@ -104,13 +91,36 @@ func startCluster(ctx context.Context, workDir string) (c *cluster, err error) {
 	if c.policy, c.binding, err = fleetPolicy(c.steward); err != nil {
 		return c, err
 	}
-	for _, ns := range []string{fleetNamespace, fluxNamespace, claimsNamespace} {
-		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			return c, fmt.Errorf("creating namespace %s: %w", ns, err)
-		}
+	if err := createNamespaces(ctx, env); err != nil {
+		return c, err
 	}
 	_, err = c.as(agentUser).kube.CoreV1().ConfigMaps(fleetNamespace).Create(ctx, fleetConfigMap(policyProbeName), metav1.CreateOptions{})
 	return c, err
+}
+
+// newClients reaches the API server as user (the admin when empty) with
+// timeout, unthrottled: closed-loop writers and seeding must be limited by
+// the server, which is what is measured, not by the client.
+func newClients(env *harness.Env, user string, groups []string, timeout time.Duration) *clients {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst, cfg.Timeout, cfg.WarningHandler = -1, 0, timeout, rest.NoWarnings{}
+	if user != "" {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	}
+	proto := rest.CopyConfig(cfg)
+	proto.ContentType = "application/vnd.kubernetes.protobuf"
+	return &clients{kube: kubernetes.NewForConfigOrDie(proto), dyn: dynamic.NewForConfigOrDie(cfg)}
+}
+
+// createNamespaces creates the namespaces the workloads and seeding write
+// to.
+func createNamespaces(ctx context.Context, env *harness.Env) error {
+	for _, ns := range []string{fleetNamespace, fluxNamespace, claimsNamespace} {
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
+	}
+	return nil
 }
 
 func (c *cluster) stop() {

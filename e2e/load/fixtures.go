@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	_ "embed"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -42,11 +47,28 @@ var (
 	managedGVR     = schema.GroupVersionResource{Group: "database.aws.example.org", Version: "v1beta1", Resource: "rdsinstances"}
 	configMapsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-	hrGVR          = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}
 	hrOldGVR       = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2beta1", Resource: "helmreleases"}
-	ksGVR          = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
-	gitRepoGVR     = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"}
+	// fluxResources are the Flux kinds seeded, by kind.
+	fluxResources = map[string]schema.GroupVersionResource{
+		"HelmRelease":   {Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"},
+		"Kustomization": {Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"},
+		"GitRepository": {Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"},
+	}
+	// mrResources are the MR kinds seeded XRs compose, by kind: the load
+	// run's RDSInstance, and the real provider-sql kinds (legacy
+	// cluster-scoped group) of the scale scenarios' mix: Database and
+	// Role, installed in every environment, and Grant and Schema, from
+	// e2e/upstream/provider-sql-scale.
+	mrResources = map[string]schema.GroupVersionResource{
+		"RDSInstance": managedGVR,
+		"Database":    {Group: sqlGroup, Version: "v1alpha1", Resource: "databases"},
+		"Role":        {Group: sqlGroup, Version: "v1alpha1", Resource: "roles"},
+		"Schema":      {Group: sqlGroup, Version: "v1alpha1", Resource: "schemas"},
+		"Grant":       {Group: sqlGroup, Version: "v1alpha1", Resource: "grants"},
+	}
 )
+
+const sqlGroup = "postgresql.sql.crossplane.io"
 
 //go:embed fixtures/fleet.yaml
 var fleetYAML []byte
@@ -90,15 +112,19 @@ func unstructuredObj(apiVersion, kind, namespace, name string, labels, annotatio
 	return u
 }
 
+// composedLabels are the labels Crossplane puts on an XR and its MRs.
+func composedLabels(xr, claim string) map[string]string {
+	return map[string]string{"crossplane.io/composite": xr, "crossplane.io/claim-name": claim, "crossplane.io/claim-namespace": claimsNamespace}
+}
+
 // composite is a v1 XR bound to claim <claim> in claimsNamespace, composing
-// the MRs named in mrs.
-func composite(name, claim string, mrs []string) *unstructured.Unstructured {
+// mrs.
+func composite(name, claim string, mrs []*unstructured.Unstructured) *unstructured.Unstructured {
 	refs := make([]any, len(mrs))
 	for i, mr := range mrs {
-		refs[i] = map[string]any{"apiVersion": managedGVR.GroupVersion().String(), "kind": "RDSInstance", "name": mr}
+		refs[i] = map[string]any{"apiVersion": mr.GetAPIVersion(), "kind": mr.GetKind(), "name": mr.GetName()}
 	}
-	return unstructuredObj("database.example.org/v1alpha1", "XPostgreSQLInstance", "", name,
-		map[string]string{"crossplane.io/claim-name": claim, "crossplane.io/claim-namespace": claimsNamespace, "crossplane.io/composite": name}, nil,
+	return unstructuredObj("database.example.org/v1alpha1", "XPostgreSQLInstance", "", name, composedLabels(name, claim), nil,
 		map[string]any{
 			"parameters":     map[string]any{"storageGB": int64(20)},
 			"compositionRef": map[string]any{"name": "xpostgresqlinstances.aws.database.example.org"},
@@ -112,8 +138,7 @@ func composite(name, claim string, mrs []string) *unstructured.Unstructured {
 
 // managed is an MR composed by XR xr (of claim claim).
 func managed(name, xr, claim string) *unstructured.Unstructured {
-	return unstructuredObj("database.aws.example.org/v1beta1", "RDSInstance", "", name,
-		map[string]string{"crossplane.io/composite": xr, "crossplane.io/claim-name": claim, "crossplane.io/claim-namespace": claimsNamespace},
+	return unstructuredObj("database.aws.example.org/v1beta1", "RDSInstance", "", name, composedLabels(xr, claim),
 		map[string]string{"crossplane.io/external-name": name},
 		map[string]any{
 			"forProvider": map[string]any{
@@ -124,6 +149,31 @@ func managed(name, xr, claim string) *unstructured.Unstructured {
 			"writeConnectionSecretToRef": map[string]any{"name": name, "namespace": "crossplane-system"},
 			"deletionPolicy":             "Delete",
 		})
+}
+
+// composedMR is a provider-sql MR as Crossplane composes it and its
+// provider has adopted it: the composite's labels, the composition step,
+// the external name, and the provider's finalizer.
+func composedMR(kind, name, xr, claim, step string) *unstructured.Unstructured {
+	db := xr + "-db"
+	forProvider := map[string]map[string]any{
+		"Database": {"encoding": "UTF8", "lcCType": "en_US.utf8", "lcCollate": "en_US.utf8", "connectionLimit": int64(50), "allowConnections": true, "owner": xr + "-owner"},
+		"Role":     {"connectionLimit": int64(20), "privileges": map[string]any{"login": true, "createDb": false, "inherit": true}},
+		"Schema":   {"database": db, "role": xr + "-owner", "revokePublicOnSchema": true},
+		"Grant":    {"database": db, "role": xr + "-app", "privileges": []any{"CONNECT", "TEMPORARY"}, "withOption": "GRANT"},
+	}[kind]
+	spec := map[string]any{
+		"forProvider":       forProvider,
+		"providerConfigRef": map[string]any{"name": "default"},
+		"deletionPolicy":    "Delete",
+	}
+	if kind == "Role" {
+		spec["writeConnectionSecretToRef"] = map[string]any{"name": name, "namespace": "crossplane-system"}
+	}
+	mr := unstructuredObj(sqlGroup+"/v1alpha1", kind, "", name, composedLabels(xr, claim),
+		map[string]string{"crossplane.io/external-name": name, "crossplane.io/composition-resource-name": step}, spec)
+	mr.SetFinalizers([]string{"finalizer.managedresource.crossplane.io"})
+	return mr
 }
 
 // claim is a PostgreSQLInstance claim as a developer writes it.
@@ -154,8 +204,7 @@ func fluxObject(kind, name string, suspended bool) *unstructured.Unstructured {
 		"GitRepository": {"interval": "1m", "url": "https://git.example.com/platform/" + name, "ref": map[string]any{"branch": "main"}},
 	}[kind]
 	spec["suspend"] = suspended
-	apiVersion := map[string]string{"HelmRelease": "helm.toolkit.fluxcd.io/v2", "Kustomization": "kustomize.toolkit.fluxcd.io/v1", "GitRepository": "source.toolkit.fluxcd.io/v1"}[kind]
-	return unstructuredObj(apiVersion, kind, fluxNamespace, name, nil, marks, spec)
+	return unstructuredObj(fluxResources[kind].GroupVersion().String(), kind, fluxNamespace, name, nil, marks, spec)
 }
 
 // fluxEvent is the Event kustomize-controller records after reconciling
@@ -177,3 +226,77 @@ func fluxEvent(ks string, seq int) *corev1.Event {
 		ReportingController: "kustomize-controller", ReportingInstance: "kustomize-controller-7f9d8c6b5-x2x7q",
 	}
 }
+
+// Fleet's agent: its field manager (Helm's default, the binary's name,
+// cmd/fleetagent) and what it records on the objects of a bundle
+// deployment.
+const (
+	fleetFieldManager = "fleetagent"
+	fleetOwnerGVK     = "fleet.cattle.io/v1alpha1, Kind=BundleDeployment"
+	fleetOwnerNS      = "cluster-fleet-default-c-7d2q9-5b8e3a1f4c6d"
+)
+
+// fleetWorkload is the i-th Fleet-managed Deployment as the agent writes
+// it: Helm's labels and release annotations, wrangler's objectset id,
+// owner and hash, and objectset.rio.cattle.io/applied, wrangler's record
+// of the applied object: its JSON, gzipped, in base64.
+func fleetWorkload(i int) (*appsv1.Deployment, error) {
+	release := fmt.Sprintf("shop-%04d", i)
+	d := fleetDeployment(release + "-web")
+	d.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
+	d.Labels[benchLabel] = scenarioFleet
+	d.Labels["objectset.rio.cattle.io/hash"] = fmt.Sprintf("%040x", uint64(i)*0x9e3779b97f4a7c15)
+	d.Labels["app.kubernetes.io/instance"] = release
+	d.Labels["helm.sh/chart"] = "web-1.42.0"
+	d.Annotations = map[string]string{
+		"objectset.rio.cattle.io/id":              "default-" + release,
+		"objectset.rio.cattle.io/owner-gvk":       fleetOwnerGVK,
+		"objectset.rio.cattle.io/owner-name":      release,
+		"objectset.rio.cattle.io/owner-namespace": fleetOwnerNS,
+		"meta.helm.sh/release-name":               release,
+		"meta.helm.sh/release-namespace":          fleetNamespace,
+	}
+	data, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(data); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	d.Annotations["objectset.rio.cattle.io/applied"] = base64.StdEncoding.EncodeToString(buf.Bytes())
+	return d, nil
+}
+
+// renamedCRD is base with kind DatabaseNNN in group
+// kNNN.scale.sql.crossplane.io, labelled as the kinds scenario's.
+func renamedCRD(base *apiextensionsv1.CustomResourceDefinition, i int) *apiextensionsv1.CustomResourceDefinition {
+	crd := base.DeepCopy()
+	crd.ObjectMeta = metav1.ObjectMeta{Labels: map[string]string{benchLabel: scenarioKinds}}
+	kind := fmt.Sprintf("Database%03d", i)
+	crd.Spec.Group = fmt.Sprintf("k%03d.scale.sql.crossplane.io", i)
+	crd.Spec.Names.Kind, crd.Spec.Names.ListKind = kind, kind+"List"
+	crd.Spec.Names.Singular, crd.Spec.Names.Plural = strings.ToLower(kind), strings.ToLower(kind)+"s"
+	crd.Name = crd.Spec.Names.Plural + "." + crd.Spec.Group
+	return crd
+}
+
+// suffixLetters are the characters of generated name suffixes.
+const suffixLetters = "bcdfghjklmnpqrstvwxz2456789"
+
+// suffix is a deterministic five-letter suffix, like the random one
+// Crossplane appends to a claim's XR and an XR's MRs.
+func suffix(i int) string {
+	x, b := uint32(i)*2654435761+12345, make([]byte, 5)
+	for j := range b {
+		b[j] = suffixLetters[x%uint32(len(suffixLetters))]
+		x = x/uint32(len(suffixLetters)) ^ uint32(i)*40503
+	}
+	return string(b)
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -57,8 +57,20 @@ func median(xs []float64) float64 {
 	return xs[len(xs)/2]
 }
 
-// goal is one row of the summary.
+// goal is one row of a summary.
 type goal struct{ Goal, Measured, Verdict string }
+
+// goals are the rows of a summary.
+type goals []goal
+
+// add appends a row; an empty measured says the goal's scenario did not
+// run.
+func (gs *goals) add(g, measured, verdict string) {
+	if measured == "" {
+		measured, verdict = "not run", "not measured"
+	}
+	*gs = append(*gs, goal{g, measured, verdict})
+}
 
 func verdict(ok bool) string {
 	if ok {
@@ -91,15 +103,9 @@ func (w *worstOf) see(by float64, text string) {
 	}
 }
 
-func evaluateGoals(r *results) []goal {
-	var out []goal
-	n, fewest := r.level(), r.Options.concurrency[0]
-	add := func(g, measured, verdict string) {
-		if measured == "" {
-			measured, verdict = "not run", "not measured"
-		}
-		out = append(out, goal{g, measured, verdict})
-	}
+func evaluateGoals(r *results) goals {
+	var out goals
+	n, fewest, add := r.level(), r.Options.concurrency[0], out.add
 	// when is text if measured is true and "" otherwise, so that add says
 	// "not run".
 	when := func(measured bool, text string) string {

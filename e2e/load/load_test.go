@@ -70,7 +70,7 @@ func TestGoalsJudgePairedRounds(t *testing.T) {
 		}
 		return p
 	}
-	r := &results{Options: options{concurrency: []int{16}}, Points: []*point{
+	r := &results{runInfo: runInfo{Options: options{concurrency: []int{16}}}, Points: []*point{
 		pt(cfgNone, 1000, 500, 1000), pt(cfgPolicy, 800, 400, 800), pt(cfgSteward, 950, 200, 950),
 	}}
 	if got := r.paired("fleet-configmap-create-agent", cfgSteward, cfgNone, 16).String(); got != "0.95× (0.40–0.95)" {
@@ -88,7 +88,7 @@ func TestGoalsJudgePairedRounds(t *testing.T) {
 }
 
 func TestReportOpensWithTheSummaryAndLabelsItsScale(t *testing.T) {
-	res := &results{Options: options{rounds: 2, duration: time.Second, concurrency: []int{1, 16}}, Memory: memReport{SoftLimit: 241591910}}
+	res := &results{runInfo: runInfo{Options: options{rounds: 2, duration: time.Second, concurrency: []int{1, 16}}}, Memory: memReport{SoftLimit: 241591910}}
 	md := renderMarkdown(res, "chart.svg", "\nkept\n", scaleBegin+"\nscale kept\n"+scaleEnd)
 	order := []string{"# Benchmarks", scaleBegin + "\nscale kept\n" + scaleEnd, "## Admission under load", "## Summary", "## Reproducing", "## Methodology", "## Appendix", notesBegin + "\nkept\n" + notesEnd, "### Raw runs", "Soft memory limit, from the Deployment's memory limit: 230.4 MiB"}
 	at := 0

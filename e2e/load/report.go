@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -10,17 +11,78 @@ import (
 	"time"
 )
 
-// results is everything a run measured.
+// runInfo is what every report says of the run that wrote it: the
+// machine and commit measured, the options, when, and what went wrong
+// without ending the run.
+type runInfo struct {
+	Machine           machine
+	Options           options
+	Started, Finished time.Time
+	Warnings          []string
+}
+
+func newRunInfo(ctx context.Context, opts options) runInfo {
+	return runInfo{Machine: describeMachine(ctx), Options: opts, Started: time.Now()}
+}
+
+// warnf logs a warning and keeps it for the report.
+func (r *runInfo) warnf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	logf("warning: %s", msg)
+	r.Warnings = append(r.Warnings, msg)
+}
+
+// generated says when and on what the run was made.
+func (r *runInfo) generated() string {
+	m := r.Machine
+	return fmt.Sprintf("on %s at commit `%s`, on %d × %s", r.Started.UTC().Format("2006-01-02 15:04 MST"), m.Commit, m.CPUs, m.CPUModel)
+}
+
+// warningList is the run's warnings as a Markdown list, one line each.
+func (r *runInfo) warningList() string {
+	var b strings.Builder
+	for _, msg := range r.Warnings {
+		b.WriteString("- " + strings.NewReplacer("\n", " ", "|", `\|`).Replace(msg) + "\n")
+	}
+	return b.String()
+}
+
+// goalTable is the Markdown table of goals, what was measured and the
+// verdict.
+func goalTable(goals []goal) string {
+	var b strings.Builder
+	b.WriteString("| goal | measured | |\n|---|---|---|\n")
+	for _, g := range goals {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", g.Goal, g.Measured, g.Verdict)
+	}
+	return b.String()
+}
+
+// writeDoc writes svg as chart beside the report at path, then the report
+// render makes of the one it replaces ("" when there is none).
+func writeDoc(path, chart, svg string, render func(old string) string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(path), chart), []byte(svg), 0o644); err != nil {
+		return err
+	}
+	old, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return os.WriteFile(path, []byte(render(string(old))), 0o644)
+}
+
+// results is everything a load run measured.
 type results struct {
-	Machine            machine
-	Options            options
-	Points             []*point
-	Memory             memReport
-	Seeded             *seeded
-	Profiles           []profile
-	Webhooks, Warnings []string
-	Started, Finished  time.Time
-	HandlerBench       string
+	runInfo
+	Points       []*point
+	Memory       memReport
+	Seeded       *seeded
+	Profiles     []profile
+	Webhooks     []string
+	HandlerBench string
 }
 
 type machine struct {
@@ -92,22 +154,15 @@ const (
 // writeReport writes the chart and the report, keeping the notes of the
 // report it replaces.
 func writeReport(path string, res *results) error {
-	chart := filepath.Join(filepath.Dir(path), "benchmark-latency.svg")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(chart, []byte(svgChart(chartPanels(res))), 0o644); err != nil {
-		return err
-	}
-	notes, scale := "\n_No notes yet._\n", scalePlaceholder
-	if old, err := os.ReadFile(path); err == nil {
-		if _, rest, ok := strings.Cut(string(old), notesBegin); ok {
+	const chart = "benchmark-latency.svg"
+	logf("writing %s and %s", path, filepath.Join(filepath.Dir(path), chart))
+	return writeDoc(path, chart, svgChart(chartPanels(res)), func(old string) string {
+		notes := "\n_No notes yet._\n"
+		if _, rest, ok := strings.Cut(old, notesBegin); ok {
 			notes, _, _ = strings.Cut(rest, notesEnd)
 		}
-		scale = keptScale(string(old))
-	}
-	logf("writing %s and %s", path, chart)
-	return os.WriteFile(path, []byte(renderMarkdown(res, filepath.Base(chart), notes, scale)), 0o644)
+		return renderMarkdown(res, chart, notes, keptScale(old))
+	})
 }
 
 // renderMarkdown is the report: the cache-at-scale section scale, kept
@@ -115,7 +170,7 @@ func writeReport(path string, res *results) error {
 func renderMarkdown(res *results, chart, notes, scaleSection string) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	o, m, n := res.Options, res.Machine, res.level()
+	o, n := res.Options, res.level()
 	scale := fmt.Sprintf("%d round%s of %s per point at %s writers", o.rounds, plural(o.rounds), o.duration, joinInts(o.concurrency))
 	if s := res.Seeded; s != nil {
 		scale += fmt.Sprintf(", caches of %d XRs, %d MRs and %d Flux objects", s.XRs, s.MRs, s.Flux)
@@ -128,13 +183,10 @@ func renderMarkdown(res *results, chart, notes, scaleSection string) string {
 	for _, p := range res.Points {
 		busy, secs = busy+p.OtherCores()*p.Elapsed.Seconds(), secs+p.Elapsed.Seconds()
 	}
-	w("# Benchmarks\n\n%s\n\n## Admission under load\n\nWhat admission costs the API server, measured by `make bench` (the load generator in [`e2e/load`](../e2e/load)) against a real kube-apiserver and etcd. Generated by that run on %s at commit `%s`, on %d × %s, while other processes kept %.2f cores busy on average; %s: %s.\n\n",
-		scaleSection, res.Started.UTC().Format("2006-01-02 15:04 MST"), m.Commit, m.CPUs, m.CPUModel, busy/max(secs, 1e-9), label, scale)
+	w("# Benchmarks\n\n%s\n\n## Admission under load\n\nWhat admission costs the API server, measured by `make bench` (the load generator in [`e2e/load`](../e2e/load)) against a real kube-apiserver and etcd. Generated by that run %s, while other processes kept %.2f cores busy on average; %s: %s.\n\n",
+		scaleSection, res.generated(), busy/max(secs, 1e-9), label, scale)
 
-	w("## Summary\n\nEach goal is judged on the median of paired rounds (each round measures every configuration within seconds of the others); the range over the rounds is in brackets.\n\n| goal | measured | |\n|---|---|---|\n")
-	for _, g := range evaluateGoals(res) {
-		w("| %s | %s | %s |\n", g.Goal, g.Measured, g.Verdict)
-	}
+	w("## Summary\n\nEach goal is judged on the median of paired rounds (each round measures every configuration within seconds of the others); the range over the rounds is in brackets.\n\n%s", goalTable(evaluateGoals(res)))
 	w("\nSteward's throughput at %d writers as a multiple of each other configuration's, median of the paired rounds (range):\n\n", n)
 	w("| workload | Steward calls per write | ÷ no admission (a) | ÷ allow-all webhook, same certificates (c) | ÷ CEL policy (b) |\n|---|---:|---:|---:|---:|\n")
 	for _, wl := range res.measured() {
@@ -197,10 +249,7 @@ func renderMarkdown(res *results, chart, notes, scaleSection string) string {
 		}
 	}
 	if len(res.Warnings) > 0 {
-		w("\n### Warnings during the run\n\n")
-		for _, msg := range res.Warnings {
-			w("- %s\n", strings.NewReplacer("\n", " ", "|", `\|`).Replace(msg))
-		}
+		w("\n### Warnings during the run\n\n%s", res.warningList())
 	}
 	return strings.TrimRight(b.String(), "\n") + "\n"
 }

@@ -3,22 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/stewardhq/steward/e2e/harness"
 )
@@ -43,20 +37,12 @@ const (
 // scaler runs the cache-at-scale scenarios against one API server, growing
 // its contents between measurements.
 type scaler struct {
-	opts      options
-	env       *harness.Env
-	dyn       dynamic.Interface
-	kube      kubernetes.Interface // as the Fleet agent, protobuf
-	admin     kubernetes.Interface
-	pprofAddr string
-	mix       mixSeeder
-	res       *scaleResults
-}
-
-func (s *scaler) warnf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	logf("warning: %s", msg)
-	s.res.Warnings = append(s.res.Warnings, msg)
+	opts         options
+	env          *harness.Env
+	admin, agent *clients // agent writes the Fleet-managed Deployments
+	pprofAddr    string
+	mix          mixSeeder
+	res          *scaleResults
 }
 
 // runScale measures Steward's memory, start-up and watches with caches of
@@ -72,9 +58,7 @@ func runScale(ctx context.Context, opts options, root string) error {
 }
 
 func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
-	res := &scaleResults{Started: time.Now(), Sizes: opts.scaleSizes, MRKinds: opts.mrKinds, ObjectsPerKind: opts.objectsPerKind, FleetWorkloads: opts.fleetWorkloads,
-		SeedWorkers: opts.seedWorkers, Settle: opts.settle}
-	res.Machine = describeMachine(ctx)
+	res := &scaleResults{runInfo: newRunInfo(ctx, opts)}
 	var err error
 	if res.Limit, err = harness.RenderedMemoryLimit(); err != nil {
 		return nil, err
@@ -85,50 +69,51 @@ func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
 		return nil, fmt.Errorf("starting the API server: %w", err)
 	}
 	defer env.Stop()
-	s := &scaler{opts: opts, env: env, res: res}
-	cfg := rest.CopyConfig(env.Config)
-	// Seeding is measured by how fast the server takes it: no client-side
-	// throttling.
-	cfg.QPS, cfg.Burst, cfg.Timeout, cfg.WarningHandler = -1, 0, 2*time.Minute, rest.NoWarnings{}
-	s.dyn = dynamic.NewForConfigOrDie(cfg)
-	proto := rest.CopyConfig(cfg)
-	proto.ContentType = "application/vnd.kubernetes.protobuf"
-	s.admin = kubernetes.NewForConfigOrDie(proto)
-	proto.Impersonate = rest.ImpersonationConfig{UserName: agentUser}
-	s.kube = kubernetes.NewForConfigOrDie(proto)
-	s.mix = mixSeeder{dyn: s.dyn, workers: opts.seedWorkers}
+	// Seeding is measured by how fast the server takes it.
+	s := &scaler{opts: opts, env: env, res: res, admin: newClients(env, "", nil, 2*time.Minute), agent: newClients(env, agentUser, nil, 2*time.Minute)}
+	s.mix = mixSeeder{dyn: s.admin.dyn, workers: opts.seedWorkers}
 	port, err := harness.FreePort()
 	if err != nil {
 		return nil, err
 	}
 	s.pprofAddr = "127.0.0.1:" + strconv.Itoa(port)
-	if err := installScaleCRDs(ctx, env); err != nil {
-		return nil, err
+	// The MR kinds of the mix that not every environment has, and the
+	// PolicyReport CRDs Steward ships, so that the background audit
+	// publishes as in a cluster that has them.
+	crds, err := crdOptions(filepath.Join("e2e", "upstream", "provider-sql-scale"), filepath.Join("manifests", "policyreport-crds"))
+	if err == nil {
+		_, err = envtest.InstallCRDs(env.Config, crds)
 	}
-	if err := installPolicyReportCRDs(ctx, env); err != nil {
-		return nil, err
+	if err == nil {
+		err = createNamespaces(ctx, env)
 	}
-	for _, ns := range []string{fleetNamespace, fluxNamespace, claimsNamespace} {
-		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			return nil, fmt.Errorf("creating namespace %s: %w", ns, err)
-		}
+	if err != nil {
+		return nil, err
 	}
 
-	// Empty caches, the base of the Fleet and MR-kind scenarios.
-	for _, wl := range []bool{true, false} {
-		m, err := s.measure(ctx, "empty", wl, 0, 0)
-		if err != nil {
-			return nil, err
-		}
-		res.Measures = append(res.Measures, m)
+	// Empty caches, the base of the Fleet and MR-kind scenarios, which are
+	// removed once measured.
+	if err := s.measureBoth(ctx, scenarioEmpty, 0, 0, nil); err != nil {
+		return nil, err
 	}
 	if opts.mrKinds > 0 {
-		if err := s.kindsScenario(ctx); err != nil {
+		err := s.measureAside(ctx, scenarioKinds, func() (int, float64, error) {
+			logf("creating %d MR kinds with %d objects each", opts.mrKinds, opts.objectsPerKind)
+			n, err := seedKinds(ctx, env, s.admin.dyn, opts.mrKinds, opts.objectsPerKind, opts.seedWorkers)
+			return n, float64(n), err
+		}, func() error { return removeKinds(ctx, env) })
+		if err != nil {
 			return nil, err
 		}
 	}
 	if opts.fleetWorkloads > 0 {
-		if err := s.fleetScenario(ctx); err != nil {
+		err := s.measureAside(ctx, scenarioFleet, func() (int, float64, error) {
+			logf("creating %d Fleet-managed Deployments", opts.fleetWorkloads)
+			return opts.fleetWorkloads, 0, seedFleet(ctx, s.agent.kube, s.admin.kube, opts.fleetWorkloads, opts.seedWorkers)
+		}, func() error {
+			return s.admin.kube.AppsV1().Deployments(fleetNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: benchLabel + "=" + scenarioFleet})
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -143,22 +128,28 @@ func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
 		}
 		res.Seeding = append(res.Seeding, step)
 		logf("seeded %d objects in %s (%.0f objects/s)", step.Added, step.Took.Round(time.Second), step.rate())
-		for _, wl := range []bool{true, false} {
-			m, err := s.measure(ctx, scenarioMix, wl, s.mix.total(), float64(s.mix.xrs+s.mix.mrs))
-			if err != nil {
-				return nil, err
-			}
-			res.Measures = append(res.Measures, m)
+		if err := s.measureBoth(ctx, scenarioMix, s.mix.total(), float64(s.mix.xrs+s.mix.mrs), nil); err != nil {
+			return nil, err
 		}
 		if size == auditScale(opts.scaleSizes) {
-			if err := s.auditScenarios(ctx); err != nil {
-				return nil, err
+			// The mix as it is with the background audit off and with it
+			// publishing every auditEvery, WatchList on: the difference is
+			// what the audit costs.
+			for _, sc := range []struct{ name, config string }{
+				{scenarioAuditOff, harness.DefaultConfig + "audit:\n  interval: 0s\n"},
+				{scenarioAuditOn, harness.DefaultConfig + "audit:\n  interval: " + auditEvery.String() + "\n"},
+			} {
+				if err := s.measure(ctx, sc.config, sc.name, true, s.mix.total(), float64(s.mix.xrs+s.mix.mrs), nil); err != nil {
+					return nil, err
+				}
 			}
 		}
-		// The start-up pace at the docs' scale, and at the largest,
-		// where it caps the heap's growth (cmd/steward/startupgc.go).
+		// The start-up pace at the docs' scale, and at the largest, where
+		// it caps the heap's growth (cmd/steward/startupgc.go): the mix
+		// with GOGC=100 set, paired with its own measurements of this size,
+		// gives the CPU and peak memory of collecting harder until ready.
 		if size == auditScale(opts.scaleSizes) || size == opts.scaleSizes[len(opts.scaleSizes)-1] {
-			if err := s.startupGCScenarios(ctx); err != nil {
+			if err := s.measureBoth(ctx, scenarioGC100, s.mix.total(), float64(s.mix.xrs+s.mix.mrs), []string{"GOGC=100"}); err != nil {
 				return nil, err
 			}
 		}
@@ -203,37 +194,6 @@ func auditScale(sizes []int) int {
 	return sizes[len(sizes)-1]
 }
 
-// auditScenarios measures the mix as it is with the background audit off
-// and with it publishing every auditEvery, WatchList on: the difference is
-// what the audit costs.
-func (s *scaler) auditScenarios(ctx context.Context) error {
-	for _, sc := range []struct{ name, config string }{
-		{scenarioAuditOff, harness.DefaultConfig + "audit:\n  interval: 0s\n"},
-		{scenarioAuditOn, harness.DefaultConfig + "audit:\n  interval: " + auditEvery.String() + "\n"},
-	} {
-		m, err := s.measureWith(ctx, sc.config, sc.name, true, s.mix.total(), float64(s.mix.xrs+s.mix.mrs), nil)
-		if err != nil {
-			return err
-		}
-		s.res.Measures = append(s.res.Measures, m)
-	}
-	return nil
-}
-
-// startupGCScenarios measures the mix as it is, WatchList on and off, with
-// GOGC=100 set: paired with the mix's own measurements of this size, the
-// CPU and peak memory of collecting harder until ready.
-func (s *scaler) startupGCScenarios(ctx context.Context) error {
-	for _, wl := range []bool{true, false} {
-		m, err := s.measureWith(ctx, harness.DefaultConfig, scenarioGC100, wl, s.mix.total(), float64(s.mix.xrs+s.mix.mrs), []string{"GOGC=100"})
-		if err != nil {
-			return err
-		}
-		s.res.Measures = append(s.res.Measures, m)
-	}
-	return nil
-}
-
 // quiesce stops Steward and removes its webhook configurations, so that
 // seeding neither waits for admission nor makes Steward's informers
 // process every event: the measurement is of a Steward that starts with
@@ -257,22 +217,47 @@ func (s *scaler) quiesce(ctx context.Context) error {
 	return nil
 }
 
-// measure starts Steward (WatchList on or off) with the cluster as it is
-// and reads what the scenario reports. cached is what claimguard should
-// hold once synced; seeded the objects the scenario put in the caches.
-func (s *scaler) measure(ctx context.Context, scenario string, watchList bool, seeded int, cached float64) (*scaleMeasure, error) {
-	return s.measureWith(ctx, harness.DefaultConfig, scenario, watchList, seeded, cached, nil)
+// measureBoth measures a scenario with WatchList on, then off.
+func (s *scaler) measureBoth(ctx context.Context, scenario string, seeded int, cached float64, env []string) error {
+	for _, wl := range []bool{true, false} {
+		if err := s.measure(ctx, harness.DefaultConfig, scenario, wl, seeded, cached, env); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// measureWith is measure with Steward configured by config, and env added
-// to its environment.
-func (s *scaler) measureWith(ctx context.Context, config, scenario string, watchList bool, seeded int, cached float64, env []string) (*scaleMeasure, error) {
+// measureAside measures a scenario seeded on top of the empty caches, and
+// then removes what it seeded; seed returns how many objects it created
+// and how many of them claimguard holds.
+func (s *scaler) measureAside(ctx context.Context, scenario string, seed func() (int, float64, error), remove func() error) error {
 	if err := s.quiesce(ctx); err != nil {
-		return nil, err
+		return err
+	}
+	n, cached, err := seed()
+	if err != nil {
+		return err
+	}
+	if err := s.measure(ctx, harness.DefaultConfig, scenario, true, n, cached, nil); err != nil {
+		return err
+	}
+	if err := s.quiesce(ctx); err != nil {
+		return err
+	}
+	return remove()
+}
+
+// measure starts Steward (configured by config, WatchList on or off, env
+// added to its environment) with the cluster as it is, and keeps what the
+// scenario reports. cached is what claimguard should hold once synced;
+// seeded the objects the scenario put in the caches.
+func (s *scaler) measure(ctx context.Context, config, scenario string, watchList bool, seeded int, cached float64, env []string) error {
+	if err := s.quiesce(ctx); err != nil {
+		return err
 	}
 	before, err := s.watches(ctx)
 	if err != nil {
-		s.warnf("%v", err)
+		s.res.warnf("%v", err)
 	}
 	limit := sizedLimit(s.res.Limit, seeded)
 	opts := harness.StewardOptions{Config: config, ProvideCerts: true, ReadyTimeout: scaleReadyTimeout,
@@ -285,11 +270,11 @@ func (s *scaler) measureWith(ctx context.Context, config, scenario string, watch
 	st, err := s.env.RestartStewardWith(ctx, opts)
 	readyAt := time.Now()
 	if err != nil {
-		return nil, fmt.Errorf("starting steward (%s, WatchList %s): %w", scenario, onOff(watchList), err)
+		return fmt.Errorf("starting steward (%s, WatchList %s): %w", scenario, onOff(watchList), err)
 	}
 	m := &scaleMeasure{Scenario: scenario, WatchList: watchList, Seeded: seeded, Startup: st.StartupTime(), ReadyPeakRSS: st.ReadyPeak(), Limit: limit}
 	if m.StartupCPU, err = harness.ProcessCPU(st.PID()); err != nil {
-		s.warnf("reading steward's CPU time: %v", err)
+		s.res.warnf("reading steward's CPU time: %v", err)
 	}
 	// Ready means synced, but claimguard's counts come from its snapshot,
 	// taken a moment later. Claimguard answers ready after a minute even
@@ -308,7 +293,7 @@ func (s *scaler) measureWith(ctx context.Context, config, scenario string, watch
 			break
 		}
 		if time.Now().After(deadline) {
-			s.warnf("%s, WatchList %s: claimguard did not report %.0f cached objects within %s of its first ready answer; the start-up peak is read at that answer", scenario, onOff(watchList), cached, fillTimeout)
+			s.res.warnf("%s, WatchList %s: claimguard did not report %.0f cached objects within %s of its first ready answer; the start-up peak is read at that answer", scenario, onOff(watchList), cached, fillTimeout)
 			break
 		}
 	}
@@ -329,14 +314,14 @@ func (s *scaler) measureWith(ctx context.Context, config, scenario string, watch
 		if i == 1 && s.opts.heapProfiles != "" {
 			save = filepath.Join(s.opts.heapProfiles, fmt.Sprintf("heap-%s-%d-watchlist-%s.pb.gz", scenario, seeded, onOff(watchList)))
 		}
-		if err := s.forceGC(save); err != nil {
-			s.warnf("forcing a collection: %v", err)
+		if err := fetchPprof(s.pprofAddr, "heap?gc=1", save); err != nil {
+			s.res.warnf("forcing a collection: %v", err)
 		}
 	}
 	// The live heap: what is still allocated right after the collection.
 	fams, err := scrape(st.MetricsRequest(protoFormat))
 	if err != nil {
-		return nil, fmt.Errorf("reading steward's metrics: %w", err)
+		return fmt.Errorf("reading steward's metrics: %w", err)
 	}
 	m.LiveHeap = int64(harness.SumFamilies(fams, "go_memstats_heap_alloc_bytes", nil))
 	m.AuditSeconds = harness.SumFamilies(fams, "steward_audit_duration_seconds", nil)
@@ -345,7 +330,7 @@ func (s *scaler) measureWith(ctx context.Context, config, scenario string, watch
 	m.Kinds = harness.SumFamilies(fams, "steward_claimguard_watched_kinds", nil) + float64(len(fams["steward_watched_kinds"].GetMetric()))
 	mem, err := settledMemory(ctx, st.PID())
 	if err != nil {
-		return nil, fmt.Errorf("reading steward's memory: %w", err)
+		return fmt.Errorf("reading steward's memory: %w", err)
 	}
 	m.SyncedRSS, m.PeakRSS = mem.RSS, mem.Peak
 	if after, err := s.watches(ctx); err == nil && before >= 0 {
@@ -355,7 +340,8 @@ func (s *scaler) measureWith(ctx context.Context, config, scenario string, watch
 	}
 	logf("%-6s WatchList %-3s %7d seeded, %7.0f in claimguard: ready in %6s (CPU %s), synced %s, start-up peak %s (%.2f×), peak once settled %s, live heap %s, %3.0f watches, %3.0f kinds",
 		scenario, onOff(watchList), seeded, m.Cached, m.Startup.Round(100*time.Millisecond), m.StartupCPU.Round(10*time.Millisecond), mib(m.SyncedRSS), mib(m.ReadyPeakRSS), m.PeakRatio(), mib(m.PeakRSS), mib(m.LiveHeap), m.Watches, m.Kinds)
-	return m, nil
+	s.res.Measures = append(s.res.Measures, m)
+	return nil
 }
 
 // settledMemory polls a process's memory every second until its resident
@@ -408,77 +394,6 @@ func (s *scaler) watches(ctx context.Context) (float64, error) {
 		return -1, fmt.Errorf("the API server does not report apiserver_longrunning_requests")
 	}
 	return harness.SumFamilies(fams, "apiserver_longrunning_requests", map[string]string{"verb": "WATCH"}), nil
-}
-
-// forceGC asks Steward's pprof endpoint for a heap profile after a
-// collection, and saves it to path unless path is empty.
-func (s *scaler) forceGC(path string) error {
-	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Get("http://" + s.pprofAddr + "/debug/pprof/heap?gc=1")
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if path == "" {
-		_, err = io.Copy(io.Discard, resp.Body)
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// kindsScenario: opts.mrKinds generated MR kinds with a few objects each;
-// removed afterwards.
-func (s *scaler) kindsScenario(ctx context.Context) error {
-	if err := s.quiesce(ctx); err != nil {
-		return err
-	}
-	logf("creating %d MR kinds with %d objects each", s.opts.mrKinds, s.opts.objectsPerKind)
-	start := time.Now()
-	n, err := seedKinds(ctx, s.env, s.dyn, s.opts.mrKinds, s.opts.objectsPerKind, s.opts.seedWorkers)
-	if err != nil {
-		return err
-	}
-	s.res.KindsTook = time.Since(start)
-	m, err := s.measure(ctx, scenarioKinds, true, n, float64(n))
-	if err != nil {
-		return err
-	}
-	s.res.Measures = append(s.res.Measures, m)
-	if err := s.quiesce(ctx); err != nil {
-		return err
-	}
-	return removeKinds(ctx, s.env)
-}
-
-// fleetScenario: opts.fleetWorkloads Fleet-managed Deployments; removed
-// afterwards.
-func (s *scaler) fleetScenario(ctx context.Context) error {
-	if err := s.quiesce(ctx); err != nil {
-		return err
-	}
-	logf("creating %d Fleet-managed Deployments", s.opts.fleetWorkloads)
-	if err := seedFleet(ctx, s.kube, s.admin, s.opts.fleetWorkloads, s.opts.seedWorkers); err != nil {
-		return err
-	}
-	m, err := s.measure(ctx, scenarioFleet, true, s.opts.fleetWorkloads, 0)
-	if err != nil {
-		return err
-	}
-	s.res.Measures = append(s.res.Measures, m)
-	if err := s.quiesce(ctx); err != nil {
-		return err
-	}
-	return s.admin.AppsV1().Deployments(fleetNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: benchLabel + "=" + scenarioFleet})
 }
 
 func onOff(b bool) string {

@@ -28,8 +28,9 @@ func TestFitIsTheLeastSquaresLine(t *testing.T) {
 // off, by 600 B and 250 B, with a start-up peak of 1.5×.
 func sampleScale() *scaleResults {
 	const base = 40 << 20
-	res := &scaleResults{Machine: machine{CPUs: 2, CPUModel: "Test CPU", Commit: "abc1234"}, Started: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC),
-		Limit: 256 << 20, Sizes: fullScaleSizes, MRKinds: 500, ObjectsPerKind: 2, FleetWorkloads: 2000, SeedWorkers: 64, Settle: 5 * time.Second,
+	res := &scaleResults{runInfo: runInfo{Machine: machine{CPUs: 2, CPUModel: "Test CPU", Commit: "abc1234"}, Started: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC),
+		Options: options{scaleSizes: fullScaleSizes, mrKinds: 500, objectsPerKind: 2, fleetWorkloads: 2000, seedWorkers: 64, settle: 5 * time.Second}},
+		Limit:   256 << 20,
 		Seeding: []seedStep{{Total: 65000, Added: 65000, Took: time.Minute}, {Total: 250000, Added: 185000, Took: 3 * time.Minute}}}
 	res.Finished = res.Started.Add(time.Hour)
 	mk := func(scenario string, wl bool, seeded int, rss, heap int64, peak float64) *scaleMeasure {
@@ -115,7 +116,7 @@ func TestScaleSectionRendersTheSample(t *testing.T) {
 	}
 
 	reduced := sampleScale()
-	reduced.Sizes, reduced.MRKinds = []int{6000, 12000}, 50
+	reduced.Options.scaleSizes, reduced.Options.mrKinds = []int{6000, 12000}, 50
 	reduced.Measures = reduced.Measures[:4]
 	md = renderScale(reduced, "c.svg")
 	for _, s := range []string{"**reduced scale**", "| Resident memory with 500k objects cached ≤ 300.0 MiB | not run | not judged at this scale |", "50 kinds (2 objects each) add 48.0 MiB resident, 20.0 MiB live heap, 0 watches; 500 kinds at that rate would add 480.0 MiB"} {

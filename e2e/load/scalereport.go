@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,21 +26,11 @@ const (
 
 // scaleResults is everything a cache-at-scale run measured.
 type scaleResults struct {
-	Machine           machine
-	Started, Finished time.Time
+	runInfo
 	// Limit is Steward's memory limit (the Deployment's).
-	Limit int64
-	// Sizes are the sizes of the mix asked for; MRKinds, ObjectsPerKind
-	// and FleetWorkloads the other scenarios'.
-	Sizes                                   []int
-	MRKinds, ObjectsPerKind, FleetWorkloads int
-	SeedWorkers                             int
-	// Settle is how long after ready the synced figures are read.
-	Settle    time.Duration
-	Measures  []*scaleMeasure
-	Seeding   []seedStep
-	KindsTook time.Duration
-	Warnings  []string
+	Limit    int64
+	Measures []*scaleMeasure
+	Seeding  []seedStep
 }
 
 // scaleMeasure is one start of Steward: the scenario (empty, mix, fleet,
@@ -117,11 +106,11 @@ func (r *scaleResults) atLeast(n int, watchList bool) *scaleMeasure {
 // fullScale says whether every scenario ran at the goals' scale.
 func (r *scaleResults) fullScale() bool {
 	for _, n := range fullScaleSizes {
-		if !slices.Contains(r.Sizes, n) {
+		if !slices.Contains(r.Options.scaleSizes, n) {
 			return false
 		}
 	}
-	return r.MRKinds >= fullMRKinds && r.FleetWorkloads >= fullFleetWorkloads
+	return r.Options.mrKinds >= fullMRKinds && r.Options.fleetWorkloads >= fullFleetWorkloads
 }
 
 // fit is the least-squares line through (x, y): NaN without two distinct x.
@@ -166,9 +155,9 @@ func bytesPer(v float64) string {
 	return fmt.Sprintf("%.0f B", v)
 }
 
-func scaleGoals(r *scaleResults) []goal {
-	var out []goal
-	add := func(g, measured, verdict string) { out = append(out, goal{g, measured, verdict}) }
+func scaleGoals(r *scaleResults) goals {
+	var out goals
+	add := out.add
 	sizes := func(wl bool) string {
 		var s []string
 		for _, m := range r.mix(wl) {
@@ -206,7 +195,7 @@ func scaleGoals(r *scaleResults) []goal {
 	}
 
 	var parts []string
-	ok, any := true, false
+	ok := true
 	for _, wl := range []bool{true, false} {
 		var worst *scaleMeasure
 		for _, m := range r.mix(wl) {
@@ -215,15 +204,15 @@ func scaleGoals(r *scaleResults) []goal {
 			}
 		}
 		if worst != nil {
-			any = true
 			parts = append(parts, fmt.Sprintf("WatchList %s %.2f× (at %s objects)", onOff(wl), worst.PeakRatio(), kilo(worst.Seeded)))
 			ok = ok && worst.PeakRatio() <= peakRatioGoal
 		}
 	}
-	if any {
-		add(fmt.Sprintf("Start-up peak (VmHWM) ≤ %.2f× the synced resident memory, WatchList on and off", peakRatioGoal), "highest: "+strings.Join(parts, "; "), verdict(ok))
+	g := fmt.Sprintf("Start-up peak (VmHWM) ≤ %.2f× the synced resident memory, WatchList on and off", peakRatioGoal)
+	if len(parts) > 0 {
+		add(g, "highest: "+strings.Join(parts, "; "), verdict(ok))
 	} else {
-		add(fmt.Sprintf("Start-up peak (VmHWM) ≤ %.2f× the synced resident memory, WatchList on and off", peakRatioGoal), "not run", "not measured")
+		add(g, "", "")
 	}
 
 	if g := startupGCGoal(r); g != nil {
@@ -231,14 +220,14 @@ func scaleGoals(r *scaleResults) []goal {
 	}
 
 	first := fullScaleSizes[0]
-	g := fmt.Sprintf("With %s objects cached and WatchList off, Steward starts inside its %s limit", kilo(first), mib(r.Limit))
+	g = fmt.Sprintf("With %s objects cached and WatchList off, Steward starts inside its %s limit", kilo(first), mib(r.Limit))
 	if m := r.atLeast(first, false); m != nil {
 		add(g, fmt.Sprintf("peak %s with %s objects (%s at the first ready answer)", mib(m.PeakRSS), kilo(m.Seeded), mib(m.ReadyPeakRSS)), verdict(m.PeakRSS <= r.Limit))
 	} else if ms := r.mix(false); len(ms) > 0 {
 		m := ms[len(ms)-1]
 		add(g, fmt.Sprintf("not run; peak %s with %s objects", mib(m.PeakRSS), kilo(m.Seeded)), "not judged at this scale")
 	} else {
-		add(g, "not run", "not measured")
+		add(g, "", "")
 	}
 
 	base := r.find(scenarioEmpty, true)
@@ -247,7 +236,7 @@ func scaleGoals(r *scaleResults) []goal {
 		heap, rss := float64(f.LiveHeap-base.LiveHeap)/float64(f.Seeded), float64(f.SyncedRSS-base.SyncedRSS)/float64(f.Seeded)
 		add(g, fmt.Sprintf("%s of live heap each over %d Deployments (resident: %s each, coarser)", bytesPer(heap), f.Seeded, bytesPer(rss)), verdict(heap <= fleetWorkloadGoal))
 	} else {
-		add(g, "not run", "not measured")
+		add(g, "", "")
 	}
 
 	g = fmt.Sprintf("The background audit adds ≤ %.0f %% resident memory at %s objects, and a pass takes ≤ %.0f %% of the default interval (%s)", auditRSSGoal*100, kilo(fullScaleSizes[0]), auditPassGoal*100, webhooks.DefaultAuditInterval)
@@ -261,20 +250,20 @@ func scaleGoals(r *scaleResults) []goal {
 			add(g, measured, "not judged at this scale")
 		}
 	} else {
-		add(g, "not run", "not measured")
+		add(g, "", "")
 	}
 
 	g = fmt.Sprintf("%d MR kinds with few objects add ≤ %s", fullMRKinds, mib(mrKindsGoal))
-	if k := r.find(scenarioKinds, true); k != nil && base != nil && r.MRKinds > 0 {
+	if k := r.find(scenarioKinds, true); k != nil && base != nil && r.Options.mrKinds > 0 {
 		added := k.SyncedRSS - base.SyncedRSS
-		measured := fmt.Sprintf("%d kinds (%d objects each) add %s resident, %s live heap, %.0f watches", r.MRKinds, r.ObjectsPerKind, mib(added), mib(k.LiveHeap-base.LiveHeap), k.Watches-base.Watches)
-		if r.MRKinds >= fullMRKinds {
+		measured := fmt.Sprintf("%d kinds (%d objects each) add %s resident, %s live heap, %.0f watches", r.Options.mrKinds, r.Options.objectsPerKind, mib(added), mib(k.LiveHeap-base.LiveHeap), k.Watches-base.Watches)
+		if r.Options.mrKinds >= fullMRKinds {
 			add(g, measured, verdict(added <= mrKindsGoal))
 		} else {
-			add(g, fmt.Sprintf("%s; %d kinds at that rate would add %s", measured, fullMRKinds, mib(added*fullMRKinds/int64(r.MRKinds))), "not judged at this scale")
+			add(g, fmt.Sprintf("%s; %d kinds at that rate would add %s", measured, fullMRKinds, mib(added*fullMRKinds/int64(r.Options.mrKinds))), "not judged at this scale")
 		}
 	} else {
-		add(g, "not run", "not measured")
+		add(g, "", "")
 	}
 	return out
 }
@@ -285,7 +274,7 @@ func (r *scaleResults) scenarioTitle(m *scaleMeasure) string {
 	case scenarioEmpty:
 		return "empty caches"
 	case scenarioKinds:
-		return fmt.Sprintf("%d MR kinds, %d objects each", r.MRKinds, r.ObjectsPerKind)
+		return fmt.Sprintf("%d MR kinds, %d objects each", r.Options.mrKinds, r.Options.objectsPerKind)
 	case scenarioFleet:
 		return fmt.Sprintf("%d Fleet-managed Deployments", m.Seeded)
 	case scenarioAuditOff:
@@ -311,25 +300,18 @@ const scalePlaceholder = scaleBegin + "\n## Caches at scale\n\n_Not measured yet
 // keptScale returns the cache-at-scale section of a report (markers
 // included), or the placeholder when it has none.
 func keptScale(report string) string {
-	_, rest, ok := strings.Cut(report, scaleBegin)
-	if !ok {
-		return scalePlaceholder
+	if _, section, _, ok := between(report, scaleBegin, scaleEnd); ok {
+		return scaleBegin + section + scaleEnd
 	}
-	section, _, ok := strings.Cut(rest, scaleEnd)
-	if !ok {
-		return scalePlaceholder
-	}
-	return scaleBegin + section + scaleEnd
+	return scalePlaceholder
 }
 
 // spliceScale puts section in place of a report's cache-at-scale section;
 // a report without one gets it after its title, and no report becomes a
 // title and the section.
 func spliceScale(report, section string) string {
-	if before, rest, ok := strings.Cut(report, scaleBegin); ok {
-		if _, after, ok := strings.Cut(rest, scaleEnd); ok {
-			return before + section + after
-		}
+	if before, _, after, ok := between(report, scaleBegin, scaleEnd); ok {
+		return before + section + after
 	}
 	if strings.TrimSpace(report) == "" {
 		return "# Benchmarks\n\n" + section + "\n"
@@ -340,29 +322,28 @@ func spliceScale(report, section string) string {
 	return section + "\n\n" + report
 }
 
+// between splits doc around the first begin marker and the end marker
+// after it; ok says whether it has both.
+func between(doc, begin, end string) (before, inside, after string, ok bool) {
+	before, rest, ok := strings.Cut(doc, begin)
+	if ok {
+		inside, after, ok = strings.Cut(rest, end)
+	}
+	return before, inside, after, ok
+}
+
 // writeScaleReport writes the memory chart and the report's cache-at-scale
 // section, leaving the rest of the report as it is.
 func writeScaleReport(path string, res *scaleResults) error {
-	chart := filepath.Join(filepath.Dir(path), "benchmark-memory.svg")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(chart, []byte(memoryChart(res)), 0o644); err != nil {
-		return err
-	}
-	old, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	logf("writing the cache-at-scale section of %s, and %s", path, chart)
-	return os.WriteFile(path, []byte(spliceScale(string(old), renderScale(res, filepath.Base(chart)))), 0o644)
+	const chart = "benchmark-memory.svg"
+	logf("writing the cache-at-scale section of %s, and %s", path, filepath.Join(filepath.Dir(path), chart))
+	return writeDoc(path, chart, memoryChart(res), func(old string) string { return spliceScale(old, renderScale(res, chart)) })
 }
 
 // renderScale is the report's cache-at-scale section, markers included.
 func renderScale(res *scaleResults, chart string) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	m := res.Machine
 	label := "full scale"
 	if !res.fullScale() {
 		var full []string
@@ -372,12 +353,8 @@ func renderScale(res *scaleResults, chart string) string {
 		label = fmt.Sprintf("**reduced scale** (the goals name %s objects, %d MR kinds and %d Fleet-managed workloads)", strings.Join(full, ", "), fullMRKinds, fullFleetWorkloads)
 	}
 	w("%s\n## Caches at scale\n\n", scaleBegin)
-	w("Steward's memory, start-up and watches with large caches, measured by `make bench-scale` (`go run ./e2e/load -scale`) against a real kube-apiserver and etcd, separately from the load run below. Generated on %s at commit `%s`, on %d × %s; %s.\n\n",
-		res.Started.UTC().Format("2006-01-02 15:04 MST"), m.Commit, m.CPUs, m.CPUModel, label)
-	w("| goal | measured | |\n|---|---|---|\n")
-	for _, g := range scaleGoals(res) {
-		w("| %s | %s | %s |\n", g.Goal, g.Measured, g.Verdict)
-	}
+	w("Steward's memory, start-up and watches with large caches, measured by `make bench-scale` (`go run ./e2e/load -scale`) against a real kube-apiserver and etcd, separately from the load run below. Generated %s; %s.\n\n%s",
+		res.generated(), label, goalTable(scaleGoals(res)))
 	w("\n| scenario | WatchList | objects seeded | in claimguard's caches | memory limit | synced resident | start-up peak | peak ÷ synced | peak once settled | live heap | ready after | CPU until ready | watches | kinds watched |\n")
 	w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, x := range res.Measures {
@@ -404,7 +381,7 @@ func renderScale(res *scaleResults, chart string) string {
 	w("The mix is 1 XR : 5 MRs : ½ Flux object: v1 XPostgreSQLInstances (the sample XRD in `e2e/crds`) of claims, each composing five MRs of real provider-sql v0.16.0 kinds (a Database, a Role, a Schema and two Grants, owned by the XR, labelled with its claim and carrying an external name and the provider's finalizer), and Kustomizations, HelmReleases and GitRepositories (a quarter suspended). ")
 	w("The Fleet scenario's Deployments carry what Fleet's agent writes: Helm's labels and release annotations, wrangler's objectset id, owner and hash, `objectset.rio.cattle.io/applied` (the object gzipped, in base64), and managedFields of the `fleetagent` field manager and of `kube-controller-manager` (status); its cost is the difference from empty caches. ")
 	w("The MR kinds are generated: copies of provider-sql's Database CRD renamed (kind DatabaseNNN, group kNNN.scale.sql.crossplane.io), in the `managed` category, each with a few composed objects; they and the Deployments are removed before the mix is seeded. ")
-	w("Seeding writes straight to the API server from %d goroutines while Steward is stopped and its webhooks unregistered", res.SeedWorkers)
+	w("Seeding writes straight to the API server from %d goroutines while Steward is stopped and its webhooks unregistered", res.Options.seedWorkers)
 	for i, s := range res.Seeding {
 		from := 0
 		if i > 0 {
@@ -414,8 +391,8 @@ func renderScale(res *scaleResults, chart string) string {
 		w("%s%s to %s objects in %s (%.0f objects/s)", sep, kilo(from), kilo(s.Total), s.Took.Round(time.Second), s.rate())
 	}
 	w(". ")
-	w("Settled means: %s after /readyz first answers and claimguard reports the objects, the tool triggers two of the collections Go's runtime forces on an idle process every two minutes (pprof's `heap?gc=1`; the scavenger's goal after a collection follows the heap of the one before, so after the first it still allows for the start-up's), reads the live heap (`go_memstats_heap_alloc_bytes`) right after them, and reads the synced resident memory (VmRSS) once the runtime has returned what that freed (it has not fallen by 1%% in 30 seconds: Go's scavenger returns memory in bursts, seconds apart); the start-up peak is VmHWM read when Steward first answers ready and claimguard holds every seeded XR and MR (claimguard answers ready after one minute even while its lists are still being stored; the start-up then ends, and its peak is read, when they are: a dagger marks those), and the peak once settled VmHWM read with the synced memory: it adds what ran after start-up (the first audit pass, the collections the tool triggers) and the heap Go's collector allows once Steward is ready (twice the live heap at Go's default GOGC=100, where the synced memory is read after the runtime returned what it could), all from `/proc/<pid>/status`. Ready after is from the process's start to its first ready answer, and CPU until ready the process's user and system time then (`/proc/<pid>/stat`). ", res.Settle)
-	w("The PolicyReport CRDs Steward ships are installed, so the background audit publishes as it would in a cluster that has them (every 5m, the default, in every measurement but two); at %s objects Steward is started twice more, with the audit off and with it every %s, and the goal compares the two: a pass's time is `steward_audit_duration_seconds` summed over the rules, read after at least two passes. ", kilo(auditScale(res.Sizes)), auditEvery)
+	w("Settled means: %s after /readyz first answers and claimguard reports the objects, the tool triggers two of the collections Go's runtime forces on an idle process every two minutes (pprof's `heap?gc=1`; the scavenger's goal after a collection follows the heap of the one before, so after the first it still allows for the start-up's), reads the live heap (`go_memstats_heap_alloc_bytes`) right after them, and reads the synced resident memory (VmRSS) once the runtime has returned what that freed (it has not fallen by 1%% in 30 seconds: Go's scavenger returns memory in bursts, seconds apart); the start-up peak is VmHWM read when Steward first answers ready and claimguard holds every seeded XR and MR (claimguard answers ready after one minute even while its lists are still being stored; the start-up then ends, and its peak is read, when they are: a dagger marks those), and the peak once settled VmHWM read with the synced memory: it adds what ran after start-up (the first audit pass, the collections the tool triggers) and the heap Go's collector allows once Steward is ready (twice the live heap at Go's default GOGC=100, where the synced memory is read after the runtime returned what it could), all from `/proc/<pid>/status`. Ready after is from the process's start to its first ready answer, and CPU until ready the process's user and system time then (`/proc/<pid>/stat`). ", res.Options.settle)
+	w("The PolicyReport CRDs Steward ships are installed, so the background audit publishes as it would in a cluster that has them (every 5m, the default, in every measurement but two); at %s objects Steward is started twice more, with the audit off and with it every %s, and the goal compares the two: a pass's time is `steward_audit_duration_seconds` summed over the rules, read after at least two passes. ", kilo(auditScale(res.Options.scaleSizes)), auditEvery)
 	w("Watches are the API server's own count, `apiserver_longrunning_requests{verb=\"WATCH\"}` with Steward running minus without it; kinds watched are Steward's (`steward_claimguard_watched_kinds` plus the series of `steward_watched_kinds`; fleetguard's four workload informers are not among them). Objects seeded count what the scenario created; claimguard's caches hold the XRs and MRs of them (`steward_claimguard_cached_objects`); suspendnotice's Flux objects have no count of their own.\n\n")
 	w("Reproducing: `make tools` once, then `make bench-scale` for the full run")
 	if n := len(res.Seeding); n > 0 {
@@ -425,10 +402,7 @@ func renderScale(res *scaleResults, chart string) string {
 	}
 	w(", or a check of the tool in about six minutes, labelled as reduced scale: `make bench-scale BENCH_FLAGS=\"-scale-objects 6000,12000 -mr-kinds 50 -fleet-workloads 200\"`. Flags: `-scale-objects`, `-mr-kinds`, `-objects-per-kind`, `-fleet-workloads`, `-seed-workers`, `-settle`, `-out`. `make bench` leaves this section as it is.\n")
 	if len(res.Warnings) > 0 {
-		w("\nWarnings during the run:\n\n")
-		for _, msg := range res.Warnings {
-			w("- %s\n", strings.NewReplacer("\n", " ", "|", `\|`).Replace(msg))
-		}
+		w("\nWarnings during the run:\n\n%s", res.warningList())
 	}
 	w("%s", scaleEnd)
 	return b.String()

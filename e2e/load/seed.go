@@ -3,111 +3,41 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/stewardhq/steward/e2e/harness"
 )
 
-// seeded is what seed created, for the workloads to refer to.
-type seeded struct {
-	composites, claims, kustomizations []string
-	XRs, MRs, Flux                     int
-	Took                               time.Duration
-}
+// Seeding fills the API server before a measurement: the load run's large
+// caches (seed), the scale scenarios' growing mix (mixSeeder), MR kinds
+// (seedKinds) and Fleet-managed Deployments (seedFleet). All of them write
+// through createAll, straight to the API server from many goroutines, and
+// create custom resources with createRetry.
 
-// compositeFor picks a seeded XR (and its claim) for the i-th write.
-func (s *seeded) compositeFor(i int) (xr, claim string) {
-	if len(s.composites) == 0 {
-		return "xr-none", "none"
-	}
-	i %= len(s.composites)
-	return s.composites[i], s.claims[i]
-}
-
-// terminatingEvery makes one XR in this many (and its MRs) terminating:
-// created with Crossplane's finalizer and then deleted, as during a slow
-// Foreground deletion, so claimguard's lookups find some.
-const terminatingEvery = 100
-
-// seed creates xrs composite resources with mrs managed resources spread
-// evenly over them (each XR lists its MRs, each MR is owned by its XR and
-// carries an external name), and flux Flux objects (half Kustomizations,
-// every other one suspended; the rest HelmReleases and GitRepositories,
-// one in four suspended), 32 at a time.
-func seed(ctx context.Context, c *cluster, xrs, mrs, flux int) (*seeded, error) {
-	start, s := time.Now(), &seeded{}
+// createAll runs create for every i in [0, n) on at most workers
+// goroutines at once (started in order of i) and returns the first error.
+func createAll(ctx context.Context, workers, n int, create func(ctx context.Context, i int) error) error {
 	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(32)
-	xrClient, mrClient := c.as("").dyn.Resource(compositeGVR), c.as("").dyn.Resource(managedGVR)
-	for i := range xrs {
-		claimName := fmt.Sprintf("db-%05d", i)
-		xrName := claimName + "-" + suffix(i)
-		s.claims, s.composites = append(s.claims, claimName), append(s.composites, xrName)
-		names := make([]string, mrs/xrs+min(1, max(0, mrs%xrs-i)))
-		for j := range names {
-			names[j] = fmt.Sprintf("%s-%s%c", xrName, suffix(i*131 + j)[:4], suffixLetters[j%len(suffixLetters)])
-		}
-		dying := i%terminatingEvery == terminatingEvery-1
-		g.Go(func() error {
-			xr := composite(xrName, claimName, names)
-			if dying {
-				xr.SetFinalizers([]string{"composite.apiextensions.crossplane.io"})
-			}
-			got, err := createRetry(ctx, xrClient, xr)
-			if err != nil {
-				return fmt.Errorf("seeding XR %s: %w", xrName, err)
-			}
-			owner := metav1.OwnerReference{APIVersion: got.GetAPIVersion(), Kind: got.GetKind(), Name: got.GetName(), UID: got.GetUID(),
-				Controller: ptr(true), BlockOwnerDeletion: ptr(true)}
-			for _, name := range names {
-				mr := managed(name, xrName, claimName)
-				mr.SetOwnerReferences([]metav1.OwnerReference{owner})
-				if dying {
-					mr.SetFinalizers([]string{"finalizer.managedresource.crossplane.io"})
-				}
-				if _, err := createRetry(ctx, mrClient, mr); err != nil {
-					return fmt.Errorf("seeding MR %s: %w", name, err)
-				}
-				if dying {
-					if err := mrClient.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-						return fmt.Errorf("deleting MR %s: %w", name, err)
-					}
-				}
-			}
-			if dying {
-				return xrClient.Delete(ctx, xrName, metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationForeground)})
-			}
-			return nil
-		})
+	g.SetLimit(workers)
+	for i := range n {
+		g.Go(func() error { return create(ctx, i) })
 	}
-	nKs := max(flux/2, 2)
-	for i := range max(flux, nKs) {
-		var obj *unstructured.Unstructured
-		var res schema.GroupVersionResource
-		switch {
-		case i < nKs:
-			s.kustomizations = append(s.kustomizations, fmt.Sprintf("app-%05d", i))
-			obj, res = fluxObject("Kustomization", s.kustomizations[i], i%2 == 1), ksGVR
-		case i%2 == 0:
-			obj, res = fluxObject("HelmRelease", fmt.Sprintf("release-%05d", i), i%4 == 1), hrGVR
-		default:
-			obj, res = fluxObject("GitRepository", fmt.Sprintf("repo-%05d", i), i%4 == 1), gitRepoGVR
-		}
-		g.Go(func() error {
-			_, err := createRetry(ctx, c.as("").dyn.Resource(res).Namespace(fluxNamespace), obj)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	s.XRs, s.MRs, s.Flux, s.Took = xrs, mrs, max(flux, nKs), time.Since(start)
-	return s, nil
+	return g.Wait()
 }
 
 // createRetry creates obj, retrying a few times: on a busy machine a create
@@ -130,18 +60,266 @@ func createRetry(ctx context.Context, c dynamic.ResourceInterface, obj *unstruct
 	return nil, fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
 }
 
-// suffixLetters are the characters of generated name suffixes.
-const suffixLetters = "bcdfghjklmnpqrstvwxz2456789"
-
-// suffix is a deterministic five-letter suffix, like the random one
-// Crossplane appends to a claim's XR and an XR's MRs.
-func suffix(i int) string {
-	x, b := uint32(i)*2654435761+12345, make([]byte, 5)
-	for j := range b {
-		b[j] = suffixLetters[x%uint32(len(suffixLetters))]
-		x = x/uint32(len(suffixLetters)) ^ uint32(i)*40503
+// seedComposite creates XR xr of claim claim and, owned by it, the MRs it
+// composes. A dying XR and its MRs are created with Crossplane's
+// finalizers and then deleted, as during a slow Foreground deletion, so
+// claimguard's lookups find some terminating.
+func seedComposite(ctx context.Context, dyn dynamic.Interface, xr, claim string, mrs []*unstructured.Unstructured, dying bool) error {
+	obj := composite(xr, claim, mrs)
+	if dying {
+		obj.SetFinalizers([]string{"composite.apiextensions.crossplane.io"})
 	}
-	return string(b)
+	got, err := createRetry(ctx, dyn.Resource(compositeGVR), obj)
+	if err != nil {
+		return err
+	}
+	owner := []metav1.OwnerReference{{APIVersion: got.GetAPIVersion(), Kind: got.GetKind(), Name: got.GetName(), UID: got.GetUID(),
+		Controller: ptr(true), BlockOwnerDeletion: ptr(true)}}
+	for _, mr := range mrs {
+		mr.SetOwnerReferences(owner)
+		if dying {
+			mr.SetFinalizers([]string{"finalizer.managedresource.crossplane.io"})
+		}
+		res := dyn.Resource(mrResources[mr.GetKind()])
+		if _, err := createRetry(ctx, res, mr); err != nil {
+			return err
+		}
+		if dying {
+			if err := res.Delete(ctx, mr.GetName(), metav1.DeleteOptions{}); err != nil {
+				return fmt.Errorf("deleting MR %s: %w", mr.GetName(), err)
+			}
+		}
+	}
+	if dying {
+		return dyn.Resource(compositeGVR).Delete(ctx, xr, metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationForeground)})
+	}
+	return nil
 }
 
-func ptr[T any](v T) *T { return &v }
+// seedFlux creates a Flux object (fluxObject) in fluxNamespace.
+func seedFlux(ctx context.Context, dyn dynamic.Interface, kind, name string, suspended bool) error {
+	_, err := createRetry(ctx, dyn.Resource(fluxResources[kind]).Namespace(fluxNamespace), fluxObject(kind, name, suspended))
+	return err
+}
+
+// seeded is what seed created, for the workloads to refer to.
+type seeded struct {
+	composites, claims, kustomizations []string
+	XRs, MRs, Flux                     int
+	Took                               time.Duration
+}
+
+// compositeFor picks a seeded XR (and its claim) for the i-th write.
+func (s *seeded) compositeFor(i int) (xr, claim string) {
+	if len(s.composites) == 0 {
+		return "xr-none", "none"
+	}
+	i %= len(s.composites)
+	return s.composites[i], s.claims[i]
+}
+
+// terminatingEvery makes one XR in this many (and its MRs) terminating.
+const terminatingEvery = 100
+
+// seed creates the load run's large caches: xrs composite resources with
+// mrs managed resources spread evenly over them (each XR lists its MRs,
+// each MR is owned by its XR and carries an external name), and flux Flux
+// objects (half Kustomizations, every other one suspended; the rest
+// HelmReleases and GitRepositories, one in four suspended), 32 at a time.
+func seed(ctx context.Context, c *cluster, xrs, mrs, flux int) (*seeded, error) {
+	start, s := time.Now(), &seeded{XRs: xrs, MRs: mrs, Flux: max(flux, 2)}
+	for i := range xrs {
+		s.claims = append(s.claims, fmt.Sprintf("db-%05d", i))
+		s.composites = append(s.composites, s.claims[i]+"-"+suffix(i))
+	}
+	nKs := max(flux/2, 2)
+	for i := range nKs {
+		s.kustomizations = append(s.kustomizations, fmt.Sprintf("app-%05d", i))
+	}
+	dyn := c.as("").dyn
+	err := createAll(ctx, 32, xrs+s.Flux, func(ctx context.Context, i int) error {
+		if i < xrs {
+			xr, claim := s.composites[i], s.claims[i]
+			owned := make([]*unstructured.Unstructured, mrs/xrs+min(1, max(0, mrs%xrs-i)))
+			for j := range owned {
+				owned[j] = managed(fmt.Sprintf("%s-%s%c", xr, suffix(i*131 + j)[:4], suffixLetters[j%len(suffixLetters)]), xr, claim)
+			}
+			return seedComposite(ctx, dyn, xr, claim, owned, i%terminatingEvery == terminatingEvery-1)
+		}
+		switch i -= xrs; {
+		case i < nKs:
+			return seedFlux(ctx, dyn, "Kustomization", s.kustomizations[i], i%2 == 1)
+		case i%2 == 0:
+			return seedFlux(ctx, dyn, "HelmRelease", fmt.Sprintf("release-%05d", i), i%4 == 1)
+		}
+		return seedFlux(ctx, dyn, "GitRepository", fmt.Sprintf("repo-%05d", i), i%4 == 1)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Took = time.Since(start)
+	return s, nil
+}
+
+// seedStep is one growth of the mix: how many objects it added and how
+// long that took.
+type seedStep struct {
+	Total, Added int
+	Took         time.Duration
+}
+
+func (s seedStep) rate() float64 { return float64(s.Added) / max(s.Took.Seconds(), 1e-9) }
+
+// mixSeeder grows the scale scenarios' Crossplane and Flux mix in place:
+// for every composite resource (a v1 XPostgreSQLInstance of a claim) five
+// composed MRs of real provider-sql kinds (composedKinds), and a Flux
+// object for every other XR.
+type mixSeeder struct {
+	dyn            dynamic.Interface
+	workers        int
+	xrs, mrs, flux int
+}
+
+// mrsPerXR is the mix's 1 XR : 5 MRs; fluxEvery its ½ Flux object per XR.
+const mrsPerXR, fluxEvery = 5, 2
+
+// composedKinds are the five MRs of each XR of the mix: a Database, a
+// Role, a Schema and two Grants (every kind once, and one kind several
+// times), each with the name of the composition step that made it.
+var composedKinds = [mrsPerXR][2]string{{"Database", "database"}, {"Role", "owner-role"}, {"Schema", "app-schema"}, {"Grant", "grant-connect"}, {"Grant", "grant-usage"}}
+
+func (m *mixSeeder) total() int { return m.xrs + m.mrs + m.flux }
+
+// mixFor splits total objects into the mix: 2 XRs to 10 MRs to 1 Flux
+// object in 13.
+func mixFor(total int) (xrs, flux int) {
+	xrs = total * fluxEvery / (fluxEvery*(1+mrsPerXR) + 1)
+	return xrs, total - xrs*(1+mrsPerXR)
+}
+
+// growTo creates objects until the mix holds total: XRs with their MRs,
+// then Flux objects (half Kustomizations, then HelmReleases and
+// GitRepositories, a quarter of them suspended).
+func (m *mixSeeder) growTo(ctx context.Context, total int) (seedStep, error) {
+	start, before := time.Now(), m.total()
+	xrs, flux := mixFor(total)
+	newXRs := max(xrs-m.xrs, 0)
+	err := createAll(ctx, m.workers, newXRs+max(flux-m.flux, 0), func(ctx context.Context, i int) error {
+		if i < newXRs {
+			i += m.xrs
+			claim := fmt.Sprintf("scale-%06d", i)
+			xr := claim + "-" + suffix(i)
+			mrs := make([]*unstructured.Unstructured, len(composedKinds))
+			for j, k := range composedKinds {
+				mrs[j] = composedMR(k[0], fmt.Sprintf("%s-%s", xr, suffix(i*7+j)), xr, claim, k[1])
+			}
+			return seedComposite(ctx, m.dyn, xr, claim, mrs, false)
+		}
+		i += m.flux - newXRs
+		kind := [4]string{"Kustomization", "HelmRelease", "Kustomization", "GitRepository"}[i%4]
+		return seedFlux(ctx, m.dyn, kind, fmt.Sprintf("scale-%s-%06d", strings.ToLower(kind), i), i%4 == 2)
+	})
+	if err != nil {
+		return seedStep{}, err
+	}
+	m.xrs, m.mrs, m.flux = max(m.xrs, xrs), max(m.xrs, xrs)*mrsPerXR, max(m.flux, flux)
+	return seedStep{Total: m.total(), Added: m.total() - before, Took: time.Since(start)}, nil
+}
+
+// crdOptions reads CRDs from files and directories under the repository
+// root, and waits up to ten minutes for them to be served: every new CRD
+// makes the API server rebuild its OpenAPI, which takes long with many.
+func crdOptions(paths ...string) (envtest.CRDInstallOptions, error) {
+	root, err := harness.RepoRoot()
+	for i := range paths {
+		paths[i] = filepath.Join(root, paths[i])
+	}
+	return envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true, MaxTime: 10 * time.Minute, PollInterval: 100 * time.Millisecond}, err
+}
+
+// seedKinds creates n MR kinds, copies of provider-sql's Database CRD
+// renamed (renamedCRD, still in the "managed" category), and perKind
+// composed objects of each; it returns how many objects it created.
+func seedKinds(ctx context.Context, env *harness.Env, dyn dynamic.Interface, n, perKind, workers int) (int, error) {
+	opts, err := crdOptions(filepath.Join("e2e", "upstream", "provider-sql", sqlGroup+"_databases.yaml"))
+	if err == nil {
+		err = envtest.ReadCRDFiles(&opts)
+	}
+	if err != nil {
+		return 0, err
+	}
+	crds := make([]*apiextensionsv1.CustomResourceDefinition, n)
+	for i := range crds {
+		crds[i] = renamedCRD(opts.CRDs[0], i)
+	}
+	// Each new CRD makes the API server rebuild its OpenAPI: a few at once.
+	if err := createAll(ctx, min(workers, 8), n, func(ctx context.Context, i int) error {
+		if err := env.Client.Create(ctx, crds[i]); err != nil {
+			return fmt.Errorf("creating CRD %s: %w", crds[i].Name, err)
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	if err := envtest.WaitForCRDs(env.Config, crds, opts); err != nil {
+		return 0, fmt.Errorf("waiting for the generated MR kinds to be served: %w", err)
+	}
+	return n * perKind, createAll(ctx, workers, n*perKind, func(ctx context.Context, k int) error {
+		i, crd := k/perKind, crds[k/perKind]
+		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: crd.Spec.Versions[0].Name, Resource: crd.Spec.Names.Plural}
+		xr := fmt.Sprintf("kinds-%03d-%s", i, suffix(i))
+		mr := composedMR("Database", fmt.Sprintf("%s-%s", xr, suffix(i*31+k%perKind)), xr, fmt.Sprintf("kinds-%03d", i), "database")
+		mr.SetAPIVersion(gvr.GroupVersion().String())
+		mr.SetKind(crd.Spec.Names.Kind)
+		_, err := createRetry(ctx, dyn.Resource(gvr), mr)
+		return err
+	})
+}
+
+// removeKinds deletes the generated MR kinds (and so their objects) and
+// waits until they are gone.
+func removeKinds(ctx context.Context, env *harness.Env) error {
+	sel := client.MatchingLabels{benchLabel: scenarioKinds}
+	if err := env.Client.DeleteAllOf(ctx, &apiextensionsv1.CustomResourceDefinition{}, sel); err != nil {
+		return fmt.Errorf("removing the generated MR kinds: %w", err)
+	}
+	return harness.Poll(ctx, 10*time.Minute, func() error {
+		list := &apiextensionsv1.CustomResourceDefinitionList{}
+		if err := env.Client.List(ctx, list, sel); err != nil {
+			return err
+		}
+		if len(list.Items) > 0 {
+			return fmt.Errorf("%d generated MR kinds still being removed", len(list.Items))
+		}
+		return nil
+	})
+}
+
+// seedFleet creates n Fleet-managed Deployments (fleetWorkload) as the
+// Fleet agent, with its field manager, and reports their status as the
+// deployment controller would, so each carries both managedFields entries.
+func seedFleet(ctx context.Context, agent, admin kubernetes.Interface, n, workers int) error {
+	return createAll(ctx, workers, n, func(ctx context.Context, i int) error {
+		d, err := fleetWorkload(i)
+		if err != nil {
+			return err
+		}
+		got, err := agent.AppsV1().Deployments(fleetNamespace).Create(ctx, d, metav1.CreateOptions{FieldManager: fleetFieldManager})
+		if err != nil {
+			return fmt.Errorf("creating Deployment %s: %w", d.Name, err)
+		}
+		replicas := *got.Spec.Replicas
+		now := metav1.NewTime(time.Now())
+		got.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: got.Generation, Replicas: replicas, UpdatedReplicas: replicas, ReadyReplicas: replicas, AvailableReplicas: replicas,
+			Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", Message: "Deployment has minimum availability.", LastUpdateTime: now, LastTransitionTime: now},
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable", Message: fmt.Sprintf("ReplicaSet %q has successfully progressed.", got.Name+"-7f9d8c6b5"), LastUpdateTime: now, LastTransitionTime: now},
+			},
+		}
+		if _, err := admin.AppsV1().Deployments(fleetNamespace).UpdateStatus(ctx, got, metav1.UpdateOptions{FieldManager: "kube-controller-manager"}); err != nil {
+			return fmt.Errorf("updating the status of Deployment %s: %w", d.Name, err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// recorder keeps a line for every write a fake client receives: the verb,
+// the resource, the object's name and a digest of what was sent (times,
+// and what the fake server adds, left out: they differ from run to run).
+type recorder struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (r *recorder) react(action k8stesting.Action) (bool, runtime.Object, error) {
+	line := fmt.Sprintf("%s %s %s", action.GetVerb(), action.GetResource().GroupResource(), action.GetSubresource())
+	switch a := action.(type) {
+	case interface{ GetObject() runtime.Object }: // creates and updates
+		line += " " + digest(a.GetObject())
+	case k8stesting.DeleteAction:
+		line += " " + a.GetName()
+	}
+	r.mu.Lock()
+	r.lines = append(r.lines, line)
+	r.mu.Unlock()
+	return false, nil, nil
+}
+
+// digest names an object and hashes its JSON without timestamps.
+func digest(obj runtime.Object) string {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		panic(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		panic(err)
+	}
+	var scrub func(v any)
+	scrub = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, k := range []string{"lastUpdateTime", "lastTransitionTime", "time", "creationTimestamp", "resourceVersion", "uid"} {
+				delete(v, k)
+			}
+			for _, x := range v {
+				scrub(x)
+			}
+		case []any:
+			for _, x := range v {
+				scrub(x)
+			}
+		}
+	}
+	scrub(m)
+	name, _, _ := strings.Cut(fmt.Sprint(m["metadata"].(map[string]any)["name"]), "\n")
+	data, _ = json.Marshal(m)
+	return fmt.Sprintf("%s %x", name, sha256.Sum256(data))
+}
+
+// TestSeedingWritesTheKnownObjects seeds the load run's caches (one XR in
+// a hundred terminating), grows the scale scenarios' mix twice and creates
+// Fleet-managed Deployments against fake clients, and compares every write
+// with testdata/seeded.golden: a change to how seeding is organised must
+// not change what it writes.
+func TestSeedingWritesTheKnownObjects(t *testing.T) {
+	ctx := context.Background()
+	rec := &recorder{}
+	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	dyn.PrependReactor("*", "*", rec.react)
+	c := &cluster{users: map[string]*clients{"": {dyn: dyn}}}
+	s, err := seed(ctx, c, 101, 230, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.lines = append(rec.lines, fmt.Sprintf("seeded %d XRs, %d MRs, %d Flux objects; kustomizations %v", s.XRs, s.MRs, s.Flux, s.kustomizations))
+	mix := mixSeeder{dyn: dyn, workers: 8}
+	for _, total := range []int{130, 260} {
+		step, err := mix.growTo(ctx, total)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.lines = append(rec.lines, fmt.Sprintf("mix grown to %d: %d added", step.Total, step.Added))
+	}
+	kube := kubefake.NewClientset()
+	kube.PrependReactor("*", "*", rec.react)
+	if err := seedFleet(ctx, kube, kube, 3, 2); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(rec.lines)
+	got := strings.Join(rec.lines, "\n") + "\n"
+	golden := filepath.Join("testdata", "seeded.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("seeding wrote other objects than %s:\n%s", golden, firstDifference(got, string(want)))
+	}
+}
