@@ -7,8 +7,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/stewardhq/steward/webhooks/apimigration"
-	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -105,10 +103,6 @@ func (r schemaReflector) reflect(t reflect.Type) map[string]any {
 		}}
 	case reflect.TypeFor[metav1.Duration]():
 		return map[string]any{"type": "string", "pattern": durationPattern}
-	case reflect.TypeFor[apimigration.FluxRelease]():
-		// A string (unquoted, YAML reads 2.10 as the number 2.1), empty
-		// when unset.
-		return map[string]any{"type": "string", "pattern": "^$|" + apimigration.ReleasePattern()}
 	case reflect.TypeFor[AuditConfig]():
 		s := r.object(t)
 		rules := s["properties"].(map[string]any)["disabledRules"].(map[string]any)
@@ -119,19 +113,23 @@ func (r schemaReflector) reflect(t reflect.Type) map[string]any {
 		rules["items"] = map[string]any{"enum": names}
 		rules["uniqueItems"] = true
 		return s
-	case reflect.TypeFor[gitops.IgnoredFields]():
-		s := r.object(t)
-		props := s["properties"].(map[string]any)
-		props["kind"].(map[string]any)["minLength"] = 1
-		props["paths"].(map[string]any)["minItems"] = 1
-		s["required"] = []string{"kind", "paths"}
-		return s
 	}
+	if t.Kind() == reflect.Pointer {
+		return r.schema(t.Elem())
+	}
+	s := r.ofKind(t)
+	if t.Implements(reflect.TypeFor[rule.SchemaRefiner]()) {
+		reflect.Zero(t).Interface().(rule.SchemaRefiner).RefineSchema(s)
+	}
+	return s
+}
+
+// ofKind is the schema of a value of t's kind, its members reflected in
+// turn.
+func (r schemaReflector) ofKind(t reflect.Type) map[string]any {
 	switch t.Kind() {
 	case reflect.Struct:
 		return r.object(t)
-	case reflect.Pointer:
-		return r.schema(t.Elem())
 	case reflect.Slice:
 		return map[string]any{"type": "array", "items": r.schema(t.Elem())}
 	case reflect.Map:
