@@ -9,6 +9,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/audit"
+	"github.com/stewardhq/steward/webhooks/setup"
 )
 
 // baseRBAC grants Steward exactly what its rules' Specs, the cluster
@@ -16,7 +17,7 @@ import (
 // they read or write, and nothing else, plus the ClusterRoles the rules
 // aggregate and, in its own namespace, the Lease of leader election.
 func (in install) baseRBAC(cfg webhooks.Config, rules []webhooks.Configured) []any {
-	policy := append(webhooks.ClusterCacheRBAC(), webhooks.EventsRBAC(cfg)...)
+	policy := append(setup.ClusterCacheRBAC(), setup.EventsRBAC(cfg)...)
 	policy = append(policy, audit.RBAC()...)
 	var aggregated []any
 	for _, c := range rules {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/audit"
+	"github.com/stewardhq/steward/webhooks/setup"
 )
 
 const auditUsageText = `Usage: steward audit [flags]
@@ -153,7 +154,7 @@ func auditOnce(ctx context.Context, restCfg *rest.Config, cfg webhooks.Config, t
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	if err := webhooks.SetupWithManager(mgr, rules); err != nil {
+	if err := setup.WithManager(mgr, rules); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)

@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/setup"
 )
 
 // configReloadInterval is how often the configuration file is read again.
@@ -153,11 +154,11 @@ func (r *configReloader) apply(cfg webhooks.Config) error {
 // registrationFields are the changed fields that alone change what the
 // manifests rendered for the configuration register or grant.
 func registrationFields(old, cfg webhooks.Config, changed []string) []string {
-	before := webhooks.RegistrationOf(old)
+	before := setup.RegistrationOf(old)
 	var out []string
 	for _, f := range changed {
 		one, err := webhooks.WithField(old, cfg, f)
-		if err != nil || !webhooks.RegistrationOf(one).Equal(before) {
+		if err != nil || !setup.RegistrationOf(one).Equal(before) {
 			out = append(out, f)
 		}
 	}
@@ -184,7 +185,7 @@ func (r *configReloader) restartFields(cfg webhooks.Config) []string {
 		out = append(out, "recordEventsFor")
 	}
 	synced := func(c webhooks.Config, name string) map[string]string {
-		return webhooks.RegistrationOf(c).Rules[name].Synced
+		return setup.RegistrationOf(c).Rules[name].Synced
 	}
 	for _, f := range webhooks.ChangedFields(r.startup, cfg) {
 		name, _, ok := strings.Cut(strings.TrimPrefix(f, "rules."), ".")

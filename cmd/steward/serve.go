@@ -36,6 +36,7 @@ import (
 	"github.com/stewardhq/steward/webhooks/rule"
 	"github.com/stewardhq/steward/webhooks/rulessync"
 	"github.com/stewardhq/steward/webhooks/serving"
+	"github.com/stewardhq/steward/webhooks/setup"
 )
 
 func runServe(args []string, stdout, stderr io.Writer) int {
@@ -182,9 +183,9 @@ func serve(opts serveOptions, restCfg *rest.Config, cfg webhooks.Config, configD
 
 // cacheOptions are the manager cache's options for serve and audit alike:
 // the rules' scopes, and informers that list in pages of transformed
-// objects, never a whole list of untransformed ones (webhooks.NewInformer).
+// objects, never a whole list of untransformed ones (setup.NewInformer).
 func cacheOptions(rules []webhooks.Configured) cache.Options {
-	return cache.Options{ByObject: cacheScopes(rules), NewInformer: webhooks.NewInformer}
+	return cache.Options{ByObject: cacheScopes(rules), NewInformer: setup.NewInformer}
 }
 
 // cacheScopes gathers the rules' narrowing of the manager's shared cache.
@@ -207,7 +208,7 @@ func cacheScopes(rules []webhooks.Configured) map[client.Object]cache.ByObject {
 // It returns the served rules and the Events recorder (nil when the
 // configuration records no Events).
 func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Configured, limit *serving.InflightLimit, drain *serving.Drain, log logr.Logger) (*servedRules, func(controller string) serving.EventRecorder, error) {
-	if err := webhooks.SetupWithManager(mgr, rules); err != nil {
+	if err := setup.WithManager(mgr, rules); err != nil {
 		return nil, nil, err
 	}
 	events, recorder, err := denialEvents(mgr, cfg)
