@@ -9,6 +9,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/audit"
+	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/setup"
 )
 
@@ -16,7 +17,7 @@ import (
 // cache, the Events for refused writes and the background audit declare
 // they read or write, and nothing else, plus the ClusterRoles the rules
 // aggregate and, in its own namespace, the Lease of leader election.
-func (in install) baseRBAC(cfg webhooks.Config, rules []webhooks.Configured) []any {
+func (in install) baseRBAC(cfg config.Config, rules []webhooks.Configured) []any {
 	policy := append(setup.ClusterCacheRBAC(), setup.EventsRBAC(cfg)...)
 	policy = append(policy, audit.RBAC()...)
 	var aggregated []any

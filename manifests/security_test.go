@@ -20,6 +20,7 @@ import (
 	"github.com/stewardhq/steward/certs"
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/audit"
+	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/setup"
 )
 
@@ -86,8 +87,8 @@ var overlayNames = []string{"cert-manager", "self-managed-certs"}
 // self-managed mode, what
 // the certificate manager needs, and the Events for refused writes.
 func declaredPermissions(overlay string) (cluster, namespaced []rbacv1.PolicyRule) {
-	cluster = append(setup.ClusterCacheRBAC(), setup.EventsRBAC(webhooks.DefaultConfig())...)
-	for _, c := range webhooks.Rules(webhooks.DefaultConfig()) {
+	cluster = append(setup.ClusterCacheRBAC(), setup.EventsRBAC(config.Defaults())...)
+	for _, c := range webhooks.Rules(config.Defaults()) {
 		cluster = append(cluster, c.Rule.Spec().PolicyRules()...)
 	}
 	cluster = append(cluster, metricsAuthRules...)

@@ -1,9 +1,8 @@
 package setup
 
 import (
+	"github.com/stewardhq/steward/webhooks/config"
 	rbacv1 "k8s.io/api/rbac/v1"
-
-	"github.com/stewardhq/steward/webhooks"
 )
 
 // ClusterCacheRBAC is what the cluster cache reads for every rule: CRD
@@ -18,8 +17,8 @@ func ClusterCacheRBAC() []rbacv1.PolicyRule {
 // (recordEventsFor): creating Events, and patching them to count a
 // repeated refusal in the Event's series. Events are notes about objects,
 // never the objects themselves; none is granted when c records none.
-func EventsRBAC(c webhooks.Config) []rbacv1.PolicyRule {
-	if c.RecordEventsFor == webhooks.EventsForNone {
+func EventsRBAC(c config.Config) []rbacv1.PolicyRule {
+	if c.RecordEventsFor == config.EventsForNone {
 		return nil
 	}
 	return []rbacv1.PolicyRule{

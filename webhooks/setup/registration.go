@@ -1,6 +1,7 @@
 package setup
 
 import (
+	"github.com/stewardhq/steward/webhooks/config"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
@@ -28,7 +29,7 @@ type RuleRegistration struct {
 }
 
 // RegistrationOf renders the registration of c's rules.
-func RegistrationOf(c webhooks.Config) Registration {
+func RegistrationOf(c config.Config) Registration {
 	target := rule.Target{Namespace: "steward", Service: "steward"}
 	out := Registration{Rules: map[string]RuleRegistration{}, Events: EventsRBAC(c)}
 	for _, r := range webhooks.Rules(c) {

@@ -3,22 +3,22 @@ package setup
 import (
 	"testing"
 
-	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/config"
 )
 
 // TestRegistrationOf: one configuration has one registration, and a change
 // the manifests render (a rule turned off, Events no longer recorded)
 // changes it.
 func TestRegistrationOf(t *testing.T) {
-	def := RegistrationOf(webhooks.DefaultConfig())
-	if !def.Equal(RegistrationOf(webhooks.DefaultConfig())) {
+	def := RegistrationOf(config.Defaults())
+	if !def.Equal(RegistrationOf(config.Defaults())) {
 		t.Error("the registrations of one configuration differ")
 	}
 	for _, file := range []string{
 		"rules:\n  fleetguard:\n    mode: \"off\"\n",
 		"recordEventsFor: none\n",
 	} {
-		c, err := webhooks.ParseConfig([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\n"+file), "test.yaml")
+		c, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\n"+file), "test.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
