@@ -61,12 +61,3 @@ func Rules(c config.Config) []Configured {
 	}
 	return out
 }
-
-// RuleNames are the names of every Steward rule, in the list's order.
-func RuleNames() []string {
-	out := make([]string, len(list))
-	for i, e := range list {
-		out[i] = e.Name
-	}
-	return out
-}

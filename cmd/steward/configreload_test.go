@@ -462,7 +462,7 @@ func TestConfigReloadRecordsNoEventsUnderRecordEventsForNone(t *testing.T) {
 func TestConfigReloadReachesTheAudit(t *testing.T) {
 	f := newReloadFixture(t, harnessHeader)
 	rules, cfg := f.served.forAudit()
-	if cfg.Every() != config.DefaultAuditInterval || len(rules) != len(webhooks.RuleNames()) {
+	if cfg.Every() != config.DefaultAuditInterval || len(rules) != len(config.Defaults().Rules) {
 		t.Fatalf("at start-up the audit reads %d rules every %s, want every rule every %s", len(rules), cfg.Every(), config.DefaultAuditInterval)
 	}
 	before := map[string]rule.Rule{}

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/config"
 )
 
@@ -105,7 +104,7 @@ func TestAuditConfig(t *testing.T) {
 			if got := c.Audit.Every(); got != tc.wantEvery {
 				t.Errorf("%s: Every() = %s, want %s", tc.reason, got, tc.wantEvery)
 			}
-			for _, r := range webhooks.RuleNames() {
+			for r := range config.Defaults().Rules {
 				want := false
 				for _, d := range tc.wantDisabled {
 					want = want || d == r
