@@ -113,9 +113,9 @@ e2e: tools $(HELM) ## the e2e suites only, verbose (builds the API server, etcd 
 
 # Renders manifests/ and the Helm chart from the typed objects and the
 # rule list, after collecting the configuration's doc comments for its
-# JSON schema (webhooks/configdocs.go).
+# JSON schema (webhooks/config/schemadocs.go).
 generate: ## re-render manifests/ and the Helm chart charts/steward
-	$(GO) test ./webhooks -run '^TestConfigDocsMatchTheSource$$' -update >/dev/null
+	$(GO) test ./webhooks/config -run '^TestSchemaDocsMatchTheSource$$' -update >/dev/null
 	$(GO) run ./cmd/steward manifests --chart-dir charts/steward
 
 # Fails when generated files are stale, the chart does not lint or render,

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -37,7 +38,7 @@ func (w servedWebhook) failsOpen() bool {
 
 func servedWebhooks() []servedWebhook {
 	var out []servedWebhook
-	for _, c := range webhooks.Rules(webhooks.DefaultConfig()) {
+	for _, c := range webhooks.Rules(config.Defaults()) {
 		spec := c.Rule.Spec()
 		for _, wh := range spec.Webhooks {
 			out = append(out, servedWebhook{Webhook: wh, mutating: spec.Type == rule.Mutating})

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -100,7 +101,7 @@ var chartLists = sync.OnceValue(func() []chartList {
 // never by a binary that only imports the package.
 var defaultSpecs = sync.OnceValue(func() []rule.Spec {
 	var specs []rule.Spec
-	for _, c := range webhooks.Rules(webhooks.DefaultConfig()) {
+	for _, c := range webhooks.Rules(config.Defaults()) {
 		specs = append(specs, c.Rule.Spec())
 	}
 	return specs
@@ -118,7 +119,7 @@ func (l chartList) helper() string { return "steward.list." + l.rule + "." + l.k
 // `steward manifests --config`, rather than install a registration the
 // server does not serve.
 var chartRefused = sync.OnceValue(func() []chartRefusal {
-	out := []chartRefusal{{path: "recordEventsFor", allowed: []string{string(webhooks.EventsForServiceAccounts)}, why: "changes Steward's permission to record Events"}}
+	out := []chartRefusal{{path: "recordEventsFor", allowed: []string{string(config.EventsForServiceAccounts)}, why: "changes Steward's permission to record Events"}}
 	for _, spec := range defaultSpecs() {
 		for _, r := range spec.ChartRefused {
 			out = append(out, chartRefusal{path: "rules." + spec.Name + "." + r.Key, allowed: r.Allowed, installName: r.InstallName, why: r.Why})
@@ -161,7 +162,7 @@ func chartSettingPaths() []string {
 	for _, r := range chartRefused() {
 		paths = append(paths, r.path)
 	}
-	for _, name := range sortedKeys(webhooks.DefaultConfig().Rules) {
+	for _, name := range sortedKeys(config.Defaults().Rules) {
 		paths = append(paths, "rules."+name+".mode")
 	}
 	return paths
@@ -174,7 +175,7 @@ func RenderChart(o Options) (map[string][]byte, error) {
 	if o.Image == "" {
 		o.Image = DefaultImage
 	}
-	cfg := webhooks.DefaultConfig()
+	cfg := config.Defaults()
 	if o.Config != nil {
 		cfg = *o.Config
 	}
@@ -277,7 +278,7 @@ func RenderChart(o Options) (map[string][]byte, error) {
 
 // chartRenders refuses, as the chart does, a default configuration the
 // chart cannot render.
-func chartRenders(cfg webhooks.Config) error {
+func chartRenders(cfg config.Config) error {
 	for _, name := range sortedKeys(cfg.Rules) {
 		if cfg.Rules[name].RuleMode() == rule.Off {
 			return fmt.Errorf("chart: rules.%s.mode: off is not rendered by the chart; render the manifests instead", name)
@@ -306,16 +307,16 @@ func chartRenders(cfg webhooks.Config) error {
 
 // tokenConfig is cfg with every chartList replaced by its token, so the
 // CEL literal each list becomes can be found in the rendered expressions.
-func tokenConfig(cfg webhooks.Config) (webhooks.Config, error) {
+func tokenConfig(cfg config.Config) (config.Config, error) {
 	m, err := toMap(cfg)
 	if err != nil {
-		return webhooks.Config{}, err
+		return config.Config{}, err
 	}
 	for _, l := range chartLists() {
 		rules, _ := m["rules"].(map[string]any)
 		section, _ := rules[l.rule].(map[string]any)
 		if section == nil {
-			return webhooks.Config{}, fmt.Errorf("chart: the configuration has no rules.%s", l.rule)
+			return config.Config{}, fmt.Errorf("chart: the configuration has no rules.%s", l.rule)
 		}
 		section[l.key] = []any{l.token()}
 	}
@@ -324,11 +325,11 @@ func tokenConfig(cfg webhooks.Config) (webhooks.Config, error) {
 	}
 	data, err := json.Marshal(m)
 	if err != nil {
-		return webhooks.Config{}, err
+		return config.Config{}, err
 	}
-	var out webhooks.Config
+	var out config.Config
 	if err := json.Unmarshal(data, &out); err != nil {
-		return webhooks.Config{}, fmt.Errorf("chart: %w", err)
+		return config.Config{}, fmt.Errorf("chart: %w", err)
 	}
 	out.Default()
 	return out, nil

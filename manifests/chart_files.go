@@ -7,7 +7,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -47,7 +47,7 @@ func imageTag(image string) string {
 
 // chartValues is values.yaml. The defaults are read from the typed
 // objects the kustomize base is rendered from, so both install the same.
-func chartValues(in install, image string, cfg webhooks.Config) ([]byte, error) {
+func chartValues(in install, image string, cfg config.Config) ([]byte, error) {
 	d := install{ns: in.ns, image: image}.deployment()
 	pod := d.Spec.Template.Spec
 	var resources any
@@ -305,7 +305,7 @@ func refusedSettings() []string {
 // chartSchema is values.schema.json: Helm checks the values against it
 // before rendering, so a misspelt value fails the install instead of being
 // ignored. The configuration under config is checked against the schema
-// reflected from the types Steward decodes it into (webhooks.ConfigSchema),
+// reflected from the types Steward decodes it into (config.Schema),
 // so what Steward would refuse at start-up fails the install; what only
 // Validate checks (names' form, durations' bounds) Steward refuses at
 // start-up, naming the field.
@@ -386,7 +386,7 @@ func chartSchema() ([]byte, error) {
 		// Steward's configuration file, as Steward decodes it: helm
 		// lint, template and install refuse what Steward would refuse
 		// at start-up, naming the field.
-		"config": webhooks.ConfigSchema(),
+		"config": config.Schema(),
 	})
 	schema["definitions"] = map[string]any{"webhook": webhook}
 	schema["$schema"] = "http://json-schema.org/draft-07/schema#"
@@ -433,7 +433,7 @@ func webhooksSchema() (schema, webhook map[string]any) {
 
 // chartHelpers is templates/_helpers.tpl.
 func chartHelpers() ([]byte, error) {
-	defaults, err := toMap(webhooks.DefaultConfig())
+	defaults, err := toMap(config.Defaults())
 	if err != nil {
 		return nil, err
 	}
@@ -619,7 +619,7 @@ app.kubernetes.io/part-of: %[1]s
 {{- fail (printf "certificates.mode %q: must be cert-manager or self-managed" .Values.certificates.mode) -}}
 {{- end -}}
 `)
-	for _, name := range sortedKeys(webhooks.DefaultConfig().Rules) {
+	for _, name := range sortedKeys(config.Defaults().Rules) {
 		// YAML reads an unquoted off as false.
 		fmt.Fprintf(&b, `{{- if has (toString (dig "rules" %[1]q "mode" "" $cfg)) (list %[2]q "false") -}}
 {{- fail "config.rules.%[1]s.mode: off leaves the rule's webhook entries, RBAC and caches out, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders, or use mode audit" -}}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
-	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/config"
 )
 
 // allValuesFile sets every value the chart has for adapting an install.
@@ -42,9 +42,9 @@ var allOptionalObjects = []string{"--set", "monitoring.serviceMonitor.enabled=tr
 // configNaming is the default configuration with claimguard's
 // webhookConfigurationName set to name, as the chart writes it for a
 // release whose full name is name.
-func configNaming(t *testing.T, name string) *webhooks.Config {
+func configNaming(t *testing.T, name string) *config.Config {
 	t.Helper()
-	cfg, err := webhooks.ParseConfig([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  claimguard:\n    webhookConfigurationName: "+name+"\n"), "test")
+	cfg, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  claimguard:\n    webhookConfigurationName: "+name+"\n"), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestChartNameOverrides(t *testing.T) {
 			}
 			cm := find(objs, "ConfigMap", tc.fullname+"-config")
 			data, _, _ := unstructured.NestedString(cm.Object, "data", "config.yaml")
-			cfg, err := webhooks.ParseConfig([]byte(data), "ConfigMap")
+			cfg, err := config.Parse([]byte(data), "ConfigMap")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,7 +18,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/config"
 )
 
 // chartPath is the chart, from this package's directory.
@@ -326,7 +326,7 @@ func normalizeConfig(t *testing.T, objs []*unstructured.Unstructured) {
 		if o.GetKind() != "ConfigMap" || !found {
 			continue
 		}
-		cfg, err := webhooks.ParseConfig([]byte(data), "ConfigMap")
+		cfg, err := config.Parse([]byte(data), "ConfigMap")
 		if err != nil {
 			t.Fatalf("Steward would refuse the configuration the install writes: %v\n%s", err, data)
 		}
@@ -439,7 +439,7 @@ rules:
 			if err := os.WriteFile(values, []byte(valuesYAML), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := webhooks.ParseConfig([]byte(file), "test")
+			cfg, err := config.Parse([]byte(file), "test")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -502,12 +502,12 @@ func TestChartRefusesWhatItCannotRender(t *testing.T) {
 
 // TestChartRefusesTheConfigurationsStewardRefuses gives the chart, as its
 // config value, each configuration file Steward refuses
-// (webhooks/testdata/configs-refused.yaml): values.schema.json refuses it
-// too, naming the field, so helm template, lint and install fail where
+// (webhooks/config/testdata/configs-refused.yaml): values.schema.json
+// refuses it too, naming the field, so helm template, lint and install fail where
 // Steward's pods would not start. The chart's defaults fill in what some
 // files lack; those are left out, with the reason.
 func TestChartRefusesTheConfigurationsStewardRefuses(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "webhooks", "testdata", "configs-refused.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "webhooks", "config", "testdata", "configs-refused.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -617,7 +617,7 @@ shutdown: {delay: 15s, timeout: 30s, terminationGracePeriodSeconds: 60}
 // starts writing a new setting into its registration fails here until the
 // chart follows it.
 func TestChartTemplatesEverySettingTheRegistrationReads(t *testing.T) {
-	def, err := toMap(webhooks.DefaultConfig())
+	def, err := toMap(config.Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -635,7 +635,7 @@ func TestChartTemplatesEverySettingTheRegistrationReads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := webhooks.ParseConfig(data, leaf.path)
+			cfg, err := config.Parse(data, leaf.path)
 			if err != nil {
 				continue // Steward refuses it; no install runs with it
 			}
@@ -718,7 +718,7 @@ func TestRenderChartRefusesWhatTheChartRefuses(t *testing.T) {
 		"no Events":         "recordEventsFor: none\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			cfg, err := webhooks.ParseConfig([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\n"+file), "test")
+			cfg, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\n"+file), "test")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/config"
 )
 
 // TestRenderFollowsTheConfiguration renders for a configuration that adds a
@@ -13,7 +13,7 @@ import (
 // Steward), claimguard has no webhook entry, aggregated role or XRD access,
 // and the ConfigMap Steward reads is that configuration.
 func TestRenderFollowsTheConfiguration(t *testing.T) {
-	cfg, err := webhooks.ParseConfig([]byte(`apiVersion: config.steward.dev/v1alpha1
+	cfg, err := config.Parse([]byte(`apiVersion: config.steward.dev/v1alpha1
 kind: StewardConfiguration
 rules:
   claimguard:

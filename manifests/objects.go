@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/config"
 )
 
 // Ports and paths the Deployment, Service and probes agree on.
@@ -87,7 +87,7 @@ func (in install) serviceAccount() *corev1.ServiceAccount {
 
 // configMap ships the default configuration, spelled out, so operators edit
 // a complete file instead of guessing the defaults.
-func (in install) configMap(cfg webhooks.Config) *corev1.ConfigMap {
+func (in install) configMap(cfg config.Config) *corev1.ConfigMap {
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
 		panic(err) // a Config always marshals; a failure is a programming error

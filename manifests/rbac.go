@@ -9,14 +9,16 @@ import (
 
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/audit"
+	"github.com/stewardhq/steward/webhooks/config"
+	"github.com/stewardhq/steward/webhooks/setup"
 )
 
 // baseRBAC grants Steward exactly what its rules' Specs, the cluster
 // cache, the Events for refused writes and the background audit declare
 // they read or write, and nothing else, plus the ClusterRoles the rules
 // aggregate and, in its own namespace, the Lease of leader election.
-func (in install) baseRBAC(cfg webhooks.Config, rules []webhooks.Configured) []any {
-	policy := append(webhooks.ClusterCacheRBAC(), webhooks.EventsRBAC(cfg)...)
+func (in install) baseRBAC(cfg config.Config, rules []webhooks.Configured) []any {
+	policy := append(setup.ClusterCacheRBAC(), setup.EventsRBAC(cfg)...)
 	policy = append(policy, audit.RBAC()...)
 	var aggregated []any
 	for _, c := range rules {

@@ -12,7 +12,9 @@ import (
 
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/audit"
+	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/setup"
 )
 
 // sampleRule is a rule that exists only here: nothing but its Spec tells
@@ -103,7 +105,7 @@ func TestASpecAloneDeterminesTheRegistration(t *testing.T) {
 		t.Errorf("a validating rule got mutating entries: %v", mutating.Webhooks)
 	}
 
-	objs := in.baseRBAC(webhooks.DefaultConfig(), rules)
+	objs := in.baseRBAC(config.Defaults(), rules)
 	var roles []*rbacv1.ClusterRole
 	var bindings []string
 	for _, o := range objs {
@@ -114,7 +116,7 @@ func TestASpecAloneDeterminesTheRegistration(t *testing.T) {
 			bindings = append(bindings, o.RoleRef.Name+" to "+o.Subjects[0].Namespace+"/"+o.Subjects[0].Name)
 		}
 	}
-	wantPolicy := append(append(append(append(webhooks.ClusterCacheRBAC(), webhooks.EventsRBAC(webhooks.DefaultConfig())...), audit.RBAC()...), readWidgets, rbacv1.PolicyRule{
+	wantPolicy := append(append(append(append(setup.ClusterCacheRBAC(), setup.EventsRBAC(config.Defaults())...), audit.RBAC()...), readWidgets, rbacv1.PolicyRule{
 		APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"},
 		ResourceNames: []string{Name}, Verbs: []string{"get", "patch"},
 	}), metricsAuthRules...)

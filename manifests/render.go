@@ -15,6 +15,7 @@ import (
 	"sort"
 
 	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -51,7 +52,7 @@ type Options struct {
 	// nil. What it implies is rendered: the identities its rules exempt in
 	// matchConditions, no registration or RBAC for rules it turns off, and
 	// the file itself in the ConfigMap Steward reads.
-	Config *webhooks.Config
+	Config *config.Config
 }
 
 // install is one rendering of the manifests: where Steward runs, with
@@ -67,7 +68,7 @@ func (in install) target() rule.Target {
 
 // install is the rendering o asks for, with its defaults filled in, and
 // the configuration it runs with.
-func (o Options) install() (install, webhooks.Config) {
+func (o Options) install() (install, config.Config) {
 	if o.Image == "" {
 		o.Image = DefaultImage
 	}
@@ -77,7 +78,7 @@ func (o Options) install() (install, webhooks.Config) {
 	if o.Name == "" {
 		o.Name = Name
 	}
-	cfg := webhooks.DefaultConfig()
+	cfg := config.Defaults()
 	if o.Config != nil {
 		cfg = *o.Config
 	}
@@ -132,7 +133,7 @@ func Render(o Options) (map[string][]byte, error) {
 
 // baseObjects are the objects of the kustomize base, keyed by file, for
 // the configuration the install runs with.
-func (in install) baseObjects(cfg webhooks.Config) map[string][]any {
+func (in install) baseObjects(cfg config.Config) map[string][]any {
 	rules := webhooks.Rules(cfg)
 	return map[string][]any{
 		"base/namespace.yaml":           {in.namespace()},

@@ -20,6 +20,8 @@ import (
 	"github.com/stewardhq/steward/certs"
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/audit"
+	"github.com/stewardhq/steward/webhooks/config"
+	"github.com/stewardhq/steward/webhooks/setup"
 )
 
 // The security tests read what an installer applies: each overlay built by
@@ -85,8 +87,8 @@ var overlayNames = []string{"cert-manager", "self-managed-certs"}
 // self-managed mode, what
 // the certificate manager needs, and the Events for refused writes.
 func declaredPermissions(overlay string) (cluster, namespaced []rbacv1.PolicyRule) {
-	cluster = append(webhooks.ClusterCacheRBAC(), webhooks.EventsRBAC(webhooks.DefaultConfig())...)
-	for _, c := range webhooks.Rules(webhooks.DefaultConfig()) {
+	cluster = append(setup.ClusterCacheRBAC(), setup.EventsRBAC(config.Defaults())...)
+	for _, c := range webhooks.Rules(config.Defaults()) {
 		cluster = append(cluster, c.Rule.Spec().PolicyRules()...)
 	}
 	cluster = append(cluster, metricsAuthRules...)

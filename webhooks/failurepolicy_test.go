@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stewardhq/steward/webhooks/config"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/stewardhq/steward/webhooks/rule"
@@ -23,7 +25,7 @@ const (
 // 2 s (mutating), and that every webhook states its failure policy and why,
 // so that an outage behaves as designed rather than by default.
 func TestEveryWebhookHasADeliberateFailurePolicyAndShortTimeout(t *testing.T) {
-	rules := Rules(DefaultConfig())
+	rules := Rules(config.Defaults())
 	if len(rules) == 0 {
 		t.Fatal("no rules are registered")
 	}
@@ -63,7 +65,7 @@ func TestNoWebhookCanInterceptTheControlPlane(t *testing.T) {
 		"authentication.k8s.io": {"tokenreviews"},
 		"authorization.k8s.io":  {"subjectaccessreviews", "selfsubjectaccessreviews", "localsubjectaccessreviews"},
 	}
-	for _, c := range Rules(DefaultConfig()) {
+	for _, c := range Rules(config.Defaults()) {
 		for _, wh := range c.Rule.Spec().Webhooks {
 			for _, r := range wh.Rules {
 				wildcard := slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*")

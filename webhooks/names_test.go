@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stewardhq/steward/webhooks/config"
+
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -14,7 +16,7 @@ import (
 // them.
 func TestWebhookNamesAndPathsComeFromTheRuleName(t *testing.T) {
 	seen := map[string]bool{}
-	for _, c := range Rules(DefaultConfig()) {
+	for _, c := range Rules(config.Defaults()) {
 		spec := c.Rule.Spec()
 		for _, wh := range spec.Webhooks {
 			suffix := strings.TrimPrefix(strings.TrimSuffix(strings.TrimPrefix(wh.Name, spec.Name), ".steward.dev"), "-")

@@ -1,12 +1,14 @@
-// Package webhooks holds the one list of Steward's rules and their
-// configuration. The server registers handlers from it and `steward
-// manifests` renders the webhook configurations from it.
+// Package webhooks holds the one list of Steward's rules, and how a
+// configuration selects and builds them: the server serves the rules
+// Rules builds, `steward manifests` renders their webhook configurations,
+// and the configuration file (webhooks/config) has a section for each.
 package webhooks
 
 import (
 	"github.com/stewardhq/steward/webhooks/apimigration"
 	"github.com/stewardhq/steward/webhooks/argocdguard"
 	"github.com/stewardhq/steward/webhooks/claimguard"
+	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/fleetguard"
 	"github.com/stewardhq/steward/webhooks/fluxguard"
 	"github.com/stewardhq/steward/webhooks/installplanguard"
@@ -28,6 +30,16 @@ var list = []entry{
 	newEntry(suspendnotice.Name, alone(suspendnotice.New)),
 }
 
+// The configuration file's rules section has a section for each rule of
+// the list, decoded into the rule's own Config.
+func init() {
+	sections := make([]config.RuleSection, len(list))
+	for i, e := range list {
+		sections[i] = e.RuleSection
+	}
+	config.SetRules(sections)
+}
+
 // Configured is a rule together with the mode its configuration chose.
 type Configured struct {
 	// Name is the rule's name, its key in the rules section.
@@ -38,18 +50,14 @@ type Configured struct {
 
 // Rules returns every Steward rule its configuration does not turn off,
 // built from that configuration.
-func Rules(c Config) []Configured {
+func Rules(c config.Config) []Configured {
 	out := make([]Configured, 0, len(list))
 	for _, e := range list {
-		s := c.Rules[e.name]
-		if s == nil {
-			s = e.newSettings()
-			s.Default()
-		}
+		s := e.settings(c)
 		if s.RuleMode() == rule.Off {
 			continue
 		}
-		out = append(out, Configured{Name: e.name, Rule: e.build(s, c), Mode: s.RuleMode()})
+		out = append(out, Configured{Name: e.Name, Rule: e.build(s, c), Mode: s.RuleMode()})
 	}
 	return out
 }

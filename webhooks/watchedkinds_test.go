@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stewardhq/steward/webhooks/config"
+
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,7 +33,7 @@ func TestEveryRuleFollowingKindsReportsThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	following := 0
-	for _, c := range Rules(DefaultConfig()) {
+	for _, c := range Rules(config.Defaults()) {
 		s, ok := c.Rule.(clustercache.ManagerSetup)
 		if !ok {
 			continue

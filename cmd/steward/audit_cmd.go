@@ -23,6 +23,8 @@ import (
 
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/audit"
+	"github.com/stewardhq/steward/webhooks/config"
+	"github.com/stewardhq/steward/webhooks/setup"
 )
 
 const auditUsageText = `Usage: steward audit [flags]
@@ -93,10 +95,10 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	if o.timeout <= 0 {
 		return usageError(stderr, "audit", fmt.Errorf("--timeout: %s must be positive", o.timeout))
 	}
-	cfg := webhooks.DefaultConfig()
+	cfg := config.Defaults()
 	if o.configPath != "" {
 		var err error
-		if cfg, err = webhooks.LoadConfig(o.configPath); err != nil {
+		if cfg, err = config.Load(o.configPath); err != nil {
 			return fail(stderr, "audit", exitConfig, err)
 		}
 	}
@@ -140,7 +142,7 @@ const auditPoll = 250 * time.Millisecond
 // leader election, and returns their answers to one audit pass once every
 // rule asked can answer, or an error naming those that could not within
 // timeout.
-func auditOnce(ctx context.Context, restCfg *rest.Config, cfg webhooks.Config, timeout time.Duration) (audit.Pass, error) {
+func auditOnce(ctx context.Context, restCfg *rest.Config, cfg config.Config, timeout time.Duration) (audit.Pass, error) {
 	rules := webhooks.Rules(cfg)
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 clientgoscheme.Scheme,
@@ -153,7 +155,7 @@ func auditOnce(ctx context.Context, restCfg *rest.Config, cfg webhooks.Config, t
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	if err := webhooks.SetupWithManager(mgr, rules); err != nil {
+	if err := setup.WithManager(mgr, rules); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -162,7 +164,7 @@ func auditOnce(ctx context.Context, restCfg *rest.Config, cfg webhooks.Config, t
 	go func() { stopped <- mgr.Start(ctx) }()
 	defer func() { cancel(); <-stopped }()
 
-	auditors := cfg.Audit.Auditors(rules)
+	auditors := webhooks.Auditors(cfg.Audit, rules)
 	for {
 		if mgr.GetCache().WaitForCacheSync(ctx) {
 			pass := audit.Collect(ctx, auditors, mgr.GetAPIReader())

@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/stewardhq/steward/check"
-	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/apimigration"
+	"github.com/stewardhq/steward/webhooks/config"
 )
 
 const checkUsageText = `Usage: steward check [flags] PATH...
@@ -159,12 +159,12 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 // against check.ExitUsage.
 func checkTarget(configPath, fluxVersion string) (apimigration.Release, int, error) {
 	if configPath != "" {
-		cfg, err := webhooks.LoadConfig(configPath)
+		cfg, err := config.Load(configPath)
 		if err != nil {
 			return apimigration.Release{}, exitConfig, err
 		}
 		if fluxVersion == "" {
-			return webhooks.SettingsOf[apimigration.Config](cfg.Rules).Target(), 0, nil
+			return config.SettingsOf[apimigration.Config](cfg.Rules).Target(), 0, nil
 		}
 	}
 	if fluxVersion == "" {

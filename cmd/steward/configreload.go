@@ -14,6 +14,8 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/config"
+	"github.com/stewardhq/steward/webhooks/setup"
 )
 
 // configReloadInterval is how often the configuration file is read again.
@@ -46,9 +48,9 @@ type configReloader struct {
 	// startup is the configuration Steward started with: routes, caches,
 	// the Events recorder and the webhook rules syncer follow it until a
 	// restart.
-	startup webhooks.Config
+	startup config.Config
 	// current is the last good configuration, in effect.
-	current webhooks.Config
+	current config.Config
 	// seen is the hash of the content last read, good or bad, so a file is
 	// judged once, not on every tick.
 	seen [sha256.Size]byte
@@ -56,7 +58,7 @@ type configReloader struct {
 
 // newConfigReloader watches path, whose content data was parsed into cfg
 // at start-up.
-func newConfigReloader(path string, data []byte, cfg webhooks.Config, served *servedRules, metrics *reloadMetrics, events *configEvents, log logr.Logger) *configReloader {
+func newConfigReloader(path string, data []byte, cfg config.Config, served *servedRules, metrics *reloadMetrics, events *configEvents, log logr.Logger) *configReloader {
 	r := &configReloader{path: path, served: served, log: log, metrics: metrics, events: events, now: time.Now,
 		startup: cfg, current: cfg, seen: sha256.Sum256(data)}
 	metrics.loaded(r.now())
@@ -90,7 +92,7 @@ func (r *configReloader) reload() {
 		return
 	}
 	r.seen = sum
-	cfg, err := webhooks.ParseConfig(data, r.path)
+	cfg, err := config.Parse(data, r.path)
 	if err != nil {
 		r.refuse(err)
 		return
@@ -110,20 +112,20 @@ func (r *configReloader) refuse(err error) {
 
 // eventsUnder is where Events are recorded while cfg is in effect: nowhere
 // when it records none.
-func (r *configReloader) eventsUnder(cfg webhooks.Config) *configEvents {
-	if cfg.RecordEventsFor == webhooks.EventsForNone {
+func (r *configReloader) eventsUnder(cfg config.Config) *configEvents {
+	if cfg.RecordEventsFor == config.EventsForNone {
 		return nil
 	}
 	return r.events
 }
 
 // apply makes cfg the configuration in effect.
-func (r *configReloader) apply(cfg webhooks.Config) error {
+func (r *configReloader) apply(cfg config.Config) error {
 	next, err := webhooks.Successors(cfg, r.served.rules)
 	if err != nil {
 		return err
 	}
-	changed := webhooks.ChangedFields(r.current, cfg)
+	changed := config.ChangedFields(r.current, cfg)
 	registration := registrationFields(r.current, cfg, changed)
 	restart := r.restartFields(cfg)
 	r.served.swap(cfg, next)
@@ -152,12 +154,12 @@ func (r *configReloader) apply(cfg webhooks.Config) error {
 
 // registrationFields are the changed fields that alone change what the
 // manifests rendered for the configuration register or grant.
-func registrationFields(old, cfg webhooks.Config, changed []string) []string {
-	before := webhooks.RegistrationOf(old)
+func registrationFields(old, cfg config.Config, changed []string) []string {
+	before := setup.RegistrationOf(old)
 	var out []string
 	for _, f := range changed {
-		one, err := webhooks.WithField(old, cfg, f)
-		if err != nil || !webhooks.RegistrationOf(one).Equal(before) {
+		one, err := config.WithField(old, cfg, f)
+		if err != nil || !setup.RegistrationOf(one).Equal(before) {
 			out = append(out, f)
 		}
 	}
@@ -169,7 +171,7 @@ func registrationFields(old, cfg webhooks.Config, changed []string) []string {
 // off at start-up has no route nor caches; the Events recorder exists only
 // if Steward started recording Events; the webhook rules syncer keeps the
 // configurations it started with.
-func (r *configReloader) restartFields(cfg webhooks.Config) []string {
+func (r *configReloader) restartFields(cfg config.Config) []string {
 	var out []string
 	served := map[string]bool{}
 	for _, c := range r.served.rules {
@@ -180,18 +182,18 @@ func (r *configReloader) restartFields(cfg webhooks.Config) []string {
 			out = append(out, "rules."+c.Name+".mode")
 		}
 	}
-	if cfg.RecordEventsFor != webhooks.EventsForNone && r.startup.RecordEventsFor == webhooks.EventsForNone {
+	if cfg.RecordEventsFor != config.EventsForNone && r.startup.RecordEventsFor == config.EventsForNone {
 		out = append(out, "recordEventsFor")
 	}
-	synced := func(c webhooks.Config, name string) map[string]string {
-		return webhooks.RegistrationOf(c).Rules[name].Synced
+	synced := func(c config.Config, name string) map[string]string {
+		return setup.RegistrationOf(c).Rules[name].Synced
 	}
-	for _, f := range webhooks.ChangedFields(r.startup, cfg) {
+	for _, f := range config.ChangedFields(r.startup, cfg) {
 		name, _, ok := strings.Cut(strings.TrimPrefix(f, "rules."), ".")
 		if !ok || !strings.HasPrefix(f, "rules.") || !served[name] || strings.HasSuffix(f, ".mode") {
 			continue
 		}
-		one, err := webhooks.WithField(r.startup, cfg, f)
+		one, err := config.WithField(r.startup, cfg, f)
 		if err != nil || !maps.Equal(synced(one, name), synced(r.startup, name)) {
 			out = append(out, f)
 		}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/rule"
 	"github.com/stewardhq/steward/webhooks/serving"
 )
@@ -137,7 +138,7 @@ func newReloadFixture(t *testing.T, content string) *reloadFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := webhooks.ParseConfig(data, f.volume.path())
+	cfg, err := config.Parse(data, f.volume.path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,11 +358,11 @@ func TestConfigReloadSaysWhatTakesEffectWhere(t *testing.T) {
 			if got := testutil.ToFloat64(f.metrics.successful); got != 1 {
 				t.Fatalf("the file was refused:\n%s", f.log.take())
 			}
-			next, err := webhooks.ParseConfig([]byte(tc.next), "next")
+			next, err := config.Parse([]byte(tc.next), "next")
 			if err != nil {
 				t.Fatal(err)
 			}
-			changed := webhooks.ChangedFields(start, next)
+			changed := config.ChangedFields(start, next)
 			if diff := cmp.Diff(tc.registration, registrationFields(start, next, changed)); diff != "" {
 				t.Errorf("%s: fields needing re-rendered manifests (-want +got):\n%s", tc.reason, diff)
 			}
@@ -461,8 +462,8 @@ func TestConfigReloadRecordsNoEventsUnderRecordEventsForNone(t *testing.T) {
 func TestConfigReloadReachesTheAudit(t *testing.T) {
 	f := newReloadFixture(t, harnessHeader)
 	rules, cfg := f.served.forAudit()
-	if cfg.Every() != webhooks.DefaultAuditInterval || len(rules) != len(webhooks.RuleNames()) {
-		t.Fatalf("at start-up the audit reads %d rules every %s, want every rule every %s", len(rules), cfg.Every(), webhooks.DefaultAuditInterval)
+	if cfg.Every() != config.DefaultAuditInterval || len(rules) != len(config.Defaults().Rules) {
+		t.Fatalf("at start-up the audit reads %d rules every %s, want every rule every %s", len(rules), cfg.Every(), config.DefaultAuditInterval)
 	}
 	before := map[string]rule.Rule{}
 	for _, r := range rules {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/stewardhq/steward/manifests"
-	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/config"
 )
 
 const manifestsUsageText = `Usage: steward manifests [flags]
@@ -96,7 +96,7 @@ func runManifests(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := manifests.Options{Image: o.image, Namespace: o.namespace}
 	if o.config != "" {
-		cfg, err := webhooks.LoadConfig(o.config)
+		cfg, err := config.Load(o.config)
 		if err != nil {
 			return fail(stderr, "manifests", exitConfig, fmt.Errorf("--config: %w", err))
 		}

@@ -33,9 +33,11 @@ import (
 	"github.com/stewardhq/steward/certs"
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/audit"
+	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/rule"
 	"github.com/stewardhq/steward/webhooks/rulessync"
 	"github.com/stewardhq/steward/webhooks/serving"
+	"github.com/stewardhq/steward/webhooks/setup"
 )
 
 func runServe(args []string, stdout, stderr io.Writer) int {
@@ -46,13 +48,13 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "serve", err)
 	}
-	cfg := webhooks.DefaultConfig()
+	cfg := config.Defaults()
 	var configData []byte // what the file held at start-up; reloads compare with it
 	if opts.configFile != "" {
 		if configData, err = os.ReadFile(opts.configFile); err != nil {
 			return fail(stderr, "serve", exitConfig, fmt.Errorf("reading configuration: %w", err))
 		}
-		if cfg, err = webhooks.ParseConfig(configData, opts.configFile); err != nil {
+		if cfg, err = config.Parse(configData, opts.configFile); err != nil {
 			return fail(stderr, "serve", exitConfig, err)
 		}
 	}
@@ -95,7 +97,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 // drains requests in flight, and only then stops the rest.
 // configData is the configuration file's content cfg was parsed from; the
 // file is reloaded when it changes.
-func serve(opts serveOptions, restCfg *rest.Config, cfg webhooks.Config, configData []byte, log logr.Logger) error {
+func serve(opts serveOptions, restCfg *rest.Config, cfg config.Config, configData []byte, log logr.Logger) error {
 	timeout := opts.shutdownTimeout
 	rules := webhooks.Rules(cfg)
 	webhookTLS := tlsOptions(opts)
@@ -182,9 +184,9 @@ func serve(opts serveOptions, restCfg *rest.Config, cfg webhooks.Config, configD
 
 // cacheOptions are the manager cache's options for serve and audit alike:
 // the rules' scopes, and informers that list in pages of transformed
-// objects, never a whole list of untransformed ones (webhooks.NewInformer).
+// objects, never a whole list of untransformed ones (setup.NewInformer).
 func cacheOptions(rules []webhooks.Configured) cache.Options {
-	return cache.Options{ByObject: cacheScopes(rules), NewInformer: webhooks.NewInformer}
+	return cache.Options{ByObject: cacheScopes(rules), NewInformer: setup.NewInformer}
 }
 
 // cacheScopes gathers the rules' narrowing of the manager's shared cache.
@@ -206,8 +208,8 @@ func cacheScopes(rules []webhooks.Configured) map[client.Object]cache.ByObject {
 // Once drain has begun, every answer closes its connection.
 // It returns the served rules and the Events recorder (nil when the
 // configuration records no Events).
-func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Configured, limit *serving.InflightLimit, drain *serving.Drain, log logr.Logger) (*servedRules, func(controller string) serving.EventRecorder, error) {
-	if err := webhooks.SetupWithManager(mgr, rules); err != nil {
+func registerRules(mgr manager.Manager, cfg config.Config, rules []webhooks.Configured, limit *serving.InflightLimit, drain *serving.Drain, log logr.Logger) (*servedRules, func(controller string) serving.EventRecorder, error) {
+	if err := setup.WithManager(mgr, rules); err != nil {
 		return nil, nil, err
 	}
 	events, recorder, err := denialEvents(mgr, cfg)
@@ -242,8 +244,8 @@ func registerRules(mgr manager.Manager, cfg webhooks.Config, rules []webhooks.Co
 // records none. Events go through client-go's events.k8s.io/v1
 // broadcaster, which counts a repeated Event in its series instead of
 // creating another.
-func denialEvents(mgr manager.Manager, cfg webhooks.Config) (*serving.DenialEvents, func(controller string) serving.EventRecorder, error) {
-	if cfg.RecordEventsFor == webhooks.EventsForNone {
+func denialEvents(mgr manager.Manager, cfg config.Config) (*serving.DenialEvents, func(controller string) serving.EventRecorder, error) {
+	if cfg.RecordEventsFor == config.EventsForNone {
 		return nil, nil, nil
 	}
 	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
@@ -327,7 +329,7 @@ func auditElection(mgr manager.Manager, namespace string) (*audit.Election, erro
 // addConfigReloader makes the manager reload the configuration file when
 // it changes, with its metrics registered and its Events recorded on
 // Steward's Pod ($POD_NAME, $POD_UID) when Steward records Events.
-func addConfigReloader(mgr manager.Manager, opts serveOptions, data []byte, cfg webhooks.Config, served *servedRules, recorderFor func(string) serving.EventRecorder, log logr.Logger) error {
+func addConfigReloader(mgr manager.Manager, opts serveOptions, data []byte, cfg config.Config, served *servedRules, recorderFor func(string) serving.EventRecorder, log logr.Logger) error {
 	metrics := newReloadMetrics()
 	if err := ctrlmetrics.Registry.Register(metrics); err != nil {
 		return fmt.Errorf("registering the configuration reload metrics: %w", err)

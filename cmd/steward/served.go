@@ -10,6 +10,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/audit"
+	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/rule"
 	"github.com/stewardhq/steward/webhooks/serving"
 )
@@ -31,13 +32,13 @@ type servedRules struct {
 // auditView is one configuration's rules and audit settings.
 type auditView struct {
 	rules []webhooks.Configured
-	audit webhooks.AuditConfig
+	audit config.AuditConfig
 }
 
 // newServedRules serves rules, as cfg configures them. events is nil when
 // Steward records no Events; metrics record the decisions and log
 // receives their lines.
-func newServedRules(cfg webhooks.Config, rules []webhooks.Configured, events *serving.DenialEvents, metrics *serving.Metrics, log logr.Logger) *servedRules {
+func newServedRules(cfg config.Config, rules []webhooks.Configured, events *serving.DenialEvents, metrics *serving.Metrics, log logr.Logger) *servedRules {
 	s := &servedRules{rules: rules}
 	s.table = serving.NewTable(toServed(rules), settings(cfg), events, metrics, log)
 	s.audited.Store(&auditView{rules: slices.Clone(rules), audit: cfg.Audit})
@@ -54,19 +55,19 @@ func toServed(rules []webhooks.Configured) []serving.Served {
 }
 
 // settings are cfg's settings for every rule.
-func settings(cfg webhooks.Config) serving.Settings {
+func settings(cfg config.Config) serving.Settings {
 	return serving.Settings{
 		ExemptUsers:     cfg.ExemptUsers,
 		ExemptGroups:    cfg.ExemptGroups,
 		BreakGlassGroup: cfg.BreakGlassGroup,
-		RecordEvents:    cfg.RecordEventsFor != webhooks.EventsForNone,
+		RecordEvents:    cfg.RecordEventsFor != config.EventsForNone,
 	}
 }
 
 // forAudit returns the rules being served and the audit settings in
 // effect, for the background audit (audit.Current). Rules turned off by a
 // reload are there with mode off.
-func (s *servedRules) forAudit() ([]webhooks.Configured, webhooks.AuditConfig) {
+func (s *servedRules) forAudit() ([]webhooks.Configured, config.AuditConfig) {
 	v := s.audited.Load()
 	return v.rules, v.audit
 }
@@ -75,12 +76,12 @@ func (s *servedRules) forAudit() ([]webhooks.Configured, webhooks.AuditConfig) {
 // the rules served now, and the audit interval in effect.
 func (s *servedRules) auditCurrent() ([]audit.Auditor, time.Duration) {
 	rules, cfg := s.forAudit()
-	return cfg.Auditors(rules), cfg.Every()
+	return webhooks.Auditors(cfg, rules), cfg.Every()
 }
 
 // swap makes next, built from cfg, answer every path from the next
 // request on.
-func (s *servedRules) swap(cfg webhooks.Config, next []webhooks.Configured) {
+func (s *servedRules) swap(cfg config.Config, next []webhooks.Configured) {
 	s.table.Swap(toServed(next), settings(cfg))
 	for i, c := range next {
 		if c.Rule != nil {

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/setup"
 )
 
 // Steward's collector while it fills its caches. Go lets the heap grow to
@@ -77,7 +77,7 @@ func liveHeap() uint64 {
 // started reports whether Steward is ready and its informers list nothing.
 func started(ready func(context.Context) bool) func(context.Context) bool {
 	return func(ctx context.Context) bool {
-		return ready(ctx) && webhooks.ListsInFlight() == 0
+		return ready(ctx) && setup.ListsInFlight() == 0
 	}
 }
 

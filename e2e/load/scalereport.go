@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/config"
 )
 
 // The goals of the cache-at-scale scenarios.
@@ -239,13 +239,13 @@ func scaleGoals(r *scaleResults) goals {
 		add(g, "", "")
 	}
 
-	g = fmt.Sprintf("The background audit adds ≤ %.0f %% resident memory at %s objects, and a pass takes ≤ %.0f %% of the default interval (%s)", auditRSSGoal*100, kilo(fullScaleSizes[0]), auditPassGoal*100, webhooks.DefaultAuditInterval)
+	g = fmt.Sprintf("The background audit adds ≤ %.0f %% resident memory at %s objects, and a pass takes ≤ %.0f %% of the default interval (%s)", auditRSSGoal*100, kilo(fullScaleSizes[0]), auditPassGoal*100, config.DefaultAuditInterval)
 	if on, off := r.find(scenarioAuditOn, true), r.find(scenarioAuditOff, true); on != nil && off != nil && off.SyncedRSS > 0 {
 		added := float64(on.SyncedRSS-off.SyncedRSS) / float64(off.SyncedRSS)
 		measured := fmt.Sprintf("with %s objects, auditing every %s: %s resident against %s with the audit off (%+.1f %%), live heap %+.1f MiB; a pass takes %.2f s summed over the rules, %.0f findings published", kilo(on.Seeded), auditEvery, mib(on.SyncedRSS), mib(off.SyncedRSS), added*100,
 			float64(on.LiveHeap-off.LiveHeap)/(1<<20), on.AuditSeconds, on.AuditFindings)
 		if on.Seeded >= fullScaleSizes[0] {
-			add(g, measured, verdict(added <= auditRSSGoal && on.AuditSeconds <= auditPassGoal*webhooks.DefaultAuditInterval.Seconds()))
+			add(g, measured, verdict(added <= auditRSSGoal && on.AuditSeconds <= auditPassGoal*config.DefaultAuditInterval.Seconds()))
 		} else {
 			add(g, measured, "not judged at this scale")
 		}

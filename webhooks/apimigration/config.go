@@ -37,6 +37,8 @@ type Config struct {
 // would silently target a much older release, so numbers are refused.
 type FluxRelease string
 
+var _ rule.SchemaRefiner = FluxRelease("")
+
 // UnmarshalJSON accepts only strings (and null, meaning unset).
 func (v *FluxRelease) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
@@ -52,6 +54,12 @@ func (v *FluxRelease) UnmarshalJSON(b []byte) error {
 	}
 	*v = FluxRelease(s)
 	return nil
+}
+
+// RefineSchema lets the configuration's schema accept a release
+// ParseRelease reads, or nothing (unset).
+func (FluxRelease) RefineSchema(s map[string]any) {
+	s["pattern"] = "^$|" + ReleasePattern()
 }
 
 // Default fills unset settings.

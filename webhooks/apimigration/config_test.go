@@ -6,8 +6,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/stewardhq/steward/webhooks"
+	// The rule list sets the rules the configuration has a section for.
+	_ "github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/apimigration"
+	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -76,7 +78,7 @@ func TestConfig(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c, err := webhooks.ParseConfig([]byte(tc.file), "steward.yaml")
+			c, err := config.Parse([]byte(tc.file), "steward.yaml")
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("%s: error = %v, want it to contain %q", tc.reason, err, tc.wantErr)
@@ -86,7 +88,7 @@ func TestConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, webhooks.SettingsOf[apimigration.Config](c.Rules)); diff != "" {
+			if diff := cmp.Diff(tc.want, config.SettingsOf[apimigration.Config](c.Rules)); diff != "" {
 				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
 			}
 		})

@@ -12,3 +12,13 @@ type Settings interface {
 	// RuleMode is how the rule's denials take effect.
 	RuleMode() Mode
 }
+
+// SchemaRefiner is a type in a rule's settings whose valid values are
+// narrower than its Go type says. The configuration's JSON schema reflects
+// the type by its json tags and hands the result to RefineSchema, which
+// adds what the Go type cannot say (a pattern, a minimum length, required
+// members), beside the Validate it mirrors. Implement it with a value
+// receiver.
+type SchemaRefiner interface {
+	RefineSchema(schema map[string]any)
+}

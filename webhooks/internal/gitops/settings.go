@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/stewardhq/steward/webhooks/object"
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // IgnoredFields lists the paths of one kind that changes may touch: every
@@ -17,6 +18,17 @@ type IgnoredFields struct {
 	// Paths are RFC 6901 JSON pointers; a pointer also covers everything
 	// below it.
 	Paths []string `json:"paths"`
+}
+
+var _ rule.SchemaRefiner = IgnoredFields{}
+
+// RefineSchema makes the configuration's schema refuse an entry without
+// a kind or without paths, as ValidateIgnored does.
+func (IgnoredFields) RefineSchema(s map[string]any) {
+	props := s["properties"].(map[string]any)
+	props["kind"].(map[string]any)["minLength"] = 1
+	props["paths"].(map[string]any)["minItems"] = 1
+	s["required"] = []string{"kind", "paths"}
 }
 
 // ValidateIgnored reports every invalid entry of an ignoredFields setting

@@ -1,4 +1,4 @@
-package webhooks
+package config
 
 import (
 	"bytes"
@@ -16,6 +16,57 @@ import (
 // rulesKey is where RulesConfig sits in the configuration file.
 const rulesKey = "rules"
 
+// RuleSection is how the rules section holds one rule's settings.
+type RuleSection struct {
+	// Name is the rule's name, its key in the rules section.
+	Name string
+	// NewSettings returns an empty value of the rule's own settings (a
+	// pointer to its Config) to decode the rule's section into.
+	NewSettings func() rule.Settings
+}
+
+// known are every rule's section, in the rule list's order: the order
+// they are defaulted, validated and described in.
+var known []RuleSection
+
+// SetRules sets the rules the rules section holds a section for. The rule
+// list (package webhooks), which alone knows which rules exist, sets them
+// once, as it is initialised; a program that reads configuration files
+// imports it.
+func SetRules(s []RuleSection) {
+	if known != nil {
+		panic("config: the rules are set twice")
+	}
+	known = s
+}
+
+// ruleSections are the rules' sections, set by the rule list.
+func ruleSections() []RuleSection {
+	if known == nil {
+		panic("config: no rules: the rule list (package webhooks) sets them as it is initialised; import it")
+	}
+	return known
+}
+
+// ruleNames are the names of every rule, in the list's order.
+func ruleNames() []string {
+	var out []string
+	for _, s := range ruleSections() {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func lookup(name string) *RuleSection {
+	all := ruleSections()
+	for i := range all {
+		if all[i].Name == name {
+			return &all[i]
+		}
+	}
+	return nil
+}
+
 // RulesConfig holds each rule's settings, keyed by the rule's name: the
 // rules section of the configuration file. Each value is the rule's own
 // Config (a pointer to it); the list decides which keys exist.
@@ -27,11 +78,11 @@ func (c *RulesConfig) Default() {
 	if *c == nil {
 		*c = RulesConfig{}
 	}
-	for _, e := range list {
-		s := (*c)[e.name]
+	for _, sec := range ruleSections() {
+		s := (*c)[sec.Name]
 		if s == nil {
-			s = e.newSettings()
-			(*c)[e.name] = s
+			s = sec.NewSettings()
+			(*c)[sec.Name] = s
 		}
 		s.Default()
 	}
@@ -40,9 +91,9 @@ func (c *RulesConfig) Default() {
 // Validate checks every rule's settings, in the list's order.
 func (c RulesConfig) Validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, e := range list {
-		if s := c[e.name]; s != nil {
-			errs = append(errs, s.Validate(path.Child(e.name))...)
+	for _, sec := range ruleSections() {
+		if s := c[sec.Name]; s != nil {
+			errs = append(errs, s.Validate(path.Child(sec.Name))...)
 		}
 	}
 	return errs
@@ -62,7 +113,7 @@ func SettingsOf[C any](c RulesConfig) C {
 // UnmarshalJSON decodes each rule's section into the rule's Config,
 // case-sensitively, and reports a section of the wrong type as the field
 // it is. Unknown and duplicate keys are left to strictRulesErrors, so
-// ParseConfig reports them with the rest of the file's.
+// Parse reports them with the rest of the file's.
 func (c *RulesConfig) UnmarshalJSON(data []byte) error {
 	if string(bytes.TrimSpace(data)) == "null" {
 		return nil
@@ -73,11 +124,11 @@ func (c *RulesConfig) UnmarshalJSON(data []byte) error {
 	}
 	out := RulesConfig{}
 	for _, sec := range sections {
-		e := lookup(sec.name)
-		if e == nil {
+		rs := lookup(sec.name)
+		if rs == nil {
 			continue
 		}
-		s := e.newSettings()
+		s := rs.NewSettings()
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(sec.raw, s); err != nil {
 			return sectionError(sec.name, err)
 		}
@@ -104,12 +155,12 @@ func strictRulesErrors(js []byte) []error {
 	var errs []error
 	for _, sec := range sections {
 		path := rulesKey + "." + sec.name
-		e := lookup(sec.name)
-		if e == nil {
+		rs := lookup(sec.name)
+		if rs == nil {
 			errs = append(errs, fmt.Errorf("unknown field %q", path))
 			continue
 		}
-		strict, err := sigsjson.UnmarshalStrict(sec.raw, e.newSettings())
+		strict, err := sigsjson.UnmarshalStrict(sec.raw, rs.NewSettings())
 		if err != nil {
 			continue // decoding the file reports it
 		}
@@ -124,29 +175,21 @@ func strictRulesErrors(js []byte) []error {
 	return errs
 }
 
-func lookup(name string) *entry {
-	for i := range list {
-		if list[i].name == name {
-			return &list[i]
-		}
-	}
-	return nil
-}
-
-// section is one key of the rules section, in the file's order.
-type section struct {
+// sectionText is one key of the rules section as the file writes it, in
+// the file's order.
+type sectionText struct {
 	name string
 	raw  json.RawMessage
 }
 
 // rulesSections splits the rules section into its keys, in order; it
 // reports anything but an object as a RulesConfig of the wrong type.
-func rulesSections(data []byte) ([]section, error) {
+func rulesSections(data []byte) ([]sectionText, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, &json.UnmarshalTypeError{Value: jsonKind(data), Type: reflect.TypeFor[RulesConfig](), Offset: dec.InputOffset()}
 	}
-	var out []section
+	var out []sectionText
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -156,7 +199,7 @@ func rulesSections(data []byte) ([]section, error) {
 		if err := dec.Decode(&raw); err != nil {
 			return nil, err
 		}
-		out = append(out, section{name: tok.(string), raw: raw})
+		out = append(out, sectionText{name: tok.(string), raw: raw})
 	}
 	return out, nil
 }

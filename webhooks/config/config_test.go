@@ -1,14 +1,17 @@
-package webhooks
+package config_test
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	// The rule list sets the rules the rules section has a section for.
+	_ "github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/config"
 )
 
-func TestParseConfigRefusesBadInputNamingTheField(t *testing.T) {
+func TestParseRefusesBadInputNamingTheField(t *testing.T) {
 	tests := map[string]struct {
 		reason  string
 		yaml    string
@@ -92,7 +95,7 @@ func TestParseConfigRefusesBadInputNamingTheField(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			_, err := ParseConfig([]byte(tc.yaml), "test.yaml")
+			_, err := config.Parse([]byte(tc.yaml), "test.yaml")
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("%s: got error %v, want one containing %q", tc.reason, err, tc.wantErr)
 			}
@@ -100,78 +103,37 @@ func TestParseConfigRefusesBadInputNamingTheField(t *testing.T) {
 	}
 }
 
-func TestParseConfigDefaultsWhatIsUnset(t *testing.T) {
-	got, err := ParseConfig([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nexemptUsers: [ci-bot]\n"), "test.yaml")
+func TestParseDefaultsWhatIsUnset(t *testing.T) {
+	got, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nexemptUsers: [ci-bot]\n"), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := DefaultConfig()
+	want := config.Defaults()
 	want.ExemptUsers = []string{"ci-bot"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("a minimal file gets every default (-want +got):\n%s", diff)
 	}
 }
 
-// TestModeOffLeavesTheRuleOut: `mode: off`, unquoted (YAML reads it as
-// false), turns the rule off, and Rules no longer builds it, so neither the
-// server nor the manifests register it.
-func TestModeOffLeavesTheRuleOut(t *testing.T) {
-	for _, mode := range []string{"off", `"off"`} {
-		c, err := ParseConfig([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  suspendnotice:\n    mode: "+mode+"\n"), "test.yaml")
-		if err != nil {
-			t.Fatalf("mode: %s: %v", mode, err)
-		}
-		var names []string
-		for _, r := range Rules(c) {
-			names = append(names, r.Rule.Spec().Name)
-		}
-		if slices.Contains(names, "suspendnotice") || len(names) != len(list)-1 {
-			t.Errorf("mode: %s: Rules built %v; want every rule but suspendnotice", mode, names)
-		}
-	}
-}
-
-func TestDefaultConfigIsValid(t *testing.T) {
-	c := DefaultConfig()
+func TestDefaultsAreValid(t *testing.T) {
+	c := config.Defaults()
 	if errs := c.Validate(); len(errs) > 0 {
 		t.Errorf("the default configuration must pass its own validation: %v", errs)
 	}
 }
 
-// TestEveryListedRuleHasASection proves the list alone decides the
-// configuration's rules: each rule has its section, defaulted, under its
-// name, and nothing else does.
-func TestEveryListedRuleHasASection(t *testing.T) {
-	c := DefaultConfig()
-	var names []string
-	for _, e := range list {
-		names = append(names, e.name)
-		if c.Rules[e.name] == nil || c.Rules[e.name].RuleMode() == "" {
-			t.Errorf("rule %s has no defaulted section", e.name)
-		}
-	}
-	if len(c.Rules) != len(list) {
-		t.Errorf("sections for %d rules, want one for each of %v", len(c.Rules), names)
-	}
-}
-
 // TestRecordEventsFor: Events for service accounts' refusals are on unless
-// the file says none, and turning them off also drops their RBAC.
+// the file says none (setup's TestEventsRBAC: turning them off also drops
+// their RBAC).
 func TestRecordEventsFor(t *testing.T) {
-	if got := DefaultConfig().RecordEventsFor; got != EventsForServiceAccounts {
-		t.Errorf("default recordEventsFor = %q, want %q", got, EventsForServiceAccounts)
+	if got := config.Defaults().RecordEventsFor; got != config.EventsForServiceAccounts {
+		t.Errorf("default recordEventsFor = %q, want %q", got, config.EventsForServiceAccounts)
 	}
-	if len(EventsRBAC(DefaultConfig())) == 0 {
-		t.Error("the default configuration records Events but declares no RBAC for them")
-	}
-	c, err := ParseConfig([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrecordEventsFor: none\n"), "test.yaml")
+	c, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrecordEventsFor: none\n"), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.RecordEventsFor != EventsForNone {
+	if c.RecordEventsFor != config.EventsForNone {
 		t.Errorf("recordEventsFor = %q, want none", c.RecordEventsFor)
-	}
-	if got := EventsRBAC(c); got != nil {
-		t.Errorf("recordEventsFor: none still declares %v", got)
 	}
 }

@@ -1,4 +1,4 @@
-package webhooks
+package config
 
 import (
 	"fmt"
@@ -7,8 +7,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/stewardhq/steward/webhooks/apimigration"
-	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -17,20 +15,21 @@ import (
 // off).
 const durationPattern = `^\+?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
 
-// ConfigSchema is the JSON schema (draft-07) of the configuration file,
-// reflected from the types ParseConfig decodes it into, by their json
-// tags: Config and each rule's section, in the list's order. Like the
-// strict decoding it refuses unknown keys (every object has
+// Schema is the JSON schema (draft-07) of the configuration file,
+// reflected from the types Parse decodes it into, by their json tags:
+// Config and each rule's section, in the list's order. Like the strict
+// decoding it refuses unknown keys (every object has
 // additionalProperties: false) and values of the wrong type, modes and
 // recordEventsFor values Steward does not know, and a file without
-// Steward's apiVersion and kind. It accepts null wherever the decoding
+// Steward's apiVersion and kind; a type of a rule's settings narrows its
+// own schema (rule.SchemaRefiner). It accepts null wherever the decoding
 // does (null leaves a setting to its default). What Validate checks
 // beyond that (durations' bounds, names' form, duplicates) it leaves to
 // Steward, which refuses it at start-up naming the field. The Helm chart
 // embeds it under config in values.schema.json. Each type and field is
-// described by its Go doc comment (configDocs).
-func ConfigSchema() map[string]any {
-	r := schemaReflector{descriptions: configDocs}
+// described by its Go doc comment (schemaDocs).
+func Schema() map[string]any {
+	r := schemaReflector{descriptions: schemaDocs}
 	return r.schema(reflect.TypeFor[Config]())
 }
 
@@ -74,14 +73,14 @@ func (r schemaReflector) reflect(t reflect.Type) map[string]any {
 	case reflect.TypeFor[Config]():
 		s := r.object(t)
 		props := s["properties"].(map[string]any)
-		props["apiVersion"] = map[string]any{"const": ConfigAPIVersion, "description": "The format of the file: " + ConfigAPIVersion + "."}
-		props["kind"] = map[string]any{"const": ConfigKind, "description": "The kind of the file: " + ConfigKind + "."}
+		props["apiVersion"] = map[string]any{"const": APIVersion, "description": "The format of the file: " + APIVersion + "."}
+		props["kind"] = map[string]any{"const": Kind, "description": "The kind of the file: " + Kind + "."}
 		s["required"] = []string{"apiVersion", "kind"}
 		return s
 	case reflect.TypeFor[RulesConfig]():
 		props := map[string]any{}
-		for _, e := range list {
-			props[e.name] = nullable(r.schema(reflect.TypeOf(e.newSettings()).Elem()))
+		for _, sec := range ruleSections() {
+			props[sec.Name] = nullable(r.schema(reflect.TypeOf(sec.NewSettings()).Elem()))
 		}
 		return map[string]any{"type": "object", "additionalProperties": false, "properties": props}
 	case reflect.TypeFor[rule.Mode]():
@@ -105,33 +104,33 @@ func (r schemaReflector) reflect(t reflect.Type) map[string]any {
 		}}
 	case reflect.TypeFor[metav1.Duration]():
 		return map[string]any{"type": "string", "pattern": durationPattern}
-	case reflect.TypeFor[apimigration.FluxRelease]():
-		// A string (unquoted, YAML reads 2.10 as the number 2.1), empty
-		// when unset.
-		return map[string]any{"type": "string", "pattern": "^$|" + apimigration.ReleasePattern()}
 	case reflect.TypeFor[AuditConfig]():
 		s := r.object(t)
 		rules := s["properties"].(map[string]any)["disabledRules"].(map[string]any)
 		names := []any{}
-		for _, n := range RuleNames() {
+		for _, n := range ruleNames() {
 			names = append(names, n)
 		}
 		rules["items"] = map[string]any{"enum": names}
 		rules["uniqueItems"] = true
 		return s
-	case reflect.TypeFor[gitops.IgnoredFields]():
-		s := r.object(t)
-		props := s["properties"].(map[string]any)
-		props["kind"].(map[string]any)["minLength"] = 1
-		props["paths"].(map[string]any)["minItems"] = 1
-		s["required"] = []string{"kind", "paths"}
-		return s
 	}
+	if t.Kind() == reflect.Pointer {
+		return r.schema(t.Elem())
+	}
+	s := r.ofKind(t)
+	if t.Implements(reflect.TypeFor[rule.SchemaRefiner]()) {
+		reflect.Zero(t).Interface().(rule.SchemaRefiner).RefineSchema(s)
+	}
+	return s
+}
+
+// ofKind is the schema of a value of t's kind, its members reflected in
+// turn.
+func (r schemaReflector) ofKind(t reflect.Type) map[string]any {
 	switch t.Kind() {
 	case reflect.Struct:
 		return r.object(t)
-	case reflect.Pointer:
-		return r.schema(t.Elem())
 	case reflect.Slice:
 		return map[string]any{"type": "array", "items": r.schema(t.Elem())}
 	case reflect.Map:

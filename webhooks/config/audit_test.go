@@ -1,16 +1,11 @@
-package webhooks
+package config_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
-	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/config"
 )
 
 const header = "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\n"
@@ -59,9 +54,9 @@ func TestAuditConfigRefusesBadInputNamingTheField(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			_, err := ParseConfig([]byte(header+tc.yaml), "test.yaml")
+			_, err := config.Parse([]byte(header+tc.yaml), "test.yaml")
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("%s\nParseConfig error = %v, want one containing %q", tc.reason, err, tc.wantErr)
+				t.Errorf("%s\nParse error = %v, want one containing %q", tc.reason, err, tc.wantErr)
 			}
 		})
 	}
@@ -76,7 +71,7 @@ func TestAuditConfig(t *testing.T) {
 	}{
 		"Default": {
 			reason:    "without a section the audit runs every five minutes",
-			wantEvery: DefaultAuditInterval,
+			wantEvery: config.DefaultAuditInterval,
 		},
 		"ZeroTurnsItOff": {
 			reason:    "0 turns the audit off",
@@ -96,20 +91,20 @@ func TestAuditConfig(t *testing.T) {
 		"DisabledRules": {
 			reason:       "rules can be left out of the reports",
 			yaml:         "audit:\n  disabledRules: [fleetguard, suspendnotice]\n",
-			wantEvery:    DefaultAuditInterval,
+			wantEvery:    config.DefaultAuditInterval,
 			wantDisabled: []string{"fleetguard", "suspendnotice"},
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			c, err := ParseConfig([]byte(header+tc.yaml), "test.yaml")
+			c, err := config.Parse([]byte(header+tc.yaml), "test.yaml")
 			if err != nil {
 				t.Fatalf("%s: %v", tc.reason, err)
 			}
 			if got := c.Audit.Every(); got != tc.wantEvery {
 				t.Errorf("%s: Every() = %s, want %s", tc.reason, got, tc.wantEvery)
 			}
-			for _, r := range RuleNames() {
+			for r := range config.Defaults().Rules {
 				want := false
 				for _, d := range tc.wantDisabled {
 					want = want || d == r
@@ -119,39 +114,5 @@ func TestAuditConfig(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// auditingRule is a rule that can audit.
-type auditingRule struct{ plainRule }
-
-func (auditingRule) Audit(context.Context, client.Reader) ([]rule.Finding, error) { return nil, nil }
-
-// plainRule cannot audit.
-type plainRule struct{}
-
-func (plainRule) Handle(context.Context, *rule.Request) admission.Response {
-	return admission.Allowed("")
-}
-func (plainRule) Spec() rule.Spec { return rule.Spec{} }
-
-// TestAuditorsAreTheRulesOnThatAudit: the audit asks the rules that can
-// audit, in the list's order, but not one turned off or disabled in the
-// audit section.
-func TestAuditorsAreTheRulesOnThatAudit(t *testing.T) {
-	rules := []Configured{
-		{Name: "suspendnotice", Rule: auditingRule{}, Mode: rule.Enforce},
-		{Name: "installplanguard", Rule: auditingRule{}, Mode: rule.Warn},
-		{Name: "fleetguard", Rule: auditingRule{}, Mode: rule.Enforce},
-		{Name: "claimguard", Rule: auditingRule{}, Mode: rule.Off},
-		{Name: "apimigration", Rule: plainRule{}, Mode: rule.Enforce},
-	}
-	cfg := AuditConfig{DisabledRules: []string{"fleetguard"}}
-	var got []string
-	for _, a := range cfg.Auditors(rules) {
-		got = append(got, a.Name)
-	}
-	if diff := cmp.Diff([]string{"suspendnotice", "installplanguard"}, got); diff != "" {
-		t.Errorf("Auditors: -want +got:\n%s", diff)
 	}
 }

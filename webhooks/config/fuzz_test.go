@@ -1,4 +1,4 @@
-package webhooks
+package config_test
 
 import (
 	"strings"
@@ -6,15 +6,18 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
+
+	"github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks/config"
 )
 
-// FuzzParseConfig feeds arbitrary documents to the configuration parser,
+// FuzzParse feeds arbitrary documents to the configuration parser,
 // which runs once at start-up on a file an operator wrote. Whatever the
 // input, parsing must not panic; an accepted configuration must be valid,
 // must build every rule (rendering their Specs without panicking), and must
 // survive a round trip: written back out and parsed again, it is the same
 // configuration, so what `steward serve` runs is what the file says.
-func FuzzParseConfig(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	header := "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\n"
 	for _, seed := range []string{
 		header,
@@ -41,7 +44,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := ParseConfig(data, "fuzz.yaml")
+		c, err := config.Parse(data, "fuzz.yaml")
 		if err != nil {
 			if !strings.Contains(err.Error(), "fuzz.yaml") {
 				t.Fatalf("error does not name the file: %v", err)
@@ -54,7 +57,7 @@ func FuzzParseConfig(f *testing.F) {
 		if c.BreakGlassGroup == "" {
 			t.Fatal("accepted configuration has no break-glass group after defaulting")
 		}
-		for _, r := range Rules(c) {
+		for _, r := range webhooks.Rules(c) {
 			spec := r.Rule.Spec()
 			if spec.Name == "" || len(spec.Webhooks) == 0 {
 				t.Fatalf("rule built from an accepted configuration has no name or webhooks: %+v", spec)
@@ -64,7 +67,7 @@ func FuzzParseConfig(f *testing.F) {
 		if err != nil {
 			t.Fatalf("writing the accepted configuration back out: %v", err)
 		}
-		again, err := ParseConfig(out, "roundtrip.yaml")
+		again, err := config.Parse(out, "roundtrip.yaml")
 		if err != nil {
 			t.Fatalf("accepted configuration does not parse after a round trip: %v\n%s", err, out)
 		}

@@ -1,4 +1,21 @@
-package webhooks
+// Package config is Steward's configuration file (--config): its types,
+// their strict decoding, defaults and validation, each refusal naming the
+// field; its JSON schema, which the Helm chart embeds; and the fields two
+// configurations differ in, for a reload.
+//
+//   - config.go: the file (Config), reading it (Load, Parse) and its
+//     top-level settings;
+//   - rules.go: the rules section, one section per rule, each the rule's
+//     own settings (RulesConfig);
+//   - audit.go: the audit section (AuditConfig);
+//   - schema.go, schemadocs.go: the JSON schema, reflected from the types,
+//     described by their doc comments (Schema);
+//   - changes.go: the fields a reloaded file changes (ChangedFields,
+//     WithField).
+//
+// Which rules there are is the rule list's (package webhooks), which hands
+// their sections over (SetRules): this package names no rule.
+package config
 
 import (
 	"bytes"
@@ -15,8 +32,8 @@ import (
 
 // The header every configuration file carries.
 const (
-	ConfigAPIVersion = "config.steward.dev/v1alpha1"
-	ConfigKind       = "StewardConfiguration"
+	APIVersion = "config.steward.dev/v1alpha1"
+	Kind       = "StewardConfiguration"
 	// DefaultBreakGlassGroup is the group whose members may override any
 	// denial; the override is recorded in the audit log and in a warning.
 	DefaultBreakGlassGroup = "steward:break-glass"
@@ -59,9 +76,9 @@ const (
 // EventsForValues are every EventsFor.
 func EventsForValues() []EventsFor { return []EventsFor{EventsForServiceAccounts, EventsForNone} }
 
-// DefaultConfig is the configuration used when no file is given.
-func DefaultConfig() Config {
-	c := Config{TypeMeta: metav1.TypeMeta{APIVersion: ConfigAPIVersion, Kind: ConfigKind}}
+// Defaults is the configuration used when no file is given.
+func Defaults() Config {
+	c := Config{TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind}}
 	c.Default()
 	return c
 }
@@ -81,11 +98,11 @@ func (c *Config) Default() {
 // Validate reports every invalid field, by path.
 func (c *Config) Validate() field.ErrorList {
 	var errs field.ErrorList
-	if c.APIVersion != ConfigAPIVersion {
-		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), c.APIVersion, []string{ConfigAPIVersion}))
+	if c.APIVersion != APIVersion {
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), c.APIVersion, []string{APIVersion}))
 	}
-	if c.Kind != ConfigKind {
-		errs = append(errs, field.NotSupported(field.NewPath("kind"), c.Kind, []string{ConfigKind}))
+	if c.Kind != Kind {
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), c.Kind, []string{Kind}))
 	}
 	if !slices.Contains(EventsForValues(), c.RecordEventsFor) {
 		var names []string
@@ -98,21 +115,21 @@ func (c *Config) Validate() field.ErrorList {
 	return append(errs, c.Rules.Validate(field.NewPath("rules"))...)
 }
 
-// LoadConfig reads, defaults and validates a configuration file. Unknown
+// Load reads, defaults and validates a configuration file. Unknown
 // fields are errors, so a typo never silently falls back to a default.
-func LoadConfig(path string) (Config, error) {
+func Load(path string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("reading configuration: %w", err)
 	}
-	return ParseConfig(data, path)
+	return Parse(data, path)
 }
 
-// ParseConfig decodes a configuration document; source names it in errors.
-func ParseConfig(data []byte, source string) (Config, error) {
+// Parse decodes a configuration document; source names it in errors.
+func Parse(data []byte, source string) (Config, error) {
 	var c Config
 	if len(bytes.TrimSpace(data)) == 0 {
-		return Config{}, fmt.Errorf("configuration %s is empty: it needs at least apiVersion: %s and kind: %s", source, ConfigAPIVersion, ConfigKind)
+		return Config{}, fmt.Errorf("configuration %s is empty: it needs at least apiVersion: %s and kind: %s", source, APIVersion, Kind)
 	}
 	// Decode case-sensitively and strictly: "fluxversion" or a misspelt key
 	// is an error naming the full path, never a silent default.

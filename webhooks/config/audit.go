@@ -1,4 +1,4 @@
-package webhooks
+package config
 
 import (
 	"encoding/json"
@@ -7,9 +7,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/stewardhq/steward/webhooks/audit"
-	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // Bounds of the background audit's interval.
@@ -63,7 +60,7 @@ func (c AuditConfig) Validate(path *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(path.Child("interval"), every.String(),
 			"must be 0 (the audit is off) or at least "+MinAuditInterval.String()))
 	}
-	names := RuleNames()
+	names := ruleNames()
 	seen := map[string]bool{}
 	for i, name := range c.DisabledRules {
 		p := path.Child("disabledRules").Index(i)
@@ -76,15 +73,6 @@ func (c AuditConfig) Validate(path *field.Path) field.ErrorList {
 		seen[name] = true
 	}
 	return errs
-}
-
-// RuleNames are the names of every Steward rule, in the list's order.
-func RuleNames() []string {
-	out := make([]string, len(list))
-	for i, e := range list {
-		out[i] = e.name
-	}
-	return out
 }
 
 // Duration is a length of time written as Go writes it ("5m", "90s"), or
@@ -112,19 +100,4 @@ func (d *Duration) UnmarshalJSON(data []byte) error {
 	}
 	d.Duration = v
 	return nil
-}
-
-// Auditors are the rules among rules that can audit, are on (their mode
-// is not off) and are not disabled in c, in the list's order: what the
-// background audit asks.
-func (c AuditConfig) Auditors(rules []Configured) []audit.Auditor {
-	var out []audit.Auditor
-	for _, r := range rules {
-		a, ok := r.Rule.(rule.Auditor)
-		if !ok || r.Rule == nil || r.Mode == rule.Off || c.Disabled(r.Name) {
-			continue
-		}
-		out = append(out, audit.Auditor{Name: r.Name, Auditor: a})
-	}
-	return out
 }

@@ -1,22 +1,22 @@
-package webhooks
+package setup
 
 import (
 	"fmt"
 	"time"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 )
 
-// SetupWithManager sets up every rule that needs informer caches, handing
-// each the one clustercache.Cache, built here from the manager's config and
+// WithManager sets up every rule that needs informer caches, handing each
+// the one clustercache.Cache, built here from the manager's config and
 // HTTP client and run by the manager: one discovery loop and one set of
 // clients for every rule, whatever the number of rules.
-func SetupWithManager(mgr manager.Manager, rules []Configured) error {
+func WithManager(mgr manager.Manager, rules []webhooks.Configured) error {
 	cluster, err := clustercache.New(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetLogger().WithName("cluster-cache"))
 	if err != nil {
 		return fmt.Errorf("cluster cache: %w", err)
@@ -37,27 +37,6 @@ func SetupWithManager(mgr manager.Manager, rules []Configured) error {
 // ListsInFlight is how many lists Steward's informers are reading now
 // (clustercache.ListsInFlight).
 func ListsInFlight() int64 { return clustercache.ListsInFlight() }
-
-// ClusterCacheRBAC is what the cluster cache reads for every rule: CRD
-// metadata, to notice kinds and versions being served or withdrawn.
-func ClusterCacheRBAC() []rbacv1.PolicyRule {
-	return []rbacv1.PolicyRule{
-		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"list", "watch"}},
-	}
-}
-
-// EventsRBAC is what recording Events for refused writes needs
-// (recordEventsFor): creating Events, and patching them to count a
-// repeated refusal in the Event's series. Events are notes about objects,
-// never the objects themselves; none is granted when c records none.
-func EventsRBAC(c Config) []rbacv1.PolicyRule {
-	if c.RecordEventsFor == EventsForNone {
-		return nil
-	}
-	return []rbacv1.PolicyRule{
-		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-	}
-}
 
 // NewInformer builds the manager cache's informers (cache.Options.NewInformer):
 // like the cluster cache's, they list in pages and transform each page

@@ -3,8 +3,7 @@ package webhooks
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
+	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -14,8 +13,8 @@ import (
 // over the running rule's state, so no rule silently keeps its old
 // settings after a reload.
 func TestEveryStatefulRuleCanTakeNewSettings(t *testing.T) {
-	running := Rules(DefaultConfig())
-	next, err := Successors(DefaultConfig(), running)
+	running := Rules(config.Defaults())
+	next, err := Successors(config.Defaults(), running)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,11 +33,11 @@ func TestEveryStatefulRuleCanTakeNewSettings(t *testing.T) {
 // TestSuccessorsOfARuleTurnedOff proves a rule the new configuration turns
 // off gets no successor, and the rest do.
 func TestSuccessorsOfARuleTurnedOff(t *testing.T) {
-	cfg, err := ParseConfig([]byte("apiVersion: "+ConfigAPIVersion+"\nkind: "+ConfigKind+"\nrules:\n  fleetguard:\n    mode: off\n"), "test")
+	cfg, err := config.Parse([]byte("apiVersion: "+config.APIVersion+"\nkind: "+config.Kind+"\nrules:\n  fleetguard:\n    mode: off\n"), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, err := Successors(cfg, Rules(DefaultConfig()))
+	next, err := Successors(cfg, Rules(config.Defaults()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,39 +45,5 @@ func TestSuccessorsOfARuleTurnedOff(t *testing.T) {
 		if off := c.Rule == nil; off != (c.Name == "fleetguard") || (off && c.Mode != rule.Off) {
 			t.Errorf("successor of %s: rule %v, mode %s", c.Name, c.Rule, c.Mode)
 		}
-	}
-}
-
-// TestChangedFieldsAndWithField proves changes are named by path and each
-// can be applied alone.
-func TestChangedFieldsAndWithField(t *testing.T) {
-	next, err := ParseConfig([]byte("apiVersion: "+ConfigAPIVersion+"\nkind: "+ConfigKind+`
-exemptUsers: [alice]
-rules:
-  apimigration:
-    fluxVersion: "2.8"
-  fleetguard:
-    agentGroups: [fleet]
-`), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := DefaultConfig()
-	changed := ChangedFields(old, next)
-	want := []string{"exemptUsers", "rules.apimigration.fluxVersion", "rules.fleetguard.agentGroups"}
-	if diff := cmp.Diff(want, changed); diff != "" {
-		t.Fatalf("ChangedFields (-want +got):\n%s", diff)
-	}
-	for _, f := range changed {
-		one, err := WithField(old, next, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff([]string{f}, ChangedFields(old, one)); diff != "" {
-			t.Errorf("WithField(%s) changes (-want +got):\n%s", f, diff)
-		}
-	}
-	if !RegistrationOf(old).Equal(RegistrationOf(DefaultConfig())) {
-		t.Error("the registrations of one configuration differ")
 	}
 }
