@@ -43,6 +43,14 @@ export HELM := $(CACHE_DIR)/helm-$(HELM_VERSION)/helm
 GORELEASER_VERSION := $(shell awk '/^require github.com\/goreleaser\/goreleaser\/v2 / {print $$3}' e2e/tools/goreleaser/go.mod)
 export GORELEASER := $(CACHE_DIR)/goreleaser-$(GORELEASER_VERSION)/goreleaser
 
+# actionlint checks the GitHub Actions workflows (.github/workflows) in make
+# verify. It is built from the module e2e/tools/actionlint pins, keyed by
+# that version. It also runs shellcheck on the workflows' run: scripts where
+# shellcheck is on the PATH (GitHub's runners have it), and leaves that check
+# out where it is not.
+ACTIONLINT_VERSION := $(shell awk '/^require github.com\/rhysd\/actionlint / {print $$3}' e2e/tools/actionlint/go.mod)
+ACTIONLINT := $(CACHE_DIR)/actionlint-$(ACTIONLINT_VERSION)/actionlint
+
 .PHONY: all help build test unit e2e fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools chart-package release-snapshot clean
 
 all: build ## build bin/steward (the default goal)
@@ -91,6 +99,11 @@ $(GORELEASER):
 	@echo "building goreleaser $(GORELEASER_VERSION) into $(dir $@) (first time only, about five minutes)"
 	cd e2e/tools/goreleaser && $(GO) build -trimpath -ldflags "-s -w -X main.version=$(GORELEASER_VERSION)" -o $@.tmp github.com/goreleaser/goreleaser/v2 && mv $@.tmp $@
 
+$(ACTIONLINT):
+	@mkdir -p $(dir $@)
+	@echo "building actionlint $(ACTIONLINT_VERSION) into $(dir $@) (first time only)"
+	cd e2e/tools/actionlint && $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp github.com/rhysd/actionlint/cmd/actionlint && mv $@.tmp $@
+
 # The one command that runs every test: unit, golden, fuzz seed corpora,
 # the e2e suite against a real kube-apiserver and etcd, and the replicas'
 # scenarios (e2e/ha: three Stewards upgraded, drained, killed and
@@ -119,8 +132,9 @@ generate: ## re-render manifests/ and the Helm chart charts/steward
 	$(GO) run ./cmd/steward manifests --chart-dir charts/steward
 
 # Fails when generated files are stale, the chart does not lint or render,
-# or code is unformatted or suspicious.
-verify: generate lint $(HELM) $(GORELEASER) ## generate and fail on stale manifests/ or charts/; lint; helm lint and template; goreleaser check
+# code is unformatted or suspicious, or the release configuration or a
+# workflow is invalid.
+verify: generate lint $(HELM) $(GORELEASER) $(ACTIONLINT) ## generate and fail on stale manifests/ or charts/; lint; helm lint and template; goreleaser check; actionlint
 	@git diff --exit-code -- manifests charts || (echo "manifests/ or charts/ is stale: run make generate and commit" && exit 1)
 	@test -z "$$(git status --porcelain --untracked-files=all -- manifests charts)" || (git status --short -- manifests charts; echo "manifests/ or charts/ has uncommitted files: run make generate and commit" && exit 1)
 	$(HELM) lint --strict charts/steward
@@ -129,6 +143,7 @@ verify: generate lint $(HELM) $(GORELEASER) ## generate and fail on stale manife
 	$(HELM) template steward charts/steward --namespace steward-system --set certificates.mode=self-managed \
 		--set monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true >/dev/null
 	$(GORELEASER) check
+	$(ACTIONLINT) -no-color
 
 # Packages the Helm chart into bin/chart/steward-<CHART_VERSION>.tgz, with
 # APP_VERSION as its appVersion (the image tag it runs). GoReleaser's
