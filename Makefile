@@ -43,7 +43,22 @@ export HELM := $(CACHE_DIR)/helm-$(HELM_VERSION)/helm
 GORELEASER_VERSION := $(shell awk '/^require github.com\/goreleaser\/goreleaser\/v2 / {print $$3}' e2e/tools/goreleaser/go.mod)
 export GORELEASER := $(CACHE_DIR)/goreleaser-$(GORELEASER_VERSION)/goreleaser
 
-.PHONY: all help build test unit e2e fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools chart-package release-snapshot clean
+# syft writes the release's SBOMs (.goreleaser.yaml, sboms). make
+# release-snapshot builds it from the module e2e/tools/syft pins, keyed by
+# that version, and puts it first on GoReleaser's PATH, so a snapshot writes
+# the SBOMs a release does; the release workflow installs the same version.
+SYFT_VERSION := $(shell awk '/^require github.com\/anchore\/syft / {print $$3}' e2e/tools/syft/go.mod)
+SYFT := $(CACHE_DIR)/syft-$(SYFT_VERSION)/syft
+
+# actionlint checks the GitHub Actions workflows (.github/workflows) in make
+# verify. It is built from the module e2e/tools/actionlint pins, keyed by
+# that version. It also runs shellcheck on the workflows' run: scripts where
+# shellcheck is on the PATH (GitHub's runners have it), and leaves that check
+# out where it is not.
+ACTIONLINT_VERSION := $(shell awk '/^require github.com\/rhysd\/actionlint / {print $$3}' e2e/tools/actionlint/go.mod)
+ACTIONLINT := $(CACHE_DIR)/actionlint-$(ACTIONLINT_VERSION)/actionlint
+
+.PHONY: all help build test unit e2e fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools chart-package chart-push release release-snapshot clean
 
 all: build ## build bin/steward (the default goal)
 
@@ -91,6 +106,16 @@ $(GORELEASER):
 	@echo "building goreleaser $(GORELEASER_VERSION) into $(dir $@) (first time only, about five minutes)"
 	cd e2e/tools/goreleaser && $(GO) build -trimpath -ldflags "-s -w -X main.version=$(GORELEASER_VERSION)" -o $@.tmp github.com/goreleaser/goreleaser/v2 && mv $@.tmp $@
 
+$(SYFT):
+	@mkdir -p $(dir $@)
+	@echo "building syft $(SYFT_VERSION) into $(dir $@) (first time only, several minutes)"
+	cd e2e/tools/syft && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(SYFT_VERSION:v%=%)" -o $@.tmp github.com/anchore/syft/cmd/syft && mv $@.tmp $@
+
+$(ACTIONLINT):
+	@mkdir -p $(dir $@)
+	@echo "building actionlint $(ACTIONLINT_VERSION) into $(dir $@) (first time only)"
+	cd e2e/tools/actionlint && $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp github.com/rhysd/actionlint/cmd/actionlint && mv $@.tmp $@
+
 # The one command that runs every test: unit, golden, fuzz seed corpora,
 # the e2e suite against a real kube-apiserver and etcd, and the replicas'
 # scenarios (e2e/ha: three Stewards upgraded, drained, killed and
@@ -119,8 +144,9 @@ generate: ## re-render manifests/ and the Helm chart charts/steward
 	$(GO) run ./cmd/steward manifests --chart-dir charts/steward
 
 # Fails when generated files are stale, the chart does not lint or render,
-# or code is unformatted or suspicious.
-verify: generate lint $(HELM) $(GORELEASER) ## generate and fail on stale manifests/ or charts/; lint; helm lint and template; goreleaser check
+# code is unformatted or suspicious, or the release configuration or a
+# workflow is invalid.
+verify: generate lint $(HELM) $(GORELEASER) $(ACTIONLINT) ## generate and fail on stale manifests/ or charts/; lint; helm lint and template; goreleaser check; actionlint
 	@git diff --exit-code -- manifests charts || (echo "manifests/ or charts/ is stale: run make generate and commit" && exit 1)
 	@test -z "$$(git status --porcelain --untracked-files=all -- manifests charts)" || (git status --short -- manifests charts; echo "manifests/ or charts/ has uncommitted files: run make generate and commit" && exit 1)
 	$(HELM) lint --strict charts/steward
@@ -129,6 +155,7 @@ verify: generate lint $(HELM) $(GORELEASER) ## generate and fail on stale manife
 	$(HELM) template steward charts/steward --namespace steward-system --set certificates.mode=self-managed \
 		--set monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true >/dev/null
 	$(GORELEASER) check
+	$(ACTIONLINT) -no-color
 
 # Packages the Helm chart into bin/chart/steward-<CHART_VERSION>.tgz, with
 # APP_VERSION as its appVersion (the image tag it runs). GoReleaser's
@@ -141,13 +168,48 @@ chart-package: $(HELM) ## package the Helm chart into bin/chart/ (CHART_VERSION,
 	$(HELM) package charts/steward --destination bin/chart \
 		$(if $(CHART_VERSION),--version $(CHART_VERSION)) $(if $(APP_VERSION),--app-version $(APP_VERSION))
 
+# Pushes the chart packaged in bin/chart (the release's before hook runs
+# make chart-package) to CHART_REPO as an OCI artefact, then signs it with
+# cosign by the digest helm reports, keyless as the release's checksums and
+# images are (.goreleaser.yaml). GoReleaser cannot push a chart itself: the
+# release workflow runs this after make release. helm and cosign both read
+# the registry login from docker login.
+CHART_REPO ?= oci://ghcr.io/stewardhq/charts
+COSIGN ?= cosign
+chart-push: $(HELM) ## push bin/chart/steward-*.tgz to CHART_REPO (oci://ghcr.io/stewardhq/charts) and sign it with cosign (the release workflow runs it)
+	@set -e; charts=$$(ls bin/chart/steward-*.tgz 2>/dev/null) || { echo "no chart in bin/chart: run make chart-package first"; exit 1; }; \
+	for chart in $$charts; do \
+		$(HELM) push "$$chart" $(CHART_REPO) >bin/chart/push.txt 2>&1 || { cat bin/chart/push.txt; exit 1; }; \
+		cat bin/chart/push.txt; \
+		ref=$$(awk '$$1 == "Pushed:" {print $$2}' bin/chart/push.txt); \
+		digest=$$(awk '$$1 == "Digest:" {print $$2}' bin/chart/push.txt); \
+		test -n "$$ref" && test -n "$$digest" || { echo "helm push reported no reference or digest"; exit 1; }; \
+		echo "$(COSIGN) sign $${ref%:*}@$$digest"; \
+		COSIGN_YES=true $(COSIGN) sign "$${ref%:*}@$$digest"; \
+	done
+
+# Publishes the release of the tag checked out, as .goreleaser.yaml says:
+# the release workflow (.github/workflows/release.yml) runs it on a tag
+# v<semver>, with GITHUB_TOKEN, cosign and syft installed, Docker buildx and
+# a login to ghcr.io. It is not meant to be run by hand.
+release: $(GORELEASER) $(HELM) ## publish the release of the tag checked out (the release workflow runs it: GITHUB_TOKEN, cosign, syft, buildx, ghcr.io login)
+	$(GORELEASER) release --clean
+
 # A release built locally into dist/ and published nowhere: the archives,
-# checksums, packaged chart and, with a Docker daemon and buildx, the
-# images (loaded into the daemon); GORELEASER_FLAGS=--skip=docker leaves
-# the images out.
+# their SBOMs (with syft built from e2e/tools/syft), checksums, the packaged
+# chart and, with a Docker daemon and buildx, the images (loaded into the
+# daemon). Signing is left out (--skip=sign): keyless signing needs the
+# release workflow's OIDC token. Without a Docker daemon the images are left
+# out too (--skip=docker); GORELEASER_FLAGS adds flags, e.g.
+# GORELEASER_FLAGS=--skip=sbom.
 GORELEASER_FLAGS ?=
-release-snapshot: $(GORELEASER) ## build a release into dist/ and publish nothing (GORELEASER_FLAGS=--skip=docker without Docker)
-	$(GORELEASER) release --snapshot --clean $(GORELEASER_FLAGS)
+release-snapshot: $(GORELEASER) $(HELM) $(SYFT) ## build a release into dist/ with its SBOMs, unsigned, and publish nothing (no images without a Docker daemon)
+	@skip=sign; \
+	if ! docker info >/dev/null 2>&1 || ! docker buildx version >/dev/null 2>&1; then \
+		echo "no Docker daemon with buildx: the images are left out (--skip=docker)"; skip=sign,docker; \
+	fi; \
+	echo "$(GORELEASER) release --snapshot --clean --skip=$$skip $(GORELEASER_FLAGS)"; \
+	PATH="$(dir $(SYFT)):$$PATH" $(GORELEASER) release --snapshot --clean --skip=$$skip $(GORELEASER_FLAGS)
 
 lint: ## gofmt, go vet and staticcheck
 	@test -z "$$(gofmt -l cmd check webhooks certs manifests e2e)" || (gofmt -l cmd check webhooks certs manifests e2e; echo "gofmt needed" && exit 1)

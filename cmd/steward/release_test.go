@@ -35,10 +35,25 @@ type releaseConfig struct {
 		Images     []string `json:"images"`
 		Platforms  []string `json:"platforms"`
 		Flags      []string `json:"flags"`
+		SBOM       string   `json:"sbom"`
 	} `json:"dockers_v2"`
 	Before struct {
 		Hooks []string `json:"hooks"`
 	} `json:"before"`
+	SBOMs       []releaseSBOM `json:"sboms"`
+	Signs       []releaseSign `json:"signs"`
+	DockerSigns []releaseSign `json:"docker_signs"`
+}
+
+type releaseSBOM struct {
+	Cmd       string `json:"cmd"`
+	Artifacts string `json:"artifacts"`
+}
+
+type releaseSign struct {
+	Cmd       string   `json:"cmd"`
+	Artifacts string   `json:"artifacts"`
+	Args      []string `json:"args"`
 }
 
 func readReleaseConfig(t *testing.T) releaseConfig {
@@ -160,4 +175,30 @@ func TestReleasePackagesChart(t *testing.T) {
 	if !slices.ContainsFunc(c.Before.Hooks, func(h string) bool { return strings.HasPrefix(h, "make chart-package ") }) {
 		t.Errorf("before hooks %v: want make chart-package, which packages charts/steward", c.Before.Hooks)
 	}
+}
+
+// TestReleaseIsSignedKeylessWithSBOMs keeps what docs/install.md tells users
+// to verify: an SBOM per archive and for the image, checksums.txt signed
+// into a Sigstore bundle, and the images signed by digest, all with cosign
+// and no key (the release workflow's OIDC identity is the signer).
+func TestReleaseIsSignedKeylessWithSBOMs(t *testing.T) {
+	c := readReleaseConfig(t)
+	if !slices.Contains(c.SBOMs, releaseSBOM{Cmd: "syft", Artifacts: "archive"}) {
+		t.Errorf("sboms %+v: want syft over every archive", c.SBOMs)
+	}
+	if len(c.DockersV2) != 1 || c.DockersV2[0].SBOM != "true" {
+		t.Errorf("dockers_v2: want sbom: true, the image's SBOM attestation")
+	}
+	keyless := func(what string, signs []releaseSign, artifacts string, args ...string) {
+		t.Helper()
+		if len(signs) != 1 {
+			t.Fatalf("%s: %d entries, want one", what, len(signs))
+		}
+		s := signs[0]
+		if s.Cmd != "cosign" || s.Artifacts != artifacts || !slices.Equal(s.Args, args) {
+			t.Errorf("%s: cmd %q artifacts %q args %q; want cosign, %q, %q", what, s.Cmd, s.Artifacts, s.Args, artifacts, args)
+		}
+	}
+	keyless("signs", c.Signs, "checksum", "sign-blob", "--bundle=${signature}", "${artifact}")
+	keyless("docker_signs", c.DockerSigns, "", "sign", "${artifact}@${digest}")
 }
