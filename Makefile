@@ -2,18 +2,33 @@
 # against a local real API server; `make test` runs every test.
 
 GO ?= go
+# The two ends of the Kubernetes minors Steward supports (README.md; the
+# chart's kubeVersion starts at the oldest), each tested: the whole e2e
+# suite against the newest, its core set (E2E_CORE) against the oldest too.
+# Each API server is built from the tool module that pins its
+# k8s.io/kubernetes (kube_module): the newest from e2e/tools/kube-apiserver,
+# the oldest from e2e/tools/kube-apiserver-<minor>. Both run with the one
+# etcd. e2e/harness's TestKubeVersionsMatchTheirToolModules keeps these,
+# the modules, the chart and README.md in step.
 KUBE_VERSION := v1.37.1
+KUBE_OLDEST_VERSION := v1.30.14
 ETCD_VERSION := v3.7.3
 # The API server and etcd are built from their Go modules, once per version,
 # into a cache outside the repository that envtest reads (KUBEBUILDER_ASSETS).
 CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/steward
-ASSETS := $(CACHE_DIR)/kube-$(KUBE_VERSION)-etcd-$(ETCD_VERSION)
+kube_assets = $(CACHE_DIR)/kube-$(1)-etcd-$(ETCD_VERSION)
+ASSETS := $(call kube_assets,$(KUBE_VERSION))
+OLDEST_ASSETS := $(call kube_assets,$(KUBE_OLDEST_VERSION))
 export KUBEBUILDER_ASSETS := $(ASSETS)
 
-KUBE_LDFLAGS := -s -w \
-	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+# A version's minor (37 for v1.37.1), the tool module its API server is
+# built from, and the version stamps of its release build.
+kube_minor = $(word 2,$(subst ., ,$(1)))
+kube_module = e2e/tools/kube-apiserver$(if $(filter-out $(KUBE_VERSION),$(1)),-1.$(call kube_minor,$(1)))
+kube_ldflags = -s -w \
+	-X k8s.io/component-base/version.gitVersion=$(1) \
 	-X k8s.io/component-base/version.gitMajor=1 \
-	-X k8s.io/component-base/version.gitMinor=37
+	-X k8s.io/component-base/version.gitMinor=$(call kube_minor,$(1))
 
 STATICCHECK_VERSION := v0.8.2
 
@@ -58,7 +73,7 @@ SYFT := $(CACHE_DIR)/syft-$(SYFT_VERSION)/syft
 ACTIONLINT_VERSION := $(shell awk '/^require github.com\/rhysd\/actionlint / {print $$3}' e2e/tools/actionlint/go.mod)
 ACTIONLINT := $(CACHE_DIR)/actionlint-$(ACTIONLINT_VERSION)/actionlint
 
-.PHONY: all help build test unit e2e fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools chart-package chart-push release release-snapshot clean
+.PHONY: all help build test unit e2e e2e-oldest fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools chart-package chart-push release release-snapshot clean
 
 all: build ## build bin/steward (the default goal)
 
@@ -81,15 +96,21 @@ build: ## bin/steward, stamped with git describe and the commit (steward version
 
 tools: $(ASSETS)/kube-apiserver $(ASSETS)/etcd ## build kube-apiserver and etcd from their Go modules into the cache (once per version)
 
-$(ASSETS)/kube-apiserver:
-	@mkdir -p $(ASSETS)
-	@echo "building kube-apiserver $(KUBE_VERSION) into $(ASSETS) (first time only, a few minutes)"
-	cd e2e/tools/kube-apiserver && $(GO) build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $@.tmp . && mv $@.tmp $@
+# Any version's API server, from its tool module (kube_module).
+$(CACHE_DIR)/kube-%-etcd-$(ETCD_VERSION)/kube-apiserver:
+	@mkdir -p $(@D)
+	@echo "building kube-apiserver $* from $(call kube_module,$*) into $(@D) (first time only, a few minutes)"
+	cd $(call kube_module,$*) && $(GO) build -trimpath -ldflags "$(call kube_ldflags,$*)" -o $@.tmp . && mv $@.tmp $@
 
 $(ASSETS)/etcd:
 	@mkdir -p $(ASSETS)
 	@echo "building etcd $(ETCD_VERSION) into $(ASSETS) (first time only)"
 	cd e2e/tools/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp . && mv $@.tmp $@
+
+# The other versions' directories get a copy of the same etcd.
+$(CACHE_DIR)/kube-%-etcd-$(ETCD_VERSION)/etcd: $(ASSETS)/etcd
+	@mkdir -p $(@D)
+	cp $< $@.tmp && mv $@.tmp $@
 
 $(PROMTOOL):
 	@mkdir -p $(dir $@)
@@ -119,14 +140,48 @@ $(ACTIONLINT):
 # The one command that runs every test: unit, golden, fuzz seed corpora,
 # the e2e suite against a real kube-apiserver and etcd, and the replicas'
 # scenarios (e2e/ha: three Stewards upgraded, drained, killed and
-# reconfigured under load, about six minutes). The e2e packages run after
-# the others and one at a time (-p 1) rather than beside them: their burst
-# and load tests need the machine's cores for the API server and Steward,
-# and sharing them with other tests makes the API server's webhook calls
-# time out.
+# reconfigured under load, about six minutes), then the e2e suite's core
+# set against the oldest supported API server (e2e-oldest). The e2e
+# packages run after the others and one at a time (-p 1) rather than
+# beside them: their burst and load tests need the machine's cores for the
+# API server and Steward, and sharing them with other tests makes the API
+# server's webhook calls time out.
 E2E_PACKAGES := ./e2e ./e2e/ha
-test: tools unit ## every test: unit, golden, fuzz corpora, then e2e and the replicas' scenarios against a real API server (builds tools, promtool and helm first)
+test: tools unit ## every test: unit, golden, fuzz corpora, then e2e and the replicas' scenarios against a real API server, and the core set against the oldest (builds tools, promtool and helm first)
 	$(GO) test -p 1 -timeout 45m $(E2E_PACKAGES)
+	@$(MAKE) --no-print-directory e2e-oldest
+
+# The e2e suite's core set, the tests that also run against the oldest
+# supported API server (KUBE_OLDEST_VERSION): one allowed and one refused
+# write for every rule (the walkthroughs of docs/walkthroughs.md, and
+# apimigration's refusal of a removed version), the registered webhook
+# configurations as the server stores them, claimguard's rules following
+# a new XRD, the background audit's PolicyReports, and start-up with
+# client-go's WatchList on and off. A name that matches no test fails the
+# run (and e2e/harness's TestE2ECoreNamesTestsOfTheSuite), so a renamed
+# test cannot drop out of the set unnoticed.
+E2E_CORE := \
+	TestRegisteredWebhooksAreTheRenderedOnes \
+	TestReadmeFleetWalkthrough \
+	TestReadmeFluxguardWalkthrough \
+	TestReadmeArgocdguardWalkthrough \
+	TestReadmeCrossplaneWalkthrough \
+	TestReadmeOLMWalkthrough \
+	TestReadmeFluxWalkthroughs \
+	TestAPIMigration \
+	TestClaimguardNewXRDIsGuardedWithoutRestart \
+	TestAuditPublishesPolicyReports \
+	TestStartUpWithWatchListOnAndOff
+empty :=
+E2E_CORE_RUN := ^($(subst $(empty) $(empty),|,$(strip $(E2E_CORE))))$$
+e2e-oldest: $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/etcd ## the e2e suite's core set (E2E_CORE) against the oldest supported API server, KUBE_OLDEST_VERSION (builds it first, once)
+	@echo "the e2e core set against kube-apiserver $(KUBE_OLDEST_VERSION)"
+	@out=$$(mktemp); rc=$$(mktemp); trap 'rm -f "$$out" "$$rc"' EXIT; \
+	{ KUBEBUILDER_ASSETS=$(OLDEST_ASSETS) $(GO) test -p 1 -timeout 20m -v -run '$(E2E_CORE_RUN)' ./e2e; echo $$? >"$$rc"; } 2>&1 | tee "$$out"; \
+	for name in $(E2E_CORE); do \
+		grep -Eq "^--- (PASS|SKIP|FAIL): $$name " "$$out" || { echo "e2e-oldest: $$name ran no test: E2E_CORE names a test the e2e package does not have"; echo 1 >"$$rc"; }; \
+	done; \
+	exit $$(cat "$$rc")
 
 # Every package but the e2e suites (e2e/load, e2e/harness and e2e/sandbox
 # have no API server in their tests and run here).
