@@ -156,8 +156,9 @@ test: tools unit ## every test: unit, golden, fuzz corpora, then e2e and the rep
 # write for every rule (the walkthroughs of docs/walkthroughs.md, and
 # apimigration's refusal of a removed version), the registered webhook
 # configurations as the server stores them, claimguard's rules following
-# a new XRD, the background audit's PolicyReports, and start-up with
-# client-go's WatchList on and off. A name that matches no test fails the
+# a new XRD, the background audit's PolicyReports, start-up with
+# client-go's WatchList on and off, and the chart with every value set
+# applied with a server-side dry run. A name that matches no test fails the
 # run (and e2e/harness's TestE2ECoreNamesTestsOfTheSuite), so a renamed
 # test cannot drop out of the set unnoticed.
 E2E_CORE := \
@@ -171,7 +172,8 @@ E2E_CORE := \
 	TestAPIMigration \
 	TestClaimguardNewXRDIsGuardedWithoutRestart \
 	TestAuditPublishesPolicyReports \
-	TestStartUpWithWatchListOnAndOff
+	TestStartUpWithWatchListOnAndOff \
+	TestChartWithEveryValueAppliesOnTheServer
 empty :=
 E2E_CORE_RUN := ^($(subst $(empty) $(empty),|,$(strip $(E2E_CORE))))$$
 e2e-oldest: $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/etcd ## the e2e suite's core set (E2E_CORE) against the oldest supported API server, KUBE_OLDEST_VERSION (builds it first, once)
