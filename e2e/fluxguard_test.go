@@ -428,12 +428,19 @@ func fluxguardOnFlux29(ctx context.Context, t *testing.T) {
 		return nil
 	})
 	kubectlOK(t, ctx, "", "--as", "jane", "-n", ns, "patch", "deployment", "web", "--type=merge", "-p", `{"spec":{"replicas":3}}`)
-	harness.Eventually(t, 30*time.Second, func() error {
-		_, stderr, err := env.Kubectl(ctx, "", "--as", "jane", "-n", ns, "patch", "configmap", "cache-settings", "--type=merge", "-p", `{"data":{"size":"2Gi"}}`)
-		want := fluxHelmHook + "fluxguard: ConfigMap flux-29/cache-settings is managed by Flux HelmRelease flux-29/cache29 (chart from OCIRepository flux-29/cache); it is reverted at the next reconcile (interval 30m). Changed: /data/size."
+	// A server-side dry run until Steward's cache has the HelmRelease's
+	// inventory (an edit allowed before would be stored, and its repeat
+	// would change nothing), then the edit itself.
+	want := fluxHelmHook + "fluxguard: ConfigMap flux-29/cache-settings is managed by Flux HelmRelease flux-29/cache29 (chart from OCIRepository flux-29/cache); it is reverted at the next reconcile (interval 30m). Changed: /data/size."
+	editSize := func(dryRun ...string) error {
+		_, stderr, err := env.Kubectl(ctx, "", append([]string{"--as", "jane", "-n", ns, "patch", "configmap", "cache-settings", "--type=merge", "-p", `{"data":{"size":"2Gi"}}`}, dryRun...)...)
 		if err == nil || !strings.Contains(stderr, want) {
 			return fmt.Errorf("want the denial\n%s\ngot %v:\n%s", want, err, stderr)
 		}
 		return nil
-	})
+	}
+	harness.Eventually(t, 30*time.Second, func() error { return editSize("--dry-run=server") })
+	if err := editSize(); err != nil {
+		t.Error(err)
+	}
 }
