@@ -50,7 +50,7 @@ func TestAuditPublishesPolicyReports(t *testing.T) {
 	ns := testNamespace(t, ctx, fmt.Sprintf("audit-%d", time.Now().UnixNano()%1_000_000))
 
 	// A Kustomization alice suspends: Steward records who and when.
-	ks := suspendedKustomization(ns, "web")
+	ks := harness.SuspendedKustomization(ns, "web")
 	alice, err := env.As("alice")
 	if err != nil {
 		t.Fatal(err)
@@ -289,19 +289,6 @@ func policyReportCRDsGone(t *testing.T, ctx context.Context) {
 		}
 		return nil
 	})
-}
-
-// suspendedKustomization is a Flux Kustomization created suspended.
-func suspendedKustomization(ns, name string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-		"kind":       "Kustomization",
-		"metadata":   map[string]any{"name": name, "namespace": ns},
-		"spec": map[string]any{
-			"interval": "10m", "path": "./deploy", "prune": true, "suspend": true,
-			"sourceRef": map[string]any{"kind": "GitRepository", "name": "apps"},
-		},
-	}}
 }
 
 // policyReport reads Steward's PolicyReport in ns.

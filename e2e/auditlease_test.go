@@ -98,7 +98,7 @@ func TestAuditStopsWhenAnotherReplicaTakesTheLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ks := suspendedKustomization(ns, "web")
+	ks := harness.SuspendedKustomization(ns, "web")
 	if err := alice.Create(ctx, ks); err != nil {
 		t.Fatalf("creating a suspended Kustomization while Steward does not hold the Lease: %v", err)
 	}

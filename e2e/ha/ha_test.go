@@ -369,7 +369,7 @@ func auditLeadership(t *testing.T, ctx context.Context, writes []write) {
 	alice := clientAs(t, "alice")
 	suspend := func(ns string) {
 		createNamespaces(t, ctx, ns)
-		if err := alice.Create(ctx, suspendedKustomization(ns, "web")); err != nil {
+		if err := alice.Create(ctx, harness.SuspendedKustomization(ns, "web")); err != nil {
 			t.Fatalf("suspending a Kustomization in %s: %v", ns, err)
 		}
 	}
@@ -523,18 +523,6 @@ func waitLeader(t *testing.T, not *harness.Steward) *harness.Steward {
 		return nil
 	})
 	return leader
-}
-
-func suspendedKustomization(ns, name string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-		"kind":       "Kustomization",
-		"metadata":   map[string]any{"name": name, "namespace": ns},
-		"spec": map[string]any{
-			"interval": "10m", "path": "./deploy", "prune": true, "suspend": true,
-			"sourceRef": map[string]any{"kind": "GitRepository", "name": "apps"},
-		},
-	}}
 }
 
 // reportWith reads Steward's PolicyReport in ns and checks it holds

@@ -3,7 +3,6 @@ package harness
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -26,15 +25,4 @@ func ReportResults(u *unstructured.Unstructured) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// FluxInventoryStatus is the status patch kustomize-controller records
-// after applying the objects of ids (Flux inventory ids,
-// <namespace>_<name>_<group>_<kind>).
-func FluxInventoryStatus(ids ...string) string {
-	entries := make([]string, len(ids))
-	for i, id := range ids {
-		entries[i] = fmt.Sprintf(`{"id":%q,"v":"v1"}`, id)
-	}
-	return `{"status":{"lastAppliedRevision":"main@sha1:1a2b3c4d5e6f7a8b9c0d","inventory":{"entries":[` + strings.Join(entries, ",") + `]}}}`
 }
