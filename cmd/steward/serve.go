@@ -232,7 +232,7 @@ func registerRules(mgr manager.Manager, cfg config.Config, rules []webhooks.Conf
 			}
 		}
 		for _, wh := range spec.Webhooks {
-			server.Register(wh.Path, drain.Wrap(served.table.HTTP(wh.Path, limit, log.WithName("webhook"))))
+			server.Register(wh.Path, served.table.HTTP(wh.Path, serving.HTTPOptions{Limit: limit, Drain: drain, Log: log.WithName("webhook")}))
 		}
 	}
 	return served, recorder, rulessync.Add(mgr, specs)

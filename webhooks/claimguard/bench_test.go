@@ -151,7 +151,8 @@ func cpuTime() time.Duration {
 // machine the CPU time is the steadier figure.
 func runHandler(b *testing.B, h rule.Rule, rq admission.Request, wantAllowed bool) {
 	ctx := context.Background()
-	if got := serving.Judge(ctx, h, rq); got.Allowed != wantAllowed {
+	var c serving.Caller
+	if got := c.Judge(ctx, h, rq); got.Allowed != wantAllowed {
 		b.Fatalf("allowed = %v, want %v: %+v", got.Allowed, wantAllowed, got.Result)
 	}
 	durations := make([]time.Duration, 0, b.N)
@@ -160,7 +161,7 @@ func runHandler(b *testing.B, h rule.Rule, rq admission.Request, wantAllowed boo
 	cpu := cpuTime()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		_ = serving.Judge(ctx, h, rq)
+		_ = c.Judge(ctx, h, rq)
 		durations = append(durations, time.Since(start))
 	}
 	b.StopTimer()

@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sync"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/rule"
@@ -42,6 +46,10 @@ type Options struct {
 // exemptions and break-glass, the rule's mode, audit annotations, the
 // decision log line and the decision counter.
 func Wrap(r rule.Rule, wh rule.Webhook, opts Options) admission.Handler {
+	return wrap(r, wh, opts)
+}
+
+func wrap(r rule.Rule, wh rule.Webhook, opts Options) *wrapped {
 	spec := r.Spec()
 	m := opts.Metrics
 	if m == nil {
@@ -70,14 +78,15 @@ type wrapped struct {
 	events *ruleEvents
 }
 
-func (w *wrapped) Handle(ctx context.Context, ar admission.Request) (resp admission.Response) {
+// Handle judges req through a Request of its own; the server judges
+// through the Request of its call.
+func (w *wrapped) Handle(ctx context.Context, req admission.Request) admission.Response {
+	return w.judge(ctx, rule.NewRequest(req))
+}
+
+func (w *wrapped) judge(ctx context.Context, req *rule.Request) (resp admission.Response) {
 	start := time.Now()
-	req := acquire(ar)
 	defer func() {
-		// The Request's Views are read up to the last line of the
-		// decision (Events read the stored object's uid), and reused
-		// once it is made.
-		defer release(req)
 		if p := recover(); p != nil {
 			resp = w.finish(req, admission.Errored(http.StatusInternalServerError, fmt.Errorf("panic: %v", p)))
 		}
@@ -231,28 +240,142 @@ func (w *wrapped) log(req *rule.Request, d Decision, verdict string) {
 	)
 }
 
-// requests holds Requests between calls, so that the Views' indexes keep
-// the memory they grew into instead of allocating it for every request.
-var requests = sync.Pool{New: func() any { return new(rule.Request) }}
-
-// acquire returns a reused Request for req.
-func acquire(req admission.Request) *rule.Request {
-	r := requests.Get().(*rule.Request)
-	r.Reset(req)
-	return r
+// A judge answers one request at a path, as the server asks it: through
+// the Request of the server's call, whose memory is reused.
+type judge interface {
+	judge(ctx context.Context, req *rule.Request) admission.Response
 }
 
-// release returns r to requests, holding nothing of its request.
-func release(r *rule.Request) {
-	r.Reset(admission.Request{})
-	requests.Put(r)
+// handlerJudge serves an admission.Handler at a path (Serve).
+type handlerJudge struct{ admission.Handler }
+
+func (h handlerJudge) judge(ctx context.Context, req *rule.Request) admission.Response {
+	return h.Handle(ctx, req.Request)
 }
 
-// Judge asks r about req through a reused Request, as the server does
+// Judge asks r about req through a new Request, as the server does
 // (without Wrap's modes, exemptions and metrics): what a rule's own
-// tests and benchmarks measure.
+// tests check.
 func Judge(ctx context.Context, r rule.Rule, req admission.Request) admission.Response {
-	rr := acquire(req)
-	defer release(rr)
-	return r.Handle(ctx, rr)
+	return r.Handle(ctx, rule.NewRequest(req))
+}
+
+// ruleEvents is DenialEvents for one rule, built once by Wrap.
+type ruleEvents struct {
+	*DenialEvents
+	rule     string
+	recorder EventRecorder
+}
+
+// denied is called by Wrap for every request it denies (enforce mode, no
+// exemption, no break-glass) and records an Event when the writer is a
+// service account. Warn and audit mode, exempt users and break-glass
+// allow the request, so there is no refusal to report; people get the
+// denial message in their terminal, so an Event would only repeat it.
+func (r *ruleEvents) denied(req *rule.Request, verdict string) {
+	// A dry run must change nothing: Steward's webhooks promise
+	// sideEffects None, which is what lets the API server call them for
+	// dry runs at all. The agent learns of the refusal from its answer.
+	if r == nil || !isServiceAccount(req.UserInfo.Username) || (req.DryRun != nil && *req.DryRun) {
+		return
+	}
+	regarding, ok := regardingRef(req)
+	if !ok {
+		return
+	}
+	key := r.rule + "/" + regarding.APIVersion + "/" + regarding.Kind + "/" + regarding.Namespace + "/" + regarding.Name
+	now := r.now()
+	r.mu.Lock()
+	if last, ok := r.cooldown.Get(key); ok && now.Sub(last.(time.Time)) < EventCooldown {
+		r.mu.Unlock()
+		r.dropped.WithLabelValues(r.rule, "cooldown").Inc()
+		return
+	}
+	if !r.limiter.TryAccept() {
+		r.mu.Unlock()
+		r.dropped.WithLabelValues(r.rule, "rate-limit").Inc()
+		return
+	}
+	regarding.UID = objectUID(req)
+	e := pendingEvent{recorder: r.recorder, regarding: regarding, action: string(req.Operation), note: eventNote(req, verdict)}
+	select {
+	case r.queue <- e:
+		r.cooldown.Add(key, now)
+		r.mu.Unlock()
+		r.queued.WithLabelValues(r.rule).Inc()
+	default:
+		r.mu.Unlock()
+		r.dropped.WithLabelValues(r.rule, "queue-full").Inc()
+	}
+}
+
+// isServiceAccount says whether user is system:serviceaccount:<ns>:<name>.
+func isServiceAccount(user string) bool {
+	rest, ok := strings.CutPrefix(user, "system:serviceaccount:")
+	if !ok {
+		return false
+	}
+	ns, name, ok := strings.Cut(rest, ":")
+	return ok && ns != "" && name != "" && !strings.Contains(name, ":")
+}
+
+// regardingRef is the object the request writes. There is none to name
+// when a CREATE asks for a generated name (the Event's own name is built
+// from the object's), or when the request is for the scale subresource,
+// whose kind is Scale, not the object's (which the request does not carry).
+// A CREATE's object does not exist yet, so its reference has no uid; the
+// API server accepts that and `kubectl describe` matches by kind and name.
+func regardingRef(req *rule.Request) (*corev1.ObjectReference, bool) {
+	if req.Name == "" || req.SubResource == "scale" {
+		return nil, false
+	}
+	return &corev1.ObjectReference{
+		APIVersion: schema.GroupVersion{Group: req.Kind.Group, Version: req.Kind.Version}.String(),
+		Kind:       req.Kind.Kind,
+		Namespace:  req.Namespace,
+		Name:       req.Name,
+	}, true
+}
+
+// objectUID is the written object's uid, read from the stored object (the
+// old one of an UPDATE or DELETE); it is only decoded for a request that
+// gets an Event. A CREATE's object carries the uid the API server gave it
+// before admission, which names nothing once the create is refused.
+func objectUID(req *rule.Request) types.UID {
+	return types.UID(req.OldView().UID())
+}
+
+// eventNote says who was refused what, then the denial, cut to the API
+// server's limit on a whole character.
+func eventNote(req *rule.Request, verdict string) string {
+	what := string(req.Operation)
+	if req.SubResource != "" {
+		what += " of " + req.SubResource
+	}
+	return TruncateNote("Refused " + what + " by " + req.UserInfo.Username + ": " + verdict)
+}
+
+// TruncateNote cuts s to MaxEventNote bytes, ending with "…" when cut.
+func TruncateNote(s string) string {
+	if len(s) <= MaxEventNote {
+		return s
+	}
+	const ellipsis = "…"
+	cut := MaxEventNote - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}
+
+// A Caller asks rules about requests as the server does: through one
+// Request, whose memory it reuses from call to call. It is what a rule's
+// benchmarks measure. Unlike the server's, its Request keeps the last
+// request until the next call.
+type Caller struct{ req rule.Request }
+
+// Judge asks r about req (without Wrap's modes, exemptions and metrics).
+func (c *Caller) Judge(ctx context.Context, r rule.Rule, req admission.Request) admission.Response {
+	c.req.Reset(req)
+	return r.Handle(ctx, &c.req)
 }

@@ -2,20 +2,14 @@ package serving
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/lru"
-
-	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // Limits of DenialEvents. They bound what a writer retrying forever, or
@@ -104,119 +98,11 @@ func (d *DenialEvents) Start(ctx context.Context) error {
 	}
 }
 
-// ruleEvents is DenialEvents for one rule, built once by Wrap.
-type ruleEvents struct {
-	*DenialEvents
-	rule     string
-	recorder EventRecorder
-}
-
 func (d *DenialEvents) forRule(name string) *ruleEvents {
 	if d == nil {
 		return nil
 	}
 	return &ruleEvents{DenialEvents: d, rule: name, recorder: d.recorder("steward.dev/" + name)}
-}
-
-// denied is called by Wrap for every request it denies (enforce mode, no
-// exemption, no break-glass) and records an Event when the writer is a
-// service account. Warn and audit mode, exempt users and break-glass
-// allow the request, so there is no refusal to report; people get the
-// denial message in their terminal, so an Event would only repeat it.
-func (r *ruleEvents) denied(req *rule.Request, verdict string) {
-	// A dry run must change nothing: Steward's webhooks promise
-	// sideEffects None, which is what lets the API server call them for
-	// dry runs at all. The agent learns of the refusal from its answer.
-	if r == nil || !isServiceAccount(req.UserInfo.Username) || (req.DryRun != nil && *req.DryRun) {
-		return
-	}
-	regarding, ok := regardingRef(req)
-	if !ok {
-		return
-	}
-	key := r.rule + "/" + regarding.APIVersion + "/" + regarding.Kind + "/" + regarding.Namespace + "/" + regarding.Name
-	now := r.now()
-	r.mu.Lock()
-	if last, ok := r.cooldown.Get(key); ok && now.Sub(last.(time.Time)) < EventCooldown {
-		r.mu.Unlock()
-		r.dropped.WithLabelValues(r.rule, "cooldown").Inc()
-		return
-	}
-	if !r.limiter.TryAccept() {
-		r.mu.Unlock()
-		r.dropped.WithLabelValues(r.rule, "rate-limit").Inc()
-		return
-	}
-	regarding.UID = objectUID(req)
-	e := pendingEvent{recorder: r.recorder, regarding: regarding, action: string(req.Operation), note: eventNote(req, verdict)}
-	select {
-	case r.queue <- e:
-		r.cooldown.Add(key, now)
-		r.mu.Unlock()
-		r.queued.WithLabelValues(r.rule).Inc()
-	default:
-		r.mu.Unlock()
-		r.dropped.WithLabelValues(r.rule, "queue-full").Inc()
-	}
-}
-
-// isServiceAccount says whether user is system:serviceaccount:<ns>:<name>.
-func isServiceAccount(user string) bool {
-	rest, ok := strings.CutPrefix(user, "system:serviceaccount:")
-	if !ok {
-		return false
-	}
-	ns, name, ok := strings.Cut(rest, ":")
-	return ok && ns != "" && name != "" && !strings.Contains(name, ":")
-}
-
-// regardingRef is the object the request writes. There is none to name
-// when a CREATE asks for a generated name (the Event's own name is built
-// from the object's), or when the request is for the scale subresource,
-// whose kind is Scale, not the object's (which the request does not carry).
-// A CREATE's object does not exist yet, so its reference has no uid; the
-// API server accepts that and `kubectl describe` matches by kind and name.
-func regardingRef(req *rule.Request) (*corev1.ObjectReference, bool) {
-	if req.Name == "" || req.SubResource == "scale" {
-		return nil, false
-	}
-	return &corev1.ObjectReference{
-		APIVersion: schema.GroupVersion{Group: req.Kind.Group, Version: req.Kind.Version}.String(),
-		Kind:       req.Kind.Kind,
-		Namespace:  req.Namespace,
-		Name:       req.Name,
-	}, true
-}
-
-// objectUID is the written object's uid, read from the stored object (the
-// old one of an UPDATE or DELETE); it is only decoded for a request that
-// gets an Event. A CREATE's object carries the uid the API server gave it
-// before admission, which names nothing once the create is refused.
-func objectUID(req *rule.Request) types.UID {
-	return types.UID(req.OldView().UID())
-}
-
-// eventNote says who was refused what, then the denial, cut to the API
-// server's limit on a whole character.
-func eventNote(req *rule.Request, verdict string) string {
-	what := string(req.Operation)
-	if req.SubResource != "" {
-		what += " of " + req.SubResource
-	}
-	return TruncateNote("Refused " + what + " by " + req.UserInfo.Username + ": " + verdict)
-}
-
-// TruncateNote cuts s to MaxEventNote bytes, ending with "…" when cut.
-func TruncateNote(s string) string {
-	if len(s) <= MaxEventNote {
-		return s
-	}
-	const ellipsis = "…"
-	cut := MaxEventNote - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ellipsis
 }
 
 // newEventMetrics are the counters of one DenialEvents: the Events it

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -155,6 +157,53 @@ func TestServeReusesBuffersSafely(t *testing.T) {
 			t.Fatalf("round %d: the small request's object reads %q, want %q", i, got.Message, want)
 		}
 	}
+}
+
+// nameRule denies every request, naming the object its View reads.
+type nameRule struct{}
+
+func (nameRule) Handle(_ context.Context, req *rule.Request) admission.Response {
+	return admission.Denied("name " + req.View().Name() + ", old name " + req.OldView().Name())
+}
+
+func (nameRule) Spec() rule.Spec {
+	return rule.Spec{Name: "names", Type: rule.Validating, Webhooks: []rule.Webhook{{Path: "/validate/names"}}}
+}
+
+// TestTableServesEachRequestItsOwnObjects sends requests with large and
+// small objects, concurrently, through a Table's handler: the server
+// reuses one Request and its Views from call to call, and every answer
+// must still name its own request's objects, never a previous one's.
+func TestTableServesEachRequestItsOwnObjects(t *testing.T) {
+	table := serving.NewTable([]serving.Served{{Rule: nameRule{}, Mode: rule.Enforce}}, serving.Settings{}, nil, serving.NewMetrics(), logr.Discard())
+	h := table.HTTP("/validate/names", serving.HTTPOptions{Limit: serving.NewInflightLimit(1<<30, logr.Discard()), Log: logr.Discard()})
+	named := func(name string) map[string]any { return map[string]any{"metadata": map[string]any{"name": name}} }
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				name := fmt.Sprintf("w%d-%d-%s", w, i, strings.Repeat("x", (i%3)*2000))
+				var req admission.Request
+				if i%2 == 0 {
+					req = admissiontest.Create(deployments, "Deployment", named(name)).Build()
+				} else {
+					req = admissiontest.Update(deployments, "Deployment", named(name+"-old"), named(name)).Build()
+				}
+				got := serve(t, h, "application/json", reviewOf("admission.k8s.io/v1", req))
+				want := "name " + name + ", old name "
+				if i%2 == 1 {
+					want += name + "-old"
+				}
+				if got.Message != want {
+					t.Errorf("answer %q, want %q", got.Message, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // FuzzServe sends arbitrary bodies: every one must be answered with an

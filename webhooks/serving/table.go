@@ -42,7 +42,7 @@ type Table struct {
 }
 
 // handlers is one configuration's handler for each path.
-type handlers map[string]admission.Handler
+type handlers map[string]judge
 
 // NewTable serves rules (every rule of the list, in its order) with s.
 // events is nil when Steward records no Events; metrics record every
@@ -73,7 +73,7 @@ func (t *Table) Swap(next []Served, s Settings) {
 				out[wh.Path] = unjudged{}
 				continue
 			}
-			out[wh.Path] = Wrap(r.Rule, wh, Options{
+			out[wh.Path] = wrap(r.Rule, wh, Options{
 				Mode:            r.Mode,
 				ExemptUsers:     s.ExemptUsers,
 				ExemptGroups:    s.ExemptGroups,
@@ -98,26 +98,42 @@ func (t *Table) Handler(path string) admission.Handler {
 	return dispatch{t: t, path: path}
 }
 
-// HTTP is the handler the webhook server registers at path: the request
-// is charged to limit, its body read within bodyReadTimeout and decoded
-// (Serve), and answered by the current configuration. log receives the
-// lines about unreadable requests.
-func (t *Table) HTTP(path string, limit *InflightLimit, log logr.Logger) http.Handler {
-	return limit.Wrap(withBodyDeadline(Serve(t.Handler(path), log), bodyReadTimeout))
+// HTTPOptions are what every webhook path's HTTP handler shares.
+type HTTPOptions struct {
+	// Limit is the memory budget for request bodies in flight.
+	Limit *InflightLimit
+	// Drain, once begun, makes every answer close its connection.
+	Drain *Drain
+	// Log receives the lines about unreadable requests.
+	Log logr.Logger
 }
 
+// HTTP is the handler the webhook server registers at path: the request
+// is charged to the memory budget, its body read within bodyReadTimeout
+// and decoded (Serve), and answered by the current configuration.
+func (t *Table) HTTP(path string, o HTTPOptions) http.Handler {
+	var h http.Handler = &server{table: t, path: path, log: o.Log}
+	h = o.Limit.Wrap(withBodyDeadline(h, bodyReadTimeout))
+	if o.Drain != nil {
+		h = o.Drain.Wrap(h)
+	}
+	return h
+}
+
+// dispatch answers at a path with whichever configuration is current,
+// for callers outside the server.
 type dispatch struct {
 	t    *Table
 	path string
 }
 
 func (d dispatch) Handle(ctx context.Context, req admission.Request) admission.Response {
-	return (*d.t.current.Load())[d.path].Handle(ctx, req)
+	return (*d.t.current.Load())[d.path].judge(ctx, rule.NewRequest(req))
 }
 
 // unjudged answers for a rule turned off while Steward runs.
 type unjudged struct{}
 
-func (unjudged) Handle(context.Context, admission.Request) admission.Response {
+func (unjudged) judge(context.Context, *rule.Request) admission.Response {
 	return admission.Allowed("")
 }
