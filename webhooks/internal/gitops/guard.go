@@ -147,19 +147,6 @@ func RefOf(req *rule.Request, v *object.View) Ref {
 	return Ref{GroupVersionKind: gvk, Namespace: ns, Name: name, GenerateName: v.GenerateName()}
 }
 
-func (g *Guard) create(ctx context.Context, req *rule.Request) admission.Response {
-	v := req.View()
-	if err := v.FormErr(); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("create: %w", err))
-	}
-	ref := RefOf(req, v)
-	c := g.resolver.Claim(ref, v)
-	if !c.Claims {
-		return admission.Allowed(c.NotClaimed)
-	}
-	return g.claiming(ctx, req, ref, v, c, "carries")
-}
-
 // claiming judges a write that gives an object the tool's markers: only
 // the tool, or a writer of the owner the markers name, may.
 func (g *Guard) claiming(ctx context.Context, req *rule.Request, ref Ref, v *object.View, c Claim, verb string) admission.Response {
@@ -317,26 +304,6 @@ func managingOwners(owners []Owner) (managing []Owner, why []string) {
 		}
 	}
 	return managing, why
-}
-
-func (g *Guard) delete(ctx context.Context, req *rule.Request) admission.Response {
-	v := req.OldView()
-	if !v.Present() {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("delete: the request carries no oldObject, so the object's owner cannot be checked"))
-	}
-	if err := v.FormErr(); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("delete: %w", err))
-	}
-	ref := RefOf(req, v)
-	c := g.resolver.Claim(ref, v)
-	if !c.Claims {
-		return admission.Allowed(c.NotClaimed)
-	}
-	owners, resp, ok := g.managing(ctx, req, ref, v)
-	if !ok {
-		return resp
-	}
-	return admission.Denied(g.msg.deleting(ref, owners))
 }
 
 // stripped lists the keys old has and cur lacks.
