@@ -157,18 +157,11 @@ func matches(item, want any, byKeys bool) bool {
 // listed, and a change beyond the bound is counted as guarded.
 const maxAppliedChanges = 1000
 
-// changes are the update's guarded changes. Where every owner guards only
-// what its field manager applies (Owner.Applies), only changes to those
-// fields count, and, where none of those changed, a change of a
-// manager's entry itself is refused (refused names it): a write that
-// changes an owned field also moves it out of the entry, and is refused
-// for the field. Otherwise every change but the skipped ones counts.
-func changes(old, cur *object.View, skip []object.Pointer, owners []Owner) (c object.Changes, refused string) {
+// appliedChanges are changes where every owner guards only what its
+// field manager applies (Owner.Applies).
+func appliedChanges(old, cur *object.View, skip []object.Pointer, owners []Owner) (c object.Changes, refused string) {
 	var owned []object.Pointer
 	for _, o := range owners {
-		if o.Applies == "" {
-			return object.Diff(old, cur, skip, ListedPaths), ""
-		}
 		fields, _ := AppliedFields(old, o.Applies)
 		owned = append(owned, fields...)
 	}

@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -147,17 +149,27 @@ func RefOf(req *rule.Request, v *object.View) Ref {
 	return Ref{GroupVersionKind: gvk, Namespace: ns, Name: name, GenerateName: v.GenerateName()}
 }
 
-func (g *Guard) create(ctx context.Context, req *rule.Request) admission.Response {
-	v := req.View()
-	if err := v.FormErr(); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("create: %w", err))
+// Ref names the object a request writes.
+type Ref struct {
+	schema.GroupVersionKind
+	Namespace, Name string
+	// GenerateName is the name's prefix when the name is still to be
+	// generated (a create).
+	GenerateName string
+}
+
+// String names the object the way denial messages do: "Kind ns/name", or
+// "Kind name" for cluster-scoped objects; a name still to be generated is
+// shown as its prefix followed by "*".
+func (r Ref) String() string {
+	name := r.Name
+	if name == "" && r.GenerateName != "" {
+		name = r.GenerateName + "*"
 	}
-	ref := RefOf(req, v)
-	c := g.resolver.Claim(ref, v)
-	if !c.Claims {
-		return admission.Allowed(c.NotClaimed)
+	if r.Namespace != "" {
+		name = r.Namespace + "/" + name
 	}
-	return g.claiming(ctx, req, ref, v, c, "carries")
+	return r.Kind + " " + name
 }
 
 // claiming judges a write that gives an object the tool's markers: only
@@ -319,26 +331,6 @@ func managingOwners(owners []Owner) (managing []Owner, why []string) {
 	return managing, why
 }
 
-func (g *Guard) delete(ctx context.Context, req *rule.Request) admission.Response {
-	v := req.OldView()
-	if !v.Present() {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("delete: the request carries no oldObject, so the object's owner cannot be checked"))
-	}
-	if err := v.FormErr(); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("delete: %w", err))
-	}
-	ref := RefOf(req, v)
-	c := g.resolver.Claim(ref, v)
-	if !c.Claims {
-		return admission.Allowed(c.NotClaimed)
-	}
-	owners, resp, ok := g.managing(ctx, req, ref, v)
-	if !ok {
-		return resp
-	}
-	return admission.Denied(g.msg.deleting(ref, owners))
-}
-
 // stripped lists the keys old has and cur lacks.
 func stripped(old, cur []string) []string {
 	var keys []string
@@ -357,6 +349,302 @@ func writerOf(owners []Owner, user string) (Owner, bool) {
 		}
 	}
 	return Owner{}, false
+}
+
+// changes are the update's guarded changes. Where every owner guards only
+// what its field manager applies (Owner.Applies), only changes to those
+// fields count, and, where none of those changed, a change of a
+// manager's entry itself is refused (refused names it): a write that
+// changes an owned field also moves it out of the entry, and is refused
+// for the field (appliedChanges, in applied.go). Otherwise every change
+// but the skipped ones counts.
+func changes(old, cur *object.View, skip []object.Pointer, owners []Owner) (c object.Changes, refused string) {
+	for _, o := range owners {
+		if o.Applies == "" {
+			return object.Diff(old, cur, skip, ListedPaths), ""
+		}
+	}
+	return appliedChanges(old, cur, skip, owners)
+}
+
+// AddedOwners lists the owner references the new object has and the old
+// lacks. The garbage collector deletes an object once all its owners are
+// gone, so an owner reference to an object the writer controls is a
+// deferred delete that no DELETE request would show: the garbage
+// collector's own delete is, rightly, never refused. Removing owners is
+// not listed: it only keeps an object from being collected.
+func AddedOwners(old, cur *object.View) []metav1.OwnerReference {
+	if bytes.Equal(old.Field("metadata", "ownerReferences"), cur.Field("metadata", "ownerReferences")) {
+		return nil // the common case: no owners, or the same ones, unread
+	}
+	before := old.OwnerReferences()
+	var added []metav1.OwnerReference
+	for _, n := range cur.OwnerReferences() {
+		if !containsOwner(before, n) {
+			added = append(added, n)
+		}
+	}
+	return added
+}
+
+// containsOwner matches owner references by uid, which names one object
+// for its whole life, or by kind and name where a uid is missing.
+func containsOwner(refs []metav1.OwnerReference, r metav1.OwnerReference) bool {
+	for _, o := range refs {
+		if (r.UID != "" && o.UID == r.UID) || (r.UID == "" && o.UID == "" && o.Kind == r.Kind && o.Name == r.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// skipMap is, per group and kind, the paths an update may change: the
+// server-managed ones plus the configured ignored fields. Pointers that do
+// not parse are left out; ValidateIgnored reports them first.
+type skipMap map[schema.GroupKind][]object.Pointer
+
+func newSkipMap(list []IgnoredFields) skipMap {
+	m := skipMap{}
+	for _, f := range list {
+		gk := schema.GroupKind{Group: f.Group, Kind: f.Kind}
+		if m[gk] == nil {
+			m[gk] = append([]object.Pointer(nil), ServerManaged...)
+		}
+		for _, s := range f.Paths {
+			if p, err := object.ParsePointer(s); err == nil && len(p) > 0 {
+				m[gk] = append(m[gk], p)
+			}
+		}
+	}
+	return m
+}
+
+// of returns the paths an update of the given kind may change.
+func (m skipMap) of(gk schema.GroupKind) []object.Pointer {
+	if s, ok := m[gk]; ok {
+		return s
+	}
+	return ServerManaged
+}
+
+// Skipped reports whether p is at or under one of skip.
+func Skipped(p object.Pointer, skip []object.Pointer) bool {
+	for _, s := range skip {
+		if p.HasPrefix(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Control writes are how people steer GitOps tools through the tools' own
+// objects: requesting a reconcile, suspending, refreshing or syncing. They
+// change nothing the tools deploy, so no guard counts them as edits, even
+// where the object is itself deployed from Git (a Kustomization its parent
+// applies, an Application of an app of apps).
+var (
+	controlAnnotations = MustPointers(
+		"/metadata/annotations/reconcile.fluxcd.io~1requestedAt",
+		"/metadata/annotations/reconcile.fluxcd.io~1forceAt",
+		"/metadata/annotations/reconcile.fluxcd.io~1resetAt",
+		"/metadata/annotations/argocd.argoproj.io~1refresh",
+	)
+	// fluxControl adds spec.suspend (flux suspend, flux resume) on Flux's
+	// kinds, and the record of who suspended, which Steward's suspendnotice
+	// writes along with it.
+	fluxControl = append(MustPointers(
+		"/spec/suspend",
+		"/metadata/annotations/steward.dev~1suspended-at",
+		"/metadata/annotations/steward.dev~1suspended-by",
+	), controlAnnotations...)
+	// applicationControl adds an Application's sync operation (argocd app
+	// sync) and its skip-reconcile annotation.
+	applicationControl = append(MustPointers("/operation", "/metadata/annotations/argocd.argoproj.io~1skip-reconcile"), controlAnnotations...)
+)
+
+// controlPaths are the control writes of an object of the given kind.
+func controlPaths(gk schema.GroupKind) []object.Pointer {
+	switch {
+	case strings.HasSuffix(gk.Group, ".toolkit.fluxcd.io"):
+		return fluxControl
+	case gk.Group == "argoproj.io" && gk.Kind == "Application":
+		return applicationControl
+	}
+	return controlAnnotations
+}
+
+// KubernetesControllers are Kubernetes' own identities whose writes to
+// GitOps-managed objects are part of how the cluster works; refusing them
+// would break garbage collection, namespace deletion or routine
+// reconciliation, and none of them edits the desired state a GitOps tool
+// deploys.
+// They are excluded in the webhook's matchConditions, so a Steward outage
+// never blocks them, and allowed again in the handler.
+var KubernetesControllers = []string{
+	// Deletes dependents of deleted owners and rewrites ownerReferences.
+	"system:serviceaccount:kube-system:generic-garbage-collector",
+	// Deletes everything in a namespace that is being deleted.
+	"system:serviceaccount:kube-system:namespace-controller",
+	// Writes the deployment.kubernetes.io/revision annotation on Deployments.
+	"system:serviceaccount:kube-system:deployment-controller",
+	// Copy a Service's labels, a GitOps tool's included, onto its Endpoints and
+	// EndpointSlices, and create, update and delete those.
+	"system:serviceaccount:kube-system:endpoint-controller",
+	"system:serviceaccount:kube-system:endpointslice-controller",
+	"system:serviceaccount:kube-system:endpointslicemirroring-controller",
+	// Binds PersistentVolumeClaims and PersistentVolumes (spec.volumeName,
+	// spec.claimRef, pv.kubernetes.io/* annotations).
+	"system:serviceaccount:kube-system:persistent-volume-binder",
+	// Deletes finished Jobs that set ttlSecondsAfterFinished.
+	"system:serviceaccount:kube-system:ttl-after-finished-controller",
+	// Fills in the rules of aggregated ClusterRoles (aggregationRule).
+	"system:serviceaccount:kube-system:clusterrole-aggregation-controller",
+	// The controller manager's own identity, used for every controller
+	// when it runs without --use-service-account-credentials.
+	"system:kube-controller-manager",
+	// The API server's loopback identity for its internal writes.
+	"system:apiserver",
+}
+
+// NodesGroup is the group of kubelets. A kubelet deletes the pods it has
+// finished terminating and mirrors static pods; the NodeRestriction
+// admission plugin already limits it to its own pods.
+const NodesGroup = "system:nodes"
+
+// Identities are the users and groups a tool writes as.
+type Identities struct {
+	Users, Groups []string
+}
+
+// Has reports whether u is one of the identities.
+func (ids Identities) Has(u authenticationv1.UserInfo) bool {
+	return slices.Contains(ids.Users, u.Username) || intersects(ids.Groups, u.Groups)
+}
+
+// Kubernetes reports whether u is one of Kubernetes' own controllers.
+func Kubernetes(u authenticationv1.UserInfo) bool {
+	return slices.Contains(KubernetesControllers, u.Username) || slices.Contains(u.Groups, NodesGroup)
+}
+
+func intersects(a, b []string) bool {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// names joins the owners' names for a message.
+func names(owners []Owner) string {
+	parts := make([]string, len(owners))
+	for i, o := range owners {
+		parts[i] = o.Name
+	}
+	return strings.Join(parts, " and ")
+}
+
+// ListedPaths is how many changed paths a denial names before "and N
+// more".
+const ListedPaths = 5
+
+// messages builds one guard's denials, all in one style: the rule, the
+// object, its owners and what their tool does with the change, what was
+// refused, and where the change belongs.
+type messages struct {
+	rule string
+	// tool names the GitOps tool ("Fleet"), agent its writer ("the Fleet
+	// agent"), applier who applies its objects in drift findings.
+	tool, agent, applier string
+	// breakGlass is the configured group, if any.
+	breakGlass string
+}
+
+func (m messages) emergency() string {
+	if m.breakGlass == "" {
+		return "."
+	}
+	return "; in an emergency repeat the request as a member of " + m.breakGlass + "."
+}
+
+// instead is where a refused change belongs, and the ways out.
+func (m messages) instead(what string, owners []Owner) string {
+	s := what
+	for _, o := range owners {
+		if o.Hint != "" {
+			s += "; " + o.Hint
+			break
+		}
+	}
+	return s + m.emergency()
+}
+
+// ManagedBy is the first sentence of every denial about a managed object.
+func (m messages) managedBy(ref Ref, owners []Owner) string {
+	revert := ""
+	if len(owners) > 0 {
+		revert = owners[0].Revert
+	}
+	return fmt.Sprintf("%s: %s is managed by %s; %s.", m.rule, ref, names(owners), revert)
+}
+
+// changed refuses an update of a managed object, naming the changed paths.
+func (m messages) changed(ref Ref, owners []Owner, c object.Changes) string {
+	return fmt.Sprintf("%s Changed: %s. %s", m.managedBy(ref, owners), ChangeList(c), m.instead("Change it in the Git repository instead", owners))
+}
+
+// changedAs refuses an update of a managed object for a change named in
+// words rather than paths.
+func (m messages) changedAs(ref Ref, owners []Owner, what string) string {
+	return fmt.Sprintf("%s Changed: %s. %s", m.managedBy(ref, owners), what, m.instead("Change it in the Git repository instead", owners))
+}
+
+// ChangeList names the first changed paths and how many more there are.
+func ChangeList(c object.Changes) string {
+	list := strings.Join(c.First, ", ")
+	if more := c.Total - len(c.First); more > 0 {
+		list = strings.TrimPrefix(fmt.Sprintf("%s and %d more", list, more), " ")
+	}
+	return list
+}
+
+// deleting refuses the deletion of a managed object.
+func (m messages) deleting(ref Ref, owners []Owner) string {
+	return fmt.Sprintf("%s Deleting it is refused: %s would re-create it. %s", m.managedBy(ref, owners), m.tool, m.instead("Remove it from the Git repository instead", owners))
+}
+
+// stripping refuses an update that removes the tool's ownership markers.
+func (m messages) stripping(ref Ref, owners []Owner, keys []string) string {
+	return fmt.Sprintf("%s Removing %s's ownership %s is refused: it would hide the object from %s while it still runs as deployed from Git. %s",
+		m.managedBy(ref, owners), m.tool, strings.Join(keys, " and "), m.tool, m.instead("Change it in the Git repository instead", owners))
+}
+
+// spoofing refuses a create, or an update of an unclaimed object, that
+// sets the tool's ownership markers: only the tool may claim an object.
+func (m messages) spoofing(ref Ref, verb string, c Claim) string {
+	return fmt.Sprintf("%s: %s %s %s's ownership %s (%s), which only %s sets; a hand-made object with them passes for Git-managed, and %s may prune or overwrite it. Remove %s's keys, or add the object to the Git repository instead%s",
+		m.rule, ref, verb, m.tool, strings.Join(c.Keys, " and "), c.Named, m.agent, m.tool, m.tool, m.emergency())
+}
+
+// addingOwners refuses an update that gives a managed object new owners.
+func (m messages) addingOwners(ref Ref, owners []Owner, added []metav1.OwnerReference) string {
+	refs := make([]string, len(added))
+	for i, o := range added {
+		refs[i] = o.Kind + " " + o.Name
+	}
+	return fmt.Sprintf("%s Adding the owner reference %s is refused: the garbage collector would delete the object when that owner is deleted, outside Git. %s",
+		m.managedBy(ref, owners), strings.Join(refs, ", "), m.instead("Change it in the Git repository instead", owners))
+}
+
+// optOutRefused refuses an opt-out added by someone outside the opt-out
+// groups, or together with other changes.
+func (m messages) optOutRefused(ref Ref, owners []Owner, c object.Changes, groups []string) string {
+	who := "nobody: no opt-out group is configured"
+	if len(groups) > 0 {
+		who = "only members of " + strings.Join(groups, ", ") + ", as a change of its own"
+	}
+	return fmt.Sprintf("%s Adding an opt-out (%s) is refused: it stops %s from managing the object, and may be set by %s. %s",
+		m.managedBy(ref, owners), ChangeList(c), m.tool, who, m.instead("Change it in the Git repository instead", owners))
 }
 
 // ManagedBy is the first sentence of the guard's denials, for findings

@@ -2,35 +2,9 @@ package gitops
 
 import (
 	"context"
-	"strings"
-
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/stewardhq/steward/webhooks/object"
 )
-
-// Ref names the object a request writes.
-type Ref struct {
-	schema.GroupVersionKind
-	Namespace, Name string
-	// GenerateName is the name's prefix when the name is still to be
-	// generated (a create).
-	GenerateName string
-}
-
-// String names the object the way denial messages do: "Kind ns/name", or
-// "Kind name" for cluster-scoped objects; a name still to be generated is
-// shown as its prefix followed by "*".
-func (r Ref) String() string {
-	name := r.Name
-	if name == "" && r.GenerateName != "" {
-		name = r.GenerateName + "*"
-	}
-	if r.Namespace != "" {
-		name = r.Namespace + "/" + name
-	}
-	return r.Kind + " " + name
-}
 
 // Claim is what an object's ownership markers say, before any record is
 // read.
@@ -104,13 +78,4 @@ type Resolver interface {
 	// returns an error only when it cannot tell (a cache not synced): the
 	// webhook's failure policy decides then.
 	Owners(ctx context.Context, ref Ref, v *object.View) ([]Owner, error)
-}
-
-// names joins the owners' names for a message.
-func names(owners []Owner) string {
-	parts := make([]string, len(owners))
-	for i, o := range owners {
-		parts[i] = o.Name
-	}
-	return strings.Join(parts, " and ")
 }

@@ -44,13 +44,3 @@ func MustPointers(ss ...string) []object.Pointer {
 	}
 	return ps
 }
-
-// Skipped reports whether p is at or under one of skip.
-func Skipped(p object.Pointer, skip []object.Pointer) bool {
-	for _, s := range skip {
-		if p.HasPrefix(s) {
-			return true
-		}
-	}
-	return false
-}

@@ -1,7 +1,6 @@
 package gitops
 
 import (
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/stewardhq/steward/webhooks/object"
@@ -66,33 +65,4 @@ func ValidateNames(p *field.Path, names []string, what string) field.ErrorList {
 		}
 	}
 	return errs
-}
-
-// skipMap is, per group and kind, the paths an update may change: the
-// server-managed ones plus the configured ignored fields. Pointers that do
-// not parse are left out; ValidateIgnored reports them first.
-type skipMap map[schema.GroupKind][]object.Pointer
-
-func newSkipMap(list []IgnoredFields) skipMap {
-	m := skipMap{}
-	for _, f := range list {
-		gk := schema.GroupKind{Group: f.Group, Kind: f.Kind}
-		if m[gk] == nil {
-			m[gk] = append([]object.Pointer(nil), ServerManaged...)
-		}
-		for _, s := range f.Paths {
-			if p, err := object.ParsePointer(s); err == nil && len(p) > 0 {
-				m[gk] = append(m[gk], p)
-			}
-		}
-	}
-	return m
-}
-
-// of returns the paths an update of the given kind may change.
-func (m skipMap) of(gk schema.GroupKind) []object.Pointer {
-	if s, ok := m[gk]; ok {
-		return s
-	}
-	return ServerManaged
 }
