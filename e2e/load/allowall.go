@@ -119,8 +119,6 @@ func startAllowAll(ctx context.Context, dir string, paths []string) (*allowAll, 
 	return nil, errors.New("the allow-all webhook did not get ready within 30s; see allow-all.log")
 }
 
-func (a *allowAll) pid() int { return a.cmd.Process.Pid }
-
 // local is a URL of the plain-HTTP metrics port.
 func (a *allowAll) local(path string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d%s", a.metricsPort, path)

@@ -161,7 +161,7 @@ func evaluateGoals(r *results) goals {
 		when(added.text != "", "largest: "+added.text), verdict(added.by <= 0))
 	add(fmt.Sprintf("Steward's CPU per webhook call, %d writers: ≤ %.1f ms", n, webhookCPUPerCall), when(cpu.text != "", "highest: "+cpu.text), verdict(cpu.by <= 0))
 
-	burst := r.first(func(p *point) bool { return p.Burst && p.Config == cfgSteward })
+	burst := firstOf(r.Points, func(p *point) bool { return p.Burst && p.Config == cfgSteward })
 	if burst == nil {
 		burst = &point{}
 	}

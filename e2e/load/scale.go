@@ -45,18 +45,9 @@ type scaler struct {
 	res          *scaleResults
 }
 
-// runScale measures Steward's memory, start-up and watches with caches of
-// growing size, with client-go's WatchList on and off, then with many
-// Fleet-managed Deployments and many MR kinds, and writes its section of
-// the report and the memory chart.
-func runScale(ctx context.Context, opts options, root string) error {
-	res, err := measureScale(ctx, opts)
-	if err != nil {
-		return err
-	}
-	return writeScaleReport(inRoot(root, opts.out), res)
-}
-
+// measureScale measures Steward's memory, start-up and watches with empty
+// caches, many MR kinds and many Fleet-managed Deployments, then with
+// caches of growing size, each with client-go's WatchList on and off.
 func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
 	res := &scaleResults{runInfo: newRunInfo(ctx, opts)}
 	var err error

@@ -73,12 +73,7 @@ func (m *scaleMeasure) PeakRatio() float64 {
 
 // find returns the first measurement of a scenario with WatchList on or off.
 func (r *scaleResults) find(scenario string, watchList bool) *scaleMeasure {
-	for _, m := range r.Measures {
-		if m.Scenario == scenario && m.WatchList == watchList {
-			return m
-		}
-	}
-	return nil
+	return firstOf(r.Measures, func(m *scaleMeasure) bool { return m.Scenario == scenario && m.WatchList == watchList })
 }
 
 // mix are the measurements of the Crossplane and Flux mix, by size.
@@ -95,12 +90,7 @@ func (r *scaleResults) mix(watchList bool) []*scaleMeasure {
 
 // atLeast is the smallest mix measurement with at least n objects.
 func (r *scaleResults) atLeast(n int, watchList bool) *scaleMeasure {
-	for _, m := range r.mix(watchList) {
-		if m.Seeded >= n {
-			return m
-		}
-	}
-	return nil
+	return firstOf(r.mix(watchList), func(m *scaleMeasure) bool { return m.Seeded >= n })
 }
 
 // fullScale says whether every scenario ran at the goals' scale.
