@@ -61,7 +61,6 @@ func serveAllowAll(port, metricsPort, certDir, paths string) error {
 	return srv.Start(ctx)
 }
 
-// allowAll is the running allow-all webhook process.
 type allowAll struct {
 	cmd               *exec.Cmd
 	port, metricsPort int

@@ -45,7 +45,6 @@ func describeMachine(ctx context.Context) machine {
 	return machine{CPUs: runtime.NumCPU(), CPUModel: strings.Trim(strings.SplitN(model, "\n", 2)[0], "\t :"), Commit: strings.TrimSpace(string(commit))}
 }
 
-// measureAll measures everything and returns the results.
 func measureAll(ctx context.Context, opts options, root string) (*results, error) {
 	b := &bench{opts: opts, root: root, workDir: inRoot(root, "bin/bench")}
 	b.res = &results{runInfo: newRunInfo(ctx, opts)}
@@ -210,7 +209,6 @@ func (b *bench) measure(ctx context.Context, w *workload, cfg configID, writers 
 	return p, nil
 }
 
-// stewardMemory reads Steward's resident memory and its peak.
 func (b *bench) stewardMemory() (rss, peak int64) {
 	m, _ := harness.ProcessMemory(b.c.env.Steward.PID())
 	return m.RSS, m.Peak

@@ -112,8 +112,6 @@ func newClients(env *harness.Env, user string, groups []string, timeout time.Dur
 	return &clients{kube: kubernetes.NewForConfigOrDie(proto), dyn: dynamic.NewForConfigOrDie(cfg)}
 }
 
-// createNamespaces creates the namespaces the workloads and seeding write
-// to.
 func createNamespaces(ctx context.Context, env *harness.Env) error {
 	for _, ns := range []string{fleetNamespace, fluxNamespace, claimsNamespace} {
 		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {

@@ -60,7 +60,6 @@ func median(xs []float64) float64 {
 // goal is one row of a summary.
 type goal struct{ Goal, Measured, Verdict string }
 
-// goals are the rows of a summary.
 type goals []goal
 
 // add appends a row; an empty measured says the goal's scenario did not

@@ -160,7 +160,6 @@ func run(ctx context.Context, opts options) error {
 	return writeReport(inRoot(root, opts.out), res)
 }
 
-// logf prints a progress line to stderr.
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
 }

@@ -358,19 +358,13 @@ func settledMemory(ctx context.Context, pid int) (harness.Memory, error) {
 	}
 }
 
-// README's memory sizing: the shipped limit, or for more objects than it
-// suits, sizingPerObject of limit per cached object plus sizingBase.
-const (
-	sizingPerObject = 1 << 10
-	sizingBase      = 64 << 20
-)
-
-// sizedLimit is the memory limit an operator following the README gives
-// Steward for n cached objects: never below the shipped limit. Measuring
-// every size under the shipped limit would have Go's soft limit squeeze the
-// collector at the larger sizes, and report that squeeze as a smaller cache.
+// sizedLimit is the memory limit an operator following the README's sizing
+// gives Steward for n cached objects: 1 KiB each plus 64 MiB, never below
+// the shipped limit. Measuring every size under the shipped limit would have
+// Go's soft limit squeeze the collector at the larger sizes, and report that
+// squeeze as a smaller cache.
 func sizedLimit(shipped int64, n int) int64 {
-	return max(shipped, int64(n)*sizingPerObject+sizingBase)
+	return max(shipped, int64(n)<<10+64<<20)
 }
 
 // watches counts the WATCH requests the API server is serving

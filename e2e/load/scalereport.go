@@ -72,7 +72,6 @@ func (m *scaleMeasure) PeakRatio() float64 {
 	return float64(m.ReadyPeakRSS) / float64(m.SyncedRSS)
 }
 
-// find returns the first measurement of a scenario with WatchList on or off.
 func (r *scaleResults) find(scenario string, watchList bool) *scaleMeasure {
 	return firstOf(r.Measures, func(m *scaleMeasure) bool { return m.Scenario == scenario && m.WatchList == watchList })
 }

@@ -33,7 +33,6 @@ func creates(write func(ctx context.Context, b *bench, w, seq int) error) func(c
 	}
 }
 
-// workloadNamed returns the workload of that name, or nil.
 func workloadNamed(name string) *workload {
 	return firstOf(workloads, func(w *workload) bool { return w.Name == name })
 }
