@@ -61,7 +61,6 @@ func serveAllowAll(port, metricsPort, certDir, paths string) error {
 	return srv.Start(ctx)
 }
 
-// allowAll is the running allow-all webhook process.
 type allowAll struct {
 	cmd               *exec.Cmd
 	port, metricsPort int
@@ -118,8 +117,6 @@ func startAllowAll(ctx context.Context, dir string, paths []string) (*allowAll, 
 	a.stop()
 	return nil, errors.New("the allow-all webhook did not get ready within 30s; see allow-all.log")
 }
-
-func (a *allowAll) pid() int { return a.cmd.Process.Pid }
 
 // local is a URL of the plain-HTTP metrics port.
 func (a *allowAll) local(path string) string {

@@ -45,7 +45,6 @@ func describeMachine(ctx context.Context) machine {
 	return machine{CPUs: runtime.NumCPU(), CPUModel: strings.Trim(strings.SplitN(model, "\n", 2)[0], "\t :"), Commit: strings.TrimSpace(string(commit))}
 }
 
-// measureAll measures everything and returns the results.
 func measureAll(ctx context.Context, opts options, root string) (*results, error) {
 	b := &bench{opts: opts, root: root, workDir: inRoot(root, "bin/bench")}
 	b.res = &results{runInfo: newRunInfo(ctx, opts)}
@@ -71,7 +70,7 @@ func measureAll(ctx context.Context, opts options, root string) (*results, error
 	time.Sleep(3 * time.Second)
 	mem := &b.res.Memory
 	mem.IdleRSS, _ = b.stewardMemory()
-	if s, err := scrape(b.c.stewardProc().MetricsRequest(protoFormat)); err == nil {
+	if s, err := scrape(b.c.env.Steward.MetricsRequest(protoFormat)); err == nil {
 		// Without a limit the runtime reports math.MaxInt64.
 		if v := harness.SumFamilies(s, "go_gc_gomemlimit_bytes", nil); v > 0 && v < math.MaxInt64 {
 			mem.SoftLimit = int64(v)
@@ -103,7 +102,7 @@ func measureAll(ctx context.Context, opts options, root string) (*results, error
 		}
 		b.res.Seeded = b.seeded
 		logf("seeded in %s; restarting steward", b.seeded.Took.Round(time.Second))
-		if err := b.c.stewardProc().Restart(ctx); err != nil {
+		if err := b.c.env.Steward.Restart(ctx); err != nil {
 			return nil, fmt.Errorf("restarting steward: %w", err)
 		}
 		time.Sleep(3 * time.Second)
@@ -210,15 +209,14 @@ func (b *bench) measure(ctx context.Context, w *workload, cfg configID, writers 
 	return p, nil
 }
 
-// stewardMemory reads Steward's resident memory and its peak.
 func (b *bench) stewardMemory() (rss, peak int64) {
-	m, _ := harness.ProcessMemory(b.c.stewardProc().PID())
+	m, _ := harness.ProcessMemory(b.c.env.Steward.PID())
 	return m.RSS, m.Peak
 }
 
 // cachedObjects is what claimguard reports holding in its caches.
 func (b *bench) cachedObjects() float64 {
-	s, _ := scrape(b.c.stewardProc().MetricsRequest(protoFormat))
+	s, _ := scrape(b.c.env.Steward.MetricsRequest(protoFormat))
 	return harness.SumFamilies(s, "steward_claimguard_cached_objects", nil)
 }
 

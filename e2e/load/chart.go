@@ -195,17 +195,16 @@ type refLine struct {
 // the largest size's goal.
 func memoryChart(res *scaleResults) string {
 	var lines []line
+	rss := map[bool]string{true: "#59a14f", false: "#e15759"}
 	for _, s := range []struct {
 		name   string
 		figure func(*scaleMeasure) int64
 		dashed bool
-	}{{"synced resident", syncedRSS, false}, {"start-up peak", func(m *scaleMeasure) int64 { return m.ReadyPeakRSS }, true}, {"live heap", liveHeap, false}} {
+		colors map[bool]string // WatchList on and off
+	}{{"synced resident", syncedRSS, false, rss}, {"start-up peak", func(m *scaleMeasure) int64 { return m.ReadyPeakRSS }, true, rss},
+		{"live heap", liveHeap, false, map[bool]string{true: "#4e79a7", false: "#f28e2b"}}} {
 		for _, wl := range []bool{true, false} {
-			l := line{Name: fmt.Sprintf("%s, WatchList %s", s.name, onOff(wl)), Dashed: s.dashed,
-				Color: map[bool]string{true: "#59a14f", false: "#e15759"}[wl]}
-			if s.name == "live heap" {
-				l.Color = map[bool]string{true: "#4e79a7", false: "#f28e2b"}[wl]
-			}
+			l := line{Name: fmt.Sprintf("%s, WatchList %s", s.name, onOff(wl)), Dashed: s.dashed, Color: s.colors[wl]}
 			points := res.mix(wl)
 			if base := res.find(scenarioEmpty, wl); base != nil {
 				points = append([]*scaleMeasure{base}, points...)
@@ -221,7 +220,6 @@ func memoryChart(res *scaleResults) string {
 	return svgLineChart("Steward's memory against the objects cached (XRs, MRs, Flux objects)", "objects seeded", "MiB", lines, refs)
 }
 
-// svgLineChart renders one line chart as an SVG document.
 func svgLineChart(title, xLabel, yLabel string, lines []line, refs []refLine) string {
 	var xTop, yTop float64
 	for _, l := range lines {

@@ -94,7 +94,7 @@ func startCluster(ctx context.Context, workDir string) (c *cluster, err error) {
 	if err := createNamespaces(ctx, env); err != nil {
 		return c, err
 	}
-	_, err = c.as(agentUser).kube.CoreV1().ConfigMaps(fleetNamespace).Create(ctx, fleetConfigMap(policyProbeName), metav1.CreateOptions{})
+	_, err = c.users[agentUser].kube.CoreV1().ConfigMaps(fleetNamespace).Create(ctx, fleetConfigMap(policyProbeName), metav1.CreateOptions{})
 	return c, err
 }
 
@@ -112,8 +112,6 @@ func newClients(env *harness.Env, user string, groups []string, timeout time.Dur
 	return &clients{kube: kubernetes.NewForConfigOrDie(proto), dyn: dynamic.NewForConfigOrDie(cfg)}
 }
 
-// createNamespaces creates the namespaces the workloads and seeding write
-// to.
 func createNamespaces(ctx context.Context, env *harness.Env) error {
 	for _, ns := range []string{fleetNamespace, fluxNamespace, claimsNamespace} {
 		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -129,12 +127,6 @@ func (c *cluster) stop() {
 	}
 	c.env.Stop()
 }
-
-// stewardProc is the running Steward process.
-func (c *cluster) stewardProc() *harness.Steward { return c.env.Steward }
-
-// as returns the clients of a workload's user ("" for the admin).
-func (c *cluster) as(user string) *clients { return c.users[user] }
 
 // deleteMarked is a cleanup that deletes what a workload created (labelled
 // benchLabel=mark).
@@ -208,7 +200,7 @@ func (c *cluster) switchTo(ctx context.Context, id configID) error {
 // waitPolicy dry-runs a person's change of a Fleet-managed ConfigMap until
 // the policy's denial appears (present) or disappears.
 func (c *cluster) waitPolicy(ctx context.Context, present bool) error {
-	human := c.as(humanUser).kube.CoreV1().ConfigMaps(fleetNamespace)
+	human := c.users[humanUser].kube.CoreV1().ConfigMaps(fleetNamespace)
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		patch := fmt.Appendf(nil, `{"data":{"probe":"%d"}}`, time.Now().UnixNano())
 		_, err := human.Patch(ctx, policyProbeName, types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
@@ -245,15 +237,11 @@ const policyExpression = `request.operation == 'UPDATE' &&
 // fleetguard, matched exactly as fleetguard's webhook is (its rules,
 // selectors and match conditions), and its binding.
 func fleetPolicy(steward harness.Webhooks) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
-	var fg *admissionregistrationv1.ValidatingWebhook
-	for i := range steward.Validating.Webhooks {
-		if steward.Validating.Webhooks[i].Name == "fleetguard.steward.dev" {
-			fg = &steward.Validating.Webhooks[i]
-		}
-	}
-	if fg == nil {
+	i := slices.IndexFunc(steward.Validating.Webhooks, func(wh admissionregistrationv1.ValidatingWebhook) bool { return wh.Name == "fleetguard.steward.dev" })
+	if i < 0 {
 		return nil, nil, errors.New("steward's configuration has no fleetguard.steward.dev entry to model the policy on")
 	}
+	fg := &steward.Validating.Webhooks[i]
 	var rules []admissionregistrationv1.NamedRuleWithOperations
 	for _, r := range fg.Rules {
 		rules = append(rules, admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: r})

@@ -102,7 +102,6 @@ func fleetDeployment(name string) *appsv1.Deployment {
 	return d
 }
 
-// unstructuredObj builds a custom resource.
 func unstructuredObj(apiVersion, kind, namespace, name string, labels, annotations map[string]string, spec map[string]any) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "spec": spec}}
 	u.SetName(name)

@@ -60,7 +60,6 @@ func median(xs []float64) float64 {
 // goal is one row of a summary.
 type goal struct{ Goal, Measured, Verdict string }
 
-// goals are the rows of a summary.
 type goals []goal
 
 // add appends a row; an empty measured says the goal's scenario did not
@@ -70,6 +69,23 @@ func (gs *goals) add(g, measured, verdict string) {
 		measured, verdict = "not run", "not measured"
 	}
 	*gs = append(*gs, goal{g, measured, verdict})
+}
+
+// when is text if measured is true and "" otherwise, so that add says
+// "not run".
+func when(measured bool, text string) string {
+	if !measured {
+		return ""
+	}
+	return text
+}
+
+// verdictAt is the verdict of a goal measured at its scale (full).
+func verdictAt(full, ok bool) string {
+	if !full {
+		return "not judged at this scale"
+	}
+	return verdict(ok)
 }
 
 func verdict(ok bool) string {
@@ -106,14 +122,6 @@ func (w *worstOf) see(by float64, text string) {
 func evaluateGoals(r *results) goals {
 	var out goals
 	n, fewest, add := r.level(), r.Options.concurrency[0], out.add
-	// when is text if measured is true and "" otherwise, so that add says
-	// "not run".
-	when := func(measured bool, text string) string {
-		if !measured {
-			return ""
-		}
-		return text
-	}
 
 	// Agent writes: the match conditions keep them from Steward.
 	for _, group := range []struct {
@@ -161,7 +169,7 @@ func evaluateGoals(r *results) goals {
 		when(added.text != "", "largest: "+added.text), verdict(added.by <= 0))
 	add(fmt.Sprintf("Steward's CPU per webhook call, %d writers: ≤ %.1f ms", n, webhookCPUPerCall), when(cpu.text != "", "highest: "+cpu.text), verdict(cpu.by <= 0))
 
-	burst := r.first(func(p *point) bool { return p.Burst && p.Config == cfgSteward })
+	burst := firstOf(r.Points, func(p *point) bool { return p.Burst && p.Config == cfgSteward })
 	if burst == nil {
 		burst = &point{}
 	}
@@ -173,15 +181,15 @@ func evaluateGoals(r *results) goals {
 	}
 	add("Steward's resident memory ≤ 64 MiB under load, without large caches",
 		when(m.PeakSmall > 0, fmt.Sprintf("peak %s with the burst (idle %s)", mib(m.PeakSmall), mib(m.IdleRSS))), verdict(m.PeakSmall <= rssSmall))
-	large, v := fmt.Sprintf("peak %s with %d XRs, %d MRs, %d Flux objects", mib(m.PeakLarge), s.XRs, s.MRs, s.Flux), verdict(m.PeakLarge <= rssLarge)
+	large := fmt.Sprintf("peak %s with %d XRs, %d MRs, %d Flux objects", mib(m.PeakLarge), s.XRs, s.MRs, s.Flux)
 	if !r.fullCaches() {
 		// Extrapolating from small caches would add each object's cost,
 		// dominated by noise at this scale, to a peak that already holds
 		// the workloads' transient: a figure that says nothing.
-		large, v = large+" (smaller caches than the goal names)", "not judged at this scale"
+		large += " (smaller caches than the goal names)"
 	}
 	add(fmt.Sprintf("Steward's resident memory ≤ 150 MiB with %dk XRs, %dk MRs and %dk Flux objects cached", fullXRs/1000, fullMRs/1000, fullFlux/1000),
-		when(m.PeakLarge > 0, large), v)
+		when(m.PeakLarge > 0, large), verdictAt(r.fullCaches(), m.PeakLarge <= rssLarge))
 	var parts []string
 	ok := true
 	for _, wl := range []string{"claim-create", "managed-create"} {

@@ -140,7 +140,11 @@ func run(ctx context.Context, opts options) error {
 		return runHostile(ctx, opts.rounds, opts.hostileDuration, inRoot(root, "bin/hostile-load.md"))
 	}
 	if opts.scale {
-		return runScale(ctx, opts, root)
+		res, err := measureScale(ctx, opts)
+		if err != nil {
+			return err
+		}
+		return writeScaleReport(inRoot(root, opts.out), res)
 	}
 	res, err := measureAll(ctx, opts, root)
 	if err != nil {
@@ -156,7 +160,6 @@ func run(ctx context.Context, opts options) error {
 	return writeReport(inRoot(root, opts.out), res)
 }
 
-// logf prints a progress line to stderr.
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
 }

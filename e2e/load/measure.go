@@ -133,7 +133,7 @@ const requestsMetric = "controller_runtime_webhook_requests_total"
 // read takes a reading of every process.
 func (b *bench) read() reading {
 	r := reading{cpu: map[string]time.Duration{}}
-	pids := map[string]int{procAPIServer: b.c.apiPID, procEtcd: b.c.etcdPID, procSteward: b.c.stewardProc().PID(), procAllowAll: b.c.aa.pid(), procLoad: os.Getpid()}
+	pids := map[string]int{procAPIServer: b.c.apiPID, procEtcd: b.c.etcdPID, procSteward: b.c.env.Steward.PID(), procAllowAll: b.c.aa.cmd.Process.Pid, procLoad: os.Getpid()}
 	for name, pid := range pids {
 		if d, err := harness.ProcessCPU(pid); err == nil {
 			r.cpu[name] = d
@@ -141,7 +141,7 @@ func (b *bench) read() reading {
 	}
 	r.machineBusy, _ = harness.MachineBusy()
 	var err error
-	if r.steward, err = scrape(b.c.stewardProc().MetricsRequest(protoFormat)); err != nil {
+	if r.steward, err = scrape(b.c.env.Steward.MetricsRequest(protoFormat)); err != nil {
 		b.warnf("reading steward's metrics: %v", err)
 	}
 	if r.allowAll, err = scrape(http.Get(b.c.aa.local("/metrics"))); err != nil {

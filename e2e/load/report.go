@@ -100,16 +100,17 @@ type memReport struct {
 
 type profile struct{ Title, Path, Top string }
 
-func (r *results) first(match func(*point) bool) *point {
-	if i := slices.IndexFunc(r.Points, match); i >= 0 {
-		return r.Points[i]
+// firstOf is the first element of xs that matches, or nil.
+func firstOf[T any](xs []*T, match func(*T) bool) *T {
+	if i := slices.IndexFunc(xs, match); i >= 0 {
+		return xs[i]
 	}
 	return nil
 }
 
 // find returns a workload's point under cfg with writers (not the burst).
 func (r *results) find(wl string, cfg configID, writers int) *point {
-	return r.first(func(p *point) bool { return p.Workload == wl && p.Config == cfg && p.Writers == writers && !p.Burst })
+	return firstOf(r.Points, func(p *point) bool { return p.Workload == wl && p.Config == cfg && p.Writers == writers && !p.Burst })
 }
 
 // level is the number of writers the goals are judged at: 16, or the most
@@ -224,10 +225,10 @@ func renderMarkdown(res *results, chart, notes, scaleSection string) string {
 		w("#### %s\n\n`%s`, %ss by `%s`; %s.\n\n", wl.Title, wl.Name, wl.Verb, wl.User, judged)
 		writeTable(&b, func(cfg configID, n int) *point { return res.find(wl.Name, cfg, n) }, o.concurrency)
 	}
-	if res.first(func(p *point) bool { return p.Burst }) != nil {
+	if firstOf(res.Points, func(p *point) bool { return p.Burst }) != nil {
 		w("#### Burst: %d people edit Fleet-managed ConfigMaps at once\n\n", o.burstWriters)
 		writeTable(&b, func(cfg configID, _ int) *point {
-			return res.first(func(p *point) bool { return p.Burst && p.Config == cfg })
+			return firstOf(res.Points, func(p *point) bool { return p.Burst && p.Config == cfg })
 		}, []int{o.burstWriters})
 	}
 	mem := res.Memory

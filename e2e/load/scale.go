@@ -45,18 +45,9 @@ type scaler struct {
 	res          *scaleResults
 }
 
-// runScale measures Steward's memory, start-up and watches with caches of
-// growing size, with client-go's WatchList on and off, then with many
-// Fleet-managed Deployments and many MR kinds, and writes its section of
-// the report and the memory chart.
-func runScale(ctx context.Context, opts options, root string) error {
-	res, err := measureScale(ctx, opts)
-	if err != nil {
-		return err
-	}
-	return writeScaleReport(inRoot(root, opts.out), res)
-}
-
+// measureScale measures Steward's memory, start-up and watches with empty
+// caches, many MR kinds and many Fleet-managed Deployments, then with
+// caches of growing size, each with client-go's WatchList on and off.
 func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
 	res := &scaleResults{runInfo: newRunInfo(ctx, opts)}
 	var err error
@@ -367,19 +358,13 @@ func settledMemory(ctx context.Context, pid int) (harness.Memory, error) {
 	}
 }
 
-// README's memory sizing: the shipped limit, or for more objects than it
-// suits, sizingPerObject of limit per cached object plus sizingBase.
-const (
-	sizingPerObject = 1 << 10
-	sizingBase      = 64 << 20
-)
-
-// sizedLimit is the memory limit an operator following the README gives
-// Steward for n cached objects: never below the shipped limit. Measuring
-// every size under the shipped limit would have Go's soft limit squeeze the
-// collector at the larger sizes, and report that squeeze as a smaller cache.
+// sizedLimit is the memory limit an operator following the README's sizing
+// gives Steward for n cached objects: 1 KiB each plus 64 MiB, never below
+// the shipped limit. Measuring every size under the shipped limit would have
+// Go's soft limit squeeze the collector at the larger sizes, and report that
+// squeeze as a smaller cache.
 func sizedLimit(shipped int64, n int) int64 {
-	return max(shipped, int64(n)*sizingPerObject+sizingBase)
+	return max(shipped, int64(n)<<10+64<<20)
 }
 
 // watches counts the WATCH requests the API server is serving

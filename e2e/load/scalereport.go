@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -71,14 +72,8 @@ func (m *scaleMeasure) PeakRatio() float64 {
 	return float64(m.ReadyPeakRSS) / float64(m.SyncedRSS)
 }
 
-// find returns the first measurement of a scenario with WatchList on or off.
 func (r *scaleResults) find(scenario string, watchList bool) *scaleMeasure {
-	for _, m := range r.Measures {
-		if m.Scenario == scenario && m.WatchList == watchList {
-			return m
-		}
-	}
-	return nil
+	return firstOf(r.Measures, func(m *scaleMeasure) bool { return m.Scenario == scenario && m.WatchList == watchList })
 }
 
 // mix are the measurements of the Crossplane and Flux mix, by size.
@@ -95,12 +90,7 @@ func (r *scaleResults) mix(watchList bool) []*scaleMeasure {
 
 // atLeast is the smallest mix measurement with at least n objects.
 func (r *scaleResults) atLeast(n int, watchList bool) *scaleMeasure {
-	for _, m := range r.mix(watchList) {
-		if m.Seeded >= n {
-			return m
-		}
-	}
-	return nil
+	return firstOf(r.mix(watchList), func(m *scaleMeasure) bool { return m.Seeded >= n })
 }
 
 // fullScale says whether every scenario ran at the goals' scale.
@@ -158,12 +148,9 @@ func bytesPer(v float64) string {
 func scaleGoals(r *scaleResults) goals {
 	var out goals
 	add := out.add
-	sizes := func(wl bool) string {
-		var s []string
-		for _, m := range r.mix(wl) {
-			s = append(s, kilo(m.Seeded))
-		}
-		return strings.Join(s, ", ")
+	var sizes []string
+	for _, m := range r.mix(true) {
+		sizes = append(sizes, kilo(m.Seeded))
 	}
 	for _, g := range []struct {
 		what   string
@@ -172,7 +159,7 @@ func scaleGoals(r *scaleResults) goals {
 	}{{"resident memory (synced)", syncedRSS, rssPerObjectGoal}, {"live heap", liveHeap, heapPerObjectGoal}} {
 		on, _ := r.perObject(true, g.figure)
 		off, _ := r.perObject(false, g.figure)
-		measured, v := fmt.Sprintf("WatchList on %s, off %s (least-squares slope over %s objects)", bytesPer(on), bytesPer(off), sizes(true)), verdict(on <= g.limit && off <= g.limit)
+		measured, v := fmt.Sprintf("WatchList on %s, off %s (least-squares slope over %s objects)", bytesPer(on), bytesPer(off), strings.Join(sizes, ", ")), verdict(on <= g.limit && off <= g.limit)
 		if math.IsNaN(on) || math.IsNaN(off) {
 			measured, v = "not run (needs two sizes of the mix)", "not measured"
 		}
@@ -181,46 +168,35 @@ func scaleGoals(r *scaleResults) goals {
 
 	largest := fullScaleSizes[len(fullScaleSizes)-1]
 	on, off := r.atLeast(largest, true), r.atLeast(largest, false)
+	measured := "not run"
 	if on != nil && off != nil {
-		add(fmt.Sprintf("Resident memory with %s objects cached ≤ %s", kilo(largest), mib(largestScaleGoal)),
-			fmt.Sprintf("WatchList on %s, off %s (synced)", mib(on.SyncedRSS), mib(off.SyncedRSS)), verdict(on.SyncedRSS <= largestScaleGoal && off.SyncedRSS <= largestScaleGoal))
-	} else {
-		measured := "not run"
-		sOn, iOn := r.perObject(true, syncedRSS)
-		sOff, iOff := r.perObject(false, syncedRSS)
-		if !math.IsNaN(sOn) && !math.IsNaN(sOff) {
-			measured = fmt.Sprintf("not run; the fit over %s objects predicts WatchList on %s, off %s", sizes(true), mib(int64(iOn+sOn*float64(largest))), mib(int64(iOff+sOff*float64(largest))))
+		measured = fmt.Sprintf("WatchList on %s, off %s (synced)", mib(on.SyncedRSS), mib(off.SyncedRSS))
+	} else if sOn, iOn := r.perObject(true, syncedRSS); !math.IsNaN(sOn) {
+		if sOff, iOff := r.perObject(false, syncedRSS); !math.IsNaN(sOff) {
+			measured = fmt.Sprintf("not run; the fit over %s objects predicts WatchList on %s, off %s", strings.Join(sizes, ", "), mib(int64(iOn+sOn*float64(largest))), mib(int64(iOff+sOff*float64(largest))))
 		}
-		add(fmt.Sprintf("Resident memory with %s objects cached ≤ %s", kilo(largest), mib(largestScaleGoal)), measured, "not judged at this scale")
 	}
+	add(fmt.Sprintf("Resident memory with %s objects cached ≤ %s", kilo(largest), mib(largestScaleGoal)), measured,
+		verdictAt(on != nil && off != nil, on != nil && off != nil && on.SyncedRSS <= largestScaleGoal && off.SyncedRSS <= largestScaleGoal))
 
 	var parts []string
 	ok := true
 	for _, wl := range []bool{true, false} {
-		var worst *scaleMeasure
-		for _, m := range r.mix(wl) {
-			if worst == nil || m.PeakRatio() > worst.PeakRatio() {
-				worst = m
-			}
-		}
-		if worst != nil {
+		if ms := r.mix(wl); len(ms) > 0 {
+			worst := slices.MaxFunc(ms, func(a, b *scaleMeasure) int { return cmp.Compare(a.PeakRatio(), b.PeakRatio()) })
 			parts = append(parts, fmt.Sprintf("WatchList %s %.2f× (at %s objects)", onOff(wl), worst.PeakRatio(), kilo(worst.Seeded)))
 			ok = ok && worst.PeakRatio() <= peakRatioGoal
 		}
 	}
-	g := fmt.Sprintf("Start-up peak (VmHWM) ≤ %.2f× the synced resident memory, WatchList on and off", peakRatioGoal)
-	if len(parts) > 0 {
-		add(g, "highest: "+strings.Join(parts, "; "), verdict(ok))
-	} else {
-		add(g, "", "")
-	}
+	add(fmt.Sprintf("Start-up peak (VmHWM) ≤ %.2f× the synced resident memory, WatchList on and off", peakRatioGoal),
+		when(len(parts) > 0, "highest: "+strings.Join(parts, "; ")), verdict(ok))
 
 	if g := startupGCGoal(r); g != nil {
 		out = append(out, *g)
 	}
 
 	first := fullScaleSizes[0]
-	g = fmt.Sprintf("With %s objects cached and WatchList off, Steward starts inside its %s limit", kilo(first), mib(r.Limit))
+	g := fmt.Sprintf("With %s objects cached and WatchList off, Steward starts inside its %s limit", kilo(first), mib(r.Limit))
 	if m := r.atLeast(first, false); m != nil {
 		add(g, fmt.Sprintf("peak %s with %s objects (%s at the first ready answer)", mib(m.PeakRSS), kilo(m.Seeded), mib(m.ReadyPeakRSS)), verdict(m.PeakRSS <= r.Limit))
 	} else if ms := r.mix(false); len(ms) > 0 {
@@ -230,41 +206,32 @@ func scaleGoals(r *scaleResults) goals {
 		add(g, "", "")
 	}
 
-	base := r.find(scenarioEmpty, true)
-	g = fmt.Sprintf("≤ %s per Fleet-managed workload (fleetguard's cache)", "1 KiB")
+	base, measured, v := r.find(scenarioEmpty, true), "", ""
 	if f := r.find(scenarioFleet, true); f != nil && base != nil && f.Seeded > 0 {
 		heap, rss := float64(f.LiveHeap-base.LiveHeap)/float64(f.Seeded), float64(f.SyncedRSS-base.SyncedRSS)/float64(f.Seeded)
-		add(g, fmt.Sprintf("%s of live heap each over %d Deployments (resident: %s each, coarser)", bytesPer(heap), f.Seeded, bytesPer(rss)), verdict(heap <= fleetWorkloadGoal))
-	} else {
-		add(g, "", "")
+		measured, v = fmt.Sprintf("%s of live heap each over %d Deployments (resident: %s each, coarser)", bytesPer(heap), f.Seeded, bytesPer(rss)), verdict(heap <= fleetWorkloadGoal)
 	}
+	add(fmt.Sprintf("≤ %s per Fleet-managed workload (fleetguard's cache)", "1 KiB"), measured, v)
 
-	g = fmt.Sprintf("The background audit adds ≤ %.0f %% resident memory at %s objects, and a pass takes ≤ %.0f %% of the default interval (%s)", auditRSSGoal*100, kilo(fullScaleSizes[0]), auditPassGoal*100, config.DefaultAuditInterval)
+	measured, v = "", ""
 	if on, off := r.find(scenarioAuditOn, true), r.find(scenarioAuditOff, true); on != nil && off != nil && off.SyncedRSS > 0 {
 		added := float64(on.SyncedRSS-off.SyncedRSS) / float64(off.SyncedRSS)
-		measured := fmt.Sprintf("with %s objects, auditing every %s: %s resident against %s with the audit off (%+.1f %%), live heap %+.1f MiB; a pass takes %.2f s summed over the rules, %.0f findings published", kilo(on.Seeded), auditEvery, mib(on.SyncedRSS), mib(off.SyncedRSS), added*100,
+		measured = fmt.Sprintf("with %s objects, auditing every %s: %s resident against %s with the audit off (%+.1f %%), live heap %+.1f MiB; a pass takes %.2f s summed over the rules, %.0f findings published", kilo(on.Seeded), auditEvery, mib(on.SyncedRSS), mib(off.SyncedRSS), added*100,
 			float64(on.LiveHeap-off.LiveHeap)/(1<<20), on.AuditSeconds, on.AuditFindings)
-		if on.Seeded >= fullScaleSizes[0] {
-			add(g, measured, verdict(added <= auditRSSGoal && on.AuditSeconds <= auditPassGoal*config.DefaultAuditInterval.Seconds()))
-		} else {
-			add(g, measured, "not judged at this scale")
-		}
-	} else {
-		add(g, "", "")
+		v = verdictAt(on.Seeded >= fullScaleSizes[0], added <= auditRSSGoal && on.AuditSeconds <= auditPassGoal*config.DefaultAuditInterval.Seconds())
 	}
+	add(fmt.Sprintf("The background audit adds ≤ %.0f %% resident memory at %s objects, and a pass takes ≤ %.0f %% of the default interval (%s)", auditRSSGoal*100, kilo(fullScaleSizes[0]), auditPassGoal*100, config.DefaultAuditInterval), measured, v)
 
-	g = fmt.Sprintf("%d MR kinds with few objects add ≤ %s", fullMRKinds, mib(mrKindsGoal))
-	if k := r.find(scenarioKinds, true); k != nil && base != nil && r.Options.mrKinds > 0 {
+	measured, v = "", ""
+	if k, kinds := r.find(scenarioKinds, true), r.Options.mrKinds; k != nil && base != nil && kinds > 0 {
 		added := k.SyncedRSS - base.SyncedRSS
-		measured := fmt.Sprintf("%d kinds (%d objects each) add %s resident, %s live heap, %.0f watches", r.Options.mrKinds, r.Options.objectsPerKind, mib(added), mib(k.LiveHeap-base.LiveHeap), k.Watches-base.Watches)
-		if r.Options.mrKinds >= fullMRKinds {
-			add(g, measured, verdict(added <= mrKindsGoal))
-		} else {
-			add(g, fmt.Sprintf("%s; %d kinds at that rate would add %s", measured, fullMRKinds, mib(added*fullMRKinds/int64(r.Options.mrKinds))), "not judged at this scale")
+		measured = fmt.Sprintf("%d kinds (%d objects each) add %s resident, %s live heap, %.0f watches", kinds, r.Options.objectsPerKind, mib(added), mib(k.LiveHeap-base.LiveHeap), k.Watches-base.Watches)
+		if kinds < fullMRKinds {
+			measured += fmt.Sprintf("; %d kinds at that rate would add %s", fullMRKinds, mib(added*fullMRKinds/int64(kinds)))
 		}
-	} else {
-		add(g, "", "")
+		v = verdictAt(kinds >= fullMRKinds, added <= mrKindsGoal)
 	}
+	add(fmt.Sprintf("%d MR kinds with few objects add ≤ %s", fullMRKinds, mib(mrKindsGoal)), measured, v)
 	return out
 }
 

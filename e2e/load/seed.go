@@ -136,7 +136,7 @@ func seed(ctx context.Context, c *cluster, xrs, mrs, flux int) (*seeded, error) 
 	for i := range nKs {
 		s.kustomizations = append(s.kustomizations, fmt.Sprintf("app-%05d", i))
 	}
-	dyn := c.as("").dyn
+	dyn := c.users[""].dyn
 	err := createAll(ctx, 32, xrs+s.Flux, func(ctx context.Context, i int) error {
 		if i < xrs {
 			xr, claim := s.composites[i], s.claims[i]

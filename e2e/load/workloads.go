@@ -33,14 +33,8 @@ func creates(write func(ctx context.Context, b *bench, w, seq int) error) func(c
 	}
 }
 
-// workloadNamed returns the workload of that name, or nil.
 func workloadNamed(name string) *workload {
-	for _, w := range workloads {
-		if w.Name == name {
-			return w
-		}
-	}
-	return nil
+	return firstOf(workloads, func(w *workload) bool { return w.Name == name })
 }
 
 // humanDenied are the configurations that refuse a person's edits of
@@ -55,7 +49,7 @@ var workloads = []*workload{
 		prepare: creates(func(ctx context.Context, b *bench, w, seq int) error {
 			cm := fleetConfigMap(fmt.Sprintf("new-%s-%d-%d", b.nonce, w, seq))
 			cm.Labels[benchLabel] = "configmap-create"
-			_, err := b.c.as(agentUser).kube.CoreV1().ConfigMaps(fleetNamespace).Create(ctx, cm, metav1.CreateOptions{})
+			_, err := b.c.users[agentUser].kube.CoreV1().ConfigMaps(fleetNamespace).Create(ctx, cm, metav1.CreateOptions{})
 			return err
 		}),
 		cleanup: deleteMarked(configMapsGVR, fleetNamespace, "configmap-create"),
@@ -85,7 +79,7 @@ var workloads = []*workload{
 	{
 		Name: "claim-create", Short: "claim create", Title: "A developer creates Crossplane claims (PostgreSQLInstance), large caches present", Phase: 2, Verb: "create", User: humanUser,
 		prepare: creates(func(ctx context.Context, b *bench, w, seq int) error {
-			_, err := b.c.as(humanUser).dyn.Resource(claimGVR).Namespace(claimsNamespace).Create(ctx, claim(fmt.Sprintf("db-%s-%d-%d", b.nonce, w, seq)), metav1.CreateOptions{})
+			_, err := b.c.users[humanUser].dyn.Resource(claimGVR).Namespace(claimsNamespace).Create(ctx, claim(fmt.Sprintf("db-%s-%d-%d", b.nonce, w, seq)), metav1.CreateOptions{})
 			return err
 		}),
 		cleanup: deleteMarked(claimGVR, claimsNamespace, "claim-create"),
@@ -96,7 +90,7 @@ var workloads = []*workload{
 			xr, claimName := b.seeded.compositeFor(w*7919 + seq)
 			mr := managed(fmt.Sprintf("%s-%s-%d-%d", xr, b.nonce, w, seq), xr, claimName)
 			_ = unstructured.SetNestedField(mr.Object, "managed-create", "metadata", "labels", benchLabel)
-			_, err := b.c.as(crossplaneUser).dyn.Resource(managedGVR).Create(ctx, mr, metav1.CreateOptions{})
+			_, err := b.c.users[crossplaneUser].dyn.Resource(managedGVR).Create(ctx, mr, metav1.CreateOptions{})
 			return err
 		}),
 		cleanup: deleteMarked(managedGVR, "", "managed-create"),
@@ -111,7 +105,7 @@ var workloads = []*workload{
 		Name: "flux-event-create", Short: "Flux Event", Title: "Kustomize-controller records Events about Kustomizations (every other one suspended)", Phase: 2, Verb: "create", User: fluxUser,
 		prepare: creates(func(ctx context.Context, b *bench, w, seq int) error {
 			ks := b.seeded.kustomizations[(w+seq)%len(b.seeded.kustomizations)]
-			_, err := b.c.as(fluxUser).kube.CoreV1().Events(fluxNamespace).Create(ctx, fluxEvent(ks, w*1_000_000+seq), metav1.CreateOptions{})
+			_, err := b.c.users[fluxUser].kube.CoreV1().Events(fluxNamespace).Create(ctx, fluxEvent(ks, w*1_000_000+seq), metav1.CreateOptions{})
 			return err
 		}),
 		// No cleanup: it is the last workload, and a cluster expires
@@ -129,11 +123,11 @@ func patches(res schema.GroupVersionResource, prefix, owner, user string, pt typ
 		for ; created < writers; created++ {
 			obj := newObj(fmt.Sprintf("%s-%d", prefix, created)) // through its own version
 			at := schema.GroupVersionResource{Group: res.Group, Version: obj.GroupVersionKind().Version, Resource: res.Resource}
-			if _, err := b.c.as(owner).dyn.Resource(at).Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			if _, err := b.c.users[owner].dyn.Resource(at).Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 				return nil, fmt.Errorf("creating the objects to update: %w", err)
 			}
 		}
-		c := b.c.as(user).dyn.Resource(res).Namespace(newObj("").GetNamespace())
+		c := b.c.users[user].dyn.Resource(res).Namespace(newObj("").GetNamespace())
 		return perWriter(writers, func(w int) op {
 			return func(ctx context.Context, seq int) error {
 				_, err := c.Patch(ctx, fmt.Sprintf("%s-%d", prefix, w), pt, []byte(patch(seq)), metav1.PatchOptions{})
