@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -495,4 +496,121 @@ func members(s *rawScanner, each func(key rawString) bool) bool {
 			return false
 		}
 	}
+}
+
+// Diff reports the JSON paths at which two objects differ, the way a
+// structural comparison of the decoded objects finds them: objects key by
+// key and lists index by index, a missing value, null, {} and [] counting
+// alike (the API server omits empty fields, so their presence alone is no
+// change), so that the outcome never depends on formatting. A path at or
+// under one of skip is not reported; the first limit paths are kept, in
+// key and index order, and all are counted.
+//
+// Only the parts that differ are read past their bytes: members whose
+// text is identical are skipped unread (identical text decodes to
+// identical values), and skipped paths are never read, so managedFields
+// and status, most of an object's bytes, never are. Either view that is
+// not a valid object reads as an empty one.
+func Diff(old, cur *View, skip []Pointer, limit int) Changes {
+	d := differ{skip: skip, limit: limit, path: make(Pointer, 0, 16), views: [2]*View{old, cur}, buf: old.borrow()}
+	d.walk(old.Field(), cur.Field(), 0)
+	old.giveBack(d.buf)
+	return d.out
+}
+
+// Changes are the result of a Diff: the first few changed paths, in a
+// stable order, and how many there are in total.
+type Changes struct {
+	First []string
+	Total int
+}
+
+// Equal reports whether a and b hold equal values at path (object keys
+// from the top; none compares the whole objects), as reflect.DeepEqual
+// compares what encoding/json decodes with UseNumber: key order, escaping
+// and white space do not matter, number text does, and the last of
+// repeated keys wins. A missing value equals only a missing one or null.
+// Identical text is equal unread; otherwise both values are compared
+// through their objects' indexes, reading each byte about once.
+func Equal(a, b *View, path ...string) bool {
+	x, y := a.Field(path...), b.Field(path...)
+	if bytes.Equal(x, y) {
+		return true
+	}
+	eq, buf := equalJSON(&a.ix, x, &b.ix, y, a.borrow())
+	a.giveBack(buf)
+	return eq
+}
+
+// A Pointer is a parsed RFC 6901 JSON pointer: the unescaped reference
+// tokens, so "/metadata/annotations/a~1b" is ["metadata", "annotations", "a/b"].
+// Diff reports changed paths as Pointers' text and skips the paths it is
+// given as Pointers; a patch path or a configured path is spelt with the
+// same escaping (EscapeToken).
+type Pointer []string
+
+// ParsePointer parses an RFC 6901 JSON pointer. The empty string is the
+// whole document; every other pointer starts with "/", and "~" may only
+// appear as "~0" (a literal "~") or "~1" (a literal "/").
+func ParsePointer(s string) (Pointer, error) {
+	if s == "" {
+		return Pointer{}, nil
+	}
+	if s[0] != '/' {
+		return nil, fmt.Errorf("a JSON pointer starts with \"/\"")
+	}
+	raw := strings.Split(s[1:], "/")
+	p := make(Pointer, len(raw))
+	for i, tok := range raw {
+		for j := 0; j < len(tok); j++ {
+			if tok[j] == '~' && (j+1 == len(tok) || (tok[j+1] != '0' && tok[j+1] != '1')) {
+				return nil, fmt.Errorf("\"~\" must be followed by \"0\" or \"1\" (token %q)", tok)
+			}
+		}
+		p[i] = unescapeToken(tok)
+	}
+	return p, nil
+}
+
+// String renders the pointer with RFC 6901 escaping.
+func (p Pointer) String() string {
+	var b strings.Builder
+	for _, tok := range p {
+		b.WriteByte('/')
+		b.WriteString(EscapeToken(tok))
+	}
+	return b.String()
+}
+
+// HasPrefix reports whether prefix is p itself or one of its ancestors.
+func (p Pointer) HasPrefix(prefix Pointer) bool {
+	if len(prefix) > len(p) {
+		return false
+	}
+	for i := range prefix {
+		if p[i] != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// EscapeToken makes a key a reference token: "~" is written "~0" and "/" is
+// written "~1", in that order, so that "~1" in a key stays two characters.
+// A key with neither is returned as it is, without allocating.
+func EscapeToken(key string) string {
+	if !strings.ContainsAny(key, "~/") {
+		return key
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
+}
+
+// unescapeToken undoes EscapeToken: "~1" first, then "~0", so that "~01" becomes
+// "~1" and not "/". It does not check the token; a "~" followed by
+// anything but "0" or "1" is left as it is.
+func unescapeToken(token string) string {
+	if !strings.Contains(token, "~") {
+		return token
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(token, "~1", "/"), "~0", "~")
 }

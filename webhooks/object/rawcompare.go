@@ -2,36 +2,119 @@ package object
 
 import (
 	"bytes"
-	"fmt"
+	"slices"
 	"strconv"
-	"strings"
 )
 
-// Diff reports the JSON paths at which two objects differ, the way a
-// structural comparison of the decoded objects finds them: objects key by
-// key and lists index by index, a missing value, null, {} and [] counting
-// alike (the API server omits empty fields, so their presence alone is no
-// change), so that the outcome never depends on formatting. A path at or
-// under one of skip is not reported; the first limit paths are kept, in
-// key and index order, and all are counted.
+// equalJSON reports whether the values a and b, texts validJSON accepted (or
+// empty, which counts as null: a missing value), decode to equal values,
+// as reflect.DeepEqual compares what encoding/json decodes with
+// UseNumber: objects with the same keys, the last of repeated keys
+// winning, and equal values under them; arrays of equal elements; strings
+// equal once unescaped; numbers written the same (compared as their text,
+// so integers beyond float64 precision compare exactly); literals alike.
+// Key order, escaping and white space do not matter.
 //
-// Only the parts that differ are read past their bytes: members whose
-// text is identical are skipped unread (identical text decodes to
-// identical values), and skipped paths are never read, so managedFields
-// and status, most of an object's bytes, never are. Either view that is
-// not a valid object reads as an empty one.
-func Diff(old, cur *View, skip []Pointer, limit int) Changes {
-	d := differ{skip: skip, limit: limit, path: make(Pointer, 0, 16), views: [2]*View{old, cur}, buf: old.borrow()}
-	d.walk(old.Field(), cur.Field(), 0)
-	old.giveBack(d.buf)
-	return d.out
+// xa and xb are the Indexes a and b belong to, if any: through them each
+// level is split reading only its own members, so the comparison reads
+// each byte about once however deep the values nest. Its recursion is
+// bounded by the nesting validJSON accepted.
+//
+// buf is room for the members it splits, which it returns, grown if it
+// had to, so a caller can lend the same buffer to every comparison.
+func equalJSON(xa *rawIndex, a []byte, xb *rawIndex, b []byte, buf []rawMember) (bool, []rawMember) {
+	e := equality{xa: xa, xb: xb, buf: buf[:0]}
+	return e.equal(trimSpace(a), trimSpace(b)), e.buf
 }
 
-// Changes are the result of a Diff: the first few changed paths, in a
-// stable order, and how many there are in total.
-type Changes struct {
-	First []string
-	Total int
+// equality holds the members of the objects and arrays being compared, as
+// a stack: each level appends its own and drops them when done.
+type equality struct {
+	xa, xb *rawIndex
+	buf    []rawMember
+}
+
+// equal compares two values. It compares the text of scalars only: a
+// shortcut for identical containers would compare the text below them
+// again at every level, so that deeply nested text would be read once per
+// level instead of once.
+func (e *equality) equal(a, b []byte) bool {
+	ka, kb := kindOf(a), kindOf(b)
+	switch {
+	case ka != kb:
+		return false
+	case ka == 'n':
+		return true // empty and null
+	case ka == '"':
+		return bytes.Equal(a, b) || bytes.Equal(unquote(a), unquote(b))
+	case ka == 's':
+		return bytes.Equal(a, b) // numbers as written, and literals
+	}
+	start := len(e.buf)
+	defer func() { e.buf = e.buf[:start] }()
+	if ka == '[' {
+		e.buf = e.xa.arrayElements(a, e.buf)
+		mid := len(e.buf)
+		e.buf = e.xb.arrayElements(b, e.buf)
+		return e.equalMembers(e.buf[start:mid], e.buf[mid:], false)
+	}
+	e.buf = e.xa.objectMembers(a, e.buf)
+	mid := len(e.buf)
+	e.buf = e.xb.objectMembers(b, e.buf)
+	return e.equalMembers(sortMembers(e.buf[start:mid]), sortMembers(e.buf[mid:]), true)
+}
+
+// equalMembers compares the members of two objects, sorted by key, or
+// the elements of two arrays. Deeper levels append to e.buf past as and
+// bs, so the slices stay valid even when e.buf moves.
+func (e *equality) equalMembers(as, bs []rawMember, keyed bool) bool {
+	if len(as) != len(bs) {
+		return false
+	}
+	for i := range as {
+		if keyed && !bytes.Equal(as[i].Key, bs[i].Key) {
+			return false
+		}
+		if !e.equal(as[i].Value, bs[i].Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// kindOf classifies a value by its first byte: 'n' for null or none, '{',
+// '[', '"', and 's' for the other scalars.
+func kindOf(v []byte) byte {
+	if len(v) == 0 {
+		return 'n'
+	}
+	switch c := v[0]; c {
+	case 'n', '{', '[', '"':
+		return c
+	}
+	return 's'
+}
+
+// sortMembers sorts an object's members by key and keeps only the last of
+// each key, as decoding into a map does. It returns the members kept, at
+// the front of ms.
+func sortMembers(ms []rawMember) []rawMember {
+	if len(ms) < 2 {
+		return ms
+	}
+	byKey := func(x, y rawMember) int { return bytes.Compare(x.Key, y.Key) }
+	if !slices.IsSortedFunc(ms, byKey) {
+		slices.SortStableFunc(ms, byKey)
+	}
+	n := 0
+	for k := range ms {
+		if k+1 < len(ms) && bytes.Equal(ms[k].Key, ms[k+1].Key) {
+			continue // a later member has the same key
+		}
+		ms[n] = ms[k]
+		n++
+	}
+	return ms[:n]
 }
 
 // maxDiffDepth bounds how deep Diff descends. Below it, two subtrees are
@@ -254,94 +337,4 @@ func keyString(k []byte) string {
 		return "data"
 	}
 	return string(k)
-}
-
-// Equal reports whether a and b hold equal values at path (object keys
-// from the top; none compares the whole objects), as reflect.DeepEqual
-// compares what encoding/json decodes with UseNumber: key order, escaping
-// and white space do not matter, number text does, and the last of
-// repeated keys wins. A missing value equals only a missing one or null.
-// Identical text is equal unread; otherwise both values are compared
-// through their objects' indexes, reading each byte about once.
-func Equal(a, b *View, path ...string) bool {
-	x, y := a.Field(path...), b.Field(path...)
-	if bytes.Equal(x, y) {
-		return true
-	}
-	eq, buf := equalJSON(&a.ix, x, &b.ix, y, a.borrow())
-	a.giveBack(buf)
-	return eq
-}
-
-// A Pointer is a parsed RFC 6901 JSON pointer: the unescaped reference
-// tokens, so "/metadata/annotations/a~1b" is ["metadata", "annotations", "a/b"].
-// Diff reports changed paths as Pointers' text and skips the paths it is
-// given as Pointers; a patch path or a configured path is spelt with the
-// same escaping (EscapeToken).
-type Pointer []string
-
-// ParsePointer parses an RFC 6901 JSON pointer. The empty string is the
-// whole document; every other pointer starts with "/", and "~" may only
-// appear as "~0" (a literal "~") or "~1" (a literal "/").
-func ParsePointer(s string) (Pointer, error) {
-	if s == "" {
-		return Pointer{}, nil
-	}
-	if s[0] != '/' {
-		return nil, fmt.Errorf("a JSON pointer starts with \"/\"")
-	}
-	raw := strings.Split(s[1:], "/")
-	p := make(Pointer, len(raw))
-	for i, tok := range raw {
-		for j := 0; j < len(tok); j++ {
-			if tok[j] == '~' && (j+1 == len(tok) || (tok[j+1] != '0' && tok[j+1] != '1')) {
-				return nil, fmt.Errorf("\"~\" must be followed by \"0\" or \"1\" (token %q)", tok)
-			}
-		}
-		p[i] = unescapeToken(tok)
-	}
-	return p, nil
-}
-
-// String renders the pointer with RFC 6901 escaping.
-func (p Pointer) String() string {
-	var b strings.Builder
-	for _, tok := range p {
-		b.WriteByte('/')
-		b.WriteString(EscapeToken(tok))
-	}
-	return b.String()
-}
-
-// HasPrefix reports whether prefix is p itself or one of its ancestors.
-func (p Pointer) HasPrefix(prefix Pointer) bool {
-	if len(prefix) > len(p) {
-		return false
-	}
-	for i := range prefix {
-		if p[i] != prefix[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// EscapeToken makes a key a reference token: "~" is written "~0" and "/" is
-// written "~1", in that order, so that "~1" in a key stays two characters.
-// A key with neither is returned as it is, without allocating.
-func EscapeToken(key string) string {
-	if !strings.ContainsAny(key, "~/") {
-		return key
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
-}
-
-// unescapeToken undoes EscapeToken: "~1" first, then "~0", so that "~01" becomes
-// "~1" and not "/". It does not check the token; a "~" followed by
-// anything but "0" or "1" is left as it is.
-func unescapeToken(token string) string {
-	if !strings.Contains(token, "~") {
-		return token
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(token, "~1", "/"), "~0", "~")
 }
