@@ -89,53 +89,79 @@ const fleetIDPrefix = "default-"
 
 // objectMeta is the part of an object's metadata this rule reads: its
 // name and namespace, and of its labels and annotations only Fleet's and
-// Helm's keys.
+// Helm's keys. A request's object is read in place through its view; a
+// cached workload's keys are in maps.
 type objectMeta struct {
 	Name, GenerateName, Namespace string
 	Labels, Annotations           map[string]string
+	// view, when set, holds the labels and annotations instead of the
+	// maps: a claim asks only whether keys are there, which the view
+	// answers without copying anything.
+	view *object.View
 }
 
-// ownershipLabels and ownershipAnnotations are the only keys objectMeta's
-// methods read; metaOf copies no others, so judging an update does not
-// copy every label and annotation (kubectl's last-applied configuration
-// is often the largest of them).
-var (
-	ownershipLabels      = []string{LabelHash}
-	ownershipAnnotations = []string{AnnotationID, AnnotationOwnerGVK, AnnotationReleaseName, AnnotationReleaseNamespace}
-)
+// metaOf is the metadata of a request's object, read in place.
+func metaOf(v *object.View) objectMeta { return objectMeta{view: v} }
 
-// metaOf reads an object's metadata as the view holds it, whatever its
-// form: an update is judged on what both objects hold.
-func metaOf(v *object.View) objectMeta {
-	return objectMeta{
-		Name: v.Name(), GenerateName: v.GenerateName(), Namespace: v.Namespace(),
-		Labels: v.LabelsOf(ownershipLabels...), Annotations: v.AnnotationsOf(ownershipAnnotations...),
+func (m objectMeta) label(key string) string {
+	if m.view != nil {
+		s, _ := m.view.Label(key)
+		return s
 	}
+	return m.Labels[key]
+}
+
+func (m objectMeta) annotation(key string) string {
+	if m.view != nil {
+		s, _ := m.view.Annotation(key)
+		return s
+	}
+	return m.Annotations[key]
+}
+
+func (m objectMeta) hasLabel(key string) bool {
+	if m.view != nil {
+		return m.view.HasLabel(key)
+	}
+	_, ok := m.Labels[key]
+	return ok
+}
+
+func (m objectMeta) hasAnnotation(key string) bool {
+	if m.view != nil {
+		return m.view.HasAnnotation(key)
+	}
+	_, ok := m.Annotations[key]
+	return ok
 }
 
 // managed reports whether the object carries Fleet's object-set label.
-func (m objectMeta) managed() bool {
-	_, ok := m.Labels[LabelHash]
-	return ok
-}
+func (m objectMeta) managed() bool { return m.hasLabel(LabelHash) }
 
 // appliedWithOwner reports whether the object set has an owning object,
 // which Fleet's agent never sets on bundle content.
-func (m objectMeta) appliedWithOwner() bool {
-	_, ok := m.Annotations[AnnotationOwnerGVK]
-	return ok
-}
+func (m objectMeta) appliedWithOwner() bool { return m.hasAnnotation(AnnotationOwnerGVK) }
+
+// The lists ownershipKeys returns; shared, and never changed by callers.
+var (
+	labelKey       = "label " + LabelHash
+	annotationKey  = "annotation " + AnnotationID
+	bothKeys       = []string{labelKey, annotationKey}
+	labelKeys      = bothKeys[:1:1]
+	annotationKeys = bothKeys[1:]
+)
 
 // ownershipKeys lists which of Fleet's two ownership keys the object has.
 func (m objectMeta) ownershipKeys() []string {
-	var keys []string
-	if _, ok := m.Labels[LabelHash]; ok {
-		keys = append(keys, "label "+LabelHash)
+	switch label, annotation := m.hasLabel(LabelHash), m.hasAnnotation(AnnotationID); {
+	case label && annotation:
+		return bothKeys
+	case label:
+		return labelKeys
+	case annotation:
+		return annotationKeys
 	}
-	if _, ok := m.Annotations[AnnotationID]; ok {
-		keys = append(keys, "annotation "+AnnotationID)
-	}
-	return keys
+	return nil
 }
 
 // bundleDeployment derives the bundle deployment's name from the object
@@ -153,23 +179,36 @@ func bundleDeployment(id string) string {
 // owner describes who owns the object, for denial messages: the Fleet
 // bundle deployment and the Helm release, as far as they are known.
 func (m objectMeta) owner() string {
-	var parts []string
-	if bd := bundleDeployment(m.Annotations[AnnotationID]); bd != "" {
-		parts = append(parts, "bundle deployment "+bd)
+	bd, rel, ns := bundleDeployment(m.annotation(AnnotationID)), m.annotation(AnnotationReleaseName), ""
+	if rel != "" {
+		ns = m.annotation(AnnotationReleaseNamespace)
 	}
-	if rel := m.Annotations[AnnotationReleaseName]; rel != "" {
-		if ns := m.Annotations[AnnotationReleaseNamespace]; ns != "" {
-			rel = ns + "/" + rel
-		}
-		parts = append(parts, "Helm release "+rel)
-	}
-	if len(parts) == 0 {
-		if h := m.Labels[LabelHash]; h != "" {
+	if bd == "" && rel == "" {
+		if h := m.label(LabelHash); h != "" {
 			return "object set " + h
 		}
 		return "owner not recorded"
 	}
-	return strings.Join(parts, ", ")
+	const bdText, relText = "bundle deployment ", "Helm release "
+	var b strings.Builder
+	// One allocation: the denial names the owner on every refusal.
+	b.Grow(len(bdText) + len(bd) + len(", ") + len(relText) + len(ns) + 1 + len(rel))
+	if bd != "" {
+		b.WriteString(bdText)
+		b.WriteString(bd)
+	}
+	if rel != "" {
+		if bd != "" {
+			b.WriteString(", ")
+		}
+		b.WriteString(relText)
+		if ns != "" {
+			b.WriteString(ns)
+			b.WriteByte('/')
+		}
+		b.WriteString(rel)
+	}
+	return b.String()
 }
 
 // resolver reads Fleet's ownership from the object alone: Fleet keeps no

@@ -348,6 +348,18 @@ func (v *View) Label(key string) (string, bool) { return lookup(v.labelMembers()
 // Annotation returns the annotation key and whether the object has it.
 func (v *View) Annotation(key string) (string, bool) { return lookup(v.annotationMembers(), key) }
 
+// HasLabel reports whether the object has the label key, as Label does,
+// without copying its value.
+func (v *View) HasLabel(key string) bool {
+	return kindOf(lastMember(v.labelMembers(), key)) == '"'
+}
+
+// HasAnnotation reports whether the object has the annotation key, as
+// Annotation does, without copying its value.
+func (v *View) HasAnnotation(key string) bool {
+	return kindOf(lastMember(v.annotationMembers(), key)) == '"'
+}
+
 // HasAnnotations reports whether metadata.annotations is an object, even
 // an empty one: a patch adds to it, or must create it.
 func (v *View) HasAnnotations() bool {

@@ -367,15 +367,3 @@ func TruncateNote(s string) string {
 	}
 	return s[:cut] + ellipsis
 }
-
-// A Caller asks rules about requests as the server does: through one
-// Request, whose memory it reuses from call to call. It is what a rule's
-// benchmarks measure. Unlike the server's, its Request keeps the last
-// request until the next call.
-type Caller struct{ req rule.Request }
-
-// Judge asks r about req (without Wrap's modes, exemptions and metrics).
-func (c *Caller) Judge(ctx context.Context, r rule.Rule, req admission.Request) admission.Response {
-	c.req.Reset(req)
-	return r.Handle(ctx, &c.req)
-}
