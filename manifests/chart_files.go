@@ -98,10 +98,10 @@ func chartValues(in install, image string, cfg config.Config) ([]byte, error) {
 # Steward's objects are named after the release: a release named steward
 # (or whose name contains it) names them as the release, any other as
 # <release>-steward, so two releases do not share an object. The
-# webhook configurations, ClusterRoles and, in the configuration,
-# claimguard's webhookConfigurationName follow. nameOverride replaces
-# "steward" in those names and in the app.kubernetes.io/name label;
-# fullnameOverride replaces the whole name.
+# webhook configurations, ClusterRoles and the webhook configuration
+# names in the rules' settings (webhookConfigurationName) follow.
+# nameOverride replaces "steward" in those names and in the
+# app.kubernetes.io/name label; fullnameOverride replaces the whole name.
 nameOverride: ""
 fullnameOverride: ""
 
@@ -183,19 +183,6 @@ certificates:
   # writes the CA into its webhook configurations and rotates both.
   mode: cert-manager
 
-# Each webhook entry's failurePolicy (Fail or Ignore) and timeoutSeconds
-# (1-30), and matchExpressions added to its namespaceSelector and
-# objectSelector, by the entry's name:
-#   webhooks:
-#     fleetguard.steward.dev:
-#       failurePolicy: Ignore
-#       timeoutSeconds: 5
-#       namespaceSelector:
-#         matchExpressions:
-#         - {key: example.com/steward, operator: NotIn, values: ["off"]}
-# Each entry's annotation steward.dev/failure-policy-<name> says why
-# Steward chose its failure policy, and that the install changed it.
-# The entries:
 %swebhooks: {}
 
 # Opt-in: these need the Prometheus Operator's CRDs (and, for the
@@ -243,7 +230,7 @@ policyReportCRDs:
 # those installs with "steward manifests --config FILE":
 %sconfig:
 %s`, imageRepository(image), *d.Spec.Replicas, res, pod.PriorityClassName, spread, pdb.Spec.MaxUnavailable.String(),
-		shutdownDelay, shutdownTimeout, *pod.TerminationGracePeriodSeconds, SecretName, commentList(webhookEntryNames()), MetricsReaderRole, interval, flow(defaultAPIServerPorts), commentList(listPaths()), commentList(refusedSettings()), indent(string(config), "  "))), nil
+		shutdownDelay, shutdownTimeout, *pod.TerminationGracePeriodSeconds, SecretName, webhooksComment(), MetricsReaderRole, interval, flow(defaultAPIServerPorts), commentList(listPaths()), commentList(refusedSettings()), indent(string(config), "  "))), nil
 }
 
 // flow writes a list of numbers as a YAML flow sequence.
@@ -272,6 +259,26 @@ func indent(s, prefix string) string {
 }
 
 // webhookEntryNames are the names of every webhook entry, in the list's order.
+// webhooksComment documents the chart's webhooks value, with the first
+// entry as the example, and lists every entry.
+func webhooksComment() string {
+	names := webhookEntryNames()
+	return fmt.Sprintf(`# Each webhook entry's failurePolicy (Fail or Ignore) and timeoutSeconds
+# (1-30), and matchExpressions added to its namespaceSelector and
+# objectSelector, by the entry's name:
+#   webhooks:
+#     %s:
+#       failurePolicy: Ignore
+#       timeoutSeconds: 5
+#       namespaceSelector:
+#         matchExpressions:
+#         - {key: example.com/steward, operator: NotIn, values: ["off"]}
+# Each entry's annotation steward.dev/failure-policy-<name> says why
+# Steward chose its failure policy, and that the install changed it.
+# The entries:
+%s`, names[0], commentList(names))
+}
+
 func webhookEntryNames() []string {
 	var out []string
 	for _, spec := range defaultSpecs() {
