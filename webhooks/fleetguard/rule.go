@@ -92,15 +92,18 @@ const fleetIDPrefix = "default-"
 // Helm's keys. A request's object is read in place through its view; a
 // cached workload's keys are in maps.
 type objectMeta struct {
-	Name, GenerateName, Namespace string
-	Labels, Annotations           map[string]string
+	Name, Namespace     string
+	Labels, Annotations map[string]string
 	// view, when set, holds the labels and annotations instead of the
 	// maps: a claim asks only whether keys are there, which the view
 	// answers without copying anything.
 	view *object.View
 }
 
-// metaOf is the metadata of a request's object, read in place.
+// metaOf is the metadata of a request's object, read in place. Its Name
+// and Namespace stay empty: the guard names a request's object from the
+// view itself (gitops.RefOf), and only a cached workload's meta is asked
+// for its ref.
 func metaOf(v *object.View) objectMeta { return objectMeta{view: v} }
 
 func (m objectMeta) label(key string) string {
@@ -225,8 +228,9 @@ func (resolver) Claim(_ gitops.Ref, v *object.View) gitops.Claim {
 }
 
 func (m objectMeta) claim() gitops.Claim {
-	c := gitops.Claim{Claims: m.managed() && !m.appliedWithOwner(), Keys: m.ownershipKeys(), Named: m.owner()}
-	if m.managed() && m.appliedWithOwner() {
+	managed, withOwner := m.managed(), m.appliedWithOwner()
+	c := gitops.Claim{Claims: managed && !withOwner, Keys: m.ownershipKeys(), Named: m.owner()}
+	if managed && withOwner {
 		c.NotClaimed = appliedWithOwnerReason
 	}
 	return c

@@ -97,6 +97,15 @@ func checkViews(t *testing.T, a, b string) {
 		if d := cmp.Diff(wantOf, c.v.LabelsOf(keys...), cmpopts.EquateEmpty()); d != "" {
 			t.Fatalf("New(%q).LabelsOf(%q): -decoded, +view:\n%s", c.text, keys, d)
 		}
+		annotations := metaFromMap(want).Annotations
+		for _, k := range append(keys, slices.Sorted(maps.Keys(annotations))...) {
+			if _, want := labels[k]; c.v.HasLabel(k) != want {
+				t.Fatalf("New(%q).HasLabel(%q) = %v; decoding reads a label: %v", c.text, k, !want, want)
+			}
+			if _, want := annotations[k]; c.v.HasAnnotation(k) != want {
+				t.Fatalf("New(%q).HasAnnotation(%q) = %v; decoding reads an annotation: %v", c.text, k, !want, want)
+			}
+		}
 	}
 	if va.Err() != nil || vb.Err() != nil {
 		return

@@ -253,9 +253,9 @@ func (h handlerJudge) judge(ctx context.Context, req *rule.Request) admission.Re
 	return h.Handle(ctx, req.Request)
 }
 
-// Judge asks r about req through a new Request, as the server does
-// (without Wrap's modes, exemptions and metrics): what a rule's own
-// tests check.
+// Judge asks r about req as the server does, but through a Request of its
+// own where the server reuses its call's, and without Wrap's modes,
+// exemptions and metrics: what a rule's own tests check.
 func Judge(ctx context.Context, r rule.Rule, req admission.Request) admission.Response {
 	return r.Handle(ctx, rule.NewRequest(req))
 }

@@ -100,9 +100,10 @@ func (t *Table) Handler(path string) admission.Handler {
 
 // HTTPOptions are what every webhook path's HTTP handler shares.
 type HTTPOptions struct {
-	// Limit is the memory budget for request bodies in flight.
+	// Limit is the memory budget for request bodies in flight; required.
 	Limit *InflightLimit
-	// Drain, once begun, makes every answer close its connection.
+	// Drain, once begun, makes every answer close its connection; nil:
+	// no drain.
 	Drain *Drain
 	// Log receives the lines about unreadable requests.
 	Log logr.Logger
