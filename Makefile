@@ -314,7 +314,7 @@ fuzz: ## run every fuzz target for FUZZTIME (default 30s) each
 # configurations, every workload, about an hour with its defaults on two
 # cores. It writes docs/benchmarks.md and docs/benchmark-latency.svg; pass
 # flags with BENCH_FLAGS, e.g. a ten-minute check at reduced scale:
-# make bench BENCH_FLAGS="-rounds 2 -concurrency 1,16 -xrs 200 -mrs 1000 -flux-objects 100 -burst-writers 100".
+# make bench BENCH_FLAGS="-rounds 2 -concurrency 1,16 -objects 1300 -burst-writers 100".
 BENCH_FLAGS ?=
 bench: tools ## handler benchmarks, then the load generator against a real API server (about an hour; BENCH_FLAGS)
 	@mkdir -p bin

@@ -26,9 +26,9 @@ type bench struct {
 	root, workDir string
 	c             *cluster
 	nonce         string
-	seeded        *seeded
-	seq           int // offsets writers' sequence numbers, so names stay fresh
-	k             int // rounds so far, to alternate the order of configurations
+	mix           *mixSeeder // the large caches, once seeded
+	seq           int        // offsets writers' sequence numbers, so names stay fresh
+	k             int        // rounds so far, to alternate the order of configurations
 	res           *results
 }
 
@@ -96,12 +96,14 @@ func measureAll(ctx context.Context, opts options, root string) (*results, error
 		if err := b.c.switchTo(ctx, cfgNone); err != nil {
 			return nil, err
 		}
-		logf("seeding %d XRs, %d MRs and %d Flux objects", opts.xrs, opts.mrs, opts.flux)
-		if b.seeded, err = seed(ctx, b.c, opts.xrs, opts.mrs, opts.flux); err != nil {
+		logf("seeding %d objects (1 XR : 5 MRs : ½ Flux object)", opts.objects)
+		b.mix = &mixSeeder{dyn: b.c.users[""].dyn, workers: opts.seedWorkers}
+		step, err := b.mix.growTo(ctx, opts.objects)
+		if err != nil {
 			return nil, err
 		}
-		b.res.Seeded = b.seeded
-		logf("seeded in %s; restarting steward", b.seeded.Took.Round(time.Second))
+		b.res.Seeded = &step
+		logf("seeded in %s; restarting steward", step.Took.Round(time.Second))
 		if err := b.c.env.Steward.Restart(ctx); err != nil {
 			return nil, fmt.Errorf("restarting steward: %w", err)
 		}

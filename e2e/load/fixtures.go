@@ -44,7 +44,6 @@ var humanGroups = []string{"devs"}
 var (
 	claimGVR       = schema.GroupVersionResource{Group: "database.example.org", Version: "v1alpha1", Resource: "postgresqlinstances"}
 	compositeGVR   = schema.GroupVersionResource{Group: "database.example.org", Version: "v1alpha1", Resource: "xpostgresqlinstances"}
-	managedGVR     = schema.GroupVersionResource{Group: "database.aws.example.org", Version: "v1beta1", Resource: "rdsinstances"}
 	configMapsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	hrOldGVR       = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2beta1", Resource: "helmreleases"}
@@ -54,17 +53,15 @@ var (
 		"Kustomization": {Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"},
 		"GitRepository": {Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"},
 	}
-	// mrResources are the MR kinds seeded XRs compose, by kind: the load
-	// run's RDSInstance, and the real provider-sql kinds (legacy
-	// cluster-scoped group) of the scale scenarios' mix: Database and
-	// Role, installed in every environment, and Grant and Schema, from
+	// mrResources are the MR kinds seeded XRs compose, by kind: real
+	// provider-sql kinds (legacy cluster-scoped group), Database and Role,
+	// installed in every environment, and Grant and Schema, from
 	// e2e/upstream/provider-sql-scale.
 	mrResources = map[string]schema.GroupVersionResource{
-		"RDSInstance": managedGVR,
-		"Database":    {Group: sqlGroup, Version: "v1alpha1", Resource: "databases"},
-		"Role":        {Group: sqlGroup, Version: "v1alpha1", Resource: "roles"},
-		"Schema":      {Group: sqlGroup, Version: "v1alpha1", Resource: "schemas"},
-		"Grant":       {Group: sqlGroup, Version: "v1alpha1", Resource: "grants"},
+		"Database": {Group: sqlGroup, Version: "v1alpha1", Resource: "databases"},
+		"Role":     {Group: sqlGroup, Version: "v1alpha1", Resource: "roles"},
+		"Schema":   {Group: sqlGroup, Version: "v1alpha1", Resource: "schemas"},
+		"Grant":    {Group: sqlGroup, Version: "v1alpha1", Resource: "grants"},
 	}
 )
 
@@ -132,21 +129,6 @@ func composite(name, claim string, mrs []*unstructured.Unstructured) *unstructur
 			"writeConnectionSecretToRef": map[string]any{
 				"name": name + "-conn", "namespace": "crossplane-system",
 			},
-		})
-}
-
-// managed is an MR composed by XR xr (of claim claim).
-func managed(name, xr, claim string) *unstructured.Unstructured {
-	return unstructuredObj("database.aws.example.org/v1beta1", "RDSInstance", "", name, composedLabels(xr, claim),
-		map[string]string{"crossplane.io/external-name": name},
-		map[string]any{
-			"forProvider": map[string]any{
-				"region": "eu-west-1", "dbInstanceClass": "db.t3.micro", "engine": "postgres", "engineVersion": "16.3",
-				"allocatedStorage": int64(20), "masterUsername": "admin", "skipFinalSnapshot": true,
-			},
-			"providerConfigRef":          map[string]any{"name": "default"},
-			"writeConnectionSecretToRef": map[string]any{"name": name, "namespace": "crossplane-system"},
-			"deletionPolicy":             "Delete",
 		})
 }
 

@@ -14,7 +14,6 @@ const (
 	addedP50Create, addedP50Update                    = 0.6, 0.8 // ms
 	webhookCPUPerCall, decisionP99                    = 0.3, 1.0 // ms
 	rssSmall, rssLarge                                = 64 << 20, 150 << 20
-	fullXRs, fullMRs, fullFlux                        = 10000, 50000, 5000
 )
 
 // ratio is one configuration's rate over another's, round by round. Each
@@ -177,7 +176,7 @@ func evaluateGoals(r *results) goals {
 		when(burst.Elapsed > 0, fmt.Sprintf("%d errors in %d writes, p99 %.0f ms", burst.Failed, burst.Answered()+burst.Failed, ms(burst.P99))), verdict(burst.Failed == 0))
 	m, s := r.Memory, r.Seeded
 	if s == nil {
-		s = &seeded{}
+		s = &seedStep{}
 	}
 	add("Steward's resident memory ≤ 64 MiB under load, without large caches",
 		when(m.PeakSmall > 0, fmt.Sprintf("peak %s with the burst (idle %s)", mib(m.PeakSmall), mib(m.IdleRSS))), verdict(m.PeakSmall <= rssSmall))
@@ -188,7 +187,7 @@ func evaluateGoals(r *results) goals {
 		// the workloads' transient: a figure that says nothing.
 		large += " (smaller caches than the goal names)"
 	}
-	add(fmt.Sprintf("Steward's resident memory ≤ 150 MiB with %dk XRs, %dk MRs and %dk Flux objects cached", fullXRs/1000, fullMRs/1000, fullFlux/1000),
+	add(fmt.Sprintf("Steward's resident memory ≤ 150 MiB with %s objects cached (%s)", kilo(fullObjects), fullMix),
 		when(m.PeakLarge > 0, large), verdictAt(r.fullCaches(), m.PeakLarge <= rssLarge))
 	var parts []string
 	ok := true

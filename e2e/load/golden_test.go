@@ -24,7 +24,7 @@ func sampleLoad() *results {
 			Options: options{rounds: 2, duration: 2 * time.Second, warmup: 500 * time.Millisecond, concurrency: []int{1, 16},
 				burstWriters: 100, burstDuration: 5 * time.Second}},
 		Memory:       memReport{IdleRSS: 40 << 20, PeakBeforeBurst: 48 << 20, PeakSmall: 60 << 20, CachedRSS: 90 << 20, PeakLarge: 120 << 20, SoftLimit: 241591910, CachedObjects: 1200, MostCachedObjects: 1500},
-		Seeded:       &seeded{XRs: 200, MRs: 1000, Flux: 100, Took: 42 * time.Second},
+		Seeded:       &seedStep{Total: 1300, Added: 1300, XRs: 200, MRs: 1000, Flux: 100, Took: 42 * time.Second},
 		Profiles:     []profile{{Title: "CPU, claim-create", Path: "bin/bench/claim-create.cpu.pprof", Top: "File: steward\nBuild ID: 123\nType: cpu\n      flat  flat%\n     10ms 50.00% runtime.mallocgc\n"}},
 		Webhooks:     []string{"fleetguard.steward.dev", "claimguard.steward.dev"},
 		HandlerBench: "pkg: github.com/stewardhq/steward/webhooks/fleetguard\nBenchmarkFleetguard-2   1000   1234 ns/op\n",

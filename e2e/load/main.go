@@ -31,18 +31,18 @@ import (
 // caches are seeded at the goals' scale.
 type options struct {
 	duration, warmup, burstDuration, hostileDuration time.Duration
-	rounds, burstWriters, xrs, mrs, flux             int
+	rounds, burstWriters, objects, seedWorkers       int
 	concurrency                                      []int
 	workloads                                        map[string]bool
 	profile, hostile                                 bool
 	out, handlerBench                                string
 
 	// The cache-at-scale scenarios (-scale).
-	scale                                                bool
-	scaleSizes                                           []int
-	mrKinds, objectsPerKind, fleetWorkloads, seedWorkers int
-	settle                                               time.Duration
-	heapProfiles                                         string
+	scale                                   bool
+	scaleSizes                              []int
+	mrKinds, objectsPerKind, fleetWorkloads int
+	settle                                  time.Duration
+	heapProfiles                            string
 }
 
 func parseOptions(args []string) (o options, err error) {
@@ -53,9 +53,7 @@ func parseOptions(args []string) (o options, err error) {
 	conc := fs.String("concurrency", "1,16,64", "comma-separated numbers of closed-loop writers")
 	fs.IntVar(&o.burstWriters, "burst-writers", 500, "writers in the burst")
 	fs.DurationVar(&o.burstDuration, "burst-duration", 5*time.Second, "measured time of the burst, per configuration")
-	fs.IntVar(&o.xrs, "xrs", fullXRs, "composite resources (XRs) present during the Crossplane workloads")
-	fs.IntVar(&o.mrs, "mrs", fullMRs, "managed resources (MRs) present during the Crossplane workloads")
-	fs.IntVar(&o.flux, "flux-objects", fullFlux, "Flux objects present during the Flux workloads")
+	fs.IntVar(&o.objects, "objects", fullObjects, "objects (1 XR : 5 MRs : ½ Flux object) present during the Crossplane and Flux workloads")
 	wl := fs.String("workloads", "", "comma-separated workloads to run (all when empty), plus \"burst\"")
 	fs.BoolVar(&o.profile, "profile", true, "take CPU and heap profiles of Steward during judged workloads")
 	fs.StringVar(&o.out, "out", "docs/benchmarks.md", "report to write, relative to the repository root; the chart is written beside it")
@@ -67,7 +65,7 @@ func parseOptions(args []string) (o options, err error) {
 	fs.IntVar(&o.mrKinds, "mr-kinds", fullMRKinds, "-scale: generated MR kinds of the many-kinds scenario (0 skips it)")
 	fs.IntVar(&o.objectsPerKind, "objects-per-kind", 2, "-scale: objects of each generated MR kind")
 	fs.IntVar(&o.fleetWorkloads, "fleet-workloads", fullFleetWorkloads, "-scale: Fleet-managed Deployments of the Fleet scenario (0 skips it)")
-	fs.IntVar(&o.seedWorkers, "seed-workers", 64, "-scale: concurrent writers that seed the caches")
+	fs.IntVar(&o.seedWorkers, "seed-workers", 64, "concurrent writers that seed the caches")
 	fs.DurationVar(&o.settle, "settle", 5*time.Second, "-scale: how long after it is ready Steward's synced memory is read")
 	fs.StringVar(&o.heapProfiles, "heap-profiles", "", "-scale: a directory to save Steward's heap profile in at each measurement, taken after the collections that settle it")
 	if err := fs.Parse(args); err != nil {
@@ -103,8 +101,8 @@ func parseOptions(args []string) (o options, err error) {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	case o.duration <= 0 || o.rounds < 1 || o.warmup < 0 || o.burstWriters < 1 || o.burstDuration <= 0:
 		return o, errors.New("-duration, -rounds, -burst-writers and -burst-duration must be positive, -warmup not negative")
-	case o.xrs < 0 || o.mrs < 0 || o.flux < 0 || o.mrs > 0 && o.xrs == 0:
-		return o, errors.New("-xrs, -mrs and -flux-objects must not be negative, and MRs need XRs to compose them")
+	case o.objects < 0:
+		return o, errors.New("-objects must not be negative")
 	case o.mrKinds < 0 || o.objectsPerKind < 0 || o.fleetWorkloads < 0 || o.seedWorkers < 1 || o.settle < 0:
 		return o, errors.New("-mr-kinds, -objects-per-kind, -fleet-workloads and -settle must not be negative, -seed-workers must be positive")
 	case o.mrKinds > 999:

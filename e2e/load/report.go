@@ -79,7 +79,7 @@ type results struct {
 	runInfo
 	Points       []*point
 	Memory       memReport
-	Seeded       *seeded
+	Seeded       *seedStep
 	Profiles     []profile
 	Webhooks     []string
 	HandlerBench string
@@ -143,7 +143,7 @@ func (r *results) judged(wl string) bool {
 // fullCaches says whether the caches were seeded at the goals' scale.
 func (r *results) fullCaches() bool {
 	s := r.Seeded
-	return s != nil && s.XRs >= fullXRs && s.MRs >= fullMRs && s.Flux >= fullFlux
+	return s != nil && s.Total >= fullObjects
 }
 
 // Markers around the hand-written notes, which a new run keeps.
@@ -178,7 +178,7 @@ func renderMarkdown(res *results, chart, notes, scaleSection string) string {
 	}
 	label := "full scale"
 	if o.rounds < 7 || !res.fullCaches() {
-		label = fmt.Sprintf("**reduced scale**, noisier than the full run (7 rounds, caches of %dk XRs, %dk MRs, %dk Flux objects)", fullXRs/1000, fullMRs/1000, fullFlux/1000)
+		label = fmt.Sprintf("**reduced scale**, noisier than the full run (7 rounds, caches of %s)", fullMix)
 	}
 	var busy, secs float64 // the cores other processes kept busy, weighted by time
 	for _, p := range res.Points {
@@ -199,7 +199,7 @@ func renderMarkdown(res *results, chart, notes, scaleSection string) string {
 	}
 
 	w("\n## Reproducing\n\n`make tools` once, then `make bench` (about an hour on two cores): the handler benchmarks (`go test -bench . -benchmem ./webhooks/...`), then `go run ./e2e/load` with its defaults, which rewrites this file (keeping the notes) and [the chart](%s). ", chart)
-	w("A check of the tool in about ten minutes, labelled as reduced scale: `make bench BENCH_FLAGS=\"-rounds 2 -concurrency 1,16 -xrs 200 -mrs 1000 -flux-objects 100 -burst-writers 100\"`. Other flags: `-duration`, `-warmup`, `-burst-duration`, `-workloads`, `-profile`, `-out`. `make bench-hostile` runs the hostile-load scenario (`-hostile`, in the notes); `make bench-scale` the cache-at-scale scenarios (`-scale`, the first section), and this run keeps that section as it is.\n\n")
+	w("A check of the tool in about ten minutes, labelled as reduced scale: `make bench BENCH_FLAGS=\"-rounds 2 -concurrency 1,16 -objects 1300 -burst-writers 100\"`. Other flags: `-duration`, `-warmup`, `-burst-duration`, `-workloads`, `-profile`, `-out`. `make bench-hostile` runs the hostile-load scenario (`-hostile`, in the notes); `make bench-scale` the cache-at-scale scenarios (`-scale`, the first section), and this run keeps that section as it is.\n\n")
 
 	w("## Methodology\n\nOne invocation starts kube-apiserver and etcd through the e2e harness (`e2e/harness`), the real `steward` binary with every rule at its defaults and its Deployment's memory limit, and an allow-all webhook process. Each workload is measured at each number of writers under four configurations:\n\n")
 	w("| | configuration |\n|---|---|\n| (a) | no admission webhooks: the API server's own floor |\n")
@@ -210,7 +210,7 @@ func renderMarkdown(res *results, chart, notes, scaleSection string) string {
 	w("Ratios are taken round by round and their median is reported with the range: a shared machine's speed drifts by a third over tens of seconds, so only measurements seconds apart compare like with like; the tables in the appendix sum the rounds. ")
 	w("Writers impersonate the workload's user (the harness makes every authenticated user a cluster-admin, so only admission refuses); a write counts when it is answered as the configuration intends (stored, or refused by admission). CPU time comes from `/proc/<pid>/stat`; a webhook's CPU per call divides its process's CPU by the calls it served, so Steward's includes its informers. Steward's decision latency is its `steward_decision_duration_seconds` native histogram (buckets about 10%% wide; the upper bound is reported). ")
 	if s := res.Seeded; s != nil {
-		w("The Crossplane and Flux workloads run after seeding %d XRs (one in %d terminating), %d MRs and %d Flux objects (some suspended) in %s and restarting Steward, so its caches hold them. ", s.XRs, terminatingEvery, s.MRs, s.Flux, s.Took.Round(time.Second))
+		w("The Crossplane and Flux workloads run after seeding the mix of the cache-at-scale scenarios, %d XRs (one in %d terminating), %d MRs and %d Flux objects (some suspended), in %s and restarting Steward, so its caches hold them. ", s.XRs, terminatingEvery, s.MRs, s.Flux, s.Took.Round(time.Second))
 	}
 	w("The burst runs %d writers for %s. The API server writes a Metadata-level audit log in every configuration.\n\n", o.burstWriters, o.burstDuration)
 

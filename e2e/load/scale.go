@@ -19,9 +19,13 @@ import (
 
 // The cache-at-scale scenarios at full scale: cached objects in the
 // Crossplane and Flux mix, MR kinds, and Fleet-managed Deployments.
-var fullScaleSizes = []int{65_000, 250_000, 500_000}
+var fullScaleSizes = []int{fullObjects, 250_000, 500_000}
 
 const (
+	// fullObjects is the mix the goals name for the load run and the
+	// first scale, and fullMix what it holds.
+	fullObjects                     = 65_000
+	fullMix                         = "10k XRs, 50k MRs and 5k Flux objects"
 	fullMRKinds, fullFleetWorkloads = 500, 2000
 	// watchListOff is the environment that switches client-go's streaming
 	// list (WatchList) off, so Steward's informers start with a paginated

@@ -23,9 +23,10 @@ import (
 	"github.com/stewardhq/steward/e2e/harness"
 )
 
-// Seeding fills the API server before a measurement: the load run's large
-// caches (seed), the scale scenarios' growing mix (mixSeeder), MR kinds
-// (seedKinds) and Fleet-managed Deployments (seedFleet). All of them write
+// Seeding fills the API server before a measurement: the Crossplane and
+// Flux mix (mixSeeder), which both the load run's large caches and the
+// scale scenarios grow, MR kinds (seedKinds) and Fleet-managed Deployments
+// (seedFleet). All of them write
 // through createAll, straight to the API server from many goroutines, and
 // create custom resources with createRetry.
 
@@ -102,78 +103,23 @@ func seedFlux(ctx context.Context, dyn dynamic.Interface, kind, name string, sus
 	return err
 }
 
-// seeded is what seed created, for the workloads to refer to.
-type seeded struct {
-	composites, claims, kustomizations []string
-	XRs, MRs, Flux                     int
-	Took                               time.Duration
-}
-
-// compositeFor picks a seeded XR (and its claim) for the i-th write.
-func (s *seeded) compositeFor(i int) (xr, claim string) {
-	if len(s.composites) == 0 {
-		return "xr-none", "none"
-	}
-	i %= len(s.composites)
-	return s.composites[i], s.claims[i]
-}
-
 // terminatingEvery makes one XR in this many (and its MRs) terminating.
 const terminatingEvery = 100
 
-// seed creates the load run's large caches: xrs composite resources with
-// mrs managed resources spread evenly over them (each XR lists its MRs,
-// each MR is owned by its XR and carries an external name), and flux Flux
-// objects (half Kustomizations, every other one suspended; the rest
-// HelmReleases and GitRepositories, one in four suspended), 32 at a time.
-func seed(ctx context.Context, c *cluster, xrs, mrs, flux int) (*seeded, error) {
-	start, s := time.Now(), &seeded{XRs: xrs, MRs: mrs, Flux: max(flux, 2)}
-	for i := range xrs {
-		s.claims = append(s.claims, fmt.Sprintf("db-%05d", i))
-		s.composites = append(s.composites, s.claims[i]+"-"+suffix(i))
-	}
-	nKs := max(flux/2, 2)
-	for i := range nKs {
-		s.kustomizations = append(s.kustomizations, fmt.Sprintf("app-%05d", i))
-	}
-	dyn := c.users[""].dyn
-	err := createAll(ctx, 32, xrs+s.Flux, func(ctx context.Context, i int) error {
-		if i < xrs {
-			xr, claim := s.composites[i], s.claims[i]
-			owned := make([]*unstructured.Unstructured, mrs/xrs+min(1, max(0, mrs%xrs-i)))
-			for j := range owned {
-				owned[j] = managed(fmt.Sprintf("%s-%s%c", xr, suffix(i*131 + j)[:4], suffixLetters[j%len(suffixLetters)]), xr, claim)
-			}
-			return seedComposite(ctx, dyn, xr, claim, owned, i%terminatingEvery == terminatingEvery-1)
-		}
-		switch i -= xrs; {
-		case i < nKs:
-			return seedFlux(ctx, dyn, "Kustomization", s.kustomizations[i], i%2 == 1)
-		case i%2 == 0:
-			return seedFlux(ctx, dyn, "HelmRelease", fmt.Sprintf("release-%05d", i), i%4 == 1)
-		}
-		return seedFlux(ctx, dyn, "GitRepository", fmt.Sprintf("repo-%05d", i), i%4 == 1)
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.Took = time.Since(start)
-	return s, nil
-}
-
-// seedStep is one growth of the mix: how many objects it added and how
-// long that took.
+// seedStep is one growth of the mix: what it holds afterwards, how many
+// objects it added and how long that took.
 type seedStep struct {
-	Total, Added int
-	Took         time.Duration
+	Total, Added, XRs, MRs, Flux int
+	Took                         time.Duration
 }
 
 func (s seedStep) rate() float64 { return float64(s.Added) / max(s.Took.Seconds(), 1e-9) }
 
-// mixSeeder grows the scale scenarios' Crossplane and Flux mix in place:
-// for every composite resource (a v1 XPostgreSQLInstance of a claim) five
-// composed MRs of real provider-sql kinds (composedKinds), and a Flux
-// object for every other XR.
+// mixSeeder grows the Crossplane and Flux mix in place: for every
+// composite resource (a v1 XPostgreSQLInstance of a claim) five composed
+// MRs of real provider-sql kinds (composedKinds), one XR in
+// terminatingEvery being deleted with its MRs, and a Flux object for every
+// other XR.
 type mixSeeder struct {
 	dyn            dynamic.Interface
 	workers        int
@@ -197,6 +143,29 @@ func mixFor(total int) (xrs, flux int) {
 	return xrs, total - xrs*(1+mrsPerXR)
 }
 
+// The names of the mix's i-th XR (and its claim) and Flux object.
+func mixComposite(i int) (xr, claim string) {
+	claim = fmt.Sprintf("scale-%06d", i)
+	return claim + "-" + suffix(i), claim
+}
+
+func mixFlux(i int) (kind, name string) {
+	kind = fluxKinds[i%len(fluxKinds)]
+	return kind, fmt.Sprintf("scale-%s-%06d", strings.ToLower(kind), i)
+}
+
+// fluxKinds are the kinds of the mix's Flux objects, in turn.
+var fluxKinds = [4]string{"Kustomization", "HelmRelease", "Kustomization", "GitRepository"}
+
+// composite picks one of the mix's XRs (and its claim) for the i-th write.
+func (m *mixSeeder) composite(i int) (xr, claim string) { return mixComposite(i % max(m.xrs, 1)) }
+
+// kustomization picks one of the mix's Kustomizations for the i-th write.
+func (m *mixSeeder) kustomization(i int) string {
+	_, name := mixFlux(2 * (i % max((m.flux+1)/2, 1)))
+	return name
+}
+
 // growTo creates objects until the mix holds total: XRs with their MRs,
 // then Flux objects (half Kustomizations, then HelmReleases and
 // GitRepositories, a quarter of them suspended).
@@ -207,23 +176,22 @@ func (m *mixSeeder) growTo(ctx context.Context, total int) (seedStep, error) {
 	err := createAll(ctx, m.workers, newXRs+max(flux-m.flux, 0), func(ctx context.Context, i int) error {
 		if i < newXRs {
 			i += m.xrs
-			claim := fmt.Sprintf("scale-%06d", i)
-			xr := claim + "-" + suffix(i)
+			xr, claim := mixComposite(i)
 			mrs := make([]*unstructured.Unstructured, len(composedKinds))
 			for j, k := range composedKinds {
 				mrs[j] = composedMR(k[0], fmt.Sprintf("%s-%s", xr, suffix(i*7+j)), xr, claim, k[1])
 			}
-			return seedComposite(ctx, m.dyn, xr, claim, mrs, false)
+			return seedComposite(ctx, m.dyn, xr, claim, mrs, i%terminatingEvery == terminatingEvery-1)
 		}
 		i += m.flux - newXRs
-		kind := [4]string{"Kustomization", "HelmRelease", "Kustomization", "GitRepository"}[i%4]
-		return seedFlux(ctx, m.dyn, kind, fmt.Sprintf("scale-%s-%06d", strings.ToLower(kind), i), i%4 == 2)
+		kind, name := mixFlux(i)
+		return seedFlux(ctx, m.dyn, kind, name, i%4 == 2)
 	})
 	if err != nil {
 		return seedStep{}, err
 	}
 	m.xrs, m.mrs, m.flux = max(m.xrs, xrs), max(m.xrs, xrs)*mrsPerXR, max(m.flux, flux)
-	return seedStep{Total: m.total(), Added: m.total() - before, Took: time.Since(start)}, nil
+	return seedStep{Total: m.total(), Added: m.total() - before, XRs: m.xrs, MRs: m.mrs, Flux: m.flux, Took: time.Since(start)}, nil
 }
 
 // crdOptions reads CRDs from files and directories under the repository

@@ -72,9 +72,9 @@ func digest(obj runtime.Object) string {
 	return fmt.Sprintf("%s %x", name, sha256.Sum256(data))
 }
 
-// TestSeedingWritesTheKnownObjects seeds the load run's caches (one XR in
-// a hundred terminating), grows the scale scenarios' mix twice and creates
-// Fleet-managed Deployments against fake clients, and compares every write
+// TestSeedingWritesTheKnownObjects grows the mix, which both the load run
+// and the scale scenarios seed, twice (the second time past two XRs of the
+// hundred that are terminating) and creates Fleet-managed Deployments against fake clients, and compares every write
 // with testdata/seeded.golden: a change to how seeding is organised must
 // not change what it writes.
 func TestSeedingWritesTheKnownObjects(t *testing.T) {
@@ -82,19 +82,15 @@ func TestSeedingWritesTheKnownObjects(t *testing.T) {
 	rec := &recorder{}
 	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
 	dyn.PrependReactor("*", "*", rec.react)
-	c := &cluster{users: map[string]*clients{"": {dyn: dyn}}}
-	s, err := seed(ctx, c, 101, 230, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.lines = append(rec.lines, fmt.Sprintf("seeded %d XRs, %d MRs, %d Flux objects; kustomizations %v", s.XRs, s.MRs, s.Flux, s.kustomizations))
 	mix := mixSeeder{dyn: dyn, workers: 8}
-	for _, total := range []int{130, 260} {
+	for _, total := range []int{130, 1300} {
 		step, err := mix.growTo(ctx, total)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec.lines = append(rec.lines, fmt.Sprintf("mix grown to %d: %d added", step.Total, step.Added))
+		xr, claim := mix.composite(201)
+		rec.lines = append(rec.lines, fmt.Sprintf("mix grown to %d: %d added, %d XRs, %d MRs, %d Flux objects; the 201st write's XR %s of claim %s, Kustomizations %s and %s",
+			step.Total, step.Added, step.XRs, step.MRs, step.Flux, xr, claim, mix.kustomization(0), mix.kustomization(51)))
 	}
 	kube := kubefake.NewClientset()
 	kube.PrependReactor("*", "*", rec.react)

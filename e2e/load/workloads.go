@@ -85,15 +85,16 @@ var workloads = []*workload{
 		cleanup: deleteMarked(claimGVR, claimsNamespace, "claim-create"),
 	},
 	{
-		Name: "managed-create", Short: "MR create", Title: "Crossplane composes managed resources (RDSInstance with an external name), large caches present", Phase: 2, Verb: "create", User: crossplaneUser,
+		Name: "managed-create", Short: "MR create", Title: "Crossplane composes managed resources (provider-sql Databases with an external name), large caches present", Phase: 2, Verb: "create", User: crossplaneUser,
 		prepare: creates(func(ctx context.Context, b *bench, w, seq int) error {
-			xr, claimName := b.seeded.compositeFor(w*7919 + seq)
-			mr := managed(fmt.Sprintf("%s-%s-%d-%d", xr, b.nonce, w, seq), xr, claimName)
+			xr, claimName := b.mix.composite(w*7919 + seq)
+			mr := composedMR("Database", fmt.Sprintf("%s-%s-%d-%d", xr, b.nonce, w, seq), xr, claimName, "database")
 			_ = unstructured.SetNestedField(mr.Object, "managed-create", "metadata", "labels", benchLabel)
-			_, err := b.c.users[crossplaneUser].dyn.Resource(managedGVR).Create(ctx, mr, metav1.CreateOptions{})
+			mr.SetFinalizers(nil) // no provider runs to remove it, and the cleanup must delete them
+			_, err := b.c.users[crossplaneUser].dyn.Resource(mrResources["Database"]).Create(ctx, mr, metav1.CreateOptions{})
 			return err
 		}),
-		cleanup: deleteMarked(managedGVR, "", "managed-create"),
+		cleanup: deleteMarked(mrResources["Database"], "", "managed-create"),
 	},
 	{
 		Name: "helmrelease-update-v2beta1", Short: "HelmRelease v2beta1", Title: "Kustomize-controller applies HelmReleases written as v2beta1 (deprecated)", Phase: 2, Verb: "update", User: fluxUser,
@@ -104,7 +105,7 @@ var workloads = []*workload{
 	{
 		Name: "flux-event-create", Short: "Flux Event", Title: "Kustomize-controller records Events about Kustomizations (every other one suspended)", Phase: 2, Verb: "create", User: fluxUser,
 		prepare: creates(func(ctx context.Context, b *bench, w, seq int) error {
-			ks := b.seeded.kustomizations[(w+seq)%len(b.seeded.kustomizations)]
+			ks := b.mix.kustomization(w + seq)
 			_, err := b.c.users[fluxUser].kube.CoreV1().Events(fluxNamespace).Create(ctx, fluxEvent(ks, w*1_000_000+seq), metav1.CreateOptions{})
 			return err
 		}),
