@@ -185,8 +185,9 @@ e2e-oldest: $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/etcd ## the e2e sui
 	done; \
 	exit $$(cat "$$rc")
 
-# Every package but the e2e suites (e2e/load, e2e/harness and e2e/sandbox
-# have no API server in their tests and run here).
+# Every package but the e2e suites (e2e/load, e2e/scale, e2e/bench,
+# e2e/harness and e2e/sandbox have no API server in their tests and run
+# here).
 unit: $(PROMTOOL) $(HELM) ## the quick tests: unit, golden and fuzz-corpus tests without the API server (builds promtool and helm first, once)
 	$(GO) test $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/ha$$')
 
@@ -312,7 +313,8 @@ fuzz: ## run every fuzz target for FUZZTIME (default 30s) each
 # Handler benchmarks for every rule, with an allow-all baseline, then the
 # load generator (e2e/load) against the real API server: four admission
 # configurations, every workload, about an hour with its defaults on two
-# cores. It writes docs/benchmarks.md and docs/benchmark-latency.svg; pass
+# cores. It writes its section of docs/benchmarks.md and
+# docs/benchmark-latency.svg; pass
 # flags with BENCH_FLAGS, e.g. a ten-minute check at reduced scale:
 # make bench BENCH_FLAGS="-rounds 2 -concurrency 1,16 -objects 1300 -burst-writers 100".
 BENCH_FLAGS ?=
@@ -329,7 +331,8 @@ bench: tools ## handler benchmarks, then the load generator against a real API s
 bench-hostile: tools ## floods of unauthenticated 7 MiB reviews, Steward bounded and unbounded (about three minutes)
 	$(GO) run ./e2e/load -hostile -rounds 3 $(BENCH_FLAGS)
 
-# The cache-at-scale scenarios alone, separate from the load run: Steward's
+# The cache-at-scale scenarios (e2e/scale), separate from the load run, which
+# seeds the same mix through e2e/bench: Steward's
 # synced and peak resident memory, live heap, start-up time and watches with
 # 65k, 250k and 500k objects cached (XRs, MRs of real provider-sql kinds,
 # Flux objects), client-go's WatchList on and off, and with 2,000
@@ -338,7 +341,7 @@ bench-hostile: tools ## floods of unauthenticated 7 MiB reviews, Steward bounded
 # about six minutes, labelled as reduced scale:
 # make bench-scale BENCH_FLAGS="-scale-objects 6000,12000 -mr-kinds 50 -fleet-workloads 200".
 bench-scale: tools ## memory and start-up with 65k to 500k objects cached (BENCH_FLAGS)
-	$(GO) run ./e2e/load -scale $(BENCH_FLAGS)
+	$(GO) run ./e2e/scale $(BENCH_FLAGS)
 
 # A package's handler benchmarks (time and CPU per webhook call; claimguard's
 # with its caches at the benchmark scale) of BASE, a commit, against the work

@@ -10,16 +10,14 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/stewardhq/steward/e2e/bench"
 	"github.com/stewardhq/steward/e2e/harness"
 )
 
@@ -28,8 +26,8 @@ import (
 // workloads write as.
 type cluster struct {
 	env              *harness.Env
-	users            map[string]*clients // by user name; "" is the admin
-	slow             dynamic.Interface   // the admin, for cleanups of thousands of objects
+	users            map[string]*bench.Clients // by user name; "" is the admin
+	slow             dynamic.Interface         // the admin, for cleanups of thousands of objects
 	apiPID, etcdPID  int
 	pprofAddr        string // Steward's pprof endpoint (host:port)
 	aa               *allowAll
@@ -37,14 +35,6 @@ type cluster struct {
 	policy           *admissionregistrationv1.ValidatingAdmissionPolicy
 	binding          *admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	current          configID
-}
-
-// clients reach the API server as one identity: typed (protobuf, as
-// controllers talk) and dynamic (JSON, the only encoding custom resources
-// have).
-type clients struct {
-	kube kubernetes.Interface
-	dyn  dynamic.Interface
 }
 
 // startCluster starts the API server, etcd and Steward (every rule at its
@@ -55,14 +45,14 @@ func startCluster(ctx context.Context, workDir string) (c *cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting the API server: %w", err)
 	}
-	c = &cluster{env: env, users: map[string]*clients{}, current: cfgSteward, slow: newClients(env, "", nil, 15*time.Minute).dyn}
+	c = &cluster{env: env, users: map[string]*bench.Clients{}, current: cfgSteward, slow: bench.NewClients(env, "", nil, 15*time.Minute).Dyn}
 	defer func() {
 		if err != nil {
 			c.stop()
 		}
 	}()
-	for user, groups := range map[string][]string{"": nil, agentUser: nil, humanUser: humanGroups, crossplaneUser: nil, fluxUser: nil} {
-		c.users[user] = newClients(env, user, groups, time.Minute)
+	for user, groups := range map[string][]string{"": nil, bench.AgentUser: nil, bench.HumanUser: bench.HumanGroups, bench.CrossplaneUser: nil, bench.FluxUser: nil} {
+		c.users[user] = bench.NewClients(env, user, groups, time.Minute)
 	}
 	if c.apiPID, c.etcdPID, err = env.ControlPlanePIDs(); err != nil {
 		return c, err
@@ -91,34 +81,11 @@ func startCluster(ctx context.Context, workDir string) (c *cluster, err error) {
 	if c.policy, c.binding, err = fleetPolicy(c.steward); err != nil {
 		return c, err
 	}
-	if err := createNamespaces(ctx, env); err != nil {
+	if err := bench.CreateNamespaces(ctx, env); err != nil {
 		return c, err
 	}
-	_, err = c.users[agentUser].kube.CoreV1().ConfigMaps(fleetNamespace).Create(ctx, fleetConfigMap(policyProbeName), metav1.CreateOptions{})
+	_, err = c.users[bench.AgentUser].Kube.CoreV1().ConfigMaps(bench.FleetNamespace).Create(ctx, bench.FleetConfigMap(policyProbeName), metav1.CreateOptions{})
 	return c, err
-}
-
-// newClients reaches the API server as user (the admin when empty) with
-// timeout, unthrottled: closed-loop writers and seeding must be limited by
-// the server, which is what is measured, not by the client.
-func newClients(env *harness.Env, user string, groups []string, timeout time.Duration) *clients {
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst, cfg.Timeout, cfg.WarningHandler = -1, 0, timeout, rest.NoWarnings{}
-	if user != "" {
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
-	}
-	proto := rest.CopyConfig(cfg)
-	proto.ContentType = "application/vnd.kubernetes.protobuf"
-	return &clients{kube: kubernetes.NewForConfigOrDie(proto), dyn: dynamic.NewForConfigOrDie(cfg)}
-}
-
-func createNamespaces(ctx context.Context, env *harness.Env) error {
-	for _, ns := range []string{fleetNamespace, fluxNamespace, claimsNamespace} {
-		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			return fmt.Errorf("creating namespace %s: %w", ns, err)
-		}
-	}
-	return nil
 }
 
 func (c *cluster) stop() {
@@ -132,7 +99,7 @@ func (c *cluster) stop() {
 // benchLabel=mark).
 func deleteMarked(res schema.GroupVersionResource, namespace, mark string) func(context.Context, *cluster) error {
 	return func(ctx context.Context, c *cluster) error {
-		return c.slow.Resource(res).Namespace(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: benchLabel + "=" + mark})
+		return c.slow.Resource(res).Namespace(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: bench.Label + "=" + mark})
 	}
 }
 
@@ -152,7 +119,7 @@ func (c *cluster) liveWebhooks(ctx context.Context, timeout time.Duration) (w ha
 		empty := slices.ContainsFunc(vwc.Webhooks, func(wh admissionregistrationv1.ValidatingWebhook) bool { return len(wh.Rules) == 0 })
 		if !empty || time.Now().After(deadline) {
 			if empty {
-				logf("warning: some of steward's webhooks still have no rules after %s; measuring without them", timeout)
+				bench.Logf("warning: some of steward's webhooks still have no rules after %s; measuring without them", timeout)
 			}
 			return w, nil
 		}
@@ -200,7 +167,7 @@ func (c *cluster) switchTo(ctx context.Context, id configID) error {
 // waitPolicy dry-runs a person's change of a Fleet-managed ConfigMap until
 // the policy's denial appears (present) or disappears.
 func (c *cluster) waitPolicy(ctx context.Context, present bool) error {
-	human := c.users[humanUser].kube.CoreV1().ConfigMaps(fleetNamespace)
+	human := c.users[bench.HumanUser].Kube.CoreV1().ConfigMaps(bench.FleetNamespace)
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		patch := fmt.Appendf(nil, `{"data":{"probe":"%d"}}`, time.Now().UnixNano())
 		_, err := human.Patch(ctx, policyProbeName, types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
@@ -215,10 +182,13 @@ func (c *cluster) waitPolicy(ctx context.Context, present bool) error {
 	return fmt.Errorf("the policy did not take effect (present=%v) within a minute", present)
 }
 
-// Names of the configurations the load tool registers itself.
+// Names of the configurations the load tool registers itself, and of the
+// Fleet-managed ConfigMap that configuration switches dry-run changes of to
+// see whether the policy is in effect.
 const (
-	allowAllName = "bench-allow-all"
-	policyName   = "bench-fleetguard"
+	policyProbeName = "bench-policy-probe"
+	allowAllName    = "bench-allow-all"
+	policyName      = "bench-fleetguard"
 )
 
 // policyExpression is fleetguard's core decision in CEL, as a platform team
@@ -249,7 +219,7 @@ func fleetPolicy(steward harness.Webhooks) (*admissionregistrationv1.ValidatingA
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: policyName},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr(admissionregistrationv1.Fail),
+			FailurePolicy: bench.Ptr(admissionregistrationv1.Fail),
 			MatchConstraints: &admissionregistrationv1.MatchResources{
 				NamespaceSelector: fg.NamespaceSelector, ObjectSelector: fg.ObjectSelector,
 				ResourceRules: rules, MatchPolicy: fg.MatchPolicy,
@@ -259,7 +229,7 @@ func fleetPolicy(steward harness.Webhooks) (*admissionregistrationv1.ValidatingA
 				Expression: policyExpression,
 				MessageExpression: `'fleetguard policy: ' + request.kind.kind + ' ' + request.namespace + '/' + request.name +
   ' is managed by Fleet; change it in the Git repository instead'`,
-				Reason: ptr(metav1.StatusReasonForbidden), // 403, as a webhook's denial
+				Reason: bench.Ptr(metav1.StatusReasonForbidden), // 403, as a webhook's denial
 			}},
 		},
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/stewardhq/steward/e2e/bench"
 )
 
 // The goals Steward is measured against, and the scale of the caches they
@@ -35,7 +37,7 @@ func (r *results) paired(wl string, cfg, base configID, writers int) ratio {
 		return ratio{math.NaN(), math.NaN(), math.NaN()}
 	}
 	slices.Sort(rs)
-	return ratio{median(rs), rs[0], rs[len(rs)-1]}
+	return ratio{bench.Median(rs), rs[0], rs[len(rs)-1]}
 }
 
 func (x ratio) String() string {
@@ -46,52 +48,6 @@ func (x ratio) String() string {
 		return fmt.Sprintf("%.2f×", x.median)
 	}
 	return fmt.Sprintf("%.2f× (%.2f–%.2f)", x.median, x.lo, x.hi)
-}
-
-// median of sorted xs.
-func median(xs []float64) float64 {
-	if n := len(xs); n%2 == 0 {
-		return (xs[n/2-1] + xs[n/2]) / 2
-	}
-	return xs[len(xs)/2]
-}
-
-// goal is one row of a summary.
-type goal struct{ Goal, Measured, Verdict string }
-
-type goals []goal
-
-// add appends a row; an empty measured says the goal's scenario did not
-// run.
-func (gs *goals) add(g, measured, verdict string) {
-	if measured == "" {
-		measured, verdict = "not run", "not measured"
-	}
-	*gs = append(*gs, goal{g, measured, verdict})
-}
-
-// when is text if measured is true and "" otherwise, so that add says
-// "not run".
-func when(measured bool, text string) string {
-	if !measured {
-		return ""
-	}
-	return text
-}
-
-// verdictAt is the verdict of a goal measured at its scale (full).
-func verdictAt(full, ok bool) string {
-	if !full {
-		return "not judged at this scale"
-	}
-	return verdict(ok)
-}
-
-func verdict(ok bool) string {
-	if ok {
-		return "**met**"
-	}
-	return "**missed**"
 }
 
 // straddles notes when some ratio's rounds fall on both sides of a goal:
@@ -118,9 +74,9 @@ func (w *worstOf) see(by float64, text string) {
 	}
 }
 
-func evaluateGoals(r *results) goals {
-	var out goals
-	n, fewest, add := r.level(), r.Options.concurrency[0], out.add
+func evaluateGoals(r *results) bench.Goals {
+	var out bench.Goals
+	n, fewest, add := r.level(), r.Options.concurrency[0], out.Add
 
 	// Agent writes: the match conditions keep them from Steward.
 	for _, group := range []struct {
@@ -140,7 +96,7 @@ func evaluateGoals(r *results) goals {
 			}
 		}
 		add(fmt.Sprintf("Fleet agent %s, %d writers: ≥ %.2f× no admission (a), and ≥ the CEL policy (b)", group.verb, n, group.min),
-			strings.Join(parts, "; "), straddles(verdict(ok), spread, group.min))
+			strings.Join(parts, "; "), straddles(bench.Verdict(ok), spread, group.min))
 	}
 
 	// Writes Steward judges: the worst workload of each goal; the table
@@ -163,32 +119,32 @@ func evaluateGoals(r *results) goals {
 		}
 	}
 	add(fmt.Sprintf("Writes Steward judges, %d writers: ≥ %.2f× the allow-all webhook (c)", n, allowAllRatio),
-		when(worst.text != "", fmt.Sprintf("lowest of %d workloads: %s", len(spread), worst.text)), straddles(verdict(worst.by <= -allowAllRatio), spread, allowAllRatio))
+		bench.When(worst.text != "", fmt.Sprintf("lowest of %d workloads: %s", len(spread), worst.text)), straddles(bench.Verdict(worst.by <= -allowAllRatio), spread, allowAllRatio))
 	add(fmt.Sprintf("Writes Steward judges, 1 writer: p50 added to (a) ≤ %.1f ms (create) / %.1f ms (update)", addedP50Create, addedP50Update),
-		when(added.text != "", "largest: "+added.text), verdict(added.by <= 0))
-	add(fmt.Sprintf("Steward's CPU per webhook call, %d writers: ≤ %.1f ms", n, webhookCPUPerCall), when(cpu.text != "", "highest: "+cpu.text), verdict(cpu.by <= 0))
+		bench.When(added.text != "", "largest: "+added.text), bench.Verdict(added.by <= 0))
+	add(fmt.Sprintf("Steward's CPU per webhook call, %d writers: ≤ %.1f ms", n, webhookCPUPerCall), bench.When(cpu.text != "", "highest: "+cpu.text), bench.Verdict(cpu.by <= 0))
 
-	burst := firstOf(r.Points, func(p *point) bool { return p.Burst && p.Config == cfgSteward })
+	burst := bench.FirstOf(r.Points, func(p *point) bool { return p.Burst && p.Config == cfgSteward })
 	if burst == nil {
 		burst = &point{}
 	}
 	add(fmt.Sprintf("Zero errors in the %d-writer burst with one Steward process", r.Options.burstWriters),
-		when(burst.Elapsed > 0, fmt.Sprintf("%d errors in %d writes, p99 %.0f ms", burst.Failed, burst.Answered()+burst.Failed, ms(burst.P99))), verdict(burst.Failed == 0))
+		bench.When(burst.Elapsed > 0, fmt.Sprintf("%d errors in %d writes, p99 %.0f ms", burst.Failed, burst.Answered()+burst.Failed, ms(burst.P99))), bench.Verdict(burst.Failed == 0))
 	m, s := r.Memory, r.Seeded
 	if s == nil {
-		s = &seedStep{}
+		s = &bench.SeedStep{}
 	}
 	add("Steward's resident memory ≤ 64 MiB under load, without large caches",
-		when(m.PeakSmall > 0, fmt.Sprintf("peak %s with the burst (idle %s)", mib(m.PeakSmall), mib(m.IdleRSS))), verdict(m.PeakSmall <= rssSmall))
-	large := fmt.Sprintf("peak %s with %d XRs, %d MRs, %d Flux objects", mib(m.PeakLarge), s.XRs, s.MRs, s.Flux)
+		bench.When(m.PeakSmall > 0, fmt.Sprintf("peak %s with the burst (idle %s)", bench.MiB(m.PeakSmall), bench.MiB(m.IdleRSS))), bench.Verdict(m.PeakSmall <= rssSmall))
+	large := fmt.Sprintf("peak %s with %d XRs, %d MRs, %d Flux objects", bench.MiB(m.PeakLarge), s.XRs, s.MRs, s.Flux)
 	if !r.fullCaches() {
 		// Extrapolating from small caches would add each object's cost,
 		// dominated by noise at this scale, to a peak that already holds
 		// the workloads' transient: a figure that says nothing.
 		large += " (smaller caches than the goal names)"
 	}
-	add(fmt.Sprintf("Steward's resident memory ≤ 150 MiB with %s objects cached (%s)", kilo(fullObjects), fullMix),
-		when(m.PeakLarge > 0, large), verdictAt(r.fullCaches(), m.PeakLarge <= rssLarge))
+	add(fmt.Sprintf("Steward's resident memory ≤ 150 MiB with %s objects cached (%s)", bench.Kilo(bench.FullObjects), bench.FullMix),
+		bench.When(m.PeakLarge > 0, large), bench.VerdictAt(r.fullCaches(), m.PeakLarge <= rssLarge))
 	var parts []string
 	ok := true
 	for _, wl := range []string{"claim-create", "managed-create"} {
@@ -199,6 +155,6 @@ func evaluateGoals(r *results) goals {
 			ok = ok && p.DecisionP99*1000 < decisionP99
 		}
 	}
-	add(fmt.Sprintf("Claim and MR decisions with the large caches, %d writer%s: p99 < %.0f ms", fewest, plural(fewest), decisionP99), strings.Join(parts, "; "), verdict(ok))
+	add(fmt.Sprintf("Claim and MR decisions with the large caches, %d writer%s: p99 < %.0f ms", fewest, bench.Plural(fewest), decisionP99), strings.Join(parts, "; "), bench.Verdict(ok))
 	return out
 }

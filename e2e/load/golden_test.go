@@ -2,13 +2,13 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/stewardhq/steward/e2e/bench"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the code")
@@ -19,12 +19,12 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/ f
 // benchmarks and warnings.
 func sampleLoad() *results {
 	res := &results{
-		runInfo: runInfo{Machine: machine{CPUs: 2, CPUModel: "Test CPU", Commit: "abc1234"}, Started: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC),
-			Warnings: []string{"cleaning up after managed-create: a | b\nsecond line"},
-			Options: options{rounds: 2, duration: 2 * time.Second, warmup: 500 * time.Millisecond, concurrency: []int{1, 16},
-				burstWriters: 100, burstDuration: 5 * time.Second}},
+		Run: bench.Run{Machine: bench.Machine{CPUs: 2, CPUModel: "Test CPU", Commit: "abc1234"}, Started: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC),
+			Warnings: []string{"cleaning up after managed-create: a | b\nsecond line"}},
+		Options: options{rounds: 2, duration: 2 * time.Second, warmup: 500 * time.Millisecond, concurrency: []int{1, 16},
+			burstWriters: 100, burstDuration: 5 * time.Second},
 		Memory:       memReport{IdleRSS: 40 << 20, PeakBeforeBurst: 48 << 20, PeakSmall: 60 << 20, CachedRSS: 90 << 20, PeakLarge: 120 << 20, SoftLimit: 241591910, CachedObjects: 1200, MostCachedObjects: 1500},
-		Seeded:       &seedStep{Total: 1300, Added: 1300, XRs: 200, MRs: 1000, Flux: 100, Took: 42 * time.Second},
+		Seeded:       &bench.SeedStep{Total: 1300, Added: 1300, XRs: 200, MRs: 1000, Flux: 100, Took: 42 * time.Second},
 		Profiles:     []profile{{Title: "CPU, claim-create", Path: "bin/bench/claim-create.cpu.pprof", Top: "File: steward\nBuild ID: 123\nType: cpu\n      flat  flat%\n     10ms 50.00% runtime.mallocgc\n"}},
 		Webhooks:     []string{"fleetguard.steward.dev", "claimguard.steward.dev"},
 		HandlerBench: "pkg: github.com/stewardhq/steward/webhooks/fleetguard\nBenchmarkFleetguard-2   1000   1234 ns/op\n",
@@ -42,7 +42,7 @@ func sampleLoad() *results {
 		if w.Denies[cfg] {
 			p.Succeeded, p.Denied = 0, p.Succeeded
 		}
-		if webhookProc[cfg] != "" && w.User != agentUser {
+		if webhookProc[cfg] != "" && w.User != bench.AgentUser {
 			p.Calls = float64(p.Answered()) * 1.02
 		}
 		if cfg == cfgSteward && p.Calls > 0 {
@@ -69,72 +69,20 @@ func sampleLoad() *results {
 	return res
 }
 
-// TestReportsMatchTheirGoldenFiles writes the scale section, then the load
-// run's report around it, keeps hand-written notes through a second load
-// run and the load run's part through a second scale run, and compares the
-// report and both charts with testdata/: a change to how they are written
+// TestReportMatchesItsGoldenFiles writes the load run's section and its
+// chart and compares them with testdata/: a change to how they are written
 // must not change what they say. `go test ./e2e/load -run Golden -update`
 // rewrites the files after an intended change.
-func TestReportsMatchTheirGoldenFiles(t *testing.T) {
+func TestReportMatchesItsGoldenFiles(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "benchmarks.md")
-	scale := sampleScale()
-	scale.Warnings = []string{"fleet, WatchList on: a | b\nsecond line"}
-	if err := writeScaleReport(path, scale); err != nil {
+	if err := writeReport(filepath.Join(dir, "benchmarks.md"), sampleLoad()); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeReport(path, sampleLoad()); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(strings.Replace(string(data), "_No notes yet._", "Hand-written | notes.", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeReport(path, sampleLoad()); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeScaleReport(path, scale); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"benchmarks.md", "benchmark-latency.svg", "benchmark-memory.svg"} {
+	for _, f := range []string{"benchmarks.md", "benchmark-latency.svg"} {
 		got, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		golden := filepath.Join("testdata", f+".golden")
-		if *update {
-			if err := os.WriteFile(golden, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("%s differs from %s:\n%s", f, golden, firstDifference(string(got), string(want)))
-		}
+		bench.Golden(t, f, string(got), *update)
 	}
-}
-
-// firstDifference shows the first line where got and want differ.
-func firstDifference(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := range max(len(g), len(w)) {
-		var a, b string
-		if i < len(g) {
-			a = g[i]
-		}
-		if i < len(w) {
-			b = w[i]
-		}
-		if a != b {
-			return fmt.Sprintf("line %d:\n got: %s\nwant: %s", i+1, a, b)
-		}
-	}
-	return "(no line differs)"
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stewardhq/steward/e2e/bench"
 	"github.com/stewardhq/steward/e2e/harness"
 )
 
@@ -50,7 +51,7 @@ func runHostile(ctx context.Context, rounds int, d time.Duration, outPath string
 				if err != nil {
 					return err
 				}
-				logf("round %d, %d clients, %s: peak %s, answers %v, ordinary writes %d answered, %d failed", round, n, bound, mib(r.Peak), r.Flood.Statuses, r.Answered, r.Failed)
+				bench.Logf("round %d, %d clients, %s: peak %s, answers %v, ordinary writes %d answered, %d failed", round, n, bound, bench.MiB(r.Peak), r.Flood.Statuses, r.Answered, r.Failed)
 				key := fmt.Sprint(n, bound)
 				runs[key] = append(runs[key], r)
 			}
@@ -59,14 +60,14 @@ func runHostile(ctx context.Context, rounds int, d time.Duration, outPath string
 	var b strings.Builder
 	fmt.Fprintf(&b, "Peak resident memory (VmHWM) of a freshly started Steward while N clients post unauthenticated AdmissionReviews of 7 MiB to `/validate/fleetguard`, one after another for %s, "+
 		"and a person's write that Steward judges goes through the API server every 250 ms. Bounded: the shipped defaults (`--request-memory` 3/8 of the %.0f MiB limit); "+
-		"unbounded: `%s`, measured right after in the same round. %d round%s; median, with the range.\n\n", d, float64(limit)/(1<<20), unbounded, rounds, plural(rounds))
+		"unbounded: `%s`, measured right after in the same round. %d round%s; median, with the range.\n\n", d, float64(limit)/(1<<20), unbounded, rounds, bench.Plural(rounds))
 	b.WriteString("| clients | peak, bounded | peak, unbounded | unbounded / bounded | within the limit | reviews refused 429, bounded | ordinary writes answered / failed, bounded | unbounded | slowest, bounded | unbounded |\n")
 	b.WriteString("|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n")
 	for _, n := range clients {
 		bounded, unb := runs[fmt.Sprint(n, "bounded")], runs[fmt.Sprint(n, "unbounded")]
 		bPeak, uPeak := peaks(bounded), peaks(unb)
 		within := map[bool]string{true: "yes", false: "**no**"}[bPeak[len(bPeak)-1] <= float64(limit)]
-		fmt.Fprintf(&b, "| %d | %s | %s | %.2f× | %s | %d of %d | %s | %s | %s | %s |\n", n, mibRange(bPeak), mibRange(uPeak), median(uPeak)/median(bPeak), within,
+		fmt.Fprintf(&b, "| %d | %s | %s | %.2f× | %s | %d of %d | %s | %s | %s | %s |\n", n, mibRange(bPeak), mibRange(uPeak), bench.Median(uPeak)/bench.Median(bPeak), within,
 			total(bounded, func(r harness.HostileLoad) int { return r.Flood.Statuses[http.StatusTooManyRequests] }), total(bounded, func(r harness.HostileLoad) int { return r.Flood.Sent }),
 			writes(bounded), writes(unb), slowest(bounded), slowest(unb))
 	}
@@ -87,7 +88,7 @@ func peaks(rs []harness.HostileLoad) (out []float64) {
 }
 
 func mibRange(xs []float64) string {
-	return fmt.Sprintf("%.0f MiB (%.0f–%.0f)", median(xs)/(1<<20), xs[0]/(1<<20), xs[len(xs)-1]/(1<<20))
+	return fmt.Sprintf("%.0f MiB (%.0f–%.0f)", bench.Median(xs)/(1<<20), xs[0]/(1<<20), xs[len(xs)-1]/(1<<20))
 }
 
 func total(rs []harness.HostileLoad, f func(harness.HostileLoad) int) (n int) {

@@ -70,7 +70,7 @@ func TestGoalsJudgePairedRounds(t *testing.T) {
 		}
 		return p
 	}
-	r := &results{runInfo: runInfo{Options: options{concurrency: []int{16}}}, Points: []*point{
+	r := &results{Options: options{concurrency: []int{16}}, Points: []*point{
 		pt(cfgNone, 1000, 500, 1000), pt(cfgPolicy, 800, 400, 800), pt(cfgSteward, 950, 200, 950),
 	}}
 	if got := r.paired("fleet-configmap-create-agent", cfgSteward, cfgNone, 16).String(); got != "0.95× (0.40–0.95)" {
@@ -88,9 +88,9 @@ func TestGoalsJudgePairedRounds(t *testing.T) {
 }
 
 func TestReportOpensWithTheSummaryAndLabelsItsScale(t *testing.T) {
-	res := &results{runInfo: runInfo{Options: options{rounds: 2, duration: time.Second, concurrency: []int{1, 16}}}, Memory: memReport{SoftLimit: 241591910}}
-	md := renderMarkdown(res, "chart.svg", "\nkept\n", scaleBegin+"\nscale kept\n"+scaleEnd)
-	order := []string{"# Benchmarks", scaleBegin + "\nscale kept\n" + scaleEnd, "## Admission under load", "## Summary", "## Reproducing", "## Methodology", "## Appendix", notesBegin + "\nkept\n" + notesEnd, "### Raw runs", "Soft memory limit, from the Deployment's memory limit: 230.4 MiB"}
+	res := &results{Options: options{rounds: 2, duration: time.Second, concurrency: []int{1, 16}}, Memory: memReport{SoftLimit: 241591910}}
+	md := renderMarkdown(res, "chart.svg")
+	order := []string{"## Admission under load", "## Summary", "## Reproducing", "## Methodology", "## Appendix", "### Raw runs", "Soft memory limit, from the Deployment's memory limit: 230.4 MiB"}
 	at := 0
 	for _, s := range order {
 		i := strings.Index(md[at:], s)
@@ -101,20 +101,5 @@ func TestReportOpensWithTheSummaryAndLabelsItsScale(t *testing.T) {
 	}
 	if !strings.Contains(md, "**reduced scale**") {
 		t.Errorf("a two-round run is not labelled as reduced scale:\n%s", md)
-	}
-}
-
-func TestChartIsOneSVGDocumentWithEveryCategory(t *testing.T) {
-	svg := svgChart([]barPanel{{
-		Title: "t", YLabel: "ms", Categories: []string{"a & b", "c"},
-		Series: []series{{Name: "x", Color: "#000", Values: []float64{1, math.NaN()}}},
-	}})
-	if !strings.HasPrefix(svg, "<svg ") || !strings.HasSuffix(svg, "</svg>\n") || !strings.Contains(svg, "a &amp; b") {
-		t.Errorf("not one SVG document with escaped labels:\n%s", svg)
-	}
-	for raw, want := range map[float64]float64{0.7: 1, 1.3: 2, 3: 5, 7: 10, 23: 50, 0.012: 0.02} {
-		if got := niceStep(raw); math.Abs(got-want) > 1e-9 {
-			t.Errorf("niceStep(%g) = %g, want %g", raw, got, want)
-		}
 	}
 }

@@ -5,11 +5,10 @@
 // ValidatingAdmissionPolicy with fleetguard's core decision in CEL, (c) an
 // allow-all controller-runtime webhook registered exactly as Steward's
 // webhooks are and serving the same kind of certificate, and (d) Steward
-// with every rule. It writes docs/benchmarks.md and a latency chart; with
-// -hostile it runs the hostile-load scenario instead, and with -scale the
-// cache-at-scale scenarios, which write their own section of
-// docs/benchmarks.md and a memory chart. `make bench`, `make bench-hostile`
-// and `make bench-scale` run it.
+// with every rule. It writes its section of docs/benchmarks.md and a
+// latency chart; with -hostile it runs the hostile-load scenario instead.
+// `make bench` and `make bench-hostile` run it; the cache-at-scale
+// scenarios are e2e/scale's.
 package main
 
 import (
@@ -22,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stewardhq/steward/e2e/bench"
 	"github.com/stewardhq/steward/e2e/harness"
 )
 
@@ -36,13 +36,6 @@ type options struct {
 	workloads                                        map[string]bool
 	profile, hostile                                 bool
 	out, handlerBench                                string
-
-	// The cache-at-scale scenarios (-scale).
-	scale                                   bool
-	scaleSizes                              []int
-	mrKinds, objectsPerKind, fleetWorkloads int
-	settle                                  time.Duration
-	heapProfiles                            string
 }
 
 func parseOptions(args []string) (o options, err error) {
@@ -53,21 +46,14 @@ func parseOptions(args []string) (o options, err error) {
 	conc := fs.String("concurrency", "1,16,64", "comma-separated numbers of closed-loop writers")
 	fs.IntVar(&o.burstWriters, "burst-writers", 500, "writers in the burst")
 	fs.DurationVar(&o.burstDuration, "burst-duration", 5*time.Second, "measured time of the burst, per configuration")
-	fs.IntVar(&o.objects, "objects", fullObjects, "objects (1 XR : 5 MRs : ½ Flux object) present during the Crossplane and Flux workloads")
+	fs.IntVar(&o.objects, "objects", bench.FullObjects, "objects (1 XR : 5 MRs : ½ Flux object) present during the Crossplane and Flux workloads")
 	wl := fs.String("workloads", "", "comma-separated workloads to run (all when empty), plus \"burst\"")
 	fs.BoolVar(&o.profile, "profile", true, "take CPU and heap profiles of Steward during judged workloads")
 	fs.StringVar(&o.out, "out", "docs/benchmarks.md", "report to write, relative to the repository root; the chart is written beside it")
 	fs.StringVar(&o.handlerBench, "handler-bench", "", "output of `go test -bench` over ./webhooks/... to include in the report")
 	fs.BoolVar(&o.hostile, "hostile", false, "run only the hostile-load scenario (floods of unauthenticated 7 MiB reviews at 20, 50 and 100 clients, Steward bounded and unbounded, -rounds rounds); writes bin/hostile-load.md")
 	fs.DurationVar(&o.hostileDuration, "hostile-duration", 10*time.Second, "how long each hostile flood lasts")
-	fs.BoolVar(&o.scale, "scale", false, "run only the cache-at-scale scenarios (memory, start-up and watches of Steward with large caches, WatchList on and off); writes their section of -out and the memory chart beside it")
-	sizes := fs.String("scale-objects", joinInts(fullScaleSizes), "-scale: comma-separated, increasing numbers of objects (1 XR : 5 MRs : ½ Flux object) to grow the caches to")
-	fs.IntVar(&o.mrKinds, "mr-kinds", fullMRKinds, "-scale: generated MR kinds of the many-kinds scenario (0 skips it)")
-	fs.IntVar(&o.objectsPerKind, "objects-per-kind", 2, "-scale: objects of each generated MR kind")
-	fs.IntVar(&o.fleetWorkloads, "fleet-workloads", fullFleetWorkloads, "-scale: Fleet-managed Deployments of the Fleet scenario (0 skips it)")
 	fs.IntVar(&o.seedWorkers, "seed-workers", 64, "concurrent writers that seed the caches")
-	fs.DurationVar(&o.settle, "settle", 5*time.Second, "-scale: how long after it is ready Steward's synced memory is read")
-	fs.StringVar(&o.heapProfiles, "heap-profiles", "", "-scale: a directory to save Steward's heap profile in at each measurement, taken after the collections that settle it")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -77,15 +63,6 @@ func parseOptions(args []string) (o options, err error) {
 			return o, fmt.Errorf("-concurrency: %q is not a positive number", s)
 		}
 		o.concurrency = append(o.concurrency, n)
-	}
-	if *sizes != "" {
-		for _, s := range strings.Split(*sizes, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil || n < 1 || len(o.scaleSizes) > 0 && n <= o.scaleSizes[len(o.scaleSizes)-1] {
-				return o, fmt.Errorf("-scale-objects: %q is not a positive number larger than the one before", s)
-			}
-			o.scaleSizes = append(o.scaleSizes, n)
-		}
 	}
 	if *wl != "" {
 		o.workloads = map[string]bool{}
@@ -103,10 +80,8 @@ func parseOptions(args []string) (o options, err error) {
 		return o, errors.New("-duration, -rounds, -burst-writers and -burst-duration must be positive, -warmup not negative")
 	case o.objects < 0:
 		return o, errors.New("-objects must not be negative")
-	case o.mrKinds < 0 || o.objectsPerKind < 0 || o.fleetWorkloads < 0 || o.seedWorkers < 1 || o.settle < 0:
-		return o, errors.New("-mr-kinds, -objects-per-kind, -fleet-workloads and -settle must not be negative, -seed-workers must be positive")
-	case o.mrKinds > 999:
-		return o, errors.New("-mr-kinds: at most 999 (the generated kinds are numbered with three digits)")
+	case o.seedWorkers < 1:
+		return o, errors.New("-seed-workers must be positive")
 	}
 	return o, nil
 }
@@ -135,29 +110,18 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 	if opts.hostile {
-		return runHostile(ctx, opts.rounds, opts.hostileDuration, inRoot(root, "bin/hostile-load.md"))
-	}
-	if opts.scale {
-		res, err := measureScale(ctx, opts)
-		if err != nil {
-			return err
-		}
-		return writeScaleReport(inRoot(root, opts.out), res)
+		return runHostile(ctx, opts.rounds, opts.hostileDuration, bench.InRoot(root, "bin/hostile-load.md"))
 	}
 	res, err := measureAll(ctx, opts, root)
 	if err != nil {
 		return err
 	}
 	if opts.handlerBench != "" {
-		data, err := os.ReadFile(inRoot(root, opts.handlerBench))
+		data, err := os.ReadFile(bench.InRoot(root, opts.handlerBench))
 		res.HandlerBench = benchLines(string(data))
 		if err != nil {
 			return err
 		}
 	}
-	return writeReport(inRoot(root, opts.out), res)
-}
-
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
+	return writeReport(bench.InRoot(root, opts.out), res)
 }

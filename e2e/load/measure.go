@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"maps"
 	"math"
 	"net/http"
@@ -11,8 +9,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 
+	"github.com/stewardhq/steward/e2e/bench"
 	"github.com/stewardhq/steward/e2e/harness"
 )
 
@@ -131,7 +129,7 @@ type reading struct {
 const requestsMetric = "controller_runtime_webhook_requests_total"
 
 // read takes a reading of every process.
-func (b *bench) read() reading {
+func (b *loadRun) read() reading {
 	r := reading{cpu: map[string]time.Duration{}}
 	pids := map[string]int{procAPIServer: b.c.apiPID, procEtcd: b.c.etcdPID, procSteward: b.c.env.Steward.PID(), procAllowAll: b.c.aa.cmd.Process.Pid, procLoad: os.Getpid()}
 	for name, pid := range pids {
@@ -141,11 +139,11 @@ func (b *bench) read() reading {
 	}
 	r.machineBusy, _ = harness.MachineBusy()
 	var err error
-	if r.steward, err = scrape(b.c.env.Steward.MetricsRequest(protoFormat)); err != nil {
-		b.warnf("reading steward's metrics: %v", err)
+	if r.steward, err = bench.Scrape(b.c.env.Steward.MetricsRequest(bench.ProtoFormat)); err != nil {
+		b.res.Warnf("reading steward's metrics: %v", err)
 	}
-	if r.allowAll, err = scrape(http.Get(b.c.aa.local("/metrics"))); err != nil {
-		b.warnf("reading the allow-all webhook's metrics: %v", err)
+	if r.allowAll, err = bench.Scrape(http.Get(b.c.aa.local("/metrics"))); err != nil {
+		b.res.Warnf("reading the allow-all webhook's metrics: %v", err)
 	}
 	return r
 }
@@ -163,32 +161,6 @@ func (p *point) fill(before, after reading) {
 		p.decision = nativeHistogram(after.steward, decisionMetric).plus(nativeHistogram(before.steward, decisionMetric), -1)
 	case cfgAllowAll:
 		p.Calls = harness.SumFamilies(after.allowAll, requestsMetric, nil) - harness.SumFamilies(before.allowAll, requestsMetric, nil)
-	}
-}
-
-// protoFormat is the only exposition format that carries native
-// histograms, whose buckets (about 10% wide) give usable percentiles.
-var protoFormat = string(expfmt.NewFormat(expfmt.TypeProtoDelim))
-
-// scrape decodes a metrics response in whatever format it came.
-func scrape(resp *http.Response, err error) (map[string]*dto.MetricFamily, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET metrics: %s", resp.Status)
-	}
-	dec := expfmt.NewDecoder(resp.Body, expfmt.ResponseFormat(resp.Header))
-	out := map[string]*dto.MetricFamily{}
-	for {
-		mf := &dto.MetricFamily{}
-		if err := dec.Decode(mf); err == io.EOF {
-			return out, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("decoding metrics: %w", err)
-		}
-		out[mf.GetName()] = mf
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stewardhq/steward/e2e/bench"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -82,11 +83,11 @@ func runLoad(ctx context.Context, ops []op, warmup, duration time.Duration, seqS
 			}
 		})
 	}
-	sleep(ctx, warmup)
+	bench.Sleep(ctx, warmup)
 	onStart()
 	from := time.Now()
 	windowStart.Store(from.UnixNano())
-	sleep(ctx, duration)
+	bench.Sleep(ctx, duration)
 	to := time.Now()
 	windowEnd.Store(to.UnixNano())
 	onEnd()
@@ -114,11 +115,4 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 		return 0
 	}
 	return sorted[min(max(int(math.Ceil(q*float64(len(sorted))))-1, 0), len(sorted)-1)]
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
 }

@@ -1,12 +1,11 @@
-package main
+package bench
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +16,8 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the code")
 
 // recorder keeps a line for every write a fake client receives: the verb,
 // the resource, the object's name and a digest of what was sent (times,
@@ -82,35 +83,27 @@ func TestSeedingWritesTheKnownObjects(t *testing.T) {
 	rec := &recorder{}
 	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
 	dyn.PrependReactor("*", "*", rec.react)
-	mix := mixSeeder{dyn: dyn, workers: 8}
+	mix := Mix{Dyn: dyn, Workers: 8}
 	for _, total := range []int{130, 1300} {
-		step, err := mix.growTo(ctx, total)
+		step, err := mix.GrowTo(ctx, total)
 		if err != nil {
 			t.Fatal(err)
 		}
-		xr, claim := mix.composite(201)
+		xr, claim := mix.Composite(201)
 		rec.lines = append(rec.lines, fmt.Sprintf("mix grown to %d: %d added, %d XRs, %d MRs, %d Flux objects; the 201st write's XR %s of claim %s, Kustomizations %s and %s",
-			step.Total, step.Added, step.XRs, step.MRs, step.Flux, xr, claim, mix.kustomization(0), mix.kustomization(51)))
+			step.Total, step.Added, step.XRs, step.MRs, step.Flux, xr, claim, mix.Kustomization(0), mix.Kustomization(51)))
 	}
 	kube := kubefake.NewClientset()
 	kube.PrependReactor("*", "*", rec.react)
-	if err := seedFleet(ctx, kube, kube, 3, 2); err != nil {
+	if err := SeedFleet(ctx, kube, kube, 3, 2); err != nil {
 		t.Fatal(err)
 	}
 	slices.Sort(rec.lines)
-	got := strings.Join(rec.lines, "\n") + "\n"
-	golden := filepath.Join("testdata", "seeded.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("seeding wrote other objects than %s:\n%s", golden, firstDifference(got, string(want)))
+	Golden(t, "seeded", strings.Join(rec.lines, "\n")+"\n", *update)
+}
+
+func TestMixHoldsTheGoalsObjects(t *testing.T) {
+	if xrs, flux := mixFor(FullObjects); xrs != 10000 || flux != 5000 {
+		t.Errorf("mixFor(%d) = %d XRs, %d Flux objects; want 10000 and 5000 (and 50000 MRs): %s", FullObjects, xrs, flux, FullMix)
 	}
 }

@@ -1,56 +1,25 @@
-package main
+package bench
 
 import (
 	"fmt"
 	"html"
 	"math"
-	"slices"
 	"strings"
 )
 
-// series is one bar per category in a grouped bar chart; NaN leaves a gap.
-type series struct {
+// Series is one bar per category in a grouped bar chart; NaN leaves a gap.
+type Series struct {
 	Name, Color string
 	Values      []float64
 }
 
-// barPanel is one grouped bar chart, with a dashed line at RefLine when
+// BarPanel is one grouped bar chart, with a dashed line at RefLine when
 // it is positive.
-type barPanel struct {
+type BarPanel struct {
 	Title, YLabel string
 	Categories    []string
-	Series        []series
+	Series        []Series
 	RefLine       float64
-}
-
-var configColors = map[configID]string{cfgNone: "#9e9e9e", cfgPolicy: "#4e79a7", cfgAllowAll: "#f28e2b", cfgSteward: "#59a14f"}
-
-// chartPanels are p50 latency at the fewest writers and throughput at the
-// goals' number of writers relative to (a), per workload and configuration.
-func chartPanels(res *results) []barPanel {
-	var cats []string
-	for _, w := range res.measured() {
-		cats = append(cats, w.Short)
-	}
-	low, mid := slices.Min(res.Options.concurrency), res.level()
-	lat := barPanel{Title: fmt.Sprintf("Client p50 latency at %d writer%s", low, plural(low)), YLabel: "milliseconds", Categories: cats}
-	thr := barPanel{Title: fmt.Sprintf("Throughput at %d writers, relative to (a) no admission", mid), YLabel: "× (a)", Categories: cats, RefLine: 1}
-	for _, cfg := range allConfigs {
-		name := fmt.Sprintf("(%s) %s", cfg, configNames[cfg])
-		ls, ts := series{Name: name, Color: configColors[cfg]}, series{Name: name, Color: configColors[cfg]}
-		for _, w := range res.measured() {
-			p50, x := math.NaN(), math.NaN()
-			if p := res.find(w.Name, cfg, low); p != nil {
-				p50 = ms(p.P50)
-			}
-			if p, base := res.find(w.Name, cfg, mid), res.find(w.Name, cfgNone, mid); p != nil && base != nil && base.Rate() > 0 {
-				x = p.Rate() / base.Rate()
-			}
-			ls.Values, ts.Values = append(ls.Values, p50), append(ts.Values, x)
-		}
-		lat.Series, thr.Series = append(lat.Series, ls), append(thr.Series, ts)
-	}
-	return []barPanel{lat, thr}
 }
 
 // Chart geometry, in SVG user units: the bar charts' panels, stacked, and
@@ -99,8 +68,8 @@ func yAxis(b *strings.Builder, title, label string, top, step float64, panel int
 	return y
 }
 
-// svgChart renders panels stacked vertically into one SVG document.
-func svgChart(panels []barPanel) string {
+// BarChart renders panels stacked vertically into one SVG document.
+func BarChart(panels []BarPanel) string {
 	return svgDoc(panelHeight*len(panels), func(b *strings.Builder) {
 		for i, p := range panels {
 			fmt.Fprintf(b, `<g transform="translate(0,%d)">`+"\n", i*panelHeight)
@@ -110,7 +79,7 @@ func svgChart(panels []barPanel) string {
 	})
 }
 
-func (p barPanel) render(b *strings.Builder) {
+func (p BarPanel) render(b *strings.Builder) {
 	top := p.RefLine
 	for _, s := range p.Series {
 		for _, v := range s.Values {
@@ -167,60 +136,29 @@ func trimFloat(v float64) string {
 	return "0"
 }
 
-// line is one series of a line chart: points (x, y) in x order, drawn
+// Line is one series of a line chart: points (x, y) in x order, drawn
 // dashed when Dashed.
-type line struct {
+type Line struct {
 	Name, Color string
 	Dashed      bool
 	X, Y        []float64
 }
 
-func (l line) dash() string {
+func (l Line) dash() string {
 	if l.Dashed {
 		return ` stroke-dasharray="6,4"`
 	}
 	return ""
 }
 
-// refLine is a horizontal line across a chart, labelled under its right
+// RefLine is a horizontal line across a chart, labelled under its right
 // end (above it the legend may be).
-type refLine struct {
+type RefLine struct {
 	Label string
 	Y     float64
 }
 
-// memoryChart plots Steward's synced resident memory, start-up peak and
-// live heap (MiB) against the objects of the mix seeded, WatchList on and
-// off, from empty caches to the largest size, with the memory limit and
-// the largest size's goal.
-func memoryChart(res *scaleResults) string {
-	var lines []line
-	rss := map[bool]string{true: "#59a14f", false: "#e15759"}
-	for _, s := range []struct {
-		name   string
-		figure func(*scaleMeasure) int64
-		dashed bool
-		colors map[bool]string // WatchList on and off
-	}{{"synced resident", syncedRSS, false, rss}, {"start-up peak", func(m *scaleMeasure) int64 { return m.ReadyPeakRSS }, true, rss},
-		{"live heap", liveHeap, false, map[bool]string{true: "#4e79a7", false: "#f28e2b"}}} {
-		for _, wl := range []bool{true, false} {
-			l := line{Name: fmt.Sprintf("%s, WatchList %s", s.name, onOff(wl)), Dashed: s.dashed, Color: s.colors[wl]}
-			points := res.mix(wl)
-			if base := res.find(scenarioEmpty, wl); base != nil {
-				points = append([]*scaleMeasure{base}, points...)
-			}
-			for _, m := range points {
-				l.X, l.Y = append(l.X, float64(m.Seeded)), append(l.Y, float64(s.figure(m))/(1<<20))
-			}
-			lines = append(lines, l)
-		}
-	}
-	refs := []refLine{{fmt.Sprintf("memory limit %s", mib(res.Limit)), float64(res.Limit) / (1 << 20)},
-		{fmt.Sprintf("goal at %s objects: %s", kilo(fullScaleSizes[len(fullScaleSizes)-1]), mib(largestScaleGoal)), largestScaleGoal / (1 << 20)}}
-	return svgLineChart("Steward's memory against the objects cached (XRs, MRs, Flux objects)", "objects seeded", "MiB", lines, refs)
-}
-
-func svgLineChart(title, xLabel, yLabel string, lines []line, refs []refLine) string {
+func LineChart(title, xLabel, yLabel string, lines []Line, refs []RefLine) string {
 	var xTop, yTop float64
 	for _, l := range lines {
 		for i := range l.X {
@@ -239,7 +177,7 @@ func svgLineChart(title, xLabel, yLabel string, lines []line, refs []refLine) st
 		y := yAxis(b, title, yLabel, yTop, yStep, lineChartHeight)
 		for v := 0.0; v <= xTop+xStep/2; v += xStep {
 			fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%.1f" stroke="#f0f0f0"/><text x="%.1f" y="%.1f" text-anchor="middle" fill="#444">%s</text>`+"\n",
-				x(v), x(v), marginTop, y(0), x(v), y(0)+16, kilo(int(v)))
+				x(v), x(v), marginTop, y(0), x(v), y(0)+16, Kilo(int(v)))
 		}
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#444">%s</text>`+"\n", float64(marginLeft)+plotW/2, y(0)+36, esc(xLabel))
 		for _, r := range refs {
@@ -255,7 +193,7 @@ func svgLineChart(title, xLabel, yLabel string, lines []line, refs []refLine) st
 				fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", l.Color, l.dash(), strings.Join(pts, " "))
 			}
 			for i := range l.X {
-				fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s: %s objects, %.1f MiB</title></circle>`+"\n", x(l.X[i]), y(l.Y[i]), l.Color, esc(l.Name), kilo(int(l.X[i])), l.Y[i])
+				fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s: %s objects, %.1f MiB</title></circle>`+"\n", x(l.X[i]), y(l.Y[i]), l.Color, esc(l.Name), Kilo(int(l.X[i])), l.Y[i])
 			}
 		}
 		for i, l := range lines { // the legend: two rows under the title

@@ -4,11 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/stewardhq/steward/e2e/bench"
 	"github.com/stewardhq/steward/webhooks/config"
 )
 
@@ -27,11 +27,12 @@ const (
 
 // scaleResults is everything a cache-at-scale run measured.
 type scaleResults struct {
-	runInfo
+	bench.Run
+	Options options
 	// Limit is Steward's memory limit (the Deployment's).
 	Limit    int64
 	Measures []*scaleMeasure
-	Seeding  []seedStep
+	Seeding  []bench.SeedStep
 }
 
 // scaleMeasure is one start of Steward: the scenario (empty, mix, fleet,
@@ -73,7 +74,7 @@ func (m *scaleMeasure) PeakRatio() float64 {
 }
 
 func (r *scaleResults) find(scenario string, watchList bool) *scaleMeasure {
-	return firstOf(r.Measures, func(m *scaleMeasure) bool { return m.Scenario == scenario && m.WatchList == watchList })
+	return bench.FirstOf(r.Measures, func(m *scaleMeasure) bool { return m.Scenario == scenario && m.WatchList == watchList })
 }
 
 // mix are the measurements of the Crossplane and Flux mix, by size.
@@ -90,7 +91,7 @@ func (r *scaleResults) mix(watchList bool) []*scaleMeasure {
 
 // atLeast is the smallest mix measurement with at least n objects.
 func (r *scaleResults) atLeast(n int, watchList bool) *scaleMeasure {
-	return firstOf(r.mix(watchList), func(m *scaleMeasure) bool { return m.Seeded >= n })
+	return bench.FirstOf(r.mix(watchList), func(m *scaleMeasure) bool { return m.Seeded >= n })
 }
 
 // fullScale says whether every scenario ran at the goals' scale.
@@ -130,14 +131,6 @@ func (r *scaleResults) perObject(watchList bool, figure func(*scaleMeasure) int6
 func syncedRSS(m *scaleMeasure) int64 { return m.SyncedRSS }
 func liveHeap(m *scaleMeasure) int64  { return m.LiveHeap }
 
-// kilo writes an object count as 65k, 6k or 500.
-func kilo(n int) string {
-	if n >= 1000 && n%1000 == 0 {
-		return fmt.Sprintf("%dk", n/1000)
-	}
-	return fmt.Sprint(n)
-}
-
 func bytesPer(v float64) string {
 	if math.IsNaN(v) {
 		return "–"
@@ -145,12 +138,12 @@ func bytesPer(v float64) string {
 	return fmt.Sprintf("%.0f B", v)
 }
 
-func scaleGoals(r *scaleResults) goals {
-	var out goals
-	add := out.add
+func scaleGoals(r *scaleResults) bench.Goals {
+	var out bench.Goals
+	add := out.Add
 	var sizes []string
 	for _, m := range r.mix(true) {
-		sizes = append(sizes, kilo(m.Seeded))
+		sizes = append(sizes, bench.Kilo(m.Seeded))
 	}
 	for _, g := range []struct {
 		what   string
@@ -159,7 +152,7 @@ func scaleGoals(r *scaleResults) goals {
 	}{{"resident memory (synced)", syncedRSS, rssPerObjectGoal}, {"live heap", liveHeap, heapPerObjectGoal}} {
 		on, _ := r.perObject(true, g.figure)
 		off, _ := r.perObject(false, g.figure)
-		measured, v := fmt.Sprintf("WatchList on %s, off %s (least-squares slope over %s objects)", bytesPer(on), bytesPer(off), strings.Join(sizes, ", ")), verdict(on <= g.limit && off <= g.limit)
+		measured, v := fmt.Sprintf("WatchList on %s, off %s (least-squares slope over %s objects)", bytesPer(on), bytesPer(off), strings.Join(sizes, ", ")), bench.Verdict(on <= g.limit && off <= g.limit)
 		if math.IsNaN(on) || math.IsNaN(off) {
 			measured, v = "not run (needs two sizes of the mix)", "not measured"
 		}
@@ -170,38 +163,38 @@ func scaleGoals(r *scaleResults) goals {
 	on, off := r.atLeast(largest, true), r.atLeast(largest, false)
 	measured := "not run"
 	if on != nil && off != nil {
-		measured = fmt.Sprintf("WatchList on %s, off %s (synced)", mib(on.SyncedRSS), mib(off.SyncedRSS))
+		measured = fmt.Sprintf("WatchList on %s, off %s (synced)", bench.MiB(on.SyncedRSS), bench.MiB(off.SyncedRSS))
 	} else if sOn, iOn := r.perObject(true, syncedRSS); !math.IsNaN(sOn) {
 		if sOff, iOff := r.perObject(false, syncedRSS); !math.IsNaN(sOff) {
-			measured = fmt.Sprintf("not run; the fit over %s objects predicts WatchList on %s, off %s", strings.Join(sizes, ", "), mib(int64(iOn+sOn*float64(largest))), mib(int64(iOff+sOff*float64(largest))))
+			measured = fmt.Sprintf("not run; the fit over %s objects predicts WatchList on %s, off %s", strings.Join(sizes, ", "), bench.MiB(int64(iOn+sOn*float64(largest))), bench.MiB(int64(iOff+sOff*float64(largest))))
 		}
 	}
-	add(fmt.Sprintf("Resident memory with %s objects cached ≤ %s", kilo(largest), mib(largestScaleGoal)), measured,
-		verdictAt(on != nil && off != nil, on != nil && off != nil && on.SyncedRSS <= largestScaleGoal && off.SyncedRSS <= largestScaleGoal))
+	add(fmt.Sprintf("Resident memory with %s objects cached ≤ %s", bench.Kilo(largest), bench.MiB(largestScaleGoal)), measured,
+		bench.VerdictAt(on != nil && off != nil, on != nil && off != nil && on.SyncedRSS <= largestScaleGoal && off.SyncedRSS <= largestScaleGoal))
 
 	var parts []string
 	ok := true
 	for _, wl := range []bool{true, false} {
 		if ms := r.mix(wl); len(ms) > 0 {
 			worst := slices.MaxFunc(ms, func(a, b *scaleMeasure) int { return cmp.Compare(a.PeakRatio(), b.PeakRatio()) })
-			parts = append(parts, fmt.Sprintf("WatchList %s %.2f× (at %s objects)", onOff(wl), worst.PeakRatio(), kilo(worst.Seeded)))
+			parts = append(parts, fmt.Sprintf("WatchList %s %.2f× (at %s objects)", onOff(wl), worst.PeakRatio(), bench.Kilo(worst.Seeded)))
 			ok = ok && worst.PeakRatio() <= peakRatioGoal
 		}
 	}
 	add(fmt.Sprintf("Start-up peak (VmHWM) ≤ %.2f× the synced resident memory, WatchList on and off", peakRatioGoal),
-		when(len(parts) > 0, "highest: "+strings.Join(parts, "; ")), verdict(ok))
+		bench.When(len(parts) > 0, "highest: "+strings.Join(parts, "; ")), bench.Verdict(ok))
 
 	if g := startupGCGoal(r); g != nil {
 		out = append(out, *g)
 	}
 
 	first := fullScaleSizes[0]
-	g := fmt.Sprintf("With %s objects cached and WatchList off, Steward starts inside its %s limit", kilo(first), mib(r.Limit))
+	g := fmt.Sprintf("With %s objects cached and WatchList off, Steward starts inside its %s limit", bench.Kilo(first), bench.MiB(r.Limit))
 	if m := r.atLeast(first, false); m != nil {
-		add(g, fmt.Sprintf("peak %s with %s objects (%s at the first ready answer)", mib(m.PeakRSS), kilo(m.Seeded), mib(m.ReadyPeakRSS)), verdict(m.PeakRSS <= r.Limit))
+		add(g, fmt.Sprintf("peak %s with %s objects (%s at the first ready answer)", bench.MiB(m.PeakRSS), bench.Kilo(m.Seeded), bench.MiB(m.ReadyPeakRSS)), bench.Verdict(m.PeakRSS <= r.Limit))
 	} else if ms := r.mix(false); len(ms) > 0 {
 		m := ms[len(ms)-1]
-		add(g, fmt.Sprintf("not run; peak %s with %s objects", mib(m.PeakRSS), kilo(m.Seeded)), "not judged at this scale")
+		add(g, fmt.Sprintf("not run; peak %s with %s objects", bench.MiB(m.PeakRSS), bench.Kilo(m.Seeded)), "not judged at this scale")
 	} else {
 		add(g, "", "")
 	}
@@ -209,29 +202,29 @@ func scaleGoals(r *scaleResults) goals {
 	base, measured, v := r.find(scenarioEmpty, true), "", ""
 	if f := r.find(scenarioFleet, true); f != nil && base != nil && f.Seeded > 0 {
 		heap, rss := float64(f.LiveHeap-base.LiveHeap)/float64(f.Seeded), float64(f.SyncedRSS-base.SyncedRSS)/float64(f.Seeded)
-		measured, v = fmt.Sprintf("%s of live heap each over %d Deployments (resident: %s each, coarser)", bytesPer(heap), f.Seeded, bytesPer(rss)), verdict(heap <= fleetWorkloadGoal)
+		measured, v = fmt.Sprintf("%s of live heap each over %d Deployments (resident: %s each, coarser)", bytesPer(heap), f.Seeded, bytesPer(rss)), bench.Verdict(heap <= fleetWorkloadGoal)
 	}
 	add(fmt.Sprintf("≤ %s per Fleet-managed workload (fleetguard's cache)", "1 KiB"), measured, v)
 
 	measured, v = "", ""
 	if on, off := r.find(scenarioAuditOn, true), r.find(scenarioAuditOff, true); on != nil && off != nil && off.SyncedRSS > 0 {
 		added := float64(on.SyncedRSS-off.SyncedRSS) / float64(off.SyncedRSS)
-		measured = fmt.Sprintf("with %s objects, auditing every %s: %s resident against %s with the audit off (%+.1f %%), live heap %+.1f MiB; a pass takes %.2f s summed over the rules, %.0f findings published", kilo(on.Seeded), auditEvery, mib(on.SyncedRSS), mib(off.SyncedRSS), added*100,
+		measured = fmt.Sprintf("with %s objects, auditing every %s: %s resident against %s with the audit off (%+.1f %%), live heap %+.1f MiB; a pass takes %.2f s summed over the rules, %.0f findings published", bench.Kilo(on.Seeded), auditEvery, bench.MiB(on.SyncedRSS), bench.MiB(off.SyncedRSS), added*100,
 			float64(on.LiveHeap-off.LiveHeap)/(1<<20), on.AuditSeconds, on.AuditFindings)
-		v = verdictAt(on.Seeded >= fullScaleSizes[0], added <= auditRSSGoal && on.AuditSeconds <= auditPassGoal*config.DefaultAuditInterval.Seconds())
+		v = bench.VerdictAt(on.Seeded >= fullScaleSizes[0], added <= auditRSSGoal && on.AuditSeconds <= auditPassGoal*config.DefaultAuditInterval.Seconds())
 	}
-	add(fmt.Sprintf("The background audit adds ≤ %.0f %% resident memory at %s objects, and a pass takes ≤ %.0f %% of the default interval (%s)", auditRSSGoal*100, kilo(fullScaleSizes[0]), auditPassGoal*100, config.DefaultAuditInterval), measured, v)
+	add(fmt.Sprintf("The background audit adds ≤ %.0f %% resident memory at %s objects, and a pass takes ≤ %.0f %% of the default interval (%s)", auditRSSGoal*100, bench.Kilo(fullScaleSizes[0]), auditPassGoal*100, config.DefaultAuditInterval), measured, v)
 
 	measured, v = "", ""
 	if k, kinds := r.find(scenarioKinds, true), r.Options.mrKinds; k != nil && base != nil && kinds > 0 {
 		added := k.SyncedRSS - base.SyncedRSS
-		measured = fmt.Sprintf("%d kinds (%d objects each) add %s resident, %s live heap, %.0f watches", kinds, r.Options.objectsPerKind, mib(added), mib(k.LiveHeap-base.LiveHeap), k.Watches-base.Watches)
+		measured = fmt.Sprintf("%d kinds (%d objects each) add %s resident, %s live heap, %.0f watches", kinds, r.Options.objectsPerKind, bench.MiB(added), bench.MiB(k.LiveHeap-base.LiveHeap), k.Watches-base.Watches)
 		if kinds < fullMRKinds {
-			measured += fmt.Sprintf("; %d kinds at that rate would add %s", fullMRKinds, mib(added*fullMRKinds/int64(kinds)))
+			measured += fmt.Sprintf("; %d kinds at that rate would add %s", fullMRKinds, bench.MiB(added*fullMRKinds/int64(kinds)))
 		}
-		v = verdictAt(kinds >= fullMRKinds, added <= mrKindsGoal)
+		v = bench.VerdictAt(kinds >= fullMRKinds, added <= mrKindsGoal)
 	}
-	add(fmt.Sprintf("%d MR kinds with few objects add ≤ %s", fullMRKinds, mib(mrKindsGoal)), measured, v)
+	add(fmt.Sprintf("%d MR kinds with few objects add ≤ %s", fullMRKinds, bench.MiB(mrKindsGoal)), measured, v)
 	return out
 }
 
@@ -245,69 +238,23 @@ func (r *scaleResults) scenarioTitle(m *scaleMeasure) string {
 	case scenarioFleet:
 		return fmt.Sprintf("%d Fleet-managed Deployments", m.Seeded)
 	case scenarioAuditOff:
-		return fmt.Sprintf("%s objects, background audit off", kilo(m.Seeded))
+		return fmt.Sprintf("%s objects, background audit off", bench.Kilo(m.Seeded))
 	case scenarioAuditOn:
-		return fmt.Sprintf("%s objects, background audit every %s", kilo(m.Seeded), auditEvery)
+		return fmt.Sprintf("%s objects, background audit every %s", bench.Kilo(m.Seeded), auditEvery)
 	case scenarioGC100:
-		return fmt.Sprintf("%s objects, GOGC=100 while starting", kilo(m.Seeded))
+		return fmt.Sprintf("%s objects, GOGC=100 while starting", bench.Kilo(m.Seeded))
 	}
-	return fmt.Sprintf("%s objects: XRs, MRs, Flux", kilo(m.Seeded))
-}
-
-// Markers around the cache-at-scale section of the report: the scale run
-// replaces what is between them, and the load run keeps it.
-const (
-	scaleBegin = "<!-- scale:begin (written by `make bench-scale`, kept when `make bench` regenerates this file) -->"
-	scaleEnd   = "<!-- scale:end -->"
-)
-
-// scalePlaceholder stands in for the section until a scale run writes it.
-const scalePlaceholder = scaleBegin + "\n## Caches at scale\n\n_Not measured yet: `make bench-scale` writes this section._\n" + scaleEnd
-
-// keptScale returns the cache-at-scale section of a report (markers
-// included), or the placeholder when it has none.
-func keptScale(report string) string {
-	if _, section, _, ok := between(report, scaleBegin, scaleEnd); ok {
-		return scaleBegin + section + scaleEnd
-	}
-	return scalePlaceholder
-}
-
-// spliceScale puts section in place of a report's cache-at-scale section;
-// a report without one gets it after its title, and no report becomes a
-// title and the section.
-func spliceScale(report, section string) string {
-	if before, _, after, ok := between(report, scaleBegin, scaleEnd); ok {
-		return before + section + after
-	}
-	if strings.TrimSpace(report) == "" {
-		return "# Benchmarks\n\n" + section + "\n"
-	}
-	if title, rest, ok := strings.Cut(report, "\n"); ok && strings.HasPrefix(title, "# ") {
-		return title + "\n\n" + section + "\n\n" + strings.TrimLeft(rest, "\n")
-	}
-	return section + "\n\n" + report
-}
-
-// between splits doc around the first begin marker and the end marker
-// after it; ok says whether it has both.
-func between(doc, begin, end string) (before, inside, after string, ok bool) {
-	before, rest, ok := strings.Cut(doc, begin)
-	if ok {
-		inside, after, ok = strings.Cut(rest, end)
-	}
-	return before, inside, after, ok
+	return fmt.Sprintf("%s objects: XRs, MRs, Flux", bench.Kilo(m.Seeded))
 }
 
 // writeScaleReport writes the memory chart and the report's cache-at-scale
-// section, leaving the rest of the report as it is.
+// section.
 func writeScaleReport(path string, res *scaleResults) error {
 	const chart = "benchmark-memory.svg"
-	logf("writing the cache-at-scale section of %s, and %s", path, filepath.Join(filepath.Dir(path), chart))
-	return writeDoc(path, chart, memoryChart(res), func(old string) string { return spliceScale(old, renderScale(res, chart)) })
+	return bench.WriteSection(path, "scale", chart, memoryChart(res), renderScale(res, chart))
 }
 
-// renderScale is the report's cache-at-scale section, markers included.
+// renderScale is the report's cache-at-scale section.
 func renderScale(res *scaleResults, chart string) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -315,13 +262,13 @@ func renderScale(res *scaleResults, chart string) string {
 	if !res.fullScale() {
 		var full []string
 		for _, n := range fullScaleSizes {
-			full = append(full, kilo(n))
+			full = append(full, bench.Kilo(n))
 		}
 		label = fmt.Sprintf("**reduced scale** (the goals name %s objects, %d MR kinds and %d Fleet-managed workloads)", strings.Join(full, ", "), fullMRKinds, fullFleetWorkloads)
 	}
-	w("%s\n## Caches at scale\n\n", scaleBegin)
-	w("Steward's memory, start-up and watches with large caches, measured by `make bench-scale` (`go run ./e2e/load -scale`) against a real kube-apiserver and etcd, separately from the load run below. Generated %s; %s.\n\n%s",
-		res.generated(), label, goalTable(scaleGoals(res)))
+	w("## Caches at scale\n\n")
+	w("Steward's memory, start-up and watches with large caches, measured by `make bench-scale` (`go run ./e2e/scale`) against a real kube-apiserver and etcd, separately from the load run below. Generated %s; %s.\n\n%s",
+		res.Generated(), label, scaleGoals(res).Table())
 	w("\n| scenario | WatchList | objects seeded | in claimguard's caches | memory limit | synced resident | start-up peak | peak ÷ synced | peak once settled | live heap | ready after | CPU until ready | watches | kinds watched |\n")
 	w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, x := range res.Measures {
@@ -334,7 +281,7 @@ func renderScale(res *scaleResults, chart string) string {
 			filled = fmt.Sprintf(" † (%s after ready)", x.FilledAfterReady.Round(time.Second))
 		}
 		w("| %s | %s | %d | %.0f | %s | %s | %s%s | %.2f× | %s | %s | %s | %s | %s | %.0f |\n", res.scenarioTitle(x), onOff(x.WatchList), x.Seeded, x.Cached,
-			mib(x.Limit), mib(x.SyncedRSS), mib(x.ReadyPeakRSS), filled, x.PeakRatio(), mib(x.PeakRSS), mib(x.LiveHeap), x.Startup.Round(100*time.Millisecond), x.StartupCPU.Round(10*time.Millisecond), watches, x.Kinds)
+			bench.MiB(x.Limit), bench.MiB(x.SyncedRSS), bench.MiB(x.ReadyPeakRSS), filled, x.PeakRatio(), bench.MiB(x.PeakRSS), bench.MiB(x.LiveHeap), x.Startup.Round(100*time.Millisecond), x.StartupCPU.Round(10*time.Millisecond), watches, x.Kinds)
 	}
 	w("\n| WatchList | resident per object | live heap per object | resident at no objects (fit) | live heap at no objects (fit) |\n|---|---:|---:|---:|---:|\n")
 	for _, wl := range []bool{true, false} {
@@ -345,7 +292,7 @@ func renderScale(res *scaleResults, chart string) string {
 	w("\n![Steward's resident memory against the objects cached, WatchList on and off](%s)\n\n", chart)
 
 	w("How: one API server and etcd (the e2e harness) are filled step by step and Steward (every rule at its defaults; `$MEMORY_LIMIT` the Deployment's limit, or where larger what the README's sizing gives for the objects seeded, 1 KiB each plus 64 MiB, as an operator would set it: the memory limit column) is started afresh for each measurement, once with client-go's defaults (WatchList on: informers start with a streaming watch) and once with `%s` (a paginated LIST, then WATCH). ", watchListOff)
-	w("The mix is 1 XR : 5 MRs : ½ Flux object: v1 XPostgreSQLInstances (the sample XRD in `e2e/crds`) of claims, each composing five MRs of real provider-sql v0.16.0 kinds (a Database, a Role, a Schema and two Grants, owned by the XR, labelled with its claim and carrying an external name and the provider's finalizer), and Kustomizations, HelmReleases and GitRepositories (a quarter suspended). ")
+	w("The mix is 1 XR : 5 MRs : ½ Flux object: v1 XPostgreSQLInstances (the sample XRD in `e2e/crds`) of claims, each composing five MRs of real provider-sql v0.16.0 kinds (a Database, a Role, a Schema and two Grants, owned by the XR, labelled with its claim and carrying an external name and the provider's finalizer; one XR in %d is being deleted in the foreground with its MRs), and Kustomizations, HelmReleases and GitRepositories (a quarter suspended). ", bench.TerminatingEvery)
 	w("The Fleet scenario's Deployments carry what Fleet's agent writes: Helm's labels and release annotations, wrangler's objectset id, owner and hash, `objectset.rio.cattle.io/applied` (the object gzipped, in base64), and managedFields of the `fleetagent` field manager and of `kube-controller-manager` (status); its cost is the difference from empty caches. ")
 	w("The MR kinds are generated: copies of provider-sql's Database CRD renamed (kind DatabaseNNN, group kNNN.scale.sql.crossplane.io), in the `managed` category, each with a few composed objects; they and the Deployments are removed before the mix is seeded. ")
 	w("Seeding writes straight to the API server from %d goroutines while Steward is stopped and its webhooks unregistered", res.Options.seedWorkers)
@@ -355,23 +302,22 @@ func renderScale(res *scaleResults, chart string) string {
 			from = res.Seeding[i-1].Total
 		}
 		sep := map[bool]string{true: ": ", false: ", "}[i == 0]
-		w("%s%s to %s objects in %s (%.0f objects/s)", sep, kilo(from), kilo(s.Total), s.Took.Round(time.Second), s.rate())
+		w("%s%s to %s objects in %s (%.0f objects/s)", sep, bench.Kilo(from), bench.Kilo(s.Total), s.Took.Round(time.Second), s.Rate())
 	}
 	w(". ")
 	w("Settled means: %s after /readyz first answers and claimguard reports the objects, the tool triggers two of the collections Go's runtime forces on an idle process every two minutes (pprof's `heap?gc=1`; the scavenger's goal after a collection follows the heap of the one before, so after the first it still allows for the start-up's), reads the live heap (`go_memstats_heap_alloc_bytes`) right after them, and reads the synced resident memory (VmRSS) once the runtime has returned what that freed (it has not fallen by 1%% in 30 seconds: Go's scavenger returns memory in bursts, seconds apart); the start-up peak is VmHWM read when Steward first answers ready and claimguard holds every seeded XR and MR (claimguard answers ready after one minute even while its lists are still being stored; the start-up then ends, and its peak is read, when they are: a dagger marks those), and the peak once settled VmHWM read with the synced memory: it adds what ran after start-up (the first audit pass, the collections the tool triggers) and the heap Go's collector allows once Steward is ready (twice the live heap at Go's default GOGC=100, where the synced memory is read after the runtime returned what it could), all from `/proc/<pid>/status`. Ready after is from the process's start to its first ready answer, and CPU until ready the process's user and system time then (`/proc/<pid>/stat`). ", res.Options.settle)
-	w("The PolicyReport CRDs Steward ships are installed, so the background audit publishes as it would in a cluster that has them (every 5m, the default, in every measurement but two); at %s objects Steward is started twice more, with the audit off and with it every %s, and the goal compares the two: a pass's time is `steward_audit_duration_seconds` summed over the rules, read after at least two passes. ", kilo(auditScale(res.Options.scaleSizes)), auditEvery)
+	w("The PolicyReport CRDs Steward ships are installed, so the background audit publishes as it would in a cluster that has them (every 5m, the default, in every measurement but two); at %s objects Steward is started twice more, with the audit off and with it every %s, and the goal compares the two: a pass's time is `steward_audit_duration_seconds` summed over the rules, read after at least two passes. ", bench.Kilo(auditScale(res.Options.scaleSizes)), auditEvery)
 	w("Watches are the API server's own count, `apiserver_longrunning_requests{verb=\"WATCH\"}` with Steward running minus without it; kinds watched are Steward's (`steward_claimguard_watched_kinds` plus the series of `steward_watched_kinds`; fleetguard's four workload informers are not among them). Objects seeded count what the scenario created; claimguard's caches hold the XRs and MRs of them (`steward_claimguard_cached_objects`); suspendnotice's Flux objects have no count of their own.\n\n")
 	w("Reproducing: `make tools` once, then `make bench-scale` for the full run")
 	if n := len(res.Seeding); n > 0 {
 		largest := fullScaleSizes[len(fullScaleSizes)-1]
-		w(" (at this run's last seeding rate, seeding %s objects takes about %s; this run took %s in all)", kilo(largest),
-			(time.Duration(float64(largest)/res.Seeding[n-1].rate()) * time.Second).Round(time.Minute), res.Finished.Sub(res.Started).Round(time.Minute))
+		w(" (at this run's last seeding rate, seeding %s objects takes about %s; this run took %s in all)", bench.Kilo(largest),
+			(time.Duration(float64(largest)/res.Seeding[n-1].Rate()) * time.Second).Round(time.Minute), res.Finished.Sub(res.Started).Round(time.Minute))
 	}
 	w(", or a check of the tool in about six minutes, labelled as reduced scale: `make bench-scale BENCH_FLAGS=\"-scale-objects 6000,12000 -mr-kinds 50 -fleet-workloads 200\"`. Flags: `-scale-objects`, `-mr-kinds`, `-objects-per-kind`, `-fleet-workloads`, `-seed-workers`, `-settle`, `-out`. `make bench` leaves this section as it is.\n")
 	if len(res.Warnings) > 0 {
-		w("\nWarnings during the run:\n\n%s", res.warningList())
+		w("\nWarnings during the run:\n\n%s", res.WarningList())
 	}
-	w("%s", scaleEnd)
 	return b.String()
 }
 
@@ -385,7 +331,7 @@ func fitMiB(v float64) string {
 // startupGCGoal compares the mix started as Steward starts (a low GOGC
 // until ready) with the same mix started at GOGC=100, WatchList on and off: the
 // CPU that costs and the peak it saves. Nil when not run.
-func startupGCGoal(r *scaleResults) *goal {
+func startupGCGoal(r *scaleResults) *bench.Goal {
 	var parts []string
 	for _, gc := range r.Measures {
 		if gc.Scenario != scenarioGC100 || gc.StartupCPU <= 0 {
@@ -397,12 +343,43 @@ func startupGCGoal(r *scaleResults) *goal {
 				continue
 			}
 			parts = append(parts, fmt.Sprintf("WatchList %s, %s objects: CPU until ready %s against %s at GOGC=100 (%+.0f %%), start-up peak %.2f× against %.2f× the synced memory",
-				onOff(wl), kilo(m.Seeded), m.StartupCPU.Round(10*time.Millisecond), gc.StartupCPU.Round(10*time.Millisecond),
+				onOff(wl), bench.Kilo(m.Seeded), m.StartupCPU.Round(10*time.Millisecond), gc.StartupCPU.Round(10*time.Millisecond),
 				100*(float64(m.StartupCPU)/float64(gc.StartupCPU)-1), m.PeakRatio(), gc.PeakRatio()))
 		}
 	}
 	if len(parts) == 0 {
 		return nil
 	}
-	return &goal{"Steward collects harder (a lower GOGC, and a cap on the heap's growth between collections once the live heap is large) until it is ready and no informer is listing: what that costs in CPU against Go's default GOGC=100, measured in the same run", strings.Join(parts, "; "), "cost shown"}
+	return &bench.Goal{Goal: "Steward collects harder (a lower GOGC, and a cap on the heap's growth between collections once the live heap is large) until it is ready and no informer is listing: what that costs in CPU against Go's default GOGC=100, measured in the same run", Measured: strings.Join(parts, "; "), Verdict: "cost shown"}
+}
+
+// memoryChart plots Steward's synced resident memory, start-up peak and
+// live heap (MiB) against the objects of the mix seeded, WatchList on and
+// off, from empty caches to the largest size, with the memory limit and
+// the largest size's goal.
+func memoryChart(res *scaleResults) string {
+	var lines []bench.Line
+	rss := map[bool]string{true: "#59a14f", false: "#e15759"}
+	for _, s := range []struct {
+		name   string
+		figure func(*scaleMeasure) int64
+		dashed bool
+		colors map[bool]string // WatchList on and off
+	}{{"synced resident", syncedRSS, false, rss}, {"start-up peak", func(m *scaleMeasure) int64 { return m.ReadyPeakRSS }, true, rss},
+		{"live heap", liveHeap, false, map[bool]string{true: "#4e79a7", false: "#f28e2b"}}} {
+		for _, wl := range []bool{true, false} {
+			l := bench.Line{Name: fmt.Sprintf("%s, WatchList %s", s.name, onOff(wl)), Dashed: s.dashed, Color: s.colors[wl]}
+			points := res.mix(wl)
+			if base := res.find(scenarioEmpty, wl); base != nil {
+				points = append([]*scaleMeasure{base}, points...)
+			}
+			for _, m := range points {
+				l.X, l.Y = append(l.X, float64(m.Seeded)), append(l.Y, float64(s.figure(m))/(1<<20))
+			}
+			lines = append(lines, l)
+		}
+	}
+	refs := []bench.RefLine{{Label: fmt.Sprintf("memory limit %s", bench.MiB(res.Limit)), Y: float64(res.Limit) / (1 << 20)},
+		{Label: fmt.Sprintf("goal at %s objects: %s", bench.Kilo(fullScaleSizes[len(fullScaleSizes)-1]), bench.MiB(largestScaleGoal)), Y: largestScaleGoal / (1 << 20)}}
+	return bench.LineChart("Steward's memory against the objects cached (XRs, MRs, Flux objects)", "objects seeded", "MiB", lines, refs)
 }

@@ -14,18 +14,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/stewardhq/steward/e2e/bench"
 	"github.com/stewardhq/steward/e2e/harness"
 )
 
 // The cache-at-scale scenarios at full scale: cached objects in the
 // Crossplane and Flux mix, MR kinds, and Fleet-managed Deployments.
-var fullScaleSizes = []int{fullObjects, 250_000, 500_000}
+var fullScaleSizes = []int{bench.FullObjects, 250_000, 500_000}
 
 const (
-	// fullObjects is the mix the goals name for the load run and the
-	// first scale, and fullMix what it holds.
-	fullObjects                     = 65_000
-	fullMix                         = "10k XRs, 50k MRs and 5k Flux objects"
 	fullMRKinds, fullFleetWorkloads = 500, 2000
 	// watchListOff is the environment that switches client-go's streaming
 	// list (WatchList) off, so Steward's informers start with a paginated
@@ -43,9 +40,9 @@ const (
 type scaler struct {
 	opts         options
 	env          *harness.Env
-	admin, agent *clients // agent writes the Fleet-managed Deployments
+	admin, agent *bench.Clients // agent writes the Fleet-managed Deployments
 	pprofAddr    string
-	mix          mixSeeder
+	mix          bench.Mix
 	res          *scaleResults
 }
 
@@ -53,20 +50,20 @@ type scaler struct {
 // caches, many MR kinds and many Fleet-managed Deployments, then with
 // caches of growing size, each with client-go's WatchList on and off.
 func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
-	res := &scaleResults{runInfo: newRunInfo(ctx, opts)}
+	res := &scaleResults{Run: bench.NewRun(ctx), Options: opts}
 	var err error
 	if res.Limit, err = harness.RenderedMemoryLimit(); err != nil {
 		return nil, err
 	}
-	logf("starting kube-apiserver and etcd")
+	bench.Logf("starting kube-apiserver and etcd")
 	env, err := harness.Start(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("starting the API server: %w", err)
 	}
 	defer env.Stop()
 	// Seeding is measured by how fast the server takes it.
-	s := &scaler{opts: opts, env: env, res: res, admin: newClients(env, "", nil, 2*time.Minute), agent: newClients(env, agentUser, nil, 2*time.Minute)}
-	s.mix = mixSeeder{dyn: s.admin.dyn, workers: opts.seedWorkers}
+	s := &scaler{opts: opts, env: env, res: res, admin: bench.NewClients(env, "", nil, 2*time.Minute), agent: bench.NewClients(env, bench.AgentUser, nil, 2*time.Minute)}
+	s.mix = bench.Mix{Dyn: s.admin.Dyn, Workers: opts.seedWorkers}
 	port, err := harness.FreePort()
 	if err != nil {
 		return nil, err
@@ -75,12 +72,12 @@ func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
 	// The MR kinds of the mix that not every environment has, and the
 	// PolicyReport CRDs Steward ships, so that the background audit
 	// publishes as in a cluster that has them.
-	crds, err := crdOptions(filepath.Join("e2e", "upstream", "provider-sql-scale"), filepath.Join("manifests", "policyreport-crds"))
+	crds, err := bench.CRDOptions(filepath.Join("e2e", "upstream", "provider-sql-scale"), filepath.Join("manifests", "policyreport-crds"))
 	if err == nil {
 		_, err = envtest.InstallCRDs(env.Config, crds)
 	}
 	if err == nil {
-		err = createNamespaces(ctx, env)
+		err = bench.CreateNamespaces(ctx, env)
 	}
 	if err != nil {
 		return nil, err
@@ -93,20 +90,20 @@ func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
 	}
 	if opts.mrKinds > 0 {
 		err := s.measureAside(ctx, scenarioKinds, func() (int, float64, error) {
-			logf("creating %d MR kinds with %d objects each", opts.mrKinds, opts.objectsPerKind)
-			n, err := seedKinds(ctx, env, s.admin.dyn, opts.mrKinds, opts.objectsPerKind, opts.seedWorkers)
+			bench.Logf("creating %d MR kinds with %d objects each", opts.mrKinds, opts.objectsPerKind)
+			n, err := bench.SeedKinds(ctx, env, s.admin.Dyn, opts.mrKinds, opts.objectsPerKind, opts.seedWorkers)
 			return n, float64(n), err
-		}, func() error { return removeKinds(ctx, env) })
+		}, func() error { return bench.RemoveKinds(ctx, env) })
 		if err != nil {
 			return nil, err
 		}
 	}
 	if opts.fleetWorkloads > 0 {
 		err := s.measureAside(ctx, scenarioFleet, func() (int, float64, error) {
-			logf("creating %d Fleet-managed Deployments", opts.fleetWorkloads)
-			return opts.fleetWorkloads, 0, seedFleet(ctx, s.agent.kube, s.admin.kube, opts.fleetWorkloads, opts.seedWorkers)
+			bench.Logf("creating %d Fleet-managed Deployments", opts.fleetWorkloads)
+			return opts.fleetWorkloads, 0, bench.SeedFleet(ctx, s.agent.Kube, s.admin.Kube, opts.fleetWorkloads, opts.seedWorkers)
 		}, func() error {
-			return s.admin.kube.AppsV1().Deployments(fleetNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: benchLabel + "=" + scenarioFleet})
+			return s.admin.Kube.AppsV1().Deployments(bench.FleetNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: bench.Label + "=" + scenarioFleet})
 		})
 		if err != nil {
 			return nil, err
@@ -116,14 +113,14 @@ func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
 		if err := s.quiesce(ctx); err != nil {
 			return nil, err
 		}
-		logf("seeding up to %d objects (1 XR : 5 MRs : ½ Flux object)", size)
-		step, err := s.mix.growTo(ctx, size)
+		bench.Logf("seeding up to %d objects (1 XR : 5 MRs : ½ Flux object)", size)
+		step, err := s.mix.GrowTo(ctx, size)
 		if err != nil {
 			return nil, err
 		}
 		res.Seeding = append(res.Seeding, step)
-		logf("seeded %d objects in %s (%.0f objects/s)", step.Added, step.Took.Round(time.Second), step.rate())
-		if err := s.measureBoth(ctx, scenarioMix, s.mix.total(), float64(s.mix.xrs+s.mix.mrs), nil); err != nil {
+		bench.Logf("seeded %d objects in %s (%.0f objects/s)", step.Added, step.Took.Round(time.Second), step.Rate())
+		if err := s.measureBoth(ctx, scenarioMix, s.mix.Total(), float64(s.mix.Composed()), nil); err != nil {
 			return nil, err
 		}
 		if size == auditScale(opts.scaleSizes) {
@@ -134,7 +131,7 @@ func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
 				{scenarioAuditOff, harness.DefaultConfig + "audit:\n  interval: 0s\n"},
 				{scenarioAuditOn, harness.DefaultConfig + "audit:\n  interval: " + auditEvery.String() + "\n"},
 			} {
-				if err := s.measure(ctx, sc.config, sc.name, true, s.mix.total(), float64(s.mix.xrs+s.mix.mrs), nil); err != nil {
+				if err := s.measure(ctx, sc.config, sc.name, true, s.mix.Total(), float64(s.mix.Composed()), nil); err != nil {
 					return nil, err
 				}
 			}
@@ -144,7 +141,7 @@ func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
 		// with GOGC=100 set, paired with its own measurements of this size,
 		// gives the CPU and peak memory of collecting harder until ready.
 		if size == auditScale(opts.scaleSizes) || size == opts.scaleSizes[len(opts.scaleSizes)-1] {
-			if err := s.measureBoth(ctx, scenarioGC100, s.mix.total(), float64(s.mix.xrs+s.mix.mrs), []string{"GOGC=100"}); err != nil {
+			if err := s.measureBoth(ctx, scenarioGC100, s.mix.Total(), float64(s.mix.Composed()), []string{"GOGC=100"}); err != nil {
 				return nil, err
 			}
 		}
@@ -252,7 +249,7 @@ func (s *scaler) measure(ctx context.Context, config, scenario string, watchList
 	}
 	before, err := s.watches(ctx)
 	if err != nil {
-		s.res.warnf("%v", err)
+		s.res.Warnf("%v", err)
 	}
 	limit := sizedLimit(s.res.Limit, seeded)
 	opts := harness.StewardOptions{Config: config, ProvideCerts: true, ReadyTimeout: scaleReadyTimeout,
@@ -269,7 +266,7 @@ func (s *scaler) measure(ctx context.Context, config, scenario string, watchList
 	}
 	m := &scaleMeasure{Scenario: scenario, WatchList: watchList, Seeded: seeded, Startup: st.StartupTime(), ReadyPeakRSS: st.ReadyPeak(), Limit: limit}
 	if m.StartupCPU, err = harness.ProcessCPU(st.PID()); err != nil {
-		s.res.warnf("reading steward's CPU time: %v", err)
+		s.res.Warnf("reading steward's CPU time: %v", err)
 	}
 	// Ready means synced, but claimguard's counts come from its snapshot,
 	// taken a moment later. Claimguard answers ready after a minute even
@@ -278,7 +275,7 @@ func (s *scaler) measure(ctx context.Context, config, scenario string, watchList
 	// GOGC=100 took over two minutes after that).
 	deadline := time.Now().Add(fillTimeout)
 	for ; ; time.Sleep(500 * time.Millisecond) {
-		fams, err := scrape(st.MetricsRequest(protoFormat))
+		fams, err := bench.Scrape(st.MetricsRequest(bench.ProtoFormat))
 		if err == nil && harness.SumFamilies(fams, "steward_claimguard_cached_objects", nil) >= cached {
 			if time.Since(readyAt) > 5*time.Second {
 				if mem, err := harness.ProcessMemory(st.PID()); err == nil {
@@ -288,7 +285,7 @@ func (s *scaler) measure(ctx context.Context, config, scenario string, watchList
 			break
 		}
 		if time.Now().After(deadline) {
-			s.res.warnf("%s, WatchList %s: claimguard did not report %.0f cached objects within %s of its first ready answer; the start-up peak is read at that answer", scenario, onOff(watchList), cached, fillTimeout)
+			s.res.Warnf("%s, WatchList %s: claimguard did not report %.0f cached objects within %s of its first ready answer; the start-up peak is read at that answer", scenario, onOff(watchList), cached, fillTimeout)
 			break
 		}
 	}
@@ -300,21 +297,21 @@ func (s *scaler) measure(ctx context.Context, config, scenario string, watchList
 	// scavenger's goal after a collection is scaled from the heap in use
 	// at the end of the one before: after the first, that is the heap of
 	// the start-up, and the scavenger may keep most of what it freed.
-	sleep(ctx, s.opts.settle)
+	bench.Sleep(ctx, s.opts.settle)
 	if scenario == scenarioAuditOn {
-		sleep(ctx, 2*auditEvery) // at least two passes, the second with its reports in place
+		bench.Sleep(ctx, 2*auditEvery) // at least two passes, the second with its reports in place
 	}
 	for i := range 2 {
 		save := ""
 		if i == 1 && s.opts.heapProfiles != "" {
 			save = filepath.Join(s.opts.heapProfiles, fmt.Sprintf("heap-%s-%d-watchlist-%s.pb.gz", scenario, seeded, onOff(watchList)))
 		}
-		if err := fetchPprof(s.pprofAddr, "heap?gc=1", save); err != nil {
-			s.res.warnf("forcing a collection: %v", err)
+		if err := bench.FetchPprof(s.pprofAddr, "heap?gc=1", save); err != nil {
+			s.res.Warnf("forcing a collection: %v", err)
 		}
 	}
 	// The live heap: what is still allocated right after the collection.
-	fams, err := scrape(st.MetricsRequest(protoFormat))
+	fams, err := bench.Scrape(st.MetricsRequest(bench.ProtoFormat))
 	if err != nil {
 		return fmt.Errorf("reading steward's metrics: %w", err)
 	}
@@ -333,8 +330,8 @@ func (s *scaler) measure(ctx context.Context, config, scenario string, watchList
 	} else {
 		m.Watches = math.NaN()
 	}
-	logf("%-6s WatchList %-3s %7d seeded, %7.0f in claimguard: ready in %6s (CPU %s), synced %s, start-up peak %s (%.2f×), peak once settled %s, live heap %s, %3.0f watches, %3.0f kinds",
-		scenario, onOff(watchList), seeded, m.Cached, m.Startup.Round(100*time.Millisecond), m.StartupCPU.Round(10*time.Millisecond), mib(m.SyncedRSS), mib(m.ReadyPeakRSS), m.PeakRatio(), mib(m.PeakRSS), mib(m.LiveHeap), m.Watches, m.Kinds)
+	bench.Logf("%-6s WatchList %-3s %7d seeded, %7.0f in claimguard: ready in %6s (CPU %s), synced %s, start-up peak %s (%.2f×), peak once settled %s, live heap %s, %3.0f watches, %3.0f kinds",
+		scenario, onOff(watchList), seeded, m.Cached, m.Startup.Round(100*time.Millisecond), m.StartupCPU.Round(10*time.Millisecond), bench.MiB(m.SyncedRSS), bench.MiB(m.ReadyPeakRSS), m.PeakRatio(), bench.MiB(m.PeakRSS), bench.MiB(m.LiveHeap), m.Watches, m.Kinds)
 	s.res.Measures = append(s.res.Measures, m)
 	return nil
 }
@@ -349,7 +346,7 @@ func (s *scaler) measure(ctx context.Context, config, scenario string, watchList
 func settledMemory(ctx context.Context, pid int) (harness.Memory, error) {
 	const window = 30
 	var readings []harness.Memory
-	for deadline := time.Now().Add(3 * time.Minute); ; sleep(ctx, time.Second) {
+	for deadline := time.Now().Add(3 * time.Minute); ; bench.Sleep(ctx, time.Second) {
 		mem, err := harness.ProcessMemory(pid)
 		if err != nil {
 			return mem, err

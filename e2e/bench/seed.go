@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -24,15 +24,15 @@ import (
 )
 
 // Seeding fills the API server before a measurement: the Crossplane and
-// Flux mix (mixSeeder), which both the load run's large caches and the
-// scale scenarios grow, MR kinds (seedKinds) and Fleet-managed Deployments
-// (seedFleet). All of them write
-// through createAll, straight to the API server from many goroutines, and
+// Flux mix (Mix), which both the load run's large caches and the
+// scale scenarios grow, MR kinds (SeedKinds) and Fleet-managed Deployments
+// (SeedFleet). All of them write
+// through CreateAll, straight to the API server from many goroutines, and
 // create custom resources with createRetry.
 
-// createAll runs create for every i in [0, n) on at most workers
+// CreateAll runs create for every i in [0, n) on at most workers
 // goroutines at once (started in order of i) and returns the first error.
-func createAll(ctx context.Context, workers, n int, create func(ctx context.Context, i int) error) error {
+func CreateAll(ctx context.Context, workers, n int, create func(ctx context.Context, i int) error) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	for i := range n {
@@ -75,13 +75,13 @@ func seedComposite(ctx context.Context, dyn dynamic.Interface, xr, claim string,
 		return err
 	}
 	owner := []metav1.OwnerReference{{APIVersion: got.GetAPIVersion(), Kind: got.GetKind(), Name: got.GetName(), UID: got.GetUID(),
-		Controller: ptr(true), BlockOwnerDeletion: ptr(true)}}
+		Controller: Ptr(true), BlockOwnerDeletion: Ptr(true)}}
 	for _, mr := range mrs {
 		mr.SetOwnerReferences(owner)
 		if dying {
 			mr.SetFinalizers([]string{"finalizer.managedresource.crossplane.io"})
 		}
-		res := dyn.Resource(mrResources[mr.GetKind()])
+		res := dyn.Resource(MRResources[mr.GetKind()])
 		if _, err := createRetry(ctx, res, mr); err != nil {
 			return err
 		}
@@ -92,37 +92,44 @@ func seedComposite(ctx context.Context, dyn dynamic.Interface, xr, claim string,
 		}
 	}
 	if dying {
-		return dyn.Resource(compositeGVR).Delete(ctx, xr, metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationForeground)})
+		return dyn.Resource(compositeGVR).Delete(ctx, xr, metav1.DeleteOptions{PropagationPolicy: Ptr(metav1.DeletePropagationForeground)})
 	}
 	return nil
 }
 
-// seedFlux creates a Flux object (fluxObject) in fluxNamespace.
+// seedFlux creates a Flux object (FluxObject) in FluxNamespace.
 func seedFlux(ctx context.Context, dyn dynamic.Interface, kind, name string, suspended bool) error {
-	_, err := createRetry(ctx, dyn.Resource(fluxResources[kind]).Namespace(fluxNamespace), fluxObject(kind, name, suspended))
+	_, err := createRetry(ctx, dyn.Resource(fluxResources[kind]).Namespace(FluxNamespace), FluxObject(kind, name, suspended))
 	return err
 }
 
-// terminatingEvery makes one XR in this many (and its MRs) terminating.
-const terminatingEvery = 100
+// FullObjects is the mix the goals name for the load run and the first
+// size of the scale scenarios, and FullMix what it holds.
+const (
+	FullObjects = 65_000
+	FullMix     = "10k XRs, 50k MRs and 5k Flux objects"
+)
 
-// seedStep is one growth of the mix: what it holds afterwards, how many
+// TerminatingEvery makes one XR in this many (and its MRs) terminating.
+const TerminatingEvery = 100
+
+// SeedStep is one growth of the mix: what it holds afterwards, how many
 // objects it added and how long that took.
-type seedStep struct {
+type SeedStep struct {
 	Total, Added, XRs, MRs, Flux int
 	Took                         time.Duration
 }
 
-func (s seedStep) rate() float64 { return float64(s.Added) / max(s.Took.Seconds(), 1e-9) }
+func (s SeedStep) Rate() float64 { return float64(s.Added) / max(s.Took.Seconds(), 1e-9) }
 
-// mixSeeder grows the Crossplane and Flux mix in place: for every
+// Mix grows the Crossplane and Flux mix in place: for every
 // composite resource (a v1 XPostgreSQLInstance of a claim) five composed
 // MRs of real provider-sql kinds (composedKinds), one XR in
-// terminatingEvery being deleted with its MRs, and a Flux object for every
+// TerminatingEvery being deleted with its MRs, and a Flux object for every
 // other XR.
-type mixSeeder struct {
-	dyn            dynamic.Interface
-	workers        int
+type Mix struct {
+	Dyn            dynamic.Interface
+	Workers        int
 	xrs, mrs, flux int
 }
 
@@ -134,7 +141,10 @@ const mrsPerXR, fluxEvery = 5, 2
 // times), each with the name of the composition step that made it.
 var composedKinds = [mrsPerXR][2]string{{"Database", "database"}, {"Role", "owner-role"}, {"Schema", "app-schema"}, {"Grant", "grant-connect"}, {"Grant", "grant-usage"}}
 
-func (m *mixSeeder) total() int { return m.xrs + m.mrs + m.flux }
+// Total is how many objects the mix holds, and Composed how many of them
+// are XRs and MRs: what claimguard caches.
+func (m *Mix) Total() int    { return m.xrs + m.mrs + m.flux }
+func (m *Mix) Composed() int { return m.xrs + m.mrs }
 
 // mixFor splits total objects into the mix: 2 XRs to 10 MRs to 1 Flux
 // object in 13.
@@ -157,47 +167,47 @@ func mixFlux(i int) (kind, name string) {
 // fluxKinds are the kinds of the mix's Flux objects, in turn.
 var fluxKinds = [4]string{"Kustomization", "HelmRelease", "Kustomization", "GitRepository"}
 
-// composite picks one of the mix's XRs (and its claim) for the i-th write.
-func (m *mixSeeder) composite(i int) (xr, claim string) { return mixComposite(i % max(m.xrs, 1)) }
+// Composite picks one of the mix's XRs (and its claim) for the i-th write.
+func (m *Mix) Composite(i int) (xr, claim string) { return mixComposite(i % max(m.xrs, 1)) }
 
-// kustomization picks one of the mix's Kustomizations for the i-th write.
-func (m *mixSeeder) kustomization(i int) string {
+// Kustomization picks one of the mix's Kustomizations for the i-th write.
+func (m *Mix) Kustomization(i int) string {
 	_, name := mixFlux(2 * (i % max((m.flux+1)/2, 1)))
 	return name
 }
 
-// growTo creates objects until the mix holds total: XRs with their MRs,
+// GrowTo creates objects until the mix holds total: XRs with their MRs,
 // then Flux objects (half Kustomizations, then HelmReleases and
 // GitRepositories, a quarter of them suspended).
-func (m *mixSeeder) growTo(ctx context.Context, total int) (seedStep, error) {
-	start, before := time.Now(), m.total()
+func (m *Mix) GrowTo(ctx context.Context, total int) (SeedStep, error) {
+	start, before := time.Now(), m.Total()
 	xrs, flux := mixFor(total)
 	newXRs := max(xrs-m.xrs, 0)
-	err := createAll(ctx, m.workers, newXRs+max(flux-m.flux, 0), func(ctx context.Context, i int) error {
+	err := CreateAll(ctx, m.Workers, newXRs+max(flux-m.flux, 0), func(ctx context.Context, i int) error {
 		if i < newXRs {
 			i += m.xrs
 			xr, claim := mixComposite(i)
 			mrs := make([]*unstructured.Unstructured, len(composedKinds))
 			for j, k := range composedKinds {
-				mrs[j] = composedMR(k[0], fmt.Sprintf("%s-%s", xr, suffix(i*7+j)), xr, claim, k[1])
+				mrs[j] = ComposedMR(k[0], fmt.Sprintf("%s-%s", xr, suffix(i*7+j)), xr, claim, k[1])
 			}
-			return seedComposite(ctx, m.dyn, xr, claim, mrs, i%terminatingEvery == terminatingEvery-1)
+			return seedComposite(ctx, m.Dyn, xr, claim, mrs, i%TerminatingEvery == TerminatingEvery-1)
 		}
 		i += m.flux - newXRs
 		kind, name := mixFlux(i)
-		return seedFlux(ctx, m.dyn, kind, name, i%4 == 2)
+		return seedFlux(ctx, m.Dyn, kind, name, i%4 == 2)
 	})
 	if err != nil {
-		return seedStep{}, err
+		return SeedStep{}, err
 	}
 	m.xrs, m.mrs, m.flux = max(m.xrs, xrs), max(m.xrs, xrs)*mrsPerXR, max(m.flux, flux)
-	return seedStep{Total: m.total(), Added: m.total() - before, XRs: m.xrs, MRs: m.mrs, Flux: m.flux, Took: time.Since(start)}, nil
+	return SeedStep{Total: m.Total(), Added: m.Total() - before, XRs: m.xrs, MRs: m.mrs, Flux: m.flux, Took: time.Since(start)}, nil
 }
 
-// crdOptions reads CRDs from files and directories under the repository
+// CRDOptions reads CRDs from files and directories under the repository
 // root, and waits up to ten minutes for them to be served: every new CRD
 // makes the API server rebuild its OpenAPI, which takes long with many.
-func crdOptions(paths ...string) (envtest.CRDInstallOptions, error) {
+func CRDOptions(paths ...string) (envtest.CRDInstallOptions, error) {
 	root, err := harness.RepoRoot()
 	for i := range paths {
 		paths[i] = filepath.Join(root, paths[i])
@@ -205,11 +215,11 @@ func crdOptions(paths ...string) (envtest.CRDInstallOptions, error) {
 	return envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true, MaxTime: 10 * time.Minute, PollInterval: 100 * time.Millisecond}, err
 }
 
-// seedKinds creates n MR kinds, copies of provider-sql's Database CRD
+// SeedKinds creates n MR kinds, copies of provider-sql's Database CRD
 // renamed (renamedCRD, still in the "managed" category), and perKind
 // composed objects of each; it returns how many objects it created.
-func seedKinds(ctx context.Context, env *harness.Env, dyn dynamic.Interface, n, perKind, workers int) (int, error) {
-	opts, err := crdOptions(filepath.Join("e2e", "upstream", "provider-sql", sqlGroup+"_databases.yaml"))
+func SeedKinds(ctx context.Context, env *harness.Env, dyn dynamic.Interface, n, perKind, workers int) (int, error) {
+	opts, err := CRDOptions(filepath.Join("e2e", "upstream", "provider-sql", sqlGroup+"_databases.yaml"))
 	if err == nil {
 		err = envtest.ReadCRDFiles(&opts)
 	}
@@ -221,7 +231,7 @@ func seedKinds(ctx context.Context, env *harness.Env, dyn dynamic.Interface, n, 
 		crds[i] = renamedCRD(opts.CRDs[0], i)
 	}
 	// Each new CRD makes the API server rebuild its OpenAPI: a few at once.
-	if err := createAll(ctx, min(workers, 8), n, func(ctx context.Context, i int) error {
+	if err := CreateAll(ctx, min(workers, 8), n, func(ctx context.Context, i int) error {
 		if err := env.Client.Create(ctx, crds[i]); err != nil {
 			return fmt.Errorf("creating CRD %s: %w", crds[i].Name, err)
 		}
@@ -232,11 +242,11 @@ func seedKinds(ctx context.Context, env *harness.Env, dyn dynamic.Interface, n, 
 	if err := envtest.WaitForCRDs(env.Config, crds, opts); err != nil {
 		return 0, fmt.Errorf("waiting for the generated MR kinds to be served: %w", err)
 	}
-	return n * perKind, createAll(ctx, workers, n*perKind, func(ctx context.Context, k int) error {
+	return n * perKind, CreateAll(ctx, workers, n*perKind, func(ctx context.Context, k int) error {
 		i, crd := k/perKind, crds[k/perKind]
 		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: crd.Spec.Versions[0].Name, Resource: crd.Spec.Names.Plural}
 		xr := fmt.Sprintf("kinds-%03d-%s", i, suffix(i))
-		mr := composedMR("Database", fmt.Sprintf("%s-%s", xr, suffix(i*31+k%perKind)), xr, fmt.Sprintf("kinds-%03d", i), "database")
+		mr := ComposedMR("Database", fmt.Sprintf("%s-%s", xr, suffix(i*31+k%perKind)), xr, fmt.Sprintf("kinds-%03d", i), "database")
 		mr.SetAPIVersion(gvr.GroupVersion().String())
 		mr.SetKind(crd.Spec.Names.Kind)
 		_, err := createRetry(ctx, dyn.Resource(gvr), mr)
@@ -244,10 +254,10 @@ func seedKinds(ctx context.Context, env *harness.Env, dyn dynamic.Interface, n, 
 	})
 }
 
-// removeKinds deletes the generated MR kinds (and so their objects) and
+// RemoveKinds deletes the generated MR kinds (and so their objects) and
 // waits until they are gone.
-func removeKinds(ctx context.Context, env *harness.Env) error {
-	sel := client.MatchingLabels{benchLabel: scenarioKinds}
+func RemoveKinds(ctx context.Context, env *harness.Env) error {
+	sel := client.MatchingLabels{Label: KindsScenario}
 	if err := env.Client.DeleteAllOf(ctx, &apiextensionsv1.CustomResourceDefinition{}, sel); err != nil {
 		return fmt.Errorf("removing the generated MR kinds: %w", err)
 	}
@@ -263,16 +273,16 @@ func removeKinds(ctx context.Context, env *harness.Env) error {
 	})
 }
 
-// seedFleet creates n Fleet-managed Deployments (fleetWorkload) as the
+// SeedFleet creates n Fleet-managed Deployments (fleetWorkload) as the
 // Fleet agent, with its field manager, and reports their status as the
 // deployment controller would, so each carries both managedFields entries.
-func seedFleet(ctx context.Context, agent, admin kubernetes.Interface, n, workers int) error {
-	return createAll(ctx, workers, n, func(ctx context.Context, i int) error {
+func SeedFleet(ctx context.Context, agent, admin kubernetes.Interface, n, workers int) error {
+	return CreateAll(ctx, workers, n, func(ctx context.Context, i int) error {
 		d, err := fleetWorkload(i)
 		if err != nil {
 			return err
 		}
-		got, err := agent.AppsV1().Deployments(fleetNamespace).Create(ctx, d, metav1.CreateOptions{FieldManager: fleetFieldManager})
+		got, err := agent.AppsV1().Deployments(FleetNamespace).Create(ctx, d, metav1.CreateOptions{FieldManager: fleetFieldManager})
 		if err != nil {
 			return fmt.Errorf("creating Deployment %s: %w", d.Name, err)
 		}
@@ -285,7 +295,7 @@ func seedFleet(ctx context.Context, agent, admin kubernetes.Interface, n, worker
 				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable", Message: fmt.Sprintf("ReplicaSet %q has successfully progressed.", got.Name+"-7f9d8c6b5"), LastUpdateTime: now, LastTransitionTime: now},
 			},
 		}
-		if _, err := admin.AppsV1().Deployments(fleetNamespace).UpdateStatus(ctx, got, metav1.UpdateOptions{FieldManager: "kube-controller-manager"}); err != nil {
+		if _, err := admin.AppsV1().Deployments(FleetNamespace).UpdateStatus(ctx, got, metav1.UpdateOptions{FieldManager: "kube-controller-manager"}); err != nil {
 			return fmt.Errorf("updating the status of Deployment %s: %w", d.Name, err)
 		}
 		return nil

@@ -1,58 +1,40 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/stewardhq/steward/e2e/bench"
 	"github.com/stewardhq/steward/e2e/harness"
 )
 
-// bench is one run of the load tool.
-type bench struct {
+// loadRun is one run of the load tool.
+type loadRun struct {
 	opts          options
 	root, workDir string
 	c             *cluster
 	nonce         string
-	mix           *mixSeeder // the large caches, once seeded
+	mix           *bench.Mix // the large caches, once seeded
 	seq           int        // offsets writers' sequence numbers, so names stay fresh
 	k             int        // rounds so far, to alternate the order of configurations
 	res           *results
 }
 
-func (b *bench) warnf(format string, args ...any) { b.res.warnf(format, args...) }
-
-// describeMachine names the machine's CPUs and the commit measured.
-func describeMachine(ctx context.Context) machine {
-	data, _ := os.ReadFile("/proc/cpuinfo")
-	_, model, _ := strings.Cut(string(data), "model name")
-	commit, _ := exec.CommandContext(ctx, "git", "rev-parse", "--short", "HEAD").Output()
-	if exec.CommandContext(ctx, "git", "diff", "--quiet", "HEAD", "--", "cmd", "webhooks", "certs", "manifests", "e2e").Run() != nil {
-		commit = append(bytes.TrimSpace(commit), " with uncommitted changes to the code"...)
-	}
-	return machine{CPUs: runtime.NumCPU(), CPUModel: strings.Trim(strings.SplitN(model, "\n", 2)[0], "\t :"), Commit: strings.TrimSpace(string(commit))}
-}
-
 func measureAll(ctx context.Context, opts options, root string) (*results, error) {
-	b := &bench{opts: opts, root: root, workDir: inRoot(root, "bin/bench")}
-	b.res = &results{runInfo: newRunInfo(ctx, opts)}
+	b := &loadRun{opts: opts, root: root, workDir: bench.InRoot(root, "bin/bench")}
+	b.res = &results{Run: bench.NewRun(ctx), Options: opts}
 	b.nonce = strconv.FormatInt(time.Now().UnixNano()%(1<<30), 36)
 	if err := os.MkdirAll(b.workDir, 0o755); err != nil {
 		return nil, err
 	}
-	logf("starting kube-apiserver, etcd, steward and the allow-all webhook")
+	bench.Logf("starting kube-apiserver, etcd, steward and the allow-all webhook")
 	var err error
 	if b.c, err = startCluster(ctx, b.workDir); err != nil {
 		return nil, err
@@ -70,7 +52,7 @@ func measureAll(ctx context.Context, opts options, root string) (*results, error
 	time.Sleep(3 * time.Second)
 	mem := &b.res.Memory
 	mem.IdleRSS, _ = b.stewardMemory()
-	if s, err := scrape(b.c.env.Steward.MetricsRequest(protoFormat)); err == nil {
+	if s, err := bench.Scrape(b.c.env.Steward.MetricsRequest(bench.ProtoFormat)); err == nil {
 		// Without a limit the runtime reports math.MaxInt64.
 		if v := harness.SumFamilies(s, "go_gc_gomemlimit_bytes", nil); v > 0 && v < math.MaxInt64 {
 			mem.SoftLimit = int64(v)
@@ -96,14 +78,14 @@ func measureAll(ctx context.Context, opts options, root string) (*results, error
 		if err := b.c.switchTo(ctx, cfgNone); err != nil {
 			return nil, err
 		}
-		logf("seeding %d objects (1 XR : 5 MRs : ½ Flux object)", opts.objects)
-		b.mix = &mixSeeder{dyn: b.c.users[""].dyn, workers: opts.seedWorkers}
-		step, err := b.mix.growTo(ctx, opts.objects)
+		bench.Logf("seeding %d objects (1 XR : 5 MRs : ½ Flux object)", opts.objects)
+		b.mix = &bench.Mix{Dyn: b.c.users[""].Dyn, Workers: opts.seedWorkers}
+		step, err := b.mix.GrowTo(ctx, opts.objects)
 		if err != nil {
 			return nil, err
 		}
 		b.res.Seeded = &step
-		logf("seeded in %s; restarting steward", step.Took.Round(time.Second))
+		bench.Logf("seeded in %s; restarting steward", step.Took.Round(time.Second))
 		if err := b.c.env.Steward.Restart(ctx); err != nil {
 			return nil, fmt.Errorf("restarting steward: %w", err)
 		}
@@ -122,7 +104,7 @@ func measureAll(ctx context.Context, opts options, root string) (*results, error
 	return b.res, nil
 }
 
-func (b *bench) runPhase(ctx context.Context, phase int) error {
+func (b *loadRun) runPhase(ctx context.Context, phase int) error {
 	for _, w := range workloads {
 		if w.Phase != phase || !b.opts.runs(w.Name) {
 			continue
@@ -141,7 +123,7 @@ func (b *bench) runPhase(ctx context.Context, phase int) error {
 				return err
 			}
 			if err := w.cleanup(ctx, b.c); err != nil {
-				b.warnf("cleaning up after %s: %v", w.Name, err)
+				b.res.Warnf("cleaning up after %s: %v", w.Name, err)
 			}
 		}
 	}
@@ -153,8 +135,8 @@ func (b *bench) runPhase(ctx context.Context, phase int) error {
 // so the points compared with each other are measured seconds apart and
 // drift in the machine's speed affects them alike. The first judged
 // workload at 16 writers (or the most) is profiled once, in an extra run.
-func (b *bench) runPoints(ctx context.Context, w *workload, levels []int, rounds int, duration time.Duration, burst bool) error {
-	profile := b.opts.profile && !burst && w.User != agentUser
+func (b *loadRun) runPoints(ctx context.Context, w *workload, levels []int, rounds int, duration time.Duration, burst bool) error {
+	profile := b.opts.profile && !burst && w.User != bench.AgentUser
 	for _, n := range levels {
 		points := map[configID][]*point{}
 		for range rounds {
@@ -181,7 +163,7 @@ func (b *bench) runPoints(ctx context.Context, w *workload, levels []int, rounds
 			p := merge(points[cfg])
 			b.res.Points = append(b.res.Points, p)
 			if want := w.Denies[p.Config]; want && p.Succeeded > 0 || !want && p.Denied > 0 {
-				b.warnf("%s (%s) %d writers: %d writes allowed and %d denied; the configuration should have %s them all",
+				b.res.Warnf("%s (%s) %d writers: %d writes allowed and %d denied; the configuration should have %s them all",
 					w.Name, p.Config, p.Writers, p.Succeeded, p.Denied, map[bool]string{true: "denied", false: "allowed"}[want])
 			}
 		}
@@ -190,7 +172,7 @@ func (b *bench) runPoints(ctx context.Context, w *workload, levels []int, rounds
 }
 
 // measure runs one round of a point.
-func (b *bench) measure(ctx context.Context, w *workload, cfg configID, writers int, duration time.Duration) (*point, error) {
+func (b *loadRun) measure(ctx context.Context, w *workload, cfg configID, writers int, duration time.Duration) (*point, error) {
 	ops, err := w.prepare(ctx, b, writers)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", w.Name, err)
@@ -203,45 +185,45 @@ func (b *bench) measure(ctx context.Context, w *workload, cfg configID, writers 
 	}
 	p.Workload, p.Config = w.Name, cfg
 	p.fill(before, after)
-	logf("%-30s (%s) %3d writers: %7.0f writes/s  p50 %6.2fms  denied %d  errors %d  webhook calls %.0f  other load %.2f cores",
+	bench.Logf("%-30s (%s) %3d writers: %7.0f writes/s  p50 %6.2fms  denied %d  errors %d  webhook calls %.0f  other load %.2f cores",
 		w.Name, cfg, writers, p.Rate(), ms(percentile(p.latencies, 0.5)), p.Denied, p.Failed, p.Calls, p.OtherCores())
 	for _, e := range p.Errors {
-		logf("  error: %s", e)
+		bench.Logf("  error: %s", e)
 	}
 	return p, nil
 }
 
-func (b *bench) stewardMemory() (rss, peak int64) {
+func (b *loadRun) stewardMemory() (rss, peak int64) {
 	m, _ := harness.ProcessMemory(b.c.env.Steward.PID())
 	return m.RSS, m.Peak
 }
 
 // cachedObjects is what claimguard reports holding in its caches.
-func (b *bench) cachedObjects() float64 {
-	s, _ := scrape(b.c.env.Steward.MetricsRequest(protoFormat))
+func (b *loadRun) cachedObjects() float64 {
+	s, _ := bench.Scrape(b.c.env.Steward.MetricsRequest(bench.ProtoFormat))
 	return harness.SumFamilies(s, "steward_claimguard_cached_objects", nil)
 }
 
 // cpuProfile profiles Steward's CPU during an extra run of w with
 // writers, configuration (d) in effect, whose figures are left out.
-func (b *bench) cpuProfile(ctx context.Context, w *workload, writers int) {
+func (b *loadRun) cpuProfile(ctx context.Context, w *workload, writers int) {
 	secs, done := max(int(b.opts.duration.Seconds()), 2), make(chan struct{})
 	go func() {
 		defer close(done)
 		b.profile(fmt.Sprintf("profile?seconds=%d", secs), w.Name+".cpu.pprof", "CPU, "+w.Name)
 	}()
 	if _, err := b.measure(ctx, w, cfgSteward, writers, time.Duration(secs)*time.Second); err != nil {
-		b.warnf("profiling %s: %v", w.Name, err)
+		b.res.Warnf("profiling %s: %v", w.Name, err)
 	}
 	<-done
 }
 
 // profile saves a pprof profile of Steward and keeps its summary
 // (`go tool pprof -top`) for the report.
-func (b *bench) profile(query, file, title string, pprofArgs ...string) {
+func (b *loadRun) profile(query, file, title string, pprofArgs ...string) {
 	path := filepath.Join(b.workDir, file)
-	if err := fetchPprof(b.c.pprofAddr, query, path); err != nil {
-		b.warnf("profile %s: %v", title, err)
+	if err := bench.FetchPprof(b.c.pprofAddr, query, path); err != nil {
+		b.res.Warnf("profile %s: %v", title, err)
 		return
 	}
 	out, err := exec.Command("go", append(append([]string{"tool", "pprof", "-top", "-nodecount=25"}, pprofArgs...), path)...).CombinedOutput()
@@ -250,30 +232,6 @@ func (b *bench) profile(query, file, title string, pprofArgs ...string) {
 	}
 	rel, _ := filepath.Rel(b.root, path)
 	b.res.Profiles = append(b.res.Profiles, profile{Title: title, Path: rel, Top: string(out)})
-}
-
-// fetchPprof GETs Steward's /debug/pprof/<query> and saves what it answers
-// to path, or discards it when path is empty (heap?gc=1 has collected by
-// then).
-func fetchPprof(addr, query, path string) error {
-	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Get("http://" + addr + "/debug/pprof/" + query)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if path == "" {
-		_, err = io.Copy(io.Discard, resp.Body)
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(f, resp.Body)
-	return errors.Join(err, f.Close())
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

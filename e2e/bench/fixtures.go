@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -23,41 +23,43 @@ import (
 
 // Identities the workloads write as (every authenticated user is a
 // cluster-admin in the harness, so only admission decides), the namespaces
-// they write to, the label that marks what a workload created, so cleanup
-// finds it, and the Fleet-managed ConfigMap that configuration switches
-// dry-run changes of to see whether the policy is in effect.
+// they write to, and the label that marks what a workload or a scenario
+// created, so that cleanup finds it, with its values for what the scale
+// scenarios seed aside.
 const (
-	agentUser       = "system:serviceaccount:cattle-fleet-system:fleet-agent"
-	humanUser       = "jane"
-	crossplaneUser  = "system:serviceaccount:crossplane-system:crossplane"
-	fluxUser        = "system:serviceaccount:flux-system:kustomize-controller"
-	fleetNamespace  = "bench-apps"
-	fluxNamespace   = "bench-flux"
-	claimsNamespace = "bench-team-db"
-	benchLabel      = "bench.steward.dev/workload"
-	policyProbeName = "bench-policy-probe"
+	AgentUser       = "system:serviceaccount:cattle-fleet-system:fleet-agent"
+	HumanUser       = "jane"
+	CrossplaneUser  = "system:serviceaccount:crossplane-system:crossplane"
+	FluxUser        = "system:serviceaccount:flux-system:kustomize-controller"
+	FleetNamespace  = "bench-apps"
+	FluxNamespace   = "bench-flux"
+	ClaimsNamespace = "bench-team-db"
+	Label           = "bench.steward.dev/workload"
+	FleetScenario   = "fleet"
+	KindsScenario   = "kinds"
 )
 
-var humanGroups = []string{"devs"}
+// HumanGroups are HumanUser's groups.
+var HumanGroups = []string{"devs"}
 
 // Custom resources.
 var (
-	claimGVR       = schema.GroupVersionResource{Group: "database.example.org", Version: "v1alpha1", Resource: "postgresqlinstances"}
-	compositeGVR   = schema.GroupVersionResource{Group: "database.example.org", Version: "v1alpha1", Resource: "xpostgresqlinstances"}
-	configMapsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-	hrOldGVR       = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2beta1", Resource: "helmreleases"}
+	ClaimGVR              = schema.GroupVersionResource{Group: "database.example.org", Version: "v1alpha1", Resource: "postgresqlinstances"}
+	compositeGVR          = schema.GroupVersionResource{Group: "database.example.org", Version: "v1alpha1", Resource: "xpostgresqlinstances"}
+	ConfigMapsGVR         = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	DeploymentsGVR        = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	HelmReleaseV2beta1GVR = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2beta1", Resource: "helmreleases"}
 	// fluxResources are the Flux kinds seeded, by kind.
 	fluxResources = map[string]schema.GroupVersionResource{
 		"HelmRelease":   {Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"},
 		"Kustomization": {Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"},
 		"GitRepository": {Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"},
 	}
-	// mrResources are the MR kinds seeded XRs compose, by kind: real
+	// MRResources are the MR kinds seeded XRs compose, by kind: real
 	// provider-sql kinds (legacy cluster-scoped group), Database and Role,
 	// installed in every environment, and Grant and Schema, from
 	// e2e/upstream/provider-sql-scale.
-	mrResources = map[string]schema.GroupVersionResource{
+	MRResources = map[string]schema.GroupVersionResource{
 		"Database": {Group: sqlGroup, Version: "v1alpha1", Resource: "databases"},
 		"Role":     {Group: sqlGroup, Version: "v1alpha1", Resource: "roles"},
 		"Schema":   {Group: sqlGroup, Version: "v1alpha1", Resource: "schemas"},
@@ -83,15 +85,15 @@ var fleetObjects = func() (objs struct {
 	return objs
 }()
 
-// fleetConfigMap is a small application ConfigMap deployed by Fleet.
-func fleetConfigMap(name string) *corev1.ConfigMap {
+// FleetConfigMap is a small application ConfigMap deployed by Fleet.
+func FleetConfigMap(name string) *corev1.ConfigMap {
 	cm := fleetObjects.cm.DeepCopy()
 	cm.Name = name
 	return cm
 }
 
-// fleetDeployment is a typical web Deployment deployed by Fleet.
-func fleetDeployment(name string) *appsv1.Deployment {
+// FleetDeployment is a typical web Deployment deployed by Fleet.
+func FleetDeployment(name string) *appsv1.Deployment {
 	d := fleetObjects.deploy.DeepCopy()
 	d.Name = name
 	d.Spec.Selector.MatchLabels["app.kubernetes.io/instance"] = name
@@ -110,10 +112,10 @@ func unstructuredObj(apiVersion, kind, namespace, name string, labels, annotatio
 
 // composedLabels are the labels Crossplane puts on an XR and its MRs.
 func composedLabels(xr, claim string) map[string]string {
-	return map[string]string{"crossplane.io/composite": xr, "crossplane.io/claim-name": claim, "crossplane.io/claim-namespace": claimsNamespace}
+	return map[string]string{"crossplane.io/composite": xr, "crossplane.io/claim-name": claim, "crossplane.io/claim-namespace": ClaimsNamespace}
 }
 
-// composite is a v1 XR bound to claim <claim> in claimsNamespace, composing
+// composite is a v1 XR bound to claim <claim> in ClaimsNamespace, composing
 // mrs.
 func composite(name, claim string, mrs []*unstructured.Unstructured) *unstructured.Unstructured {
 	refs := make([]any, len(mrs))
@@ -124,7 +126,7 @@ func composite(name, claim string, mrs []*unstructured.Unstructured) *unstructur
 		map[string]any{
 			"parameters":     map[string]any{"storageGB": int64(20)},
 			"compositionRef": map[string]any{"name": "xpostgresqlinstances.aws.database.example.org"},
-			"claimRef":       map[string]any{"apiVersion": "database.example.org/v1alpha1", "kind": "PostgreSQLInstance", "name": claim, "namespace": claimsNamespace},
+			"claimRef":       map[string]any{"apiVersion": "database.example.org/v1alpha1", "kind": "PostgreSQLInstance", "name": claim, "namespace": ClaimsNamespace},
 			"resourceRefs":   refs,
 			"writeConnectionSecretToRef": map[string]any{
 				"name": name + "-conn", "namespace": "crossplane-system",
@@ -132,10 +134,10 @@ func composite(name, claim string, mrs []*unstructured.Unstructured) *unstructur
 		})
 }
 
-// composedMR is a provider-sql MR as Crossplane composes it and its
+// ComposedMR is a provider-sql MR as Crossplane composes it and its
 // provider has adopted it: the composite's labels, the composition step,
 // the external name, and the provider's finalizer.
-func composedMR(kind, name, xr, claim, step string) *unstructured.Unstructured {
+func ComposedMR(kind, name, xr, claim, step string) *unstructured.Unstructured {
 	db := xr + "-db"
 	forProvider := map[string]map[string]any{
 		"Database": {"encoding": "UTF8", "lcCType": "en_US.utf8", "lcCollate": "en_US.utf8", "connectionLimit": int64(50), "allowConnections": true, "owner": xr + "-owner"},
@@ -157,10 +159,10 @@ func composedMR(kind, name, xr, claim, step string) *unstructured.Unstructured {
 	return mr
 }
 
-// claim is a PostgreSQLInstance claim as a developer writes it.
-func claim(name string) *unstructured.Unstructured {
-	return unstructuredObj("database.example.org/v1alpha1", "PostgreSQLInstance", claimsNamespace, name,
-		map[string]string{benchLabel: "claim-create"}, nil,
+// Claim is a PostgreSQLInstance claim as a developer writes it.
+func Claim(name string) *unstructured.Unstructured {
+	return unstructuredObj("database.example.org/v1alpha1", "PostgreSQLInstance", ClaimsNamespace, name,
+		map[string]string{Label: "claim-create"}, nil,
 		map[string]any{
 			"parameters":                 map[string]any{"storageGB": int64(20)},
 			"compositionSelector":        map[string]any{"matchLabels": map[string]any{"provider": "aws"}},
@@ -169,10 +171,10 @@ func claim(name string) *unstructured.Unstructured {
 		})
 }
 
-// fluxObject is a Flux HelmRelease (v2), Kustomization or GitRepository
+// FluxObject is a Flux HelmRelease (v2), Kustomization or GitRepository
 // (v1); a suspended one carries the annotations Steward records, as if it
 // had seen the suspend.
-func fluxObject(kind, name string, suspended bool) *unstructured.Unstructured {
+func FluxObject(kind, name string, suspended bool) *unstructured.Unstructured {
 	var marks map[string]string
 	if suspended {
 		marks = map[string]string{"steward.dev/suspended-by": "jane", "steward.dev/suspended-at": "2026-01-01T00:00:00Z"}
@@ -185,22 +187,22 @@ func fluxObject(kind, name string, suspended bool) *unstructured.Unstructured {
 		"GitRepository": {"interval": "1m", "url": "https://git.example.com/platform/" + name, "ref": map[string]any{"branch": "main"}},
 	}[kind]
 	spec["suspend"] = suspended
-	return unstructuredObj(fluxResources[kind].GroupVersion().String(), kind, fluxNamespace, name, nil, marks, spec)
+	return unstructuredObj(fluxResources[kind].GroupVersion().String(), kind, FluxNamespace, name, nil, marks, spec)
 }
 
-// fluxEvent is the Event kustomize-controller records after reconciling
+// FluxEvent is the Event kustomize-controller records after reconciling
 // Kustomization ks.
-func fluxEvent(ks string, seq int) *corev1.Event {
+func FluxEvent(ks string, seq int) *corev1.Event {
 	now := metav1.NewTime(time.Now())
 	return &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        fmt.Sprintf("%s.%x", ks, time.Now().UnixNano()+int64(seq)),
-			Namespace:   fluxNamespace,
-			Labels:      map[string]string{benchLabel: "flux-event"},
+			Namespace:   FluxNamespace,
+			Labels:      map[string]string{Label: "flux-event"},
 			Annotations: map[string]string{"kustomize.toolkit.fluxcd.io/revision": "main@sha1:9b5c4f1e2d3a" + strconv.Itoa(seq%10)},
 		},
 		InvolvedObject: corev1.ObjectReference{
-			Kind: "Kustomization", APIVersion: "kustomize.toolkit.fluxcd.io/v1", Namespace: fluxNamespace, Name: ks,
+			Kind: "Kustomization", APIVersion: "kustomize.toolkit.fluxcd.io/v1", Namespace: FluxNamespace, Name: ks,
 		},
 		Reason: "ReconciliationSucceeded", Message: "Reconciliation finished in 1.27s, next run in 10m0s", Type: corev1.EventTypeNormal,
 		Source: corev1.EventSource{Component: "kustomize-controller"}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
@@ -223,9 +225,9 @@ const (
 // of the applied object: its JSON, gzipped, in base64.
 func fleetWorkload(i int) (*appsv1.Deployment, error) {
 	release := fmt.Sprintf("shop-%04d", i)
-	d := fleetDeployment(release + "-web")
+	d := FleetDeployment(release + "-web")
 	d.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
-	d.Labels[benchLabel] = scenarioFleet
+	d.Labels[Label] = FleetScenario
 	d.Labels["objectset.rio.cattle.io/hash"] = fmt.Sprintf("%040x", uint64(i)*0x9e3779b97f4a7c15)
 	d.Labels["app.kubernetes.io/instance"] = release
 	d.Labels["helm.sh/chart"] = "web-1.42.0"
@@ -235,7 +237,7 @@ func fleetWorkload(i int) (*appsv1.Deployment, error) {
 		"objectset.rio.cattle.io/owner-name":      release,
 		"objectset.rio.cattle.io/owner-namespace": fleetOwnerNS,
 		"meta.helm.sh/release-name":               release,
-		"meta.helm.sh/release-namespace":          fleetNamespace,
+		"meta.helm.sh/release-namespace":          FleetNamespace,
 	}
 	data, err := json.Marshal(d)
 	if err != nil {
@@ -257,7 +259,7 @@ func fleetWorkload(i int) (*appsv1.Deployment, error) {
 // kNNN.scale.sql.crossplane.io, labelled as the kinds scenario's.
 func renamedCRD(base *apiextensionsv1.CustomResourceDefinition, i int) *apiextensionsv1.CustomResourceDefinition {
 	crd := base.DeepCopy()
-	crd.ObjectMeta = metav1.ObjectMeta{Labels: map[string]string{benchLabel: scenarioKinds}}
+	crd.ObjectMeta = metav1.ObjectMeta{Labels: map[string]string{Label: KindsScenario}}
 	kind := fmt.Sprintf("Database%03d", i)
 	crd.Spec.Group = fmt.Sprintf("k%03d.scale.sql.crossplane.io", i)
 	crd.Spec.Names.Kind, crd.Spec.Names.ListKind = kind, kind+"List"
@@ -280,4 +282,4 @@ func suffix(i int) string {
 	return string(b)
 }
 
-func ptr[T any](v T) *T { return &v }
+func Ptr[T any](v T) *T { return &v }

@@ -1,0 +1,41 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Golden compares got with testdata/<name>.golden, failing t at the first
+// line that differs, or rewrites the file when update is set (a test's
+// -update flag, after an intended change): a change to how the
+// benchmarks seed and write must not change what they seed and say.
+func Golden(t testing.TB, name, got string, update bool) {
+	t.Helper()
+	golden := filepath.Join("testdata", name+".golden")
+	if update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	data, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, w := strings.Split(got, "\n"), strings.Split(string(data), "\n")
+	for i := range max(len(g), len(w)) {
+		var a, b string
+		if i < len(g) {
+			a = g[i]
+		}
+		if i < len(w) {
+			b = w[i]
+		}
+		if a != b {
+			t.Errorf("%s differs from %s at line %d:\n got: %s\nwant: %s", name, golden, i+1, a, b)
+			return
+		}
+	}
+}
