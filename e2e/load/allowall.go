@@ -98,24 +98,32 @@ func startAllowAll(ctx context.Context, dir string, paths []string) (*allowAll, 
 		return nil, fmt.Errorf("starting the allow-all webhook: %w", err)
 	}
 	go func() { _ = a.cmd.Wait(); close(a.exited) }()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if resp, err := http.Get(a.local("/readyz")); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return a, nil
-			}
-		}
+	err = harness.Poll(ctx, 30*time.Second, func() error {
 		select {
 		case <-a.exited:
-			return nil, errors.New("the allow-all webhook exited at start-up; see allow-all.log")
-		case <-ctx.Done():
-			a.stop()
-			return nil, ctx.Err()
+			return nil // said below
 		default:
 		}
+		resp, err := http.Get(a.local("/readyz"))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz: %s", resp.Status)
+		}
+		return nil
+	})
+	select {
+	case <-a.exited:
+		err = errors.New("it exited at start-up")
+	default:
 	}
-	a.stop()
-	return nil, errors.New("the allow-all webhook did not get ready within 30s; see allow-all.log")
+	if err != nil {
+		a.stop()
+		return nil, fmt.Errorf("the allow-all webhook did not get ready: %w; see allow-all.log", err)
+	}
+	return a, nil
 }
 
 // local is a URL of the plain-HTTP metrics port.

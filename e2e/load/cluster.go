@@ -107,23 +107,25 @@ func deleteMarked(res schema.GroupVersionResource, namespace, mark string) func(
 // them once every webhook has rules (claimguard fills in its claim and
 // composite kinds at run time), keeping only their names and webhooks.
 func (c *cluster) liveWebhooks(ctx context.Context, timeout time.Duration) (w harness.Webhooks, err error) {
-	for deadline := time.Now().Add(timeout); ; time.Sleep(500 * time.Millisecond) {
+	err = harness.Poll(ctx, timeout, func() error {
 		vwc, mwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{}
 		for _, obj := range []client.Object{vwc, mwc} {
 			if err := c.env.Client.Get(ctx, client.ObjectKey{Name: harness.WebhookConfigurationName}, obj); err != nil {
-				return w, fmt.Errorf("reading steward's webhook configurations: %w", err)
+				return fmt.Errorf("reading steward's webhook configurations: %w", err)
 			}
 		}
 		w.Validating = &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: vwc.Name}, Webhooks: vwc.Webhooks}
 		w.Mutating = &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: mwc.Name}, Webhooks: mwc.Webhooks}
-		empty := slices.ContainsFunc(vwc.Webhooks, func(wh admissionregistrationv1.ValidatingWebhook) bool { return len(wh.Rules) == 0 })
-		if !empty || time.Now().After(deadline) {
-			if empty {
-				bench.Logf("warning: some of steward's webhooks still have no rules after %s; measuring without them", timeout)
-			}
-			return w, nil
+		if slices.ContainsFunc(vwc.Webhooks, func(wh admissionregistrationv1.ValidatingWebhook) bool { return len(wh.Rules) == 0 }) {
+			return errors.New("some of steward's webhooks still have no rules")
 		}
+		return nil
+	})
+	if err != nil && w.Validating != nil {
+		bench.Logf("warning: %v; measuring without them", err)
+		err = nil
 	}
+	return w, err
 }
 
 // switchTo removes the configuration in effect and installs id, returning
@@ -168,18 +170,17 @@ func (c *cluster) switchTo(ctx context.Context, id configID) error {
 // the policy's denial appears (present) or disappears.
 func (c *cluster) waitPolicy(ctx context.Context, present bool) error {
 	human := c.users[bench.HumanUser].Kube.CoreV1().ConfigMaps(bench.FleetNamespace)
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	return harness.Poll(ctx, time.Minute, func() error {
 		patch := fmt.Appendf(nil, `{"data":{"probe":"%d"}}`, time.Now().UnixNano())
 		_, err := human.Patch(ctx, policyProbeName, types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
-		denied := err != nil && strings.Contains(err.Error(), policyName)
-		if err != nil && !denied && !apierrors.IsForbidden(err) {
+		switch denied := err != nil && strings.Contains(err.Error(), policyName); {
+		case err != nil && !denied && !apierrors.IsForbidden(err):
 			return fmt.Errorf("probing the policy: %w", err)
+		case denied != present:
+			return fmt.Errorf("the policy is not in effect as it should be (present=%v)", present)
 		}
-		if denied == present {
-			return nil
-		}
-	}
-	return fmt.Errorf("the policy did not take effect (present=%v) within a minute", present)
+		return nil
+	})
 }
 
 // Names of the configurations the load tool registers itself, and of the

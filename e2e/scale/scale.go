@@ -42,6 +42,7 @@ type scaler struct {
 	env          *harness.Env
 	admin, agent *bench.Clients // agent writes the Fleet-managed Deployments
 	pprofAddr    string
+	quiet        bool // Steward stopped and its webhooks removed
 	mix          bench.Mix
 	res          *scaleResults
 }
@@ -189,8 +190,11 @@ func auditScale(sizes []int) int {
 // quiesce stops Steward and removes its webhook configurations, so that
 // seeding neither waits for admission nor makes Steward's informers
 // process every event: the measurement is of a Steward that starts with
-// the objects already there.
+// the objects already there. It does nothing when they are so already.
 func (s *scaler) quiesce(ctx context.Context) error {
+	if s.quiet {
+		return nil
+	}
 	if st := s.env.Steward; st != nil {
 		if err := st.Stop(); err != nil {
 			return err
@@ -206,6 +210,7 @@ func (s *scaler) quiesce(ctx context.Context) error {
 	}
 	// The API server takes a moment to stop calling a removed webhook.
 	time.Sleep(2 * time.Second)
+	s.quiet = true
 	return nil
 }
 
@@ -261,6 +266,7 @@ func (s *scaler) measure(ctx context.Context, config, scenario string, watchList
 	opts.Env = append(opts.Env, env...)
 	st, err := s.env.RestartStewardWith(ctx, opts)
 	readyAt := time.Now()
+	s.quiet = false
 	if err != nil {
 		return fmt.Errorf("starting steward (%s, WatchList %s): %w", scenario, onOff(watchList), err)
 	}
