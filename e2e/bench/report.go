@@ -77,12 +77,12 @@ func WriteSection(path, name, chart, svg, section string) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	return os.WriteFile(path, []byte(Splice(string(data), name, section)), 0o644)
+	return os.WriteFile(path, []byte(splice(string(data), name, section)), 0o644)
 }
 
-// Splice puts section, between name's markers, in place of report's
+// splice puts section, between name's markers, in place of report's
 // section of that name (see WriteSection).
-func Splice(report, name, section string) string {
+func splice(report, name, section string) string {
 	begin := "<!-- " + name + ":begin (written by the benchmark; edit outside these markers, which a new run keeps) -->"
 	end := "<!-- " + name + ":end -->"
 	marked := begin + "\n" + strings.Trim(section, "\n") + "\n" + end

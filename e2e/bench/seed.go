@@ -27,12 +27,12 @@ import (
 // Flux mix (Mix), which both the load run's large caches and the
 // scale scenarios grow, MR kinds (SeedKinds) and Fleet-managed Deployments
 // (SeedFleet). All of them write
-// through CreateAll, straight to the API server from many goroutines, and
+// through createAll, straight to the API server from many goroutines, and
 // create custom resources with createRetry.
 
-// CreateAll runs create for every i in [0, n) on at most workers
+// createAll runs create for every i in [0, n) on at most workers
 // goroutines at once (started in order of i) and returns the first error.
-func CreateAll(ctx context.Context, workers, n int, create func(ctx context.Context, i int) error) error {
+func createAll(ctx context.Context, workers, n int, create func(ctx context.Context, i int) error) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	for i := range n {
@@ -183,7 +183,7 @@ func (m *Mix) GrowTo(ctx context.Context, total int) (SeedStep, error) {
 	start, before := time.Now(), m.Total()
 	xrs, flux := mixFor(total)
 	newXRs := max(xrs-m.xrs, 0)
-	err := CreateAll(ctx, m.Workers, newXRs+max(flux-m.flux, 0), func(ctx context.Context, i int) error {
+	err := createAll(ctx, m.Workers, newXRs+max(flux-m.flux, 0), func(ctx context.Context, i int) error {
 		if i < newXRs {
 			i += m.xrs
 			xr, claim := mixComposite(i)
@@ -231,7 +231,7 @@ func SeedKinds(ctx context.Context, env *harness.Env, dyn dynamic.Interface, n, 
 		crds[i] = renamedCRD(opts.CRDs[0], i)
 	}
 	// Each new CRD makes the API server rebuild its OpenAPI: a few at once.
-	if err := CreateAll(ctx, min(workers, 8), n, func(ctx context.Context, i int) error {
+	if err := createAll(ctx, min(workers, 8), n, func(ctx context.Context, i int) error {
 		if err := env.Client.Create(ctx, crds[i]); err != nil {
 			return fmt.Errorf("creating CRD %s: %w", crds[i].Name, err)
 		}
@@ -242,7 +242,7 @@ func SeedKinds(ctx context.Context, env *harness.Env, dyn dynamic.Interface, n, 
 	if err := envtest.WaitForCRDs(env.Config, crds, opts); err != nil {
 		return 0, fmt.Errorf("waiting for the generated MR kinds to be served: %w", err)
 	}
-	return n * perKind, CreateAll(ctx, workers, n*perKind, func(ctx context.Context, k int) error {
+	return n * perKind, createAll(ctx, workers, n*perKind, func(ctx context.Context, k int) error {
 		i, crd := k/perKind, crds[k/perKind]
 		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: crd.Spec.Versions[0].Name, Resource: crd.Spec.Names.Plural}
 		xr := fmt.Sprintf("kinds-%03d-%s", i, suffix(i))
@@ -277,7 +277,7 @@ func RemoveKinds(ctx context.Context, env *harness.Env) error {
 // Fleet agent, with its field manager, and reports their status as the
 // deployment controller would, so each carries both managedFields entries.
 func SeedFleet(ctx context.Context, agent, admin kubernetes.Interface, n, workers int) error {
-	return CreateAll(ctx, workers, n, func(ctx context.Context, i int) error {
+	return createAll(ctx, workers, n, func(ctx context.Context, i int) error {
 		d, err := fleetWorkload(i)
 		if err != nil {
 			return err
