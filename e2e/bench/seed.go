@@ -24,11 +24,11 @@ import (
 )
 
 // Seeding fills the API server before a measurement: the Crossplane and
-// Flux mix (Mix), which both the load run's large caches and the
-// scale scenarios grow, MR kinds (SeedKinds) and Fleet-managed Deployments
-// (SeedFleet). All of them write
-// through createAll, straight to the API server from many goroutines, and
-// create custom resources with createRetry.
+// Flux mix (Mix), which both the load run's large caches and the scale
+// scenarios grow, MR kinds (SeedKinds) and Fleet-managed Deployments
+// (SeedFleet). All of them write through createAll, straight to the API
+// server from many goroutines, and create custom resources with
+// createRetry.
 
 // createAll runs create for every i in [0, n) on at most workers
 // goroutines at once (started in order of i) and returns the first error.
@@ -120,13 +120,14 @@ type SeedStep struct {
 	Took                         time.Duration
 }
 
+// Rate is the objects added per second.
 func (s SeedStep) Rate() float64 { return float64(s.Added) / max(s.Took.Seconds(), 1e-9) }
 
-// Mix grows the Crossplane and Flux mix in place: for every
+// Mix is the Crossplane and Flux mix, grown in place (GrowTo): for every
 // composite resource (a v1 XPostgreSQLInstance of a claim) five composed
 // MRs of real provider-sql kinds (composedKinds), one XR in
 // TerminatingEvery being deleted with its MRs, and a Flux object for every
-// other XR.
+// other XR. Dyn creates them, Workers at a time.
 type Mix struct {
 	Dyn            dynamic.Interface
 	Workers        int
