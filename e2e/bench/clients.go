@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/stewardhq/steward/e2e/harness"
 )
@@ -43,9 +44,18 @@ func NewClients(env *harness.Env, user string, groups []string, timeout time.Dur
 	return &Clients{Kube: kubernetes.NewForConfigOrDie(proto), Dyn: dynamic.NewForConfigOrDie(cfg)}
 }
 
-// CreateNamespaces creates the namespaces the objects are seeded and
-// written in.
-func CreateNamespaces(ctx context.Context, env *harness.Env) error {
+// Prepare readies a started API server for seeding: the CRDs of the mix's
+// MR kinds that not every environment has (provider-sql's Schema and
+// Grant) and those at crds (paths under the repository root), served; and
+// the namespaces the objects are seeded and written in.
+func Prepare(ctx context.Context, env *harness.Env, crds ...string) error {
+	opts, err := crdOptions(append([]string{filepath.Join("e2e", "upstream", "provider-sql-scale")}, crds...)...)
+	if err == nil {
+		_, err = envtest.InstallCRDs(env.Config, opts)
+	}
+	if err != nil {
+		return fmt.Errorf("installing CRDs: %w", err)
+	}
 	for _, ns := range []string{FleetNamespace, FluxNamespace, ClaimsNamespace} {
 		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return fmt.Errorf("creating namespace %s: %w", ns, err)

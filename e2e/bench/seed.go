@@ -205,10 +205,10 @@ func (m *Mix) GrowTo(ctx context.Context, total int) (SeedStep, error) {
 	return SeedStep{Total: m.Total(), Added: m.Total() - before, XRs: m.xrs, MRs: m.mrs, Flux: m.flux, Took: time.Since(start)}, nil
 }
 
-// CRDOptions reads CRDs from files and directories under the repository
+// crdOptions reads CRDs from files and directories under the repository
 // root, and waits up to ten minutes for them to be served: every new CRD
 // makes the API server rebuild its OpenAPI, which takes long with many.
-func CRDOptions(paths ...string) (envtest.CRDInstallOptions, error) {
+func crdOptions(paths ...string) (envtest.CRDInstallOptions, error) {
 	root, err := harness.RepoRoot()
 	for i := range paths {
 		paths[i] = filepath.Join(root, paths[i])
@@ -220,7 +220,7 @@ func CRDOptions(paths ...string) (envtest.CRDInstallOptions, error) {
 // renamed (renamedCRD, still in the "managed" category), and perKind
 // composed objects of each; it returns how many objects it created.
 func SeedKinds(ctx context.Context, env *harness.Env, dyn dynamic.Interface, n, perKind, workers int) (int, error) {
-	opts, err := CRDOptions(filepath.Join("e2e", "upstream", "provider-sql", sqlGroup+"_databases.yaml"))
+	opts, err := crdOptions(filepath.Join("e2e", "upstream", "provider-sql", sqlGroup+"_databases.yaml"))
 	if err == nil {
 		err = envtest.ReadCRDFiles(&opts)
 	}

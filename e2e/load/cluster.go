@@ -37,9 +37,10 @@ type cluster struct {
 	current          configID
 }
 
-// startCluster starts the API server, etcd and Steward (every rule at its
-// defaults, pprof on a local port) through the harness, then the allow-all
-// webhook with a certificate from the same generator as Steward's.
+// startCluster starts the API server and etcd through the harness,
+// prepares them for seeding, and starts Steward (every rule at its
+// defaults, pprof on a local port), then the allow-all webhook with a
+// certificate from the same generator as Steward's.
 func startCluster(ctx context.Context, workDir string) (c *cluster, err error) {
 	env, err := harness.Start(ctx)
 	if err != nil {
@@ -62,6 +63,9 @@ func startCluster(ctx context.Context, workDir string) (c *cluster, err error) {
 		return c, err
 	}
 	c.pprofAddr = "127.0.0.1:" + strconv.Itoa(port)
+	if err := bench.Prepare(ctx, env); err != nil {
+		return c, err
+	}
 	if _, err := env.StartSteward(ctx, harness.DefaultConfig, "--pprof-bind-address", c.pprofAddr); err != nil {
 		return c, fmt.Errorf("starting steward: %w", err)
 	}
@@ -79,9 +83,6 @@ func startCluster(ctx context.Context, workDir string) (c *cluster, err error) {
 		return c, err
 	}
 	if c.policy, c.binding, err = fleetPolicy(c.steward); err != nil {
-		return c, err
-	}
-	if err := bench.CreateNamespaces(ctx, env); err != nil {
 		return c, err
 	}
 	_, err = c.users[bench.AgentUser].Kube.CoreV1().ConfigMaps(bench.FleetNamespace).Create(ctx, bench.FleetConfigMap(policyProbeName), metav1.CreateOptions{})

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/stewardhq/steward/e2e/bench"
 	"github.com/stewardhq/steward/e2e/harness"
@@ -70,17 +69,9 @@ func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
 		return nil, err
 	}
 	s.pprofAddr = "127.0.0.1:" + strconv.Itoa(port)
-	// The MR kinds of the mix that not every environment has, and the
-	// PolicyReport CRDs Steward ships, so that the background audit
-	// publishes as in a cluster that has them.
-	crds, err := bench.CRDOptions(filepath.Join("e2e", "upstream", "provider-sql-scale"), filepath.Join("manifests", "policyreport-crds"))
-	if err == nil {
-		_, err = envtest.InstallCRDs(env.Config, crds)
-	}
-	if err == nil {
-		err = bench.CreateNamespaces(ctx, env)
-	}
-	if err != nil {
+	// The PolicyReport CRDs Steward ships as well, so that the background
+	// audit publishes as in a cluster that has them.
+	if err := bench.Prepare(ctx, env, filepath.Join("manifests", "policyreport-crds")); err != nil {
 		return nil, err
 	}
 
