@@ -97,7 +97,7 @@ func (c *cluster) stop() {
 }
 
 // deleteMarked is a cleanup that deletes what a workload created (labelled
-// benchLabel=mark).
+// bench.Label=mark).
 func deleteMarked(res schema.GroupVersionResource, namespace, mark string) func(context.Context, *cluster) error {
 	return func(ctx context.Context, c *cluster) error {
 		return c.slow.Resource(res).Namespace(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: bench.Label + "=" + mark})
