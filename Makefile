@@ -338,7 +338,7 @@ bench-hostile: tools ## floods of unauthenticated 7 MiB reviews, Steward bounded
 # Flux objects), client-go's WatchList on and off, and with 2,000
 # Fleet-managed Deployments and 500 MR kinds. It writes its section of
 # docs/benchmarks.md and docs/benchmark-memory.svg. A check of the tool in
-# about six minutes, labelled as reduced scale:
+# about ten minutes, labelled as reduced scale:
 # make bench-scale BENCH_FLAGS="-scale-objects 6000,12000 -mr-kinds 50 -fleet-workloads 200".
 bench-scale: tools ## memory and start-up with 65k to 500k objects cached (BENCH_FLAGS)
 	$(GO) run ./e2e/scale $(BENCH_FLAGS)

@@ -314,7 +314,7 @@ func renderScale(res *scaleResults, chart string) string {
 		w(" (at this run's last seeding rate, seeding %s objects takes about %s; this run took %s in all)", bench.Kilo(largest),
 			(time.Duration(float64(largest)/res.Seeding[n-1].Rate()) * time.Second).Round(time.Minute), res.Finished.Sub(res.Started).Round(time.Minute))
 	}
-	w(", or a check of the tool in about six minutes, labelled as reduced scale: `make bench-scale BENCH_FLAGS=\"-scale-objects 6000,12000 -mr-kinds 50 -fleet-workloads 200\"`. Flags: `-scale-objects`, `-mr-kinds`, `-objects-per-kind`, `-fleet-workloads`, `-seed-workers`, `-settle`, `-out`. `make bench` leaves this section as it is.\n")
+	w(", or a check of the tool in about ten minutes, labelled as reduced scale: `make bench-scale BENCH_FLAGS=\"-scale-objects 6000,12000 -mr-kinds 50 -fleet-workloads 200\"`. Flags: `-scale-objects`, `-mr-kinds`, `-objects-per-kind`, `-fleet-workloads`, `-seed-workers`, `-settle`, `-out`. `make bench` leaves this section as it is.\n")
 	if len(res.Warnings) > 0 {
 		w("\nWarnings during the run:\n\n%s", res.WarningList())
 	}
