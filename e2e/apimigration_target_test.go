@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -322,7 +321,7 @@ func upsertCRD(ctx context.Context, t *testing.T, crd *apiextensionsv1.CustomRes
 // own CRDs from e2e/upstream, unlabelled, and no other Flux CRD.
 func restoreEnvironmentFluxCRDs(t *testing.T) func() {
 	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		dirs, err := harness.UpstreamCRDDirs()
 		if err != nil {
@@ -345,25 +344,15 @@ func restoreEnvironmentFluxCRDs(t *testing.T) func() {
 			samples[crd.Name] = true
 			upsertCRD(ctx, t, crd)
 		}
-		var deleted []*apiextensionsv1.CustomResourceDefinition
+		var extra []*apiextensionsv1.CustomResourceDefinition
 		for _, crd := range fluxCRDs(t, "2.8") {
-			if samples[crd.Name] {
-				continue
+			if !samples[crd.Name] {
+				extra = append(extra, crd)
 			}
-			if err := env.Client.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("removing the CRD %s: %v", crd.Name, err)
-			}
-			deleted = append(deleted, crd)
 		}
-		harness.Eventually(t, 90*time.Second, func() error {
-			var errs []error
-			for _, crd := range deleted {
-				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
-					errs = append(errs, fmt.Errorf("CRD %s is still there (%v)", crd.Name, err))
-				}
-			}
-			return errors.Join(errs...)
-		})
+		if err := env.DeleteCRDs(ctx, 3*time.Minute, extra...); err != nil {
+			t.Error(err)
+		}
 		// Steward's target is back to the environment's, so the next test
 		// finds what it expects.
 		waitForTarget(ctx, t, "2.6", "served-versions")

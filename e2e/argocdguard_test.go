@@ -228,15 +228,9 @@ func TestArgoCDInstalledAfterSteward(t *testing.T) {
 		_, _, _ = env.Kubectl(context.Background(), "", "--as", argoController, "delete", "namespace", ns, "--wait=false")
 	})
 
-	if err := env.Client.Delete(ctx, crd.DeepCopy()); client.IgnoreNotFound(err) != nil {
+	if err := env.DeleteCRDs(ctx, 2*time.Minute, crd); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 60*time.Second, func() error {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd.DeepCopy()); err == nil {
-			return fmt.Errorf("CRD %s is still there", crd.Name)
-		}
-		return nil
-	})
 	kubectlOK(t, ctx, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"later","namespace":"argo-later","annotations":{"argocd.argoproj.io/tracking-id":"later:/ConfigMap:argo-later/later"}}}`,
 		"--as", argoController, "apply", "-f", "-")
 	harness.Eventually(t, 30*time.Second, func() error {

@@ -41,6 +41,7 @@ type AuditEvent struct {
 	ObjectRef        *AuditObjectRef   `json:"objectRef,omitempty"`
 	ResponseStatus   *AuditStatus      `json:"responseStatus,omitempty"`
 	Annotations      map[string]string `json:"annotations,omitempty"`
+	StageTimestamp   string            `json:"stageTimestamp,omitempty"`
 }
 
 // AuditUser is the user an audit event names.
