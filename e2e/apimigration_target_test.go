@@ -350,7 +350,7 @@ func restoreEnvironmentFluxCRDs(t *testing.T) func() {
 				extra = append(extra, crd)
 			}
 		}
-		if err := env.DeleteCRDs(ctx, 3*time.Minute, extra...); err != nil {
+		if err := env.DeleteCRDs(ctx, t, 3*time.Minute, extra...); err != nil {
 			t.Error(err)
 		}
 		// Steward's target is back to the environment's, so the next test

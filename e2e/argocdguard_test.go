@@ -228,7 +228,7 @@ func TestArgoCDInstalledAfterSteward(t *testing.T) {
 		_, _, _ = env.Kubectl(context.Background(), "", "--as", argoController, "delete", "namespace", ns, "--wait=false")
 	})
 
-	if err := env.DeleteCRDs(ctx, 2*time.Minute, crd); err != nil {
+	if err := env.DeleteCRDs(ctx, t, 2*time.Minute, crd); err != nil {
 		t.Fatal(err)
 	}
 	kubectlOK(t, ctx, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"later","namespace":"argo-later","annotations":{"argocd.argoproj.io/tracking-id":"later:/ConfigMap:argo-later/later"}}}`,
