@@ -77,7 +77,7 @@ func (e *Env) DeleteCRDs(ctx context.Context, t testing.TB, timeout time.Duratio
 const retryDeletionAnnotation = FieldManager + "/retry-deletion"
 
 // retryCRDDeletion touches crd when the API server's CRD finalizer failed
-// to list its objects and has not written it since the last touch
+// to list or delete its objects and has not written it since the last touch
 // (touched holds the resourceVersion each touch left).
 func (e *Env) retryCRDDeletion(ctx context.Context, t testing.TB, crd *apiextensionsv1.CustomResourceDefinition, touched map[string]string) error {
 	if crd.DeletionTimestamp == nil || touched[crd.Name] == crd.ResourceVersion {
