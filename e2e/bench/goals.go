@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -75,6 +76,24 @@ func FirstOf[T any](xs []*T, match func(*T) bool) *T {
 // JoinInts writes 1, 16, 64.
 func JoinInts(v []int) string {
 	return strings.ReplaceAll(strings.Trim(fmt.Sprint(v), "[]"), " ", ", ")
+}
+
+// ParseInts reads a flag's comma-separated positive numbers, as JoinInts
+// writes them; with increasing, each must be larger than the one before.
+// Errors name the flag.
+func ParseInts(flag, list string, increasing bool) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		switch {
+		case increasing && (err != nil || n < 1 || len(out) > 0 && n <= out[len(out)-1]):
+			return nil, fmt.Errorf("-%s: %q is not a positive number larger than the one before", flag, s)
+		case err != nil || n < 1:
+			return nil, fmt.Errorf("-%s: %q is not a positive number", flag, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // MiB writes a size in mebibytes, "n/a" when unknown (zero).

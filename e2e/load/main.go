@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -57,12 +56,8 @@ func parseOptions(args []string) (o options, err error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	for _, s := range strings.Split(*conc, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return o, fmt.Errorf("-concurrency: %q is not a positive number", s)
-		}
-		o.concurrency = append(o.concurrency, n)
+	if o.concurrency, err = bench.ParseInts("concurrency", *conc, false); err != nil {
+		return o, err
 	}
 	if *wl != "" {
 		o.workloads = map[string]bool{}

@@ -13,8 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/stewardhq/steward/e2e/bench"
@@ -43,12 +41,8 @@ func parseOptions(args []string) (o options, err error) {
 		return o, err
 	}
 	if *sizes != "" {
-		for _, s := range strings.Split(*sizes, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil || n < 1 || len(o.scaleSizes) > 0 && n <= o.scaleSizes[len(o.scaleSizes)-1] {
-				return o, fmt.Errorf("-scale-objects: %q is not a positive number larger than the one before", s)
-			}
-			o.scaleSizes = append(o.scaleSizes, n)
+		if o.scaleSizes, err = bench.ParseInts("scale-objects", *sizes, true); err != nil {
+			return o, err
 		}
 	}
 	switch {
