@@ -281,5 +281,3 @@ func suffix(i int) string {
 	}
 	return string(b)
 }
-
-func Ptr[T any](v T) *T { return &v }

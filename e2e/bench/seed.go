@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -75,7 +76,7 @@ func seedComposite(ctx context.Context, dyn dynamic.Interface, xr, claim string,
 		return err
 	}
 	owner := []metav1.OwnerReference{{APIVersion: got.GetAPIVersion(), Kind: got.GetKind(), Name: got.GetName(), UID: got.GetUID(),
-		Controller: Ptr(true), BlockOwnerDeletion: Ptr(true)}}
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
 	for _, mr := range mrs {
 		mr.SetOwnerReferences(owner)
 		if dying {
@@ -92,7 +93,7 @@ func seedComposite(ctx context.Context, dyn dynamic.Interface, xr, claim string,
 		}
 	}
 	if dying {
-		return dyn.Resource(compositeGVR).Delete(ctx, xr, metav1.DeleteOptions{PropagationPolicy: Ptr(metav1.DeletePropagationForeground)})
+		return dyn.Resource(compositeGVR).Delete(ctx, xr, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
 	}
 	return nil
 }

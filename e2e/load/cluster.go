@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/e2e/bench"
@@ -221,7 +222,7 @@ func fleetPolicy(steward harness.Webhooks) (*admissionregistrationv1.ValidatingA
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: policyName},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: bench.Ptr(admissionregistrationv1.Fail),
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: &admissionregistrationv1.MatchResources{
 				NamespaceSelector: fg.NamespaceSelector, ObjectSelector: fg.ObjectSelector,
 				ResourceRules: rules, MatchPolicy: fg.MatchPolicy,
@@ -231,7 +232,7 @@ func fleetPolicy(steward harness.Webhooks) (*admissionregistrationv1.ValidatingA
 				Expression: policyExpression,
 				MessageExpression: `'fleetguard policy: ' + request.kind.kind + ' ' + request.namespace + '/' + request.name +
   ' is managed by Fleet; change it in the Git repository instead'`,
-				Reason: bench.Ptr(metav1.StatusReasonForbidden), // 403, as a webhook's denial
+				Reason: ptr.To(metav1.StatusReasonForbidden), // 403, as a webhook's denial
 			}},
 		},
 	}
