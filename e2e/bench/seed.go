@@ -256,8 +256,14 @@ func SeedKinds(ctx context.Context, env *harness.Env, dyn dynamic.Interface, n, 
 	})
 }
 
-// RemoveKinds deletes the generated MR kinds (and so their objects) and
-// waits until they are gone.
+// RemoveKinds deletes the generated MR kinds and waits until they are
+// gone. It deletes them as a collection on purpose, not one by one (as
+// harness.Env.DeleteCRDs does): the API server adds its cleanup finalizer
+// only to a CRD deleted singly, and that finalizer would wait forever for
+// the kinds' objects, which keep the provider's finalizer with no provider
+// to remove it. Deleted as a collection, the kinds go at once, and their
+// objects stay in etcd, no longer served, until the run's API server is
+// thrown away.
 func RemoveKinds(ctx context.Context, env *harness.Env) error {
 	sel := client.MatchingLabels{Label: KindsScenario}
 	if err := env.Client.DeleteAllOf(ctx, &apiextensionsv1.CustomResourceDefinition{}, sel); err != nil {
