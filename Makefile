@@ -73,7 +73,24 @@ SYFT := $(CACHE_DIR)/syft-$(SYFT_VERSION)/syft
 ACTIONLINT_VERSION := $(shell awk '/^require github.com\/rhysd\/actionlint / {print $$3}' e2e/tools/actionlint/go.mod)
 ACTIONLINT := $(CACHE_DIR)/actionlint-$(ACTIONLINT_VERSION)/actionlint
 
-.PHONY: all help build test unit e2e e2e-oldest fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools chart-package chart-push release release-snapshot clean
+# Flux's source-, kustomize- and helm-controller run as local processes in
+# the e2e tests (e2e/harness StartFlux), so they observe what a real
+# reconcile does to what Steward guards. Each is built from the controller
+# module its tool module e2e/tools/<controller> pins, keyed by that version
+# (requiring the module, rather than building its repository, drops its
+# replace of its own ./api for the published api module), static as Flux's
+# images are; the tests read their paths from KUSTOMIZE_CONTROLLER,
+# SOURCE_CONTROLLER and HELM_CONTROLLER.
+flux_version = $(shell awk '/^require github.com\/fluxcd\/$(1) / {print $$3}' e2e/tools/$(1)/go.mod)
+KUSTOMIZE_CONTROLLER_VERSION := $(call flux_version,kustomize-controller)
+SOURCE_CONTROLLER_VERSION := $(call flux_version,source-controller)
+HELM_CONTROLLER_VERSION := $(call flux_version,helm-controller)
+export KUSTOMIZE_CONTROLLER := $(CACHE_DIR)/kustomize-controller-$(KUSTOMIZE_CONTROLLER_VERSION)/kustomize-controller
+export SOURCE_CONTROLLER := $(CACHE_DIR)/source-controller-$(SOURCE_CONTROLLER_VERSION)/source-controller
+export HELM_CONTROLLER := $(CACHE_DIR)/helm-controller-$(HELM_CONTROLLER_VERSION)/helm-controller
+FLUX_CONTROLLERS := $(KUSTOMIZE_CONTROLLER) $(SOURCE_CONTROLLER) $(HELM_CONTROLLER)
+
+.PHONY: all help build test unit e2e e2e-oldest fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools flux-controllers chart-package chart-push release release-snapshot clean
 
 all: build ## build bin/steward (the default goal)
 
@@ -137,6 +154,15 @@ $(ACTIONLINT):
 	@echo "building actionlint $(ACTIONLINT_VERSION) into $(dir $@) (first time only)"
 	cd e2e/tools/actionlint && $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp github.com/rhysd/actionlint/cmd/actionlint && mv $@.tmp $@
 
+flux-controllers: $(FLUX_CONTROLLERS) ## build Flux's kustomize-, source- and helm-controller from their Go modules into the cache (once per version)
+
+# Any of the three: the controller's name is the file's, its version the
+# rest of its directory's name.
+$(FLUX_CONTROLLERS):
+	@mkdir -p $(@D)
+	@echo "building $(@F) $(patsubst $(@F)-%,%,$(notdir $(@D))) into $(@D) (first time only, several minutes)"
+	cd e2e/tools/$(@F) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp github.com/fluxcd/$(@F) && mv $@.tmp $@
+
 # The one command that runs every test: unit, golden, fuzz seed corpora,
 # the e2e suite against a real kube-apiserver and etcd, and the replicas'
 # scenarios (e2e/ha: three Stewards upgraded, drained, killed and
@@ -147,7 +173,7 @@ $(ACTIONLINT):
 # API server and Steward, and sharing them with other tests makes the API
 # server's webhook calls time out.
 E2E_PACKAGES := ./e2e ./e2e/ha
-test: tools unit ## every test: unit, golden, fuzz corpora, then e2e and the replicas' scenarios against a real API server, and the core set against the oldest (builds tools, promtool and helm first)
+test: tools flux-controllers unit ## every test: unit, golden, fuzz corpora, then e2e and the replicas' scenarios against a real API server, and the core set against the oldest (builds tools, Flux's controllers, promtool and helm first)
 	$(GO) test -p 1 -timeout 45m $(E2E_PACKAGES)
 	@$(MAKE) --no-print-directory e2e-oldest
 
@@ -191,7 +217,7 @@ e2e-oldest: $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/etcd ## the e2e sui
 unit: $(PROMTOOL) $(HELM) ## the quick tests: unit, golden and fuzz-corpus tests without the API server (builds promtool and helm first, once)
 	$(GO) test $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/ha$$')
 
-e2e: tools $(HELM) ## the e2e suites only, verbose (builds the API server, etcd and helm first)
+e2e: tools flux-controllers $(HELM) ## the e2e suites only, verbose (builds the API server, etcd, Flux's controllers and helm first)
 	$(GO) test -p 1 ./e2e/... -count=1 -v
 
 # Renders manifests/ and the Helm chart from the typed objects and the

@@ -44,6 +44,11 @@ type Config struct {
 	// IgnoredFields are JSON pointers, per group and kind, that may be
 	// changed by hand, besides the Applications' ignoreDifferences.
 	IgnoredFields []gitops.IgnoredFields `json:"ignoredFields,omitempty"`
+	// UndeclaredFields is what a person's change of fields Git does not
+	// declare gets: refuse (the default), or mirror, which allows it, as
+	// Argo CD keeps it. Service accounts may always change fields Git does
+	// not declare.
+	UndeclaredFields gitops.Undeclared `json:"undeclaredFields,omitempty"`
 }
 
 // Argo CD's identities, as its install manifests create them in the argocd
@@ -91,6 +96,7 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("trackingLabel"), l, "a label key: "+msg))
 		}
 	}
+	errs = append(errs, c.UndeclaredFields.Validate(p.Child("undeclaredFields"))...)
 	return append(errs, gitops.ValidateIgnored(p.Child("ignoredFields"), c.IgnoredFields)...)
 }
 

@@ -39,6 +39,10 @@ var records = []gitops.Record{{Resource: applications, Path: []string{"status", 
 // records where no manager is set (creates and replaces).
 var fieldManagers = []string{"argocd-controller", "argocd-application-controller"}
 
+// argoKeeps is what Argo CD does with a field neither Git nor its last
+// apply holds: its diff leaves it out, so self-heal never touches it.
+const argoKeeps = "Argo CD keeps fields that neither Git nor its last apply holds"
+
 var optOutPaths = []object.Pointer{
 	{"metadata", "annotations", annotationCompareOptions},
 	{"metadata", "annotations", annotationSyncOptions},
@@ -183,7 +187,7 @@ func (r resolver) Owners(_ context.Context, ref gitops.Ref, v *object.View) ([]g
 func (r resolver) ownerFor(a *application, ref gitops.Ref) gitops.Owner {
 	o := gitops.Owner{
 		Name: a.display, Manages: true, Revert: a.revertText, Skip: a.skipFor(ref), Hint: a.hint,
-		FieldManagers: fieldManagers, IgnoreIn: "the Application's spec.ignoreDifferences",
+		FieldManagers: fieldManagers, IgnoreIn: "the Application's spec.ignoreDifferences", Undeclared: argoKeeps,
 	}
 	if a.pruning.Lists(ref) {
 		o.Manages, o.Why = false, a.what+" lists the object for pruning: it is no longer in Git"

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/object"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -50,7 +51,7 @@ func New(c Config, breakGlassGroup string) *Rule {
 	}
 	r.guard = gitops.New(gitops.Options{
 		Rule: Name, Tool: "Argo CD", AgentName: "Argo CD's application controller", Applier: "Argo CD",
-		Agent: r.writers, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup,
+		Agent: r.writers, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup, Undeclared: c.UndeclaredFields, Markers: markers(c),
 		OptOut:  gitops.OptOut{Paths: optOutPaths, Groups: c.OptOutGroups},
 		Records: records,
 	}, r.resolver)
@@ -105,4 +106,14 @@ func (r *Rule) Collector() prometheus.Collector {
 func rbac() []rbacv1.PolicyRule {
 	return append([]rbacv1.PolicyRule{{APIGroups: []string{applications.Group}, Resources: []string{applications.Resource}, Verbs: []string{"list", "watch"}}},
 		gitops.AuditRBAC()...)
+}
+
+// markers are Argo CD's tracking id and, where configured, its tracking
+// label, as the guard and its webhook's conditions read them.
+func markers(c Config) []object.Pointer {
+	out := []object.Pointer{{"metadata", "annotations", AnnotationTrackingID}}
+	if c.TrackingLabel != "" {
+		out = append(out, object.Pointer{"metadata", "labels", c.TrackingLabel})
+	}
+	return out
 }

@@ -54,7 +54,8 @@ func appOfApps() map[string]any {
 
 // trackedApp is the guestbook Application as root deployed it.
 func trackedApp(edits ...func(map[string]any)) map[string]any {
-	return obj(guestbookApp, append([]func(map[string]any){trackedAs("root:argoproj.io/Application:argocd/guestbook")}, edits...)...)
+	// Synced from Git by root, which declares all of it.
+	return obj(guestbookApp, append([]func(map[string]any){trackedAs("root:argoproj.io/Application:argocd/guestbook"), admissiontest.AppliedBy("Apply", "argocd-controller")}, edits...)...)
 }
 
 const rootManagesGuestbook = "argocdguard: Application argocd/guestbook is managed by Argo CD Application argocd/root (repo https://github.com/example/apps, path apps, target main, revision 0f1e2d3); " + selfHeals + "."
@@ -62,11 +63,14 @@ const rootManagesGuestbook = "argocdguard: Application argocd/guestbook is manag
 // webConfig is a ConfigMap a chart labels with its instance, without a
 // tracking id.
 func webConfig(name string, data string) map[string]any {
-	return map[string]any{
+	o := map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": name, "namespace": "default", "labels": map[string]any{"app.kubernetes.io/instance": "guestbook"}},
-		"data":     map[string]any{"LOG_LEVEL": data},
+		"data":     map[string]any{"LOG_LEVEL": "info"},
 	}
+	admissiontest.AppliedBy("Apply", "argocd-controller")(o)
+	o["data"].(map[string]any)["LOG_LEVEL"] = data
+	return o
 }
 
 // webReader is a ClusterRole Argo CD synced: its tracking id holds the

@@ -28,6 +28,11 @@ type Config struct {
 	// changed by hand (Fleet's diff.comparePatches idea), e.g.
 	// /spec/replicas of a Deployment scaled by a HorizontalPodAutoscaler.
 	IgnoredFields []IgnoredFields `json:"ignoredFields,omitempty"`
+	// UndeclaredFields is what a person's change of fields Git does not
+	// declare gets: refuse (the default), or mirror, which allows it, as
+	// Fleet keeps it. Service accounts may always change fields Git does
+	// not declare.
+	UndeclaredFields gitops.Undeclared `json:"undeclaredFields,omitempty"`
 }
 
 // IgnoredFields lists the paths of one kind that changes may touch.
@@ -66,6 +71,7 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 	errs = append(errs, gitops.ValidateNames(p.Child("agentUsers"), c.AgentUsers, "a user name")...)
 	errs = append(errs, gitops.ValidateNames(p.Child("agentGroups"), c.AgentGroups, "a group name")...)
 	errs = append(errs, gitops.ValidateIgnored(p.Child("ignoredFields"), c.IgnoredFields)...)
+	errs = append(errs, c.UndeclaredFields.Validate(p.Child("undeclaredFields"))...)
 	return errs
 }
 

@@ -24,6 +24,11 @@ const AgentFieldManager = "fleetagent"
 // takes them.
 var agentFieldManagers = []string{AgentFieldManager}
 
+// fleetKeeps is what Fleet does with a field its chart does not declare:
+// Helm's three-way merge leaves it, and Fleet's drift detection compares
+// only what the chart renders.
+const fleetKeeps = "Fleet keeps fields outside the chart"
+
 // driftAnnotation holds a drifted workload's summary in the cache. It is
 // never written to the cluster: the transform builds the cached object's
 // annotations itself and keeps no other annotation of this name.

@@ -49,7 +49,7 @@ func New(c Config, breakGlassGroup string) *Rule {
 	r := &Rule{agent: agent, lookupTimeout: time.Second}
 	r.guard = gitops.New(gitops.Options{
 		Rule: Name, Tool: "Fleet", AgentName: "the Fleet agent",
-		Agent: agent, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup,
+		Agent: agent, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup, Undeclared: c.UndeclaredFields, Markers: markers,
 	}, resolver{r})
 	return r
 }
@@ -80,6 +80,13 @@ const (
 	AnnotationReleaseName      = "meta.helm.sh/release-name"
 	AnnotationReleaseNamespace = "meta.helm.sh/release-namespace"
 )
+
+// markers are Fleet's and Helm's keys, as the guard and its webhook's
+// selector and conditions read them.
+var markers = []object.Pointer{
+	{"metadata", "labels", LabelHash}, {"metadata", "annotations", AnnotationID}, {"metadata", "annotations", AnnotationOwnerGVK},
+	{"metadata", "annotations", AnnotationReleaseName}, {"metadata", "annotations", AnnotationReleaseNamespace},
+}
 
 // fleetIDPrefix is the label prefix Fleet's agent gives every object set
 // id: the agent builds ids as SafeConcatName("default", bundleDeployment,
@@ -243,7 +250,7 @@ func (resolver) Owners(_ context.Context, _ gitops.Ref, v *object.View) ([]gitop
 
 func (m objectMeta) owners() []gitops.Owner {
 	return []gitops.Owner{{Name: "Fleet (" + m.owner() + ")", Manages: true, Revert: "manual changes diverge from Git and Fleet reverts them",
-		FieldManagers: agentFieldManagers, IgnoreIn: "fleet.yaml (diff.comparePatches)"}}
+		FieldManagers: agentFieldManagers, IgnoreIn: "fleet.yaml (diff.comparePatches)", Undeclared: fleetKeeps}}
 }
 
 // ref names a cached workload the way the guard's messages do.

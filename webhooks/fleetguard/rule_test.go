@@ -21,6 +21,10 @@ const (
 	managedBy    = "fleetguard: Deployment default/web is managed by Fleet " + owner + "; manual changes diverge from Git and Fleet reverts them."
 	podManagedBy = "fleetguard: Pod default/web is managed by Fleet " + owner + "; manual changes diverge from Git and Fleet reverts them."
 	inGit        = " Change it in the Git repository instead; in an emergency repeat the request as a member of steward:break-glass."
+	// notInGit ends the denial of a person's change of fields Git does not
+	// declare, which Fleet keeps: no revert is claimed.
+	notInGit = ", which Git does not declare: Fleet keeps fields outside the chart, and the change would live only in the cluster. Hand edits of managed objects are refused; declare it in the Git repository instead; in an emergency repeat the request as a member of steward:break-glass."
+	keptBy   = "fleetguard: Deployment default/web is managed by Fleet " + owner + "."
 )
 
 func defaultRule() *Rule {
@@ -114,12 +118,12 @@ func TestHandle(t *testing.T) {
 			want: admission.Denied(managedBy + " Changed: /spec/template/spec/containers/0/image." + inGit),
 		},
 		"ManyChangesListTheFirstFiveAndCountTheRest": {
-			reason: "The message stays readable: five paths, in a stable order, then how many more.",
+			reason: "The message stays readable: five paths, in a stable order, then how many more; the label Git does not declare is not among the reverted ones.",
 			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment), obj(webDeployment,
 				container(0, "image", "x"), container(1, "image", "y"), container(0, "imagePullPolicy", "Always"),
 				set(5, "spec", "replicas"), set(20, "spec", "revisionHistoryLimit"), set("Recreate", "spec", "strategy", "type"),
 				set("team-a", "metadata", "labels", "owner"))).Build()},
-			want: admission.Denied(managedBy + " Changed: /metadata/labels/owner, /spec/replicas, /spec/revisionHistoryLimit, /spec/strategy/type, /spec/template/spec/containers/0/image and 2 more." + inGit),
+			want: admission.Denied(managedBy + " Changed: /spec/replicas, /spec/revisionHistoryLimit, /spec/strategy/type, /spec/template/spec/containers/0/image, /spec/template/spec/containers/0/imagePullPolicy and 1 more." + inGit),
 		},
 		"AddedSubtreeIsReportedLeafByLeaf": {
 			reason: "A subtree added whole is reported by its leaves, which can be pasted into ignoredFields; empty maps and lists are no change.",
@@ -128,13 +132,13 @@ func TestHandle(t *testing.T) {
 					"nodeAffinity":    map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{"nodeSelectorTerms": []any{}}},
 					"podAntiAffinity": map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": []any{map[string]any{"weight": 1}}},
 				}, "spec", "template", "spec", "affinity"))).Build()},
-			want: admission.Denied(managedBy + " Changed: /spec/template/spec/affinity/podAntiAffinity/preferredDuringSchedulingIgnoredDuringExecution/0/weight." + inGit),
+			want: admission.Denied(keptBy + " Changed: /spec/template/spec/affinity/podAntiAffinity/preferredDuringSchedulingIgnoredDuringExecution/0/weight" + notInGit),
 		},
 		"AnnotationKeysAreEscapedAsJSONPointers": {
 			reason: "Paths are RFC 6901 pointers, so they can be pasted into ignoredFields as they are.",
 			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment), obj(webDeployment,
 				set("2026-01-12T10:00:00Z", "spec", "template", "metadata", "annotations", "kubectl.kubernetes.io/restartedAt"))).Build()},
-			want: admission.Denied(managedBy + " Changed: /spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt." + inGit),
+			want: admission.Denied(keptBy + " Changed: /spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt" + notInGit),
 		},
 		"HumanDeleteIsDenied": {
 			reason: "Deleting a Fleet-managed object is refused: Fleet would re-create it.",
@@ -180,7 +184,7 @@ func TestHandle(t *testing.T) {
 			reason: "kubectl debug adds ephemeral containers through their own subresource, a change of the Pod's spec.",
 			args: args{defaultRule(), admissiontest.Update(podsGVR, "Pod", obj(webPod),
 				obj(webPod, set([]any{map[string]any{"name": "debugger", "image": "busybox"}}, "spec", "ephemeralContainers"))).SubResource("ephemeralcontainers").Build()},
-			want: admission.Denied(podManagedBy + " Changed: /spec/ephemeralContainers/0/image, /spec/ephemeralContainers/0/name." + inGit),
+			want: admission.Denied(podManagedBy + " Changed: /spec/ephemeralContainers/0/image, /spec/ephemeralContainers/0/name (the object's managedFields have no entry of fleetagent, which would record the fields Git declares, so every field counts as Git's)." + inGit),
 		},
 		"OtherSubresourcesAreNotJudged": {
 			reason: "The webhooks ask for no other subresource; one that arrives anyway is allowed.",
@@ -208,13 +212,18 @@ func TestHandle(t *testing.T) {
 			want: admission.Allowed("no change to fields Fleet deploys (status, metadata bookkeeping and ignored fields are not guarded)"),
 		},
 		"MetadataBookkeepingIsAllowed": {
-			reason: "Finalizers, managed fields, resource version, generation and kubectl's last-applied annotation are bookkeeping, and clearing a stuck finalizer must work.",
+			reason: "Finalizers, resource version, generation and kubectl's last-applied annotation are bookkeeping, and clearing a stuck finalizer must work.",
 			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment), obj(webDeployment,
 				set([]any{"example.com/cleanup"}, "metadata", "finalizers"),
-				set([]any{}, "metadata", "managedFields"),
 				set("48214", "metadata", "resourceVersion"), set(4, "metadata", "generation"),
 				set(`{"kind":"Deployment"}`, "metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration"))).Build()},
 			want: admission.Allowed("no change to fields Fleet deploys (status, metadata bookkeeping and ignored fields are not guarded)"),
+		},
+		"StrippingTheAgentsManagedFieldsIsRefused": {
+			reason: "Without the agent's entry every field would look like someone else's: stripping managedFields ([{}]) is refused, whoever asks.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment), obj(webDeployment,
+				set([]any{}, "metadata", "managedFields"))).User("system:serviceaccount:ops:cleaner").Build()},
+			want: admission.Denied(managedBy + " Changed: /metadata/managedFields (the fleetagent entry, which records what Fleet " + owner + " applies from Git)." + inGit),
 		},
 		"UnchangedUpdateIsAllowed": {
 			reason: "kubectl edit or apply without changes is no drift.",
@@ -245,7 +254,7 @@ func TestHandle(t *testing.T) {
 			args: args{New(Config{IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt"}}}}, "steward:break-glass"),
 				admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
 					obj(webDeployment, set(map[string]any{"kubectl.kubernetes.io/restartedAt": "now", "team": "a"}, "spec", "template", "metadata", "annotations"))).Build()},
-			want: admission.Denied(managedBy + " Changed: /spec/template/metadata/annotations/team." + inGit),
+			want: admission.Denied(keptBy + " Changed: /spec/template/metadata/annotations/team" + notInGit),
 		},
 		"IgnoredFieldDoesNotHideOtherChanges": {
 			reason: "An ignored path in the same request does not let a real change through, and is not listed.",

@@ -37,12 +37,31 @@ type Config struct {
 	// IgnoredFields are JSON pointers, per group and kind, that may be
 	// changed by hand, besides the owners' own ignore rules.
 	IgnoredFields []gitops.IgnoredFields `json:"ignoredFields,omitempty"`
+	// UndeclaredFields is what a person's change of fields Git does not
+	// declare gets: refuse (the default), or mirror, which allows it where
+	// Flux keeps it and refuses it where kustomize-controller strips it (a
+	// kubectl field manager wrote it). Service accounts may always change
+	// fields Git does not declare: Flux keeps them.
+	UndeclaredFields gitops.Undeclared `json:"undeclaredFields,omitempty"`
+	// OverrideManagers are kustomize-controller's --override-manager list:
+	// field managers whose fields it removes at each reconcile, like
+	// kubectl's.
+	OverrideManagers []string `json:"overrideManagers,omitempty"`
 }
 
-// Flux's controllers, as Flux installs them.
+// Flux's controllers, as Flux installs them: every one of them writes
+// Flux-labelled objects (source-controller the finalizers of the sources a
+// Kustomization applies and of the HelmCharts it makes for HelmReleases,
+// the notification and image controllers their objects' status and
+// finalizers, source-watcher its ExternalArtifacts).
 var defaultAgentUsers = []string{
 	"system:serviceaccount:flux-system:kustomize-controller",
 	"system:serviceaccount:flux-system:helm-controller",
+	"system:serviceaccount:flux-system:source-controller",
+	"system:serviceaccount:flux-system:notification-controller",
+	"system:serviceaccount:flux-system:image-reflector-controller",
+	"system:serviceaccount:flux-system:image-automation-controller",
+	"system:serviceaccount:flux-system:source-watcher",
 }
 
 // Default fills unset settings.
@@ -64,6 +83,8 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 	errs = append(errs, gitops.ValidateNames(p.Child("agentUsers"), c.AgentUsers, "a user name")...)
 	errs = append(errs, gitops.ValidateNames(p.Child("agentGroups"), c.AgentGroups, "a group name")...)
 	errs = append(errs, gitops.ValidateNames(p.Child("optOutGroups"), c.OptOutGroups, "a group name")...)
+	errs = append(errs, gitops.ValidateNames(p.Child("overrideManagers"), c.OverrideManagers, "a field manager name")...)
+	errs = append(errs, c.UndeclaredFields.Validate(p.Child("undeclaredFields"))...)
 	if sa := c.DefaultServiceAccount; sa != "" {
 		for _, msg := range validation.IsDNS1123Subdomain(sa) {
 			errs = append(errs, field.Invalid(p.Child("defaultServiceAccount"), sa, "a service account name: "+msg))

@@ -17,11 +17,16 @@ func TestConfigDefault(t *testing.T) {
 		want   Config
 	}{
 		"Empty": {
-			reason: "An empty section enforces and trusts Flux's two controllers as Flux installs them, and no group: a tenant's service account writes only for its own owners.",
+			reason: "An empty section enforces and trusts every Flux controller as Flux installs them (source-controller writes the finalizers of the sources a Kustomization applies), and no group: a tenant's service account writes only for its own owners.",
 			in:     Config{},
 			want: Config{Mode: rule.Enforce, AgentUsers: []string{
 				"system:serviceaccount:flux-system:kustomize-controller",
 				"system:serviceaccount:flux-system:helm-controller",
+				"system:serviceaccount:flux-system:source-controller",
+				"system:serviceaccount:flux-system:notification-controller",
+				"system:serviceaccount:flux-system:image-reflector-controller",
+				"system:serviceaccount:flux-system:image-automation-controller",
+				"system:serviceaccount:flux-system:source-watcher",
 			}, AgentGroups: []string{}},
 		},
 		"ExplicitListsReplaceDefaults": {

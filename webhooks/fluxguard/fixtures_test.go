@@ -359,6 +359,12 @@ func helmLabelled(hr string) func(map[string]any) {
 		delete(l, LabelKustomizationNamespace)
 		l[LabelHelmReleaseName] = name
 		l[LabelHelmReleaseNamespace] = ns
+		// helm-controller, not kustomize-controller, applied it.
+		for _, e := range at(o, "metadata")["managedFields"].([]any) {
+			if e := e.(map[string]any); e["manager"] == "kustomize-controller" {
+				e["manager"], e["operation"] = "helm-controller", "Update"
+			}
+		}
 	}
 }
 
@@ -381,8 +387,9 @@ func configMap(namespace, name, ks string, edits ...func(map[string]any)) map[st
 			"name": name, "namespace": namespace, "uid": "6e5d4c3b-2a19-4807-b6f5-e4d3c2b1a0ff", "resourceVersion": "913402",
 			"labels": map[string]any{LabelKustomizationName: ksName, LabelKustomizationNamespace: ksNS},
 		},
-		"data": map[string]any{"LOG_LEVEL": "info"},
+		"data": map[string]any{"LOG_LEVEL": "info", "generated": "2026-11-26"},
 	}
+	admissiontest.AppliedBy("Apply", "kustomize-controller", "helm-controller")(o)
 	for _, e := range edits {
 		e(o)
 	}
@@ -397,4 +404,11 @@ func scaleObject(namespace, name string, replicas int) map[string]any {
 		"spec":     map[string]any{"replicas": replicas},
 		"status":   map[string]any{"replicas": 2, "selector": "app.kubernetes.io/name=" + name},
 	}
+}
+
+// injected is Istio's injection annotation as Git declares it: Flux
+// applied it.
+func injected(o map[string]any) {
+	set("true", "metadata", "annotations", "sidecar.istio.io/inject")(o)
+	admissiontest.AppliedBy("Apply", "kustomize-controller")(o)
 }

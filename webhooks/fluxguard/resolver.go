@@ -3,6 +3,7 @@ package fluxguard
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,6 +45,21 @@ var (
 	helmFieldManagers      = []string{"helm-controller"}
 )
 
+// What Flux does with a field Git does not declare. kustomize-controller
+// applies only Git's fields, and before each apply replaces the entries
+// of the managers kubectl and before-first-apply (and its
+// --override-manager list, overrideManagers here) with its own, so the
+// next apply removes what they wrote: kubectlStrips are those prefixes, as
+// it matches them. Entries written through a subresource (kubectl scale)
+// are left alone. helm-controller's drift detection compares the release
+// manifest, and fields outside the chart are not drift.
+var kubectlStrips = []string{"kubectl", "before-first-apply"}
+
+const (
+	kustomizeKeeps = "kustomize-controller keeps fields others set, unless a kubectl or before-first-apply field manager wrote them"
+	helmKeeps      = "helm-controller keeps fields outside the chart"
+)
+
 var (
 	kustomizations = schema.GroupResource{Group: "kustomize.toolkit.fluxcd.io", Resource: "kustomizations"}
 	helmReleases   = schema.GroupResource{Group: "helm.toolkit.fluxcd.io", Resource: "helmreleases"}
@@ -53,6 +69,12 @@ var (
 var records = []gitops.Record{
 	{Resource: kustomizations, SubResource: "status", Path: []string{"status", "inventory"}},
 	{Resource: helmReleases, SubResource: "status", Path: []string{"status", "inventory"}},
+}
+
+// markers are Flux's ownership labels, as the guard keys on them.
+var markers = []object.Pointer{
+	{"metadata", "labels", LabelKustomizationName}, {"metadata", "labels", LabelKustomizationNamespace},
+	{"metadata", "labels", LabelHelmReleaseName}, {"metadata", "labels", LabelHelmReleaseNamespace},
 }
 
 // optOutPaths are the opt-out markers as pointers, for the guard's
@@ -74,11 +96,15 @@ type resolver struct {
 	// optOutHint and helmOptOutHint say who may pause Flux for an object
 	// of a Kustomization or a HelmRelease; empty without opt-out groups.
 	optOutHint, helmOptOutHint string
+	// strips are the prefixes of the field managers kustomize-controller
+	// removes the fields of: kubectlStrips and the overrideManagers.
+	strips []string
 }
 
 // newResolver builds the resolver of a configuration.
 func newResolver(c Config) *resolver {
-	r := &resolver{owners: gitops.NoOwners{}, defaultSA: c.DefaultServiceAccount}
+	r := &resolver{owners: gitops.NoOwners{}, defaultSA: c.DefaultServiceAccount,
+		strips: append(slices.Clip(kubectlStrips), c.OverrideManagers...)}
 	if len(c.OptOutGroups) > 0 {
 		who := "to pause Flux for this object, a member of " + strings.Join(c.OptOutGroups, " or ") + " can set "
 		r.optOutHint, r.helmOptOutHint = who+MarkerReconcile+"=disabled", who+MarkerDriftDetection+"=disabled"
@@ -187,9 +213,11 @@ func (r resolver) Owners(_ context.Context, ref gitops.Ref, v *object.View) ([]g
 // stored form v holds.
 func (r resolver) ownerFor(o *owner, ref gitops.Ref, v *object.View) gitops.Owner {
 	out := gitops.Owner{Name: o.display, Revert: o.revertText, Skip: skipFor(o.ignore, ref, v), Hint: r.hint(o),
-		FieldManagers: kustomizeFieldManagers, IgnoreIn: "the Kustomization's spec.ignore"}
+		FieldManagers: kustomizeFieldManagers, IgnoreIn: "the Kustomization's spec.ignore",
+		Undeclared: kustomizeKeeps, Strips: r.strips}
 	if o.kind == kindHelmRelease {
 		out.FieldManagers, out.IgnoreIn = helmFieldManagers, "the HelmRelease's spec.driftDetection.ignore"
+		out.Undeclared, out.Strips = helmKeeps, nil
 	}
 	switch {
 	case o.writer != "":
@@ -202,11 +230,6 @@ func (r resolver) ownerFor(o *owner, ref gitops.Ref, v *object.View) gitops.Owne
 		out.Paused = o.what + " is suspended"
 	}
 	out.OptedOut = o.optedOut(v)
-	if o.kind == kindKustomization && strings.EqualFold(marker(v, MarkerSSA), "Merge") {
-		// kustomize-controller keeps what others set on the object and
-		// applies only its own fields: those are what Git holds.
-		out.Applies = kustomizeFieldManagers[0]
-	}
 	return out
 }
 

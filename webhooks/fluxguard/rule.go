@@ -51,7 +51,7 @@ func New(c Config, breakGlassGroup string) *Rule {
 		Rule: Name, Tool: "Flux", AgentName: "a Flux controller", Applier: "Flux",
 		Agent: r.agent, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup,
 		OptOut:  gitops.OptOut{Paths: optOutPaths, Groups: c.OptOutGroups},
-		Records: records,
+		Records: records, Undeclared: c.UndeclaredFields, Markers: markers,
 	}, r.resolver)
 	return r
 }

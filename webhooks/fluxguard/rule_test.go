@@ -356,8 +356,8 @@ func TestHandle(t *testing.T) {
 		"PathIgnoredByOnlyOneOfTwoOwnersIsDenied": {
 			reason: "A change persists only if no owner reverts it: the HelmRelease ignores /spec/replicas, the Kustomization that lists the Deployment too does not.",
 			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment",
-				deployment("podinfo", "autoscaled", "flux-system/apps", set("autoscaled", "metadata", "labels", LabelHelmReleaseName), set("podinfo", "metadata", "labels", LabelHelmReleaseNamespace)),
-				deployment("podinfo", "autoscaled", "flux-system/apps", set("autoscaled", "metadata", "labels", LabelHelmReleaseName), set("podinfo", "metadata", "labels", LabelHelmReleaseNamespace), set(5, "spec", "replicas"))).Build()},
+				deployment("podinfo", "autoscaled", "flux-system/apps", set("autoscaled", "metadata", "labels", LabelHelmReleaseName), set("podinfo", "metadata", "labels", LabelHelmReleaseNamespace), admissiontest.AppliedBy("Update", "helm-controller")),
+				deployment("podinfo", "autoscaled", "flux-system/apps", set("autoscaled", "metadata", "labels", LabelHelmReleaseName), set("podinfo", "metadata", "labels", LabelHelmReleaseNamespace), admissiontest.AppliedBy("Update", "helm-controller"), set(5, "spec", "replicas"))).Build()},
 			want: admission.Denied("fluxguard: Deployment podinfo/autoscaled is managed by " + appsOwner + " and Flux HelmRelease podinfo/autoscaled (chart podinfo from HelmRepository flux-system/podinfo, revision 6.7.1); " +
 				"it is reverted at the next reconcile (interval 10m). Changed: /spec/replicas." + inGit),
 		},
@@ -431,8 +431,8 @@ func TestHandle(t *testing.T) {
 		},
 		"LabelSelectorNotMatchingIsDenied": {
 			reason: "Without the label the annotation is guarded.",
-			args: args{defaultRule(), admissiontest.Update(configmapsGVR, "ConfigMap", configMap("platform", "settings", "flux-system/platform"),
-				configMap("platform", "settings", "flux-system/platform", set("false", "metadata", "annotations", "sidecar.istio.io/inject"))).Build()},
+			args: args{defaultRule(), admissiontest.Update(configmapsGVR, "ConfigMap", configMap("platform", "settings", "flux-system/platform", injected),
+				configMap("platform", "settings", "flux-system/platform", injected, set("false", "metadata", "annotations", "sidecar.istio.io/inject"))).Build()},
 			want: admission.Denied("fluxguard: ConfigMap platform/settings is managed by " + platformOwner + "; it is reverted at the next reconcile (interval 5m). Changed: /metadata/annotations/sidecar.istio.io~1inject." + platformInGit),
 		},
 		"IgnoredWithoutTargetIsAllowed": {
@@ -483,8 +483,8 @@ func TestHandle(t *testing.T) {
 		"SuspendOnOtherKindsIsAnEdit": {
 			reason: "spec.suspend is a control write only on Flux's kinds; on a CronJob it changes what runs.",
 			args: args{defaultRule(), admissiontest.Update(schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "cronjobs"}, "CronJob",
-				configMap("apps", "podinfo-cleanup", "flux-system/apps", set("CronJob", "kind"), del("data")),
-				configMap("apps", "podinfo-cleanup", "flux-system/apps", set("CronJob", "kind"), del("data"), set(true, "spec", "suspend"))).Build()},
+				configMap("apps", "podinfo-cleanup", "flux-system/apps", set("CronJob", "kind"), del("data"), set(false, "spec", "suspend"), admissiontest.AppliedBy("Apply", "kustomize-controller")),
+				configMap("apps", "podinfo-cleanup", "flux-system/apps", set("CronJob", "kind"), del("data"), set(false, "spec", "suspend"), admissiontest.AppliedBy("Apply", "kustomize-controller"), set(true, "spec", "suspend"))).Build()},
 			want: admission.Denied("fluxguard: CronJob apps/podinfo-cleanup is managed by " + appsOwner + "; it is reverted at the next reconcile (interval 10m). Changed: /spec/suspend." + inGit),
 		},
 		"StatusWriteStrippingALabelIsDenied": {

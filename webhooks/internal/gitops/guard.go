@@ -41,6 +41,15 @@ type Options struct {
 	Records []Record
 	// BreakGlassGroup is the global break-glass group denials name.
 	BreakGlassGroup string
+	// Undeclared is what a person's change of fields Git does not declare
+	// gets; UndeclaredRefuse when empty.
+	Undeclared Undeclared
+	// Markers are the paths the guard keys on (the tool's ownership keys
+	// and whatever its webhook's selectors and conditions read): a change
+	// of one, or of a path above one, counts as a change of a field Git
+	// declares, whoever writes it and whatever managedFields say, since it
+	// changes who manages the object. The opt-out markers are added.
+	Markers []object.Pointer
 }
 
 // OptOut are a tool's opt-out markers: annotations the tool honours to
@@ -61,17 +70,23 @@ type Guard struct {
 	skip     skipMap
 	optOut   OptOut
 	records  []Record
+	// undeclared is the undeclaredFields setting.
+	undeclared Undeclared
+	// markers are Options.Markers and the opt-out markers.
+	markers []object.Pointer
 }
 
 // New builds a Guard over one tool's resolver.
 func New(o Options, r Resolver) *Guard {
 	return &Guard{
-		msg:      messages{rule: o.Rule, tool: o.Tool, agent: o.AgentName, applier: cmp.Or(o.Applier, o.AgentName), breakGlass: o.BreakGlassGroup},
-		agent:    o.Agent,
-		resolver: r,
-		skip:     newSkipMap(o.Ignored),
-		optOut:   o.OptOut,
-		records:  o.Records,
+		msg:        messages{rule: o.Rule, tool: o.Tool, agent: o.AgentName, applier: cmp.Or(o.Applier, o.AgentName), breakGlass: o.BreakGlassGroup},
+		agent:      o.Agent,
+		resolver:   r,
+		skip:       newSkipMap(o.Ignored),
+		optOut:     o.OptOut,
+		records:    o.Records,
+		undeclared: cmp.Or(o.Undeclared, UndeclaredRefuse),
+		markers:    append(slices.Clip(o.Markers), o.OptOut.Paths...),
 	}
 }
 
@@ -214,15 +229,10 @@ func (g *Guard) update(ctx context.Context, req *rule.Request) admission.Respons
 	// Clipped: the configured list is shared by concurrent requests.
 	skip := append(slices.Clip(g.skip.of(ref.GroupKind())), controlPaths(ref.GroupKind())...)
 	skip = append(skip[:len(skip):len(skip)], commonSkip(owners)...)
-	c, refused := changes(oldView, curView, skip, owners)
-	if refused != "" {
-		return admission.Denied(g.msg.changedAs(ref, owners, refused))
-	}
-	if c.Total == 0 {
-		return admission.Allowed(fmt.Sprintf("no change to fields %s deploys (status, metadata bookkeeping and ignored fields are not guarded)", g.msg.tool))
-	}
-	if g.optOutChanged(oldView, curView) {
+	all := object.Diff(oldView, curView, skip, maxFieldChanges)
+	if all.Total > 0 && g.optOutChanged(oldView, curView) {
 		rest := object.Diff(oldView, curView, append(skip[:len(skip):len(skip)], g.optOut.Paths...), 1)
+		c := listed(all)
 		if rest.Total == 0 { // only opt-out markers changed
 			if intersects(g.optOut.Groups, req.UserInfo.Groups) {
 				return admission.Allowed(fmt.Sprintf("opt-out %s set by %s, a member of an opt-out group", ChangeList(c), req.UserInfo.Username))
@@ -230,7 +240,7 @@ func (g *Guard) update(ctx context.Context, req *rule.Request) admission.Respons
 			return admission.Denied(g.msg.optOutRefused(ref, owners, c, g.optOut.Groups))
 		}
 	}
-	return admission.Denied(g.msg.changed(ref, owners, c))
+	return g.fields(req, ref, owners, splitFields(oldView, curView, all, owners, g.markers))
 }
 
 // optOutChanged reports whether an update changes one of the tool's
@@ -349,22 +359,6 @@ func writerOf(owners []Owner, user string) (Owner, bool) {
 		}
 	}
 	return Owner{}, false
-}
-
-// changes are the update's guarded changes. Where every owner guards only
-// what its field manager applies (Owner.Applies), only changes to those
-// fields count, and, where none of those changed, a change of a
-// manager's entry itself is refused (refused names it): a write that
-// changes an owned field also moves it out of the entry, and is refused
-// for the field (appliedChanges, in applied.go). Otherwise every change
-// but the skipped ones counts.
-func changes(old, cur *object.View, skip []object.Pointer, owners []Owner) (c object.Changes, refused string) {
-	for _, o := range owners {
-		if o.Applies == "" {
-			return object.Diff(old, cur, skip, ListedPaths), ""
-		}
-	}
-	return appliedChanges(old, cur, skip, owners)
 }
 
 // AddedOwners lists the owner references the new object has and the old

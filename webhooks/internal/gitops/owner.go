@@ -56,14 +56,20 @@ type Owner struct {
 	// Hint is an extra way out the denial offers, e.g. how to pause the
 	// tool for the object.
 	Hint string
-	// Applies, when set, is the field manager whose server-side apply
-	// entry alone says what the owner guards (Flux's ssa: Merge: fields
-	// others set are theirs to keep). Only changes to the fields that
-	// entry owns count, and a change of the entry itself is refused, so
-	// rewriting managedFields cannot make the fields editable.
-	Applies string
+	// Undeclared says what the owner's tool does with a field Git does
+	// not declare, one its field managers do not own: "kustomize-controller
+	// keeps it".
+	Undeclared string
+	// Strips are prefixes of the field managers whose fields the owner's
+	// tool removes at its next reconcile even where Git does not declare
+	// them (kustomize-controller's cleanup of kubectl's and
+	// before-first-apply's entries).
+	Strips []string
 	// FieldManagers are the field managers the owner's tool applies the
-	// object with: the audit reads writes after their last one as drift.
+	// object with. The fields their managedFields entries own on the stored
+	// object are the ones Git declares; an object with no such entry counts
+	// every field as Git's. The audit reads writes after their last one as
+	// drift.
 	FieldManagers []string
 	// IgnoreIn is where the owner's tool is told to leave a field alone,
 	// for drift findings: "fleet.yaml (diff.comparePatches)".

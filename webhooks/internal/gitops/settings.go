@@ -66,3 +66,13 @@ func ValidateNames(p *field.Path, names []string, what string) field.ErrorList {
 	}
 	return errs
 }
+
+// Validate reports an undeclaredFields setting that is neither refuse nor
+// mirror; empty is the default, refuse.
+func (u Undeclared) Validate(p *field.Path) field.ErrorList {
+	switch u {
+	case "", UndeclaredRefuse, UndeclaredMirror:
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(p, u, []Undeclared{UndeclaredRefuse, UndeclaredMirror})}
+}

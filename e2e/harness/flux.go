@@ -1,0 +1,414 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// FluxNamespace is the namespace Flux's controllers run in: their service
+// accounts, and the RUNTIME_NAMESPACE they are told they run in.
+const FluxNamespace = "flux-system"
+
+// FluxRelease is the Flux release whose CRDs (e2e/upstream/flux/<release>)
+// StartFlux installs: the one the controllers the Makefile builds belong
+// to.
+const FluxRelease = "2.9"
+
+// FluxReconcileTimeout bounds the wait for a reconcile ForceReconcile
+// asked for.
+const FluxReconcileTimeout = 2 * time.Minute
+
+// fluxControllers are the controllers StartFlux runs, in start order
+// (source-controller first: the others fetch its artifacts), each with the
+// environment variable the Makefile exports its binary's path in and the
+// prefix of the CRDs it reconciles.
+var fluxControllers = []struct{ name, binaryVar, crds string }{
+	{"source-controller", "SOURCE_CONTROLLER", "source.toolkit.fluxcd.io_"},
+	{"kustomize-controller", "KUSTOMIZE_CONTROLLER", "kustomize.toolkit.fluxcd.io_"},
+	{"helm-controller", "HELM_CONTROLLER", "helm.toolkit.fluxcd.io_"},
+}
+
+// FluxControllerUser is the user the API server sees a controller as:
+// its service account in FluxNamespace.
+func FluxControllerUser(controller string) string {
+	return "system:serviceaccount:" + FluxNamespace + ":" + controller
+}
+
+// FluxBinaries returns each controller's binary, from the environment
+// variables the Makefile exports (make flux-controllers builds them). It
+// fails naming the first variable that is not set.
+func FluxBinaries() (map[string]string, error) {
+	out := map[string]string{}
+	for _, c := range fluxControllers {
+		path := os.Getenv(c.binaryVar)
+		if path == "" {
+			return nil, fmt.Errorf("%s is not set: run through make, which builds Flux's controllers (make flux-controllers)", c.binaryVar)
+		}
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("%s: %w: run make flux-controllers", c.binaryVar, err)
+		}
+		out[c.name] = path
+	}
+	return out, nil
+}
+
+// Flux is Flux's source-, kustomize- and helm-controller running as local
+// processes against the Env's API server, each as its own service account.
+type Flux struct {
+	// StorageAddr is source-controller's artifact server (host:port on
+	// 127.0.0.1), the address its artifacts' URLs name.
+	StorageAddr string
+	env         *Env
+	procs       []*fluxProcess
+}
+
+// fluxProcess is one running controller.
+type fluxProcess struct {
+	name    string
+	logPath string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	exitErr error
+}
+
+// StartFlux installs the CRDs of FluxRelease's source, kustomize and helm
+// controllers, creates FluxNamespace and the controllers' service accounts
+// bound to cluster-admin (as Flux's install does), and starts each
+// controller with a kubeconfig holding its service account's token, on
+// free loopback ports, leader election off, watching every namespace. It
+// returns once each answers /readyz. The controllers are stopped when t
+// ends, and their logs are written to t's log if it failed.
+//
+// The CRDs are left installed: a test sharing its Env restores the ones
+// it expects. Objects with the controllers' finalizers must be deleted
+// before t ends, while the controllers still run to remove them.
+func (e *Env) StartFlux(ctx context.Context, t testing.TB) (*Flux, error) {
+	binaries, err := FluxBinaries()
+	if err != nil {
+		return nil, err
+	}
+	if err := e.installFluxCRDs(); err != nil {
+		return nil, err
+	}
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: FluxNamespace}}); client.IgnoreAlreadyExists(err) != nil {
+		return nil, fmt.Errorf("creating namespace %s: %w", FluxNamespace, err)
+	}
+	dir, err := os.MkdirTemp(e.dir, "flux-")
+	if err != nil {
+		return nil, fmt.Errorf("creating Flux's directory: %w", err)
+	}
+	storagePort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	f := &Flux{StorageAddr: "127.0.0.1:" + strconv.Itoa(storagePort), env: e}
+	t.Cleanup(func() {
+		f.stop(t)
+		if t.Failed() {
+			for _, p := range f.procs {
+				t.Logf("%s log (last lines of %s):\n%s", p.name, p.logPath, logTail(p.logPath, 80))
+			}
+		}
+	})
+	for _, c := range fluxControllers {
+		kubeconfig, err := e.writeServiceAccountKubeconfig(ctx, dir, c.name)
+		if err != nil {
+			return nil, err
+		}
+		var args []string
+		if c.name == "source-controller" {
+			storage := filepath.Join(dir, "storage")
+			if err := os.Mkdir(storage, 0o700); err != nil {
+				return nil, err
+			}
+			args = []string{"--storage-path=" + storage, "--storage-addr=" + f.StorageAddr, "--storage-adv-addr=" + f.StorageAddr}
+		}
+		p, err := startFluxProcess(ctx, dir, c.name, binaries[c.name], kubeconfig, args)
+		if p != nil {
+			f.procs = append(f.procs, p)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w\n--- %s log (last lines) ---\n%s", err, c.name, logTail(filepath.Join(dir, c.name+".log"), 40))
+		}
+	}
+	return f, nil
+}
+
+// installFluxCRDs installs or replaces (as the release's install.yaml
+// does) the CRDs of the controllers StartFlux runs, and waits until they
+// are served.
+func (e *Env) installFluxCRDs() error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	var paths []string
+	for _, c := range fluxControllers {
+		files, err := filepath.Glob(filepath.Join(root, "e2e", "upstream", "flux", FluxRelease, c.crds+"*.yaml"))
+		if err != nil || len(files) == 0 {
+			return fmt.Errorf("no %s* CRDs vendored for Flux %s: %v", c.crds, FluxRelease, err)
+		}
+		paths = append(paths, files...)
+	}
+	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true}); err != nil {
+		return fmt.Errorf("installing Flux %s's CRDs: %w", FluxRelease, err)
+	}
+	return nil
+}
+
+// writeServiceAccountKubeconfig creates the service account name in
+// FluxNamespace, binds it to cluster-admin, and writes a kubeconfig into
+// dir that reaches the API server with a day-long token of it.
+func (e *Env) writeServiceAccountKubeconfig(ctx context.Context, dir, name string) (string, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: FluxNamespace}}
+	if err := e.Client.Create(ctx, sa); client.IgnoreAlreadyExists(err) != nil {
+		return "", fmt.Errorf("creating service account %s/%s: %w", FluxNamespace, name, err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: FluxNamespace + ":" + name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: FluxNamespace}},
+	}
+	if err := e.Client.Create(ctx, binding); client.IgnoreAlreadyExists(err) != nil {
+		return "", fmt.Errorf("creating ClusterRoleBinding %s: %w", binding.Name, err)
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(24 * 3600))}}
+	if err := e.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return "", fmt.Errorf("requesting a token of %s/%s: %w", FluxNamespace, name, err)
+	}
+	// The admin kubeconfig's cluster (server and CA), with the token as
+	// the only credentials.
+	cfg, err := clientcmd.LoadFromFile(e.Kubeconfig)
+	if err != nil {
+		return "", fmt.Errorf("reading the admin kubeconfig: %w", err)
+	}
+	current, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok {
+		return "", fmt.Errorf("the admin kubeconfig has no context %q", cfg.CurrentContext)
+	}
+	cfg.AuthInfos = map[string]*clientcmdapi.AuthInfo{name: {Token: tr.Status.Token}}
+	cfg.Contexts = map[string]*clientcmdapi.Context{name: {Cluster: current.Cluster, AuthInfo: name}}
+	cfg.CurrentContext = name
+	path := filepath.Join(dir, name+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return "", fmt.Errorf("writing the kubeconfig of %s: %w", name, err)
+	}
+	return path, nil
+}
+
+// startFluxProcess starts a controller with its kubeconfig and args, its
+// output in <dir>/<name>.log, and waits until it answers /readyz. The
+// process is returned even when it did not get ready, so it is stopped.
+func startFluxProcess(ctx context.Context, dir, name, binary, kubeconfig string, args []string) (*fluxProcess, error) {
+	metricsPort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	healthPort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	p := &fluxProcess{name: name, logPath: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
+	log, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the %s log: %w", name, err)
+	}
+	defer log.Close() // the child holds its own descriptor
+	home := filepath.Join(dir, name)
+	if err := os.Mkdir(home, 0o700); err != nil {
+		return nil, err
+	}
+	p.cmd = exec.Command(binary, append([]string{
+		"--metrics-addr=127.0.0.1:" + strconv.Itoa(metricsPort),
+		"--health-addr=127.0.0.1:" + strconv.Itoa(healthPort),
+		"--enable-leader-election=false",
+		"--watch-all-namespaces=true",
+		"--log-encoding=json",
+	}, args...)...)
+	// argv[0] names a path under the Env's work directory, so the
+	// watchdog finds the process by its command line as it finds the
+	// Env's others (the controllers take their kubeconfig from
+	// $KUBECONFIG, not a flag).
+	p.cmd.Args[0] = filepath.Join(home, name)
+	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "RUNTIME_NAMESPACE="+FluxNamespace, "HOME="+home)
+	p.cmd.Stdout, p.cmd.Stderr = log, log
+	p.cmd.SysProcAttr = childProcAttr()
+	fmt.Fprintf(log, "=== %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(p.cmd.Args, " "))
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	go func() {
+		p.exitErr = p.cmd.Wait()
+		close(p.exited)
+	}()
+	return p, p.waitReady(ctx, "http://127.0.0.1:"+strconv.Itoa(healthPort)+"/readyz")
+}
+
+// waitReady polls url until it answers 200, or the process exits.
+func (p *fluxProcess) waitReady(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
+	defer cancel()
+	c := &http.Client{Timeout: 2 * time.Second}
+	last := "no answer"
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := c.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("%s exited before it was ready: %v", p.name, p.exitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("%s was not ready within %s (GET %s: %s)", p.name, ReadyTimeout, url, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// stop ends the controllers in reverse start order: SIGTERM, then SIGKILL
+// after StopTimeout. A controller that exited before it was stopped
+// fails t: it crashed under the test.
+func (f *Flux) stop(t testing.TB) {
+	for i := len(f.procs) - 1; i >= 0; i-- {
+		p := f.procs[i]
+		select {
+		case <-p.exited:
+			t.Errorf("%s exited while the test ran: %v", p.name, p.exitErr)
+			continue
+		default:
+		}
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(StopTimeout):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+			t.Logf("%s did not stop within %s of SIGTERM and was killed", p.name, StopTimeout)
+		}
+	}
+}
+
+// Log returns everything controller (e.g. "kustomize-controller") has
+// written so far.
+func (f *Flux) Log(controller string) string {
+	for _, p := range f.procs {
+		if p.name == controller {
+			data, err := os.ReadFile(p.logPath)
+			if err != nil {
+				return fmt.Sprintf("(reading %s: %v)", p.logPath, err)
+			}
+			return string(data)
+		}
+	}
+	return fmt.Sprintf("(no controller %s)", controller)
+}
+
+// reconcileRequestAnnotation asks a Flux controller to reconcile an object
+// now; the controller copies its value to status.lastHandledReconcileAt
+// when it has (what `flux reconcile` writes and waits for).
+const reconcileRequestAnnotation = "reconcile.fluxcd.io/requestedAt"
+
+// ForceReconcile asks Flux to reconcile obj (a Kustomization,
+// GitRepository, HelmRelease: any Flux kind, by its apiVersion, kind,
+// namespace and name) at once, as `flux reconcile` does, and waits until
+// its controller has handled the request. It returns the object as that
+// reconcile left it; whether it succeeded is in its Ready condition.
+func (f *Flux) ForceReconcile(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	requested := time.Now().UTC().Format(time.RFC3339Nano)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, reconcileRequestAnnotation, requested)
+	target := &unstructured.Unstructured{}
+	target.SetGroupVersionKind(obj.GroupVersionKind())
+	target.SetNamespace(obj.GetNamespace())
+	target.SetName(obj.GetName())
+	if err := f.env.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return nil, fmt.Errorf("requesting a reconcile of %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+	}
+	var cur *unstructured.Unstructured
+	err := Poll(ctx, FluxReconcileTimeout, func() error {
+		cur = &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(obj.GroupVersionKind())
+		if err := f.env.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+			return err
+		}
+		handled, _, _ := unstructured.NestedString(cur.Object, "status", "lastHandledReconcileAt")
+		if handled != requested {
+			return fmt.Errorf("%s %s/%s: status.lastHandledReconcileAt is %q, not %q; %s", obj.GetKind(), obj.GetNamespace(), obj.GetName(), handled, requested, FluxReady(cur))
+		}
+		return nil
+	})
+	return cur, err
+}
+
+// FluxReady describes obj's Ready condition ("Ready=True (reason:
+// message)"), or says it has none.
+func FluxReady(obj *unstructured.Unstructured) string {
+	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conditions {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Ready" {
+			return fmt.Sprintf("Ready=%v (%v: %v)", m["status"], m["reason"], m["message"])
+		}
+	}
+	return "no Ready condition"
+}
+
+// WaitFluxReady waits until obj's controller reports it Ready for its
+// current generation, and returns it as it then is.
+func (f *Flux) WaitFluxReady(ctx context.Context, obj *unstructured.Unstructured, timeout time.Duration) (*unstructured.Unstructured, error) {
+	var cur *unstructured.Unstructured
+	err := Poll(ctx, timeout, func() error {
+		cur = &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(obj.GroupVersionKind())
+		if err := f.env.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+			return err
+		}
+		observed, _, _ := unstructured.NestedInt64(cur.Object, "status", "observedGeneration")
+		if ready := FluxReady(cur); !strings.HasPrefix(ready, "Ready=True ") || observed != cur.GetGeneration() {
+			return fmt.Errorf("%s %s/%s (generation %d, observed %d): %s", obj.GetKind(), obj.GetNamespace(), obj.GetName(), cur.GetGeneration(), observed, ready)
+		}
+		return nil
+	})
+	return cur, err
+}
+
+// logTail returns the last n lines of the file at path.
+func logTail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "(no log)"
+		}
+		return fmt.Sprintf("(reading %s: %v)", path, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
