@@ -15,7 +15,9 @@ import (
 // maxPathFiles is how many files of Steward a refused fleetguard UPDATE may
 // run code in, from HTTP to the answer, besides the object package's
 // private JSON reader: a newcomer follows a request through that many.
-const maxPathFiles = 6
+// The seventh is the GitOps engine's reading of the tool's own record of
+// Git's fields (webhooks/internal/gitops/fields.go).
+const maxPathFiles = 7
 
 // TestRefusedFleetguardUpdateVisitsTheDocumentedFiles measures the files a
 // refused fleetguard UPDATE runs code in, and holds them to the table in

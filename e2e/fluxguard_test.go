@@ -213,6 +213,11 @@ func TestFluxguard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An operator: a service account that is neither Flux's nor a tenant's.
+	operator, err := env.As("system:serviceaccount:ops:reloader", "system:serviceaccounts", "system:serviceaccounts:ops")
+	if err != nil {
+		t.Fatal(err)
+	}
 	in := func(args ...string) []string { return append([]string{"-n", fluxAppsNS}, args...) }
 	const (
 		deleting = "Deleting it is refused: Flux would re-create it."
@@ -248,17 +253,19 @@ func TestFluxguard(t *testing.T) {
 	}, {
 		name: "ManagedFieldsRewriteThenEdit",
 		steps: []step{
-			{what: "rewrite managedFields so kustomize-controller owns nothing", allowed: "managedFields are bookkeeping; fluxguard guards every field Flux applied, whoever the managedFields name",
+			{what: "rewrite managedFields so kustomize-controller owns nothing", refused: "Changed: /metadata/managedFields (the kustomize-controller entry, which records what",
 				kubectl: in("patch", "configmap", "settings", "--type=json", "-p", `[{"op":"replace","path":"/metadata/managedFields","value":[{}]}]`)},
 			{what: "then edit", refused: "Changed: /data/a.", kubectl: in("patch", "configmap", "settings", "--type=merge", "-p", `{"data":{"a":"2"}}`)},
 		},
 	}, {
 		name: "MergeObjectThenManagedFieldsRewrite",
 		steps: []step{
-			{what: "add a key to a ConfigMap Flux applies with ssa: Merge", allowed: "with ssa: Merge, Flux keeps fields others set: only kustomize-controller's own fields are Git's",
+			{what: "a person adds a key to a ConfigMap Flux applies with ssa: Merge", refused: "Changed: /data/b, which Git does not declare: kustomize-controller keeps fields others set",
 				kubectl: in("patch", "configmap", "merged", "--type=merge", "-p", `{"data":{"b":"mine"}}`)},
+			{what: "an operator's service account adds it", allowed: "only kustomize-controller's own fields are Git's: Flux keeps fields others set",
+				do: func(ctx context.Context) error { return mergePatch(ctx, operator, fluxAppsNS, "merged", `{"data":{"b":"mine"}}`) }},
 			{what: "change a key kustomize-controller applied", refused: "Changed: /data/a.", kubectl: in("patch", "configmap", "merged", "--type=merge", "-p", `{"data":{"a":"2"}}`)},
-			{what: "rewrite managedFields so kustomize-controller owns nothing", refused: "Changed: /metadata/managedFields (the kustomize-controller apply entry, which says what it owns).",
+			{what: "rewrite managedFields so kustomize-controller owns nothing", refused: "Changed: /metadata/managedFields (the kustomize-controller entry, which records what",
 				kubectl: in("patch", "configmap", "merged", "--type=json", "-p", `[{"op":"replace","path":"/metadata/managedFields","value":[{}]}]`)},
 			{what: "then change the key", refused: "Changed: /data/a.", kubectl: in("patch", "configmap", "merged", "--type=merge", "-p", `{"data":{"a":"3"}}`)},
 		},

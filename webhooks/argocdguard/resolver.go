@@ -57,6 +57,8 @@ type resolver struct {
 	trackingLabel string
 	// markerKeys are the tracking annotation's and label's Claim.Keys.
 	markerKeys []string
+	// APIWorkloads reads a scaled workload's managedFields.
+	gitops.APIWorkloads
 }
 
 // newResolver builds the resolver of a configuration.

@@ -30,6 +30,9 @@ type Rule struct {
 	guard    *gitops.Guard
 	writers  gitops.Identities
 	resolver *resolver
+	// people are the service accounts that write people's edits
+	// (argocd-server), unless uiEditsAreGitOps.
+	people []string
 }
 
 var (
@@ -49,9 +52,13 @@ func New(c Config, breakGlassGroup string) *Rule {
 		writers:  c.writers(),
 		resolver: newResolver(c),
 	}
+	if !c.UIEditsAreGitOps {
+		// argocd-server writes people's UI edits.
+		r.people = c.ServerUsers
+	}
 	r.guard = gitops.New(gitops.Options{
 		Rule: Name, Tool: "Argo CD", AgentName: "Argo CD's application controller", Applier: "Argo CD",
-		Agent: r.writers, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup, Undeclared: c.UndeclaredFields, Markers: markers(c),
+		Agent: r.writers, People: r.people, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup, Undeclared: c.UndeclaredFields, Markers: markers(c),
 		OptOut:  gitops.OptOut{Paths: optOutPaths, Groups: c.OptOutGroups},
 		Records: records,
 	}, r.resolver)
@@ -78,6 +85,7 @@ func (r *Rule) WithApplications(c gitops.OwnerCache) *Rule {
 func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache) error {
 	set := cluster.Follow(Name, map[schema.GroupResource]clustercache.Spec{applications: {Transform: keepApplication}})
 	r.resolver.apps = set
+	r.resolver.Reader = mgr.GetAPIReader()
 	return mgr.AddReadyzCheck(Name+"-applications", set.Ready)
 }
 
@@ -89,6 +97,7 @@ func (r *Rule) Inherit(running rule.Rule) error {
 		return fmt.Errorf("argocdguard cannot take over from a %T", running)
 	}
 	r.resolver.apps = old.resolver.apps
+	r.resolver.APIWorkloads = old.resolver.APIWorkloads
 	return nil
 }
 

@@ -18,9 +18,9 @@ func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
 		Name:       Name,
 		Type:       rule.Validating,
-		Webhooks:   []rule.Webhook{r.objectWebhook(), gitops.ScaleWebhook(Name, "Argo CD", r.writers), gitops.RecordWebhook(Name, r.writers, records)},
+		Webhooks:   append(gitops.ByWriter(r.objectWebhook(), r.people...), gitops.ScaleWebhook(Name, "Argo CD", r.writers), gitops.RecordWebhook(Name, r.writers, records)),
 		RBAC:       rbac(),
-		ChartLists: []rule.ChartList{{Key: "agentUsers", OmitWhenEmpty: true}, {Key: "agentGroups", OmitWhenEmpty: true}},
+		ChartLists: []rule.ChartList{{Key: "agentUsers", OmitWhenEmpty: true}, {Key: "agentGroups", OmitWhenEmpty: true}, {Key: "serverUsers", OmitWhenEmpty: true}},
 		Monitoring: rule.Monitoring{Unsynced: "argocdguard cannot tell whether an object's Application exists, answers with an error, and the object webhook's failure policy (Fail) refuses the write"},
 	}
 }

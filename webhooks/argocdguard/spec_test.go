@@ -39,6 +39,16 @@ func TestSpecRegistration(t *testing.T) {
 	}
 	all := admissionregistrationv1.AllScopes
 	namespaced := admissionregistrationv1.NamespacedScope
+	objectRules := []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE", "DELETE"},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}, Scope: &all},
+	}, {
+		Operations: []admissionregistrationv1.OperationType{"UPDATE"},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/status"}, Scope: &all},
+	}, {
+		Operations: []admissionregistrationv1.OperationType{"UPDATE"},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/ephemeralcontainers", "pods/resize"}, Scope: &namespaced},
+	}}
 	want := []registration{{
 		Name: "argocdguard.steward.dev", Path: "/validate/argocdguard",
 		Rules: []admissionregistrationv1.RuleWithOperations{{
@@ -56,6 +66,12 @@ func TestSpecRegistration(t *testing.T) {
 		FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
 		Conditions: []string{"tracked-not-argocd-controller-lease-or-event"},
 	}, {
+		// The same writes by service accounts, the cluster's machinery: an
+		// outage must not stop them.
+		Name: "argocdguard-serviceaccounts.steward.dev", Path: "/validate/argocdguard/serviceaccounts",
+		Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
+		Conditions: []string{"tracked-not-argocd-controller-lease-or-event"},
+	}, {
 		Name: "argocdguard-scale.steward.dev", Path: "/validate/argocdguard/scale",
 		Rules: []admissionregistrationv1.RuleWithOperations{{
 			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
@@ -65,7 +81,7 @@ func TestSpecRegistration(t *testing.T) {
 			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"replicationcontrollers/scale"}, Scope: &namespaced},
 		}},
 		FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 2,
-		Conditions: []string{"not-argocd-agent-or-kubernetes-controller"},
+		Conditions: []string{"not-argocd-agent-autoscaler-or-kubernetes-controller"},
 	}, {
 		// Applications' status.resources, which the guard reads, written
 		// with the object (Applications have no status subresource).
@@ -89,11 +105,11 @@ func TestPolicyRules(t *testing.T) {
 	got := New(Config{}, "").Spec().RBAC
 	want := []rbacv1.PolicyRule{
 		{APIGroups: []string{"argoproj.io"}, Resources: []string{"applications"}, Verbs: []string{"list", "watch"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"list"}},
-		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"list"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"get", "list"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Spec().RBAC: want list and watch (the cache's verbs) on Applications, list (the audit's) on the workloads, nothing more; -want, +got:\n%s", diff)
+		t.Errorf("Spec().RBAC: want list and watch (the cache's verbs) on Applications, get (a scale's check of who declares the replicas) and list (the audit's) on the workloads, nothing more; -want, +got:\n%s", diff)
 	}
 }
 
@@ -222,19 +238,19 @@ func matchConditionCases() map[string]matchConditionCase {
 		}},
 		"HumanRecordWriteIsSent": {Case: celtest.Case{
 			Reason:  "The records webhook sends people's writes of Applications.",
-			Webhook: 2, Request: admissiontest.Update(applicationsGVR, "Application", obj(guestbookApp), obj(guestbookApp, set([]any{}, "status", "resources"))).Build(), Sent: true,
+			Webhook: 3, Request: admissiontest.Update(applicationsGVR, "Application", obj(guestbookApp), obj(guestbookApp, set([]any{}, "status", "resources"))).Build(), Sent: true,
 		}},
 		"ControllerRecordWriteIsNotSent": {Case: celtest.Case{
 			Reason:  "The application controller's status updates never call Steward.",
-			Webhook: 2, Request: admissiontest.Update(applicationsGVR, "Application", obj(guestbookApp), obj(guestbookApp, set([]any{}, "status", "resources"))).User(argoController).Build(),
+			Webhook: 3, Request: admissiontest.Update(applicationsGVR, "Application", obj(guestbookApp), obj(guestbookApp, set([]any{}, "status", "resources"))).User(argoController).Build(),
 		}},
 		"HumanScaleIsSent": {Case: celtest.Case{
 			Reason:  "The scale webhook sends people's scale requests.",
-			Webhook: 1, Request: scaleRequest("web", 3, 5).Build(), Sent: true,
+			Webhook: 2, Request: scaleRequest("web", 3, 5).Build(), Sent: true,
 		}},
 		"ControllerScaleIsNotSent": {Case: celtest.Case{
 			Reason:  "Argo CD's own scale requests never call Steward.",
-			Webhook: 1, Request: scaleRequest("web", 3, 5).User(argoController).Build(),
+			Webhook: 2, Request: scaleRequest("web", 3, 5).User(argoController).Build(),
 		}},
 	}
 }

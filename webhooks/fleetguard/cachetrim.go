@@ -57,6 +57,18 @@ func trimWorkload(obj any) (any, error) {
 			setAnnotation(out, k, intern(v))
 		}
 	}
+	// A scale request asks whether the chart declares the replicas, which
+	// only managedFields tell: a workload whose chart does (or that has no
+	// entry of the agent's, so every field counts) keeps a marker, the
+	// rest nothing.
+	ownOutput := in.Labels == nil && len(in.ManagedFields) == 0
+	if !ownOutput {
+		if declared, unrecorded := gitops.ReplicasInGit(in.ManagedFields, agentOwner); declared {
+			setAnnotation(out, cachedReplicasAnnotation, unrecorded)
+		}
+	} else if v, ok := in.Annotations[cachedReplicasAnnotation]; ok {
+		setAnnotation(out, cachedReplicasAnnotation, v)
+	}
 	// The audit's drift check reads managedFields, which are dropped here:
 	// a drifted workload keeps their summary instead (drift.go), the rest
 	// nothing. An object without managedFields is this function's own
@@ -75,6 +87,14 @@ func setAnnotation(o *metav1.PartialObjectMetadata, k, v string) {
 	}
 	o.Annotations[k] = v
 }
+
+// cachedReplicasAnnotation marks a cached workload whose replicas Git
+// declares; its value names the agent's field managers when the workload
+// has no entry of theirs. Never written to the cluster.
+const cachedReplicasAnnotation = "fleetguard.steward.dev/replicas-in-git"
+
+// agentOwner is the Fleet agent as ReplicasInGit reads its entries.
+var agentOwner = []gitops.Owner{{FieldManagers: agentFieldManagers}}
 
 // cachedHashAnnotation holds a cached workload's LabelHash. It is never
 // written to the cluster: the cache keeps one map per workload, its

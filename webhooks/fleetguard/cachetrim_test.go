@@ -74,7 +74,9 @@ func TestTrimWorkloadKeepsWhatScaleDecisionsRead(t *testing.T) {
 	out := got.(*metav1.PartialObjectMetadata)
 	want := &metav1.PartialObjectMetadata{TypeMeta: in.TypeMeta, ObjectMeta: metav1.ObjectMeta{
 		Name: "web-1", Namespace: "apps", ResourceVersion: "1",
-		Annotations: map[string]string{cachedHashAnnotation: in.Labels[LabelHash], AnnotationID: "default-web-app", AnnotationReleaseName: "web-app", AnnotationReleaseNamespace: "apps"},
+		Annotations: map[string]string{cachedHashAnnotation: in.Labels[LabelHash], AnnotationID: "default-web-app", AnnotationReleaseName: "web-app", AnnotationReleaseNamespace: "apps",
+			// The agent's entry owns the replicas: Git declares them.
+			cachedReplicasAnnotation: ""},
 	}}
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("trimmed workload (-want +got):\n%s", diff)

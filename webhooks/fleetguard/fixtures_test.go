@@ -93,13 +93,21 @@ func fleetMeta(name string) metav1.ObjectMeta {
 }
 
 var parents = fakeParents{objects: map[string]metav1.ObjectMeta{
-	"Deployment/default/web":   fleetMeta("web"),
-	"StatefulSet/default/db":   fleetMeta("db"),
-	"Deployment/default/plain": {Name: "plain", Namespace: "default", Labels: map[string]string{"app": "plain"}},
+	"Deployment/default/web":    replicasInGit(fleetMeta("web")),
+	"StatefulSet/default/db":    replicasInGit(fleetMeta("db")),
+	"Deployment/default/scaled": fleetMeta("scaled"),
+	"Deployment/default/plain":  {Name: "plain", Namespace: "default", Labels: map[string]string{"app": "plain"}},
 	"Deployment/default/rancher": {Name: "rancher", Namespace: "default",
 		Labels:      map[string]string{LabelHash: "abc"},
 		Annotations: map[string]string{AnnotationOwnerGVK: "management.cattle.io/v3, Kind=Cluster"}},
 }}
+
+// replicasInGit marks a cached workload whose chart declares its replicas,
+// as trimWorkload does.
+func replicasInGit(m metav1.ObjectMeta) metav1.ObjectMeta {
+	m.Annotations[cachedReplicasAnnotation] = ""
+	return m
+}
 
 // A bare Pod Fleet's agent deployed for bundle deployment web-app.
 const webPod = `{

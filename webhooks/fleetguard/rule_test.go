@@ -399,15 +399,20 @@ func TestHandle(t *testing.T) {
 				scaleRequest(deploymentsGVR, "web", 3, 5).Build()},
 			want: admission.Allowed("only the ignored field /spec/replicas changed"),
 		},
-		"HorizontalPodAutoscalerIsGuardedLikeAnyone": {
-			reason: "The HPA scales through the subresource; a Fleet workload it scales needs /spec/replicas ignored, as Fleet itself does.",
-			args:   args{defaultRule(), scaleRequest(deploymentsGVR, "web", 3, 4).User(hpaController, "system:serviceaccounts", "system:serviceaccounts:kube-system").Build()},
-			want:   admission.Denied(managedBy + " Changed: /spec/replicas." + inGit),
+		"OperatorScaleWhereTheChartDeclaresNoReplicasIsAllowed": {
+			reason: "Fleet keeps replicas its chart does not declare: an operator's scale persists, so it passes.",
+			args:   args{defaultRule(), scaleRequest(deploymentsGVR, "scaled", 3, 4).User("system:serviceaccount:ops:scaler").Build()},
+			want:   admission.Allowed("system:serviceaccount:ops:scaler scaled the workload, whose replicas Git does not declare: Fleet keeps fields outside the chart"),
 		},
-		"HorizontalPodAutoscalerWithReplicasIgnoredIsAllowed": {
-			reason: "With /spec/replicas ignored, autoscaling a Fleet workload works.",
-			args:   args{ignoringReplicas(), scaleRequest(deploymentsGVR, "web", 3, 4).User(hpaController).Build()},
-			want:   admission.Allowed("only the ignored field /spec/replicas changed"),
+		"HumanScaleWhereTheChartDeclaresNoReplicasIsRefusedHonestly": {
+			reason: "A person's scale outside Git is refused by default, without claiming a revert.",
+			args:   args{defaultRule(), scaleRequest(deploymentsGVR, "scaled", 3, 4).Build()},
+			want:   admission.Denied("fleetguard: Deployment default/scaled is managed by Fleet " + owner + ". Changed: /spec/replicas" + notInGit),
+		},
+		"HorizontalPodAutoscalerIsAllowed": {
+			reason: "The HPA's scale is its job (and never sent): Fleet keeps its replicas where the chart declares none.",
+			args:   args{defaultRule(), scaleRequest(deploymentsGVR, "web", 3, 4).User(hpaController, "system:serviceaccounts", "system:serviceaccounts:kube-system").Build()},
+			want:   admission.Allowed("scaled by the autoscaler " + hpaController),
 		},
 		"AgentScaleIsAllowed": {
 			reason: "The agent is trusted on the scale path too.",

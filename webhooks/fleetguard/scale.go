@@ -130,3 +130,14 @@ func (r *Rule) Inherit(running rule.Rule) error {
 	r.parents = old.parents
 	return nil
 }
+
+// ReplicasDeclared reads from the metadata cache whether the chart
+// declares a workload's replicas (trimWorkload's marker).
+func (r resolver) ReplicasDeclared(ctx context.Context, ref gitops.Ref, _ []gitops.Owner) (bool, string, error) {
+	parent, err := r.rule.lookupParent(ctx, ref.GroupVersionKind, ref.Namespace, ref.Name)
+	if err != nil {
+		return false, "", err
+	}
+	unrecorded, declared := parent.Annotations[cachedReplicasAnnotation]
+	return declared, unrecorded, nil
+}

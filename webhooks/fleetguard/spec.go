@@ -18,7 +18,7 @@ func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
 		Name:     Name,
 		Type:     rule.Validating,
-		Webhooks: []rule.Webhook{r.mainWebhook(), gitops.ScaleWebhook(Name, "Fleet", r.agent)},
+		Webhooks: append(gitops.ByWriter(r.mainWebhook()), gitops.ScaleWebhook(Name, "Fleet", r.agent)),
 		RBAC:     scaleRBAC(),
 		// The agent's identities are the main webhook's matchCondition; it
 		// leaves a clause out for an empty list.

@@ -39,21 +39,26 @@ func TestSpecRegistration(t *testing.T) {
 	}
 	all := admissionregistrationv1.AllScopes
 	namespaced := admissionregistrationv1.NamespacedScope
+	objectRules := []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE", "DELETE"},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}, Scope: &all},
+	}, {
+		Operations: []admissionregistrationv1.OperationType{"UPDATE"},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/status"}, Scope: &all},
+	}, {
+		Operations: []admissionregistrationv1.OperationType{"UPDATE"},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/ephemeralcontainers", "pods/resize"}, Scope: &namespaced},
+	}}
+	labelled := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "objectset.rio.cattle.io/hash", Operator: metav1.LabelSelectorOpExists}}}
 	want := []registration{{
 		Name: "fleetguard.steward.dev", Path: "/validate/fleetguard",
-		Rules: []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE", "DELETE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}, Scope: &all},
-		}, {
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/status"}, Scope: &all},
-		}, {
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/ephemeralcontainers", "pods/resize"}, Scope: &namespaced},
-		}},
-		FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
-		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "objectset.rio.cattle.io/hash", Operator: metav1.LabelSelectorOpExists}}},
-		Conditions:     []string{"not-agent-controller-lease-event-or-owned"},
+		Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
+		ObjectSelector: labelled, Conditions: []string{"not-agent-controller-lease-event-or-owned"},
+	}, {
+		// People's writes fail closed; the cluster's machinery's open.
+		Name: "fleetguard-serviceaccounts.steward.dev", Path: "/validate/fleetguard/serviceaccounts",
+		Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
+		ObjectSelector: labelled, Conditions: []string{"not-agent-controller-lease-event-or-owned"},
 	}, {
 		Name: "fleetguard-scale.steward.dev", Path: "/validate/fleetguard/scale",
 		Rules: []admissionregistrationv1.RuleWithOperations{{
@@ -64,7 +69,7 @@ func TestSpecRegistration(t *testing.T) {
 			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"replicationcontrollers/scale"}, Scope: &namespaced},
 		}},
 		FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 2,
-		Conditions: []string{"not-fleet-agent-or-kubernetes-controller"},
+		Conditions: []string{"not-fleet-agent-autoscaler-or-kubernetes-controller"},
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Spec().Webhooks: -want, +got:\n%s", diff)
@@ -147,9 +152,9 @@ func TestMatchConditions(t *testing.T) {
 		"StatusAddingAnnotationsIsSent":  {reason: "A status write that adds annotations reaches Steward.", request: status(jane), object: withOwner, oldObject: labelled, want: true},
 		"StatusAddingAnOwnerIsSent":      {reason: "A status write that adds an owner reference reaches Steward.", request: status(jane), object: withMeta("ownerReferences", []any{map[string]any{"uid": "1"}}), oldObject: labelled, want: true},
 		"StatusByTheAgentIsNotSent":      {reason: "The agent's status writes never call Steward.", request: status(request(fleetAgent, nil, "apps", "deployments")), object: withMeta("labels", map[string]any{}), oldObject: labelled, want: false},
-		"HumanScaleIsSent":               {reason: "The scale webhook sends people's scale requests.", webhook: 1, request: jane, object: map[string]any{"metadata": map[string]any{}}, want: true},
-		"HPAScaleIsSent":                 {reason: "The HorizontalPodAutoscaler is guarded like anyone on the scale path.", webhook: 1, request: request(hpaController, []string{"system:serviceaccounts"}, "apps", "deployments"), want: true},
-		"AgentScaleIsNotSent":            {reason: "The agent's scale requests never call Steward.", webhook: 1, request: request(fleetAgent, nil, "apps", "deployments"), want: false},
+		"HumanScaleIsSent":               {reason: "The scale webhook sends people's scale requests.", webhook: 2, request: jane, object: map[string]any{"metadata": map[string]any{}}, want: true},
+		"HPAScaleIsNotSent":              {reason: "The HorizontalPodAutoscaler's scale never reaches Steward: Fleet keeps its replicas where the chart declares none.", webhook: 2, request: request(hpaController, []string{"system:serviceaccounts"}, "apps", "deployments"), want: false},
+		"AgentScaleIsNotSent":            {reason: "The agent's scale requests never call Steward.", webhook: 2, request: request(fleetAgent, nil, "apps", "deployments"), want: false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -24,6 +24,7 @@ func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache
 		helmReleases:   {Transform: keepOwner},
 	})
 	r.resolver.owners = set
+	r.resolver.Reader = mgr.GetAPIReader()
 	return mgr.AddReadyzCheck(Name+"-owners", set.Ready)
 }
 

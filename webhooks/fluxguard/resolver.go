@@ -99,6 +99,8 @@ type resolver struct {
 	// strips are the prefixes of the field managers kustomize-controller
 	// removes the fields of: kubectlStrips and the overrideManagers.
 	strips []string
+	// APIWorkloads reads a scaled workload's managedFields.
+	gitops.APIWorkloads
 }
 
 // newResolver builds the resolver of a configuration.

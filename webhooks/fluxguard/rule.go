@@ -76,5 +76,6 @@ func (r *Rule) Inherit(running rule.Rule) error {
 		return fmt.Errorf("fluxguard cannot take over from a %T", running)
 	}
 	r.resolver.owners = old.resolver.owners
+	r.resolver.APIWorkloads = old.resolver.APIWorkloads
 	return nil
 }

@@ -1,6 +1,8 @@
 package fluxguard
 
 import (
+	"slices"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -8,20 +10,21 @@ import (
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
-// Spec registers fluxguard: one webhook for the objects a Kustomization
-// applied and one for those a HelmRelease installed (a label selector
-// cannot say "either label"), and one for the scale subresource, whose
-// workloads are found in the owners' inventories.
+// Spec registers fluxguard: webhooks for the objects a Kustomization
+// applied and for those a HelmRelease installed (a label selector cannot
+// say "either label"), each split by writer (gitops.ByWriter: people fail
+// closed, service accounts open), one for the scale subresource, whose
+// workloads are found in the owners' inventories, and one for the
+// owners' records.
 func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
 		Name: Name,
 		Type: rule.Validating,
-		Webhooks: []rule.Webhook{
-			r.objectWebhook("", LabelKustomizationName, "kustomize-controller"),
-			r.objectWebhook("helm", LabelHelmReleaseName, "helm-controller"),
-			gitops.ScaleWebhook(Name, "Flux", r.agent),
-			gitops.RecordWebhook(Name, r.agent, records),
-		},
+		Webhooks: slices.Concat(
+			gitops.ByWriter(r.objectWebhook("", LabelKustomizationName, "kustomize-controller")),
+			gitops.ByWriter(r.objectWebhook("helm", LabelHelmReleaseName, "helm-controller")),
+			[]rule.Webhook{gitops.ScaleWebhook(Name, "Flux", r.agent), gitops.RecordWebhook(Name, r.agent, records)},
+		),
 		RBAC:       rbac(),
 		ChartLists: []rule.ChartList{{Key: "agentUsers", OmitWhenEmpty: true}, {Key: "agentGroups", OmitWhenEmpty: true}},
 		Monitoring: rule.Monitoring{Unsynced: "fluxguard cannot tell whether an object's Kustomization or HelmRelease lists it, answers with an error, and the object webhooks' failure policy (Fail) refuses the write"},

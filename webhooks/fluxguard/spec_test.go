@@ -17,9 +17,10 @@ import (
 
 // The webhooks' indexes in Spec().Webhooks.
 const (
-	kustomizeWebhook = 0
-	helmWebhook      = 1
-	scaleWebhook     = 2
+	kustomizeWebhook         = 0
+	kustomizeAccountsWebhook = 1
+	helmWebhook              = 2
+	scaleWebhook             = 4
 )
 
 func TestSpecRegistration(t *testing.T) {
@@ -59,16 +60,26 @@ func TestSpecRegistration(t *testing.T) {
 		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpExists}}}
 	}
 	// A label selector cannot say "either label", so Kustomizations' and
-	// HelmReleases' objects have a webhook each; both fail closed, like
-	// every guard of objects only people's edits reach.
+	// HelmReleases' objects have a webhook each, split by writer: people's
+	// edits fail closed, service accounts' (the cluster's machinery) open.
 	want := []registration{{
 		Name: "fluxguard.steward.dev", Path: "/validate/fluxguard",
 		Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
 		ObjectSelector: labelled("kustomize.toolkit.fluxcd.io/name"),
 		Conditions:     []string{"not-flux-controller-lease-or-event"},
 	}, {
+		Name: "fluxguard-serviceaccounts.steward.dev", Path: "/validate/fluxguard/serviceaccounts",
+		Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
+		ObjectSelector: labelled("kustomize.toolkit.fluxcd.io/name"),
+		Conditions:     []string{"not-flux-controller-lease-or-event"},
+	}, {
 		Name: "fluxguard-helm.steward.dev", Path: "/validate/fluxguard/helm",
 		Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
+		ObjectSelector: labelled("helm.toolkit.fluxcd.io/name"),
+		Conditions:     []string{"not-flux-controller-lease-or-event"},
+	}, {
+		Name: "fluxguard-helm-serviceaccounts.steward.dev", Path: "/validate/fluxguard/helm-serviceaccounts",
+		Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
 		ObjectSelector: labelled("helm.toolkit.fluxcd.io/name"),
 		Conditions:     []string{"not-flux-controller-lease-or-event"},
 	}, {
@@ -84,7 +95,7 @@ func TestSpecRegistration(t *testing.T) {
 			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"replicationcontrollers/scale"}, Scope: &namespaced},
 		}},
 		FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 2,
-		Conditions: []string{"not-flux-agent-or-kubernetes-controller"},
+		Conditions: []string{"not-flux-agent-autoscaler-or-kubernetes-controller"},
 	}, {
 		// Flux's records of what it applied, the owners' inventories, are
 		// written by Flux alone.
@@ -112,11 +123,11 @@ func TestPolicyRules(t *testing.T) {
 	want := []rbacv1.PolicyRule{
 		{APIGroups: []string{"kustomize.toolkit.fluxcd.io"}, Resources: []string{"kustomizations"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"helm.toolkit.fluxcd.io"}, Resources: []string{"helmreleases"}, Verbs: []string{"list", "watch"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"list"}},
-		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"list"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"get", "list"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Spec().RBAC: want list and watch (the owners' cache) on Kustomizations and HelmReleases, and list (the drift audit) on the scalable workloads, nothing more; -want, +got:\n%s", diff)
+		t.Errorf("Spec().RBAC: want list and watch (the owners' cache) on Kustomizations and HelmReleases, and get (a scale request's check of who declares the replicas) and list (the drift audit) on the scalable workloads, nothing more; -want, +got:\n%s", diff)
 	}
 }
 
@@ -184,9 +195,27 @@ func TestMatchConditions(t *testing.T) {
 			Sent: true,
 		},
 		"TenantServiceAccountIsSent": {
-			Reason:  "A tenant's service account is not excluded: whether it writes for the object's owner takes the owners' cache.",
+			Reason:  "A tenant's service account is not excluded: whether it writes for the object's owner takes the owners' cache. It goes to the entry that fails open.",
+			Webhook: kustomizeAccountsWebhook,
 			Request: admissiontest.Update(deploymentsGVR, "Deployment", obj(podinfoDeployment), newImage()).User("system:serviceaccount:team-a:flux-reconciler", "system:serviceaccounts").Build(),
 			Sent:    true,
+		},
+		"AServiceAccountIsNotSentToThePeoplesEntry": {
+			Reason:  "People's entry fails closed: no service account's write may wait on it.",
+			Request: admissiontest.Update(deploymentsGVR, "Deployment", obj(podinfoDeployment), newImage()).User("system:serviceaccount:cert-manager:cert-manager-cainjector", "system:serviceaccounts").Build(),
+			Sent:    false,
+		},
+		"APersonIsNotSentToTheServiceAccountsEntry": {
+			Reason:  "The entry that fails open never receives people's writes.",
+			Webhook: kustomizeAccountsWebhook,
+			Request: admissiontest.Update(deploymentsGVR, "Deployment", obj(podinfoDeployment), newImage()).Build(),
+			Sent:    false,
+		},
+		"SourceControllerIsNotSent": {
+			Reason:  "source-controller's finalizers on the sources a Kustomization applies never wait for Steward.",
+			Webhook: kustomizeAccountsWebhook,
+			Request: admissiontest.Update(deploymentsGVR, "Deployment", obj(podinfoDeployment), newImage()).User("system:serviceaccount:flux-system:source-controller", "system:serviceaccounts").Build(),
+			Sent:    false,
 		},
 		"UserWithoutGroupsIsSent": {
 			Reason:  "A request without groups does not break the group clauses.",
@@ -221,11 +250,17 @@ func TestMatchConditions(t *testing.T) {
 			Request: scaleRequest(deploymentsGVR, "apps", "podinfo", 2, 5).Build(),
 			Sent:    true,
 		},
-		"HPAScaleIsSent": {
-			Reason:  "The HorizontalPodAutoscaler is judged like anyone on the scale path.",
+		"HPAScaleIsNotSent": {
+			Reason:  "The HorizontalPodAutoscaler's scale never reaches Steward: Flux keeps its replicas where Git declares none.",
 			Webhook: scaleWebhook,
 			Request: scaleRequest(deploymentsGVR, "apps", "podinfo", 2, 5).User("system:serviceaccount:kube-system:horizontal-pod-autoscaler", "system:serviceaccounts").Build(),
-			Sent:    true,
+			Sent:    false,
+		},
+		"KEDAScaleIsNotSent": {
+			Reason:  "Nor does KEDA's operator's, which scales to and from zero.",
+			Webhook: scaleWebhook,
+			Request: scaleRequest(deploymentsGVR, "apps", "podinfo", 0, 1).User("system:serviceaccount:keda:keda-operator", "system:serviceaccounts").Build(),
+			Sent:    false,
 		},
 	}
 	celtest.CheckCases(t, webhooks, cases)

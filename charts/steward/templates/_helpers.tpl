@@ -145,6 +145,16 @@ app.kubernetes.io/part-of: steward
 {{- end -}}
 {{- end -}}
 
+{{/* config.rules.argocdguard.serverUsers as JSON, Steward's default when unset. */}}
+{{- define "steward.list.argocdguard.serverUsers" -}}
+{{- $v := dig "rules" "argocdguard" "serverUsers" nil (.Values.config | default dict) -}}
+{{- if kindIs "invalid" $v -}}
+["system:serviceaccount:argocd:argocd-server"]
+{{- else -}}
+{{- toJson $v -}}
+{{- end -}}
+{{- end -}}
+
 {{/* config.rules.fleetguard.agentUsers as JSON, Steward's default when unset. */}}
 {{- define "steward.list.fleetguard.agentUsers" -}}
 {{- $v := dig "rules" "fleetguard" "agentUsers" nil (.Values.config | default dict) -}}
@@ -169,7 +179,7 @@ app.kubernetes.io/part-of: steward
 {{- define "steward.list.fluxguard.agentUsers" -}}
 {{- $v := dig "rules" "fluxguard" "agentUsers" nil (.Values.config | default dict) -}}
 {{- if kindIs "invalid" $v -}}
-["system:serviceaccount:flux-system:kustomize-controller","system:serviceaccount:flux-system:helm-controller"]
+["system:serviceaccount:flux-system:kustomize-controller","system:serviceaccount:flux-system:helm-controller","system:serviceaccount:flux-system:source-controller","system:serviceaccount:flux-system:notification-controller","system:serviceaccount:flux-system:image-reflector-controller","system:serviceaccount:flux-system:image-automation-controller","system:serviceaccount:flux-system:source-watcher"]
 {{- else -}}
 {{- toJson $v -}}
 {{- end -}}

@@ -111,12 +111,13 @@ func SortFindings(out []rule.Finding) {
 // every GitOps tool deploys, and the tool's own kinds its owner cache
 // already lists (a Kustomization applied by another, an app of apps).
 
-// AuditRBAC is what the audit's lists of workloads need: list, across
-// the cluster, of ScaledKinds' resources.
+// AuditRBAC is what the audit's lists of workloads need, list across the
+// cluster of ScaledKinds' resources, and what a scale request's check of
+// who declares the replicas needs, get (APIWorkloads).
 func AuditRBAC() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"list"}},
-		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"list"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"get", "list"}},
 	}
 }
 

@@ -136,8 +136,8 @@ func TestListKindsStopsAtOtherErrors(t *testing.T) {
 func TestAuditRBACCoversTheAuditedWorkloads(t *testing.T) {
 	granted := map[schema.GroupResource]bool{}
 	for _, p := range AuditRBAC() {
-		if !cmp.Equal(p.Verbs, []string{"list"}) {
-			t.Errorf("AuditRBAC grants %v on %v, want list only", p.Verbs, p.Resources)
+		if !cmp.Equal(p.Verbs, []string{"get", "list"}) {
+			t.Errorf("AuditRBAC grants %v on %v, want get (a scale request's check of who declares the replicas) and list (the audit) only", p.Verbs, p.Resources)
 		}
 		for _, g := range p.APIGroups {
 			for _, r := range p.Resources {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
@@ -141,8 +142,8 @@ func TestTheDecisionTable(t *testing.T) {
 		user: operator, says: []string{"Adding an opt-out"},
 	}, {
 		name: "NoRecordMeansEveryFieldIsGits", reason: "An object written before the tool used server-side apply has no entry: every field counts, and the denial says why.",
-		old: appliedDeployment(admissiontest.Del("metadata", "managedFields")),
-		cur: appliedDeployment(func(o map[string]any) { delete(o["metadata"].(map[string]any), "managedFields"); annotate(o) }),
+		old:  appliedDeployment(admissiontest.Del("metadata", "managedFields")),
+		cur:  appliedDeployment(func(o map[string]any) { delete(o["metadata"].(map[string]any), "managedFields"); annotate(o) }),
 		user: operator, says: []string{"have no entry of kustomize-controller", "every field counts as Git's"},
 	}}
 	for _, tc := range cases {
@@ -199,5 +200,65 @@ func TestDeclaredFieldsFollowKeyedListItems(t *testing.T) {
 	}
 	if _, ok := declaredBy(fieldEntries(v), []string{"helm-controller"}); ok {
 		t.Error("an entry was found for a manager that has none")
+	}
+}
+
+// scaledOwner is oneOwner on the scale path, reading the workload's
+// managedFields from entries.
+type scaledOwner struct {
+	oneOwner
+	entries []metav1.ManagedFieldsEntry
+	read    bool
+}
+
+func (r scaledOwner) OwnersOf(context.Context, Ref) ([]Owner, error) {
+	return []Owner{r.owner}, nil
+}
+
+func (r scaledOwner) ReplicasDeclared(_ context.Context, _ Ref, owners []Owner) (bool, string, error) {
+	if !r.read {
+		return true, "", nil
+	}
+	declared, unrecorded := ReplicasInGit(r.entries, owners)
+	return declared, unrecorded, nil
+}
+
+// TestScaleFollowsWhetherGitDeclaresReplicas judges a scale request, whose
+// Scale carries no managedFields, by the workload's own.
+func TestScaleFollowsWhetherGitDeclaresReplicas(t *testing.T) {
+	entry := func(fields string) []metav1.ManagedFieldsEntry {
+		return []metav1.ManagedFieldsEntry{{Manager: "kustomize-controller", Operation: metav1.ManagedFieldsOperationApply,
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}}
+	}
+	inGit := entry(`{"f:spec":{"f:replicas":{},"f:template":{}}}`)
+	notInGit := entry(`{"f:spec":{"f:template":{}}}`)
+	cases := []struct {
+		name, reason, user string
+		entries            []metav1.ManagedFieldsEntry
+		read               bool
+		undeclared         Undeclared
+		allowed            bool
+		says               string
+	}{
+		{"GitDeclaresReplicas", "kustomize-controller forces them back.", "jane", inGit, true, "", false, "it is reverted at the next reconcile"},
+		{"AnOperatorWhereGitDoesNot", "The tool keeps them.", "system:serviceaccount:ops:scaler", notInGit, true, "", true, "whose replicas Git does not declare"},
+		{"APersonWhereGitDoesNot", "Refused by default, saying they are not in Git.", "jane", notInGit, true, "", false, "which Git does not declare"},
+		{"APersonWithMirror", "No tool strips what /scale wrote.", "jane", notInGit, true, UndeclaredMirror, true, "whose replicas Git does not declare"},
+		{"NoRecordOfTheTool", "Every field is Git's, and the denial says why.", "system:serviceaccount:ops:scaler", nil, true, "", false, "have no entry of kustomize-controller"},
+		{"NothingToReadFrom", "Without a reader the replicas count as Git's.", "system:serviceaccount:ops:scaler", nil, false, "", false, "reverted"},
+		{"TheAutoscaler", "The HPA's scale is its job.", "system:serviceaccount:kube-system:horizontal-pod-autoscaler", inGit, true, "", true, "autoscaler"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := New(Options{Rule: "fluxguard", Tool: "Flux", Undeclared: tc.undeclared}, scaledOwner{oneOwner: oneOwner{appsOwner}, entries: tc.entries, read: tc.read})
+			scale := func(n int) map[string]any {
+				return map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": map[string]any{"name": "web", "namespace": "apps"}, "spec": map[string]any{"replicas": n}}
+			}
+			req := admissiontest.Update(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "Scale", scale(2), scale(5)).SubResource("scale").User(tc.user).Build()
+			got := g.Handle(context.Background(), rule.NewRequest(req))
+			if got.Allowed != tc.allowed || !strings.Contains(got.Result.Message, tc.says) {
+				t.Errorf("%s\nallowed = %v (want %v), message %q (want it to say %q)", tc.reason, got.Allowed, tc.allowed, got.Result.Message, tc.says)
+			}
+		})
 	}
 }

@@ -32,6 +32,9 @@ type Options struct {
 	Applier string
 	// Agent are the identities the tool writes as.
 	Agent Identities
+	// People are service accounts that write people's edits (argocd-server,
+	// for its UI): judged as people, not as the cluster's machinery.
+	People []string
 	// Ignored are the configured ignoredFields.
 	Ignored []IgnoredFields
 	// OptOut are the markers that take an object out of the tool's
@@ -74,6 +77,7 @@ type Guard struct {
 	undeclared Undeclared
 	// markers are Options.Markers and the opt-out markers.
 	markers []object.Pointer
+	people  []string
 }
 
 // New builds a Guard over one tool's resolver.
@@ -87,6 +91,7 @@ func New(o Options, r Resolver) *Guard {
 		records:    o.Records,
 		undeclared: cmp.Or(o.Undeclared, UndeclaredRefuse),
 		markers:    append(slices.Clip(o.Markers), o.OptOut.Paths...),
+		people:     o.People,
 	}
 }
 

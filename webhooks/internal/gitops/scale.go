@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/object"
@@ -24,6 +27,20 @@ var ScaledKinds = map[string]schema.GroupVersionKind{
 	"replicasets":  {Group: "apps", Version: "v1", Kind: "ReplicaSet"},
 	// kubectl scale rc and the HorizontalPodAutoscaler still use it.
 	"replicationcontrollers": {Version: "v1", Kind: "ReplicationController"},
+}
+
+// Autoscalers are the identities that scale workloads through /scale as
+// their job: the HorizontalPodAutoscaler (kube-controller-manager's
+// horizontal-pod-autoscaler service account) and KEDA's operator, which
+// scales to and from zero. GitOps tools keep their replicas where Git
+// declares none, as Flux's and Argo CD's documentation tell HPA users to
+// do; where Git declares replicas too, the two fight, which the background
+// audit reports. Their scale requests never reach Steward.
+func Autoscalers() []string {
+	return []string{
+		"system:serviceaccount:kube-system:horizontal-pod-autoscaler",
+		"system:serviceaccount:keda:keda-operator",
+	}
 }
 
 // ScaleRules are the webhook rules of the scale subresource of
@@ -58,6 +75,9 @@ func (g *Guard) scale(ctx context.Context, req *rule.Request, sr ScaleResolver) 
 	if who, ok := g.Trusted(req.UserInfo); ok {
 		return admission.Allowed("written by " + who)
 	}
+	if slices.Contains(Autoscalers(), req.UserInfo.Username) {
+		return admission.Allowed("scaled by the autoscaler " + req.UserInfo.Username)
+	}
 	oldReplicas, err := Replicas(req.OldView())
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("scale, old object: %w", err))
@@ -84,7 +104,71 @@ func (g *Guard) scale(ctx context.Context, req *rule.Request, sr ScaleResolver) 
 		return admission.Allowed("only the ignored field /spec/replicas changed")
 	}
 	c := object.Changes{First: []string{replicasPointer.String()}, Total: 1}
-	return admission.Denied(g.msg.changed(ref, owners, c))
+	declared, unrecorded := true, ""
+	if rr, ok := sr.(ReplicasRecord); ok {
+		var err error
+		if declared, unrecorded, err = rr.ReplicasDeclared(ctx, ref, owners); err != nil {
+			return admission.Errored(http.StatusServiceUnavailable, err)
+		}
+	}
+	switch {
+	case declared:
+		return admission.Denied(g.msg.changedGit(ref, owners, fieldSplit{git: c, unrecorded: unrecorded}))
+	case g.machinery(req.UserInfo):
+		return admission.Allowed(fmt.Sprintf("%s scaled the workload, whose replicas Git does not declare: %s", req.UserInfo.Username, keeps(owners)))
+	case g.undeclared == UndeclaredMirror:
+		// No tool strips what is written through /scale:
+		// kustomize-controller's cleanup leaves subresource entries alone.
+		return admission.Allowed(fmt.Sprintf("%s scaled the workload, whose replicas Git does not declare: %s", req.UserInfo.Username, keeps(owners)))
+	}
+	return admission.Denied(g.msg.undeclared(ref, owners, c))
+}
+
+// ReplicasRecord is a ScaleResolver that also reads whether Git declares
+// a workload's replicas, so that a scale request, whose Scale carries no
+// managedFields, is judged by the workload's own. A resolver without it
+// has every workload's replicas counted as Git's.
+type ReplicasRecord interface {
+	// ReplicasDeclared reports whether one of the owners' field managers
+	// owns the workload's spec.replicas (ReplicasInGit).
+	ReplicasDeclared(ctx context.Context, ref Ref, owners []Owner) (declared bool, unrecorded string, err error)
+}
+
+// ReplicasInGit reports whether one of the owners' field managers owns a
+// workload's spec.replicas in entries; with no entry of an owner's
+// managers, every field counts as Git's, and unrecorded names them.
+func ReplicasInGit(entries []metav1.ManagedFieldsEntry, owners []Owner) (declared bool, unrecorded string) {
+	for _, o := range owners {
+		d, ok := declaredBy(entries, o.FieldManagers)
+		if !ok {
+			return true, strings.Join(cmpOr(o.FieldManagers, []string{"its tool"}), " or ")
+		}
+		if d.owns(object.New(nil), replicasPointer) {
+			return true, ""
+		}
+	}
+	return false, ""
+}
+
+// APIWorkloads reads workloads' managedFields from the API server: one GET
+// of the workload's metadata per scale request that reaches a guard, which
+// are people's and operators' only (the autoscalers', the tools' and
+// Kubernetes' controllers' never leave the API server).
+type APIWorkloads struct{ Reader client.Reader }
+
+// ReplicasDeclared implements ReplicasRecord. Without a reader (a rule
+// built without a cluster) the replicas count as Git's.
+func (w APIWorkloads) ReplicasDeclared(ctx context.Context, ref Ref, owners []Owner) (bool, string, error) {
+	if w.Reader == nil {
+		return true, "", nil
+	}
+	o := &metav1.PartialObjectMetadata{}
+	o.SetGroupVersionKind(ref.GroupVersionKind)
+	if err := w.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, o); err != nil {
+		return false, "", fmt.Errorf("reading the managedFields of %s: %w", ref, err)
+	}
+	declared, unrecorded := ReplicasInGit(o.ManagedFields, owners)
+	return declared, unrecorded, nil
 }
 
 // Replicas reads spec.replicas of an autoscaling/v1 Scale: nil when it is

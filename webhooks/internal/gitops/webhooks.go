@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -43,8 +44,60 @@ func ScaleWebhook(ruleName, tool string, agent Identities) rule.Webhook {
 			"failing open only lets replica counts change while Steward is down.",
 		TimeoutSeconds: 2,
 		MatchConditions: []admissionregistrationv1.MatchCondition{{
-			Name:       "not-" + strings.ToLower(strings.ReplaceAll(tool, " ", "")) + "-agent-or-kubernetes-controller",
-			Expression: AllOf(IdentityClauses(agent)...),
+			Name:       "not-" + strings.ToLower(strings.ReplaceAll(tool, " ", "")) + "-agent-autoscaler-or-kubernetes-controller",
+			Expression: AllOf(append(IdentityClauses(agent), fmt.Sprintf("!(request.userInfo.username in %s)", CELList(Autoscalers())))...),
 		}},
 	}
+}
+
+// ByWriter splits a guard's object webhook in two by who writes, so that
+// a Steward outage never stops the cluster's machinery:
+//   - people (every user that is not a service account) keep wh's failure
+//     policy, Fail: a guard that fails open for them is a silent bypass;
+//   - service accounts other than the exempt ones get a second entry,
+//     "<name>-serviceaccounts", with failurePolicy Ignore. They are
+//     operators, cert-manager's cainjector, autoscalers, CI deployers: the
+//     fields Git does not declare are theirs to change, and while Steward
+//     is down their writes of Git's fields go through unjudged, as any
+//     write did before Steward was installed, and the tool reverts them.
+//
+// Both entries are answered by the same rule. forPeople are service
+// accounts that write people's edits (argocd-server's UI): they stay on
+// the entry that fails closed.
+func ByWriter(wh rule.Webhook, forPeople ...string) []rule.Webhook {
+	account := isServiceAccount
+	if len(forPeople) > 0 {
+		account = fmt.Sprintf("(%s && !(request.userInfo.username in %s))", isServiceAccount, CELList(forPeople))
+	}
+	people, accounts := wh, wh
+	people.MatchConditions = withFirstClause(wh.MatchConditions, "!"+account)
+	accounts.MatchConditions = withFirstClause(wh.MatchConditions, account)
+	accounts.Name = strings.TrimSuffix(wh.Name, ".steward.dev") + "-serviceaccounts.steward.dev"
+	// rule.Path's form: "/validate/<rule>/<suffix>-serviceaccounts", or
+	// ".../serviceaccounts" for the rule's main entry.
+	if strings.Count(wh.Path, "/") > 2 {
+		accounts.Path = wh.Path + "-serviceaccounts"
+	} else {
+		accounts.Path = wh.Path + "/serviceaccounts"
+	}
+	accounts.FailurePolicy = admissionregistrationv1.Ignore
+	accounts.FailurePolicyReason = "Service accounts are the cluster's machinery (operators, cert-manager's cainjector, autoscalers): " +
+		"while Steward is unreachable their writes pass unjudged rather than fail, so an outage never stops them; " +
+		"a write of a field Git declares is then reverted by the GitOps tool as it would be without Steward. People's writes go to the entry without this suffix, which fails closed."
+	return []rule.Webhook{people, accounts}
+}
+
+// isServiceAccount is true for writes by a service account.
+const isServiceAccount = "request.userInfo.username.startsWith('system:serviceaccount:')"
+
+// withFirstClause puts clause first in the expression of the first of
+// conds (a copy): the writer decides the entry before anything else is
+// read.
+func withFirstClause(conds []admissionregistrationv1.MatchCondition, clause string) []admissionregistrationv1.MatchCondition {
+	out := slices.Clone(conds)
+	if len(out) == 0 {
+		return []admissionregistrationv1.MatchCondition{{Name: "writer", Expression: clause}}
+	}
+	out[0].Expression = AllOf(clause, out[0].Expression)
+	return out
 }
