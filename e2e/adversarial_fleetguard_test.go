@@ -147,6 +147,9 @@ func TestAdversarialFleetguard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// It writes under its field manager, as Fleet's agent does: its managedFields
+	// entry says which fields are Git's.
+	agent = client.WithFieldOwner(agent, "fleetagent")
 	if err := agent.Create(ctx, nsObj); err != nil {
 		t.Fatalf("the agent deploys Namespace %s: %v", nsObj.Name, err)
 	}

@@ -80,6 +80,9 @@ func TestDenialEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// It writes under its field manager, as Fleet's agent does: its managedFields
+	// entry says which fields are Git's.
+	agent = client.WithFieldOwner(agent, "fleetagent")
 	flux, err := env.As(kustomizeController, kustomizeControllerGroups...)
 	if err != nil {
 		t.Fatal(err)
@@ -105,11 +108,12 @@ func TestDenialEvents(t *testing.T) {
 	}
 
 	t.Run("AgentsRefusedUpdateIsAnEventOnTheObject", func(t *testing.T) {
+		// A service account's write goes to the entry for service accounts.
 		err := imageChange(flux, "web")
-		if err == nil || !strings.Contains(err.Error(), fleetguardHook) {
+		if err == nil || !strings.Contains(err.Error(), fleetguardAccountsHook) {
 			t.Fatalf("kustomize-controller's edit of a Fleet-managed Deployment: %v; want fleetguard's denial", err)
 		}
-		denial := err.Error()[strings.Index(err.Error(), fleetguardHook)+len(fleetguardHook):]
+		denial := err.Error()[strings.Index(err.Error(), fleetguardAccountsHook)+len(fleetguardAccountsHook):]
 		e := oneDenialEvent(t, ctx, ns, "web")
 		d := &appsv1.Deployment{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d); err != nil {
@@ -147,7 +151,7 @@ func TestDenialEvents(t *testing.T) {
 	t.Run("RefusedCreateIsAnEventWithoutUID", func(t *testing.T) {
 		cm := &corev1.ConfigMap{ObjectMeta: fleetMeta("settings")}
 		cm.Namespace = ns
-		if err := flux.Create(ctx, cm); err == nil || !strings.Contains(err.Error(), fleetguardHook) {
+		if err := flux.Create(ctx, cm); err == nil || !strings.Contains(err.Error(), fleetguardAccountsHook) {
 			t.Fatalf("kustomize-controller creating a ConfigMap with Fleet's keys: %v; want fleetguard's denial", err)
 		}
 		e := oneDenialEvent(t, ctx, ns, "settings")

@@ -27,14 +27,16 @@ const fleetguardConfig = harness.DefaultConfig + `rules:
 `
 
 const (
-	fleetNS         = "fleet-apps"
-	fleetAgentUser  = "system:serviceaccount:cattle-fleet-system:fleet-agent"
-	fleetguardPath  = "/validate/fleetguard"
-	fleetScalePath  = "/validate/fleetguard/scale"
-	fleetguardHook  = `admission webhook "fleetguard.steward.dev" denied the request: `
-	fleetScaleHook  = `admission webhook "fleetguard-scale.steward.dev" denied the request: `
-	fleetOwner      = "(bundle deployment web-app, Helm release fleet-apps/web-app)"
-	fleetBreakGlass = " Change it in the Git repository instead; in an emergency repeat the request as a member of steward:break-glass."
+	fleetNS        = "fleet-apps"
+	fleetAgentUser = "system:serviceaccount:cattle-fleet-system:fleet-agent"
+	fleetguardPath = "/validate/fleetguard"
+	fleetScalePath = "/validate/fleetguard/scale"
+	fleetguardHook = `admission webhook "fleetguard.steward.dev" denied the request: `
+	// fleetguardAccountsHook denies service accounts' writes.
+	fleetguardAccountsHook = `admission webhook "fleetguard-serviceaccounts.steward.dev" denied the request: `
+	fleetScaleHook         = `admission webhook "fleetguard-scale.steward.dev" denied the request: `
+	fleetOwner             = "(bundle deployment web-app, Helm release fleet-apps/web-app)"
+	fleetBreakGlass        = " Change it in the Git repository instead; in an emergency repeat the request as a member of steward:break-glass."
 )
 
 // fleetMeta is the metadata Fleet's agent puts on what it deploys for
@@ -130,6 +132,9 @@ func TestFleetguard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// It writes under its field manager, as Fleet's agent does: its managedFields
+	// entry says which fields are Git's.
+	agent = client.WithFieldOwner(agent, "fleetagent")
 	jane, err := env.As("jane")
 	if err != nil {
 		t.Fatal(err)
@@ -203,8 +208,9 @@ func TestFleetguard(t *testing.T) {
 	})
 
 	t.Run("ScalingAFleetStatefulSetIsDenied", func(t *testing.T) {
-		// Only Deployments' replicas are ignored; a StatefulSet's are not,
-		// and the HorizontalPodAutoscaler is refused like anyone else.
+		// Only Deployments' replicas are ignored; a StatefulSet's are not:
+		// a person's scale is refused, the HorizontalPodAutoscaler's, which
+		// never reaches Steward, is not.
 		meta := fleetMeta("db")
 		ss := &appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{
 			Replicas: ptr.To[int32](1),
@@ -220,11 +226,16 @@ func TestFleetguard(t *testing.T) {
 		want := "fleetguard: StatefulSet fleet-apps/db is managed by Fleet " + fleetOwner + "; manual changes diverge from Git and Fleet reverts them. Changed: /spec/replicas." + fleetBreakGlass
 		// The metadata cache sees the new StatefulSet a moment later.
 		harness.Eventually(t, 10*time.Second, func() error {
-			_, _, err := env.Kubectl(ctx, "", "--as", "system:serviceaccount:kube-system:horizontal-pod-autoscaler", "-n", fleetNS, "scale", "statefulset", "db", "--replicas=3")
+			_, _, err := env.Kubectl(ctx, "", "--as", "jane", "-n", fleetNS, "scale", "statefulset", "db", "--replicas=3")
 			if err == nil || !strings.Contains(err.Error(), fleetScaleHook+want) {
 				return fmt.Errorf("want the denial %q, got %v", want, err)
 			}
 			return nil
+		})
+		unchangedCalls(t, fleetguardPath+"/scale", func() {
+			if _, _, err := env.Kubectl(ctx, "", "--as", "system:serviceaccount:kube-system:horizontal-pod-autoscaler", "-n", fleetNS, "scale", "statefulset", "db", "--replicas=3"); err != nil {
+				t.Errorf("the autoscaler scales: %v", err)
+			}
 		})
 		if _, _, err := env.Kubectl(ctx, "", "--as", fleetAgentUser, "-n", fleetNS, "scale", "statefulset", "db", "--replicas=2"); err != nil {
 			t.Errorf("the agent scales: %v", err)
@@ -407,6 +418,9 @@ func TestFleetguardWatchesOnlyFleetManagedWorkloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// It writes under its field manager, as Fleet's agent does: its managedFields
+	// entry says which fields are Git's.
+	agent = client.WithFieldOwner(agent, "fleetagent")
 	write := func(rs *appsv1.ReplicaSet) {
 		t.Helper()
 		if err := agent.Create(ctx, rs); err != nil {

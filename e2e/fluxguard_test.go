@@ -68,7 +68,8 @@ spec:
 `
 
 // fluxApplied are the objects the controllers applied: in apps'
-// inventory the Deployment, the ConfigMap, the namespace and a Pod; the
+// inventory the Deployments (autoscaled's replicas are not in Git), a CRD
+// with a conversion webhook, the ConfigMap, the namespace and a Pod; the
 // tenant's ConfigMap; and redis' Deployment, which carries its Helm
 // release's annotations (a HelmRelease of Flux 2.6 keeps no inventory).
 const fluxApplied = `
@@ -85,6 +86,29 @@ spec:
   template:
     metadata: {labels: {app: podinfo}}
     spec: {containers: [{name: podinfo, image: ghcr.io/stefanprodan/podinfo:6.7.0}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: autoscaled, namespace: flux-apps, labels: ` + kustomizeLabels + `}
+spec:
+  selector: {matchLabels: {app: autoscaled}}
+  template:
+    metadata: {labels: {app: autoscaled}}
+    spec: {containers: [{name: web, image: ghcr.io/example/web:1}]}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.flux-e2e.example.com, labels: ` + kustomizeLabels + `}
+spec:
+  group: flux-e2e.example.com
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
+  scope: Namespaced
+  conversion:
+    strategy: Webhook
+    webhook:
+      conversionReviewVersions: [v1]
+      clientConfig: {service: {name: widget-webhook, namespace: flux-apps, path: /convert}}
+  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]
 ---
 apiVersion: v1
 kind: ConfigMap
@@ -142,12 +166,15 @@ func TestFluxguard(t *testing.T) {
 		_, _, _ = env.Kubectl(context.Background(), "", "--as", kustomizeUser, "delete", "namespace", fluxAppsNS, fluxTenantNS, "--wait=false")
 		_, _, _ = env.Kubectl(context.Background(), "", "--as", kustomizeUser, "-n", fluxSystemNS, "delete", "kustomization", "apps", "flux-system", "--wait=false")
 	})
-	kubectlOK(t, ctx, fluxApplied, "--as", kustomizeUser, "apply", "-f", "-")
+	// Applied as kustomize-controller applies: server-side, under its field
+	// manager, whose managedFields entry then says which fields are Git's.
+	kubectlOK(t, ctx, fluxApplied, "--as", kustomizeUser, "apply", "--server-side", "--field-manager=kustomize-controller", "-f", "-")
 	kubectlOK(t, ctx, fluxSetup, "--as", kustomizeUser, "apply", "-f", "-")
 	kubectlOK(t, ctx, "", "--as", kustomizeUser, "-n", fluxSystemNS, "patch", "kustomization", "flux-system", "--subresource=status", "--type=merge", "-p",
 		harness.FluxInventoryStatus("flux-system_apps_kustomize.toolkit.fluxcd.io_Kustomization"))
 	kubectlOK(t, ctx, "", "--as", kustomizeUser, "-n", fluxSystemNS, "patch", "kustomization", "apps", "--subresource=status", "--type=merge", "-p",
-		harness.FluxInventoryStatus("_flux-apps__Namespace", "flux-apps_podinfo_apps_Deployment", "flux-apps_settings__ConfigMap", "flux-apps_debugme__Pod", "flux-apps_merged__ConfigMap"))
+		harness.FluxInventoryStatus("_flux-apps__Namespace", "flux-apps_podinfo_apps_Deployment", "flux-apps_settings__ConfigMap", "flux-apps_debugme__Pod", "flux-apps_merged__ConfigMap",
+			"flux-apps_autoscaled_apps_Deployment", "_widgets.flux-e2e.example.com_apiextensions.k8s.io_CustomResourceDefinition"))
 	// An object applied with ssa: Merge, server-side as kustomize-controller
 	// applies: Flux keeps what others add to it.
 	kubectlOK(t, ctx, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"merged","namespace":"flux-apps","labels":`+kustomizeLabels+`,"annotations":{"kustomize.toolkit.fluxcd.io/ssa":"Merge"}},"data":{"a":"1"}}`,
@@ -175,6 +202,10 @@ func TestFluxguard(t *testing.T) {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "tenant-settings", Namespace: fluxTenantNS, Labels: map[string]string{
 			"kustomize.toolkit.fluxcd.io/name": "tenant", "kustomize.toolkit.fluxcd.io/namespace": fluxTenantNS}}}
 		return client.IgnoreAlreadyExists(tenant.Create(ctx, cm))
+	})
+
+	t.Run("TheClusterMachineryIsNotRefused", func(t *testing.T) {
+		fluxguardMachinery(ctx, t)
 	})
 
 	t.Run("TheWholeDenial", func(t *testing.T) {
@@ -260,10 +291,12 @@ func TestFluxguard(t *testing.T) {
 	}, {
 		name: "MergeObjectThenManagedFieldsRewrite",
 		steps: []step{
-			{what: "a person adds a key to a ConfigMap Flux applies with ssa: Merge", refused: "Changed: /data/b, which Git does not declare: kustomize-controller keeps fields others set",
+			{what: "a person adds a key to a ConfigMap Flux applies with ssa: Merge", refused: "Changed: /data/b, which Git does not declare, written by the field manager kubectl-patch: kustomize-controller removes what that manager writes at its next reconcile.",
 				kubectl: in("patch", "configmap", "merged", "--type=merge", "-p", `{"data":{"b":"mine"}}`)},
 			{what: "an operator's service account adds it", allowed: "only kustomize-controller's own fields are Git's: Flux keeps fields others set",
-				do: func(ctx context.Context) error { return mergePatch(ctx, operator, fluxAppsNS, "merged", `{"data":{"b":"mine"}}`) }},
+				do: func(ctx context.Context) error {
+					return mergePatch(ctx, operator, fluxAppsNS, "merged", `{"data":{"b":"mine"}}`)
+				}},
 			{what: "change a key kustomize-controller applied", refused: "Changed: /data/a.", kubectl: in("patch", "configmap", "merged", "--type=merge", "-p", `{"data":{"a":"2"}}`)},
 			{what: "rewrite managedFields so kustomize-controller owns nothing", refused: "Changed: /metadata/managedFields (the kustomize-controller entry, which records what",
 				kubectl: in("patch", "configmap", "merged", "--type=json", "-p", `[{"op":"replace","path":"/metadata/managedFields","value":[{}]}]`)},
@@ -294,8 +327,8 @@ func TestFluxguard(t *testing.T) {
 			{what: "the tenant's service account edits its own Kustomization's ConfigMap", allowed: "Flux impersonates spec.serviceAccountName for the tenant's objects", do: func(ctx context.Context) error {
 				return mergePatch(ctx, tenant, fluxTenantNS, "tenant-settings", `{"data":{"edited":"yes"}}`)
 			}},
-			{what: "the tenant's service account edits apps' ConfigMap", refused: "Changed: /data/edited.", do: func(ctx context.Context) error {
-				return mergePatch(ctx, tenant, fluxAppsNS, "settings", `{"data":{"edited":"yes"}}`)
+			{what: "the tenant's service account edits a key Git declares in apps' ConfigMap", refused: "Changed: /data/a.", do: func(ctx context.Context) error {
+				return mergePatch(ctx, tenant, fluxAppsNS, "settings", `{"data":{"a":"tenant"}}`)
 			}},
 		},
 	}, {

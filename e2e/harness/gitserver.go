@@ -132,7 +132,9 @@ func runGit(ctx context.Context, dir string, args ...string) (string, error) {
 	if err := cmd.Run(); err != nil {
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
-			err = fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+			// git says why on either stream ("nothing to commit" is on
+			// stdout).
+			err = fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()+"\n"+out.String()))
 		}
 		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
 	}

@@ -184,7 +184,7 @@ func TestHandle(t *testing.T) {
 			reason: "kubectl debug adds ephemeral containers through their own subresource, a change of the Pod's spec.",
 			args: args{defaultRule(), admissiontest.Update(podsGVR, "Pod", obj(webPod),
 				obj(webPod, set([]any{map[string]any{"name": "debugger", "image": "busybox"}}, "spec", "ephemeralContainers"))).SubResource("ephemeralcontainers").Build()},
-			want: admission.Denied(podManagedBy + " Changed: /spec/ephemeralContainers/0/image, /spec/ephemeralContainers/0/name (the object's managedFields have no entry of fleetagent, which would record the fields Git declares, so every field counts as Git's)." + inGit),
+			want: admission.Denied(podManagedBy + " Changed: /spec/ephemeralContainers/0/image, /spec/ephemeralContainers/0/name. Every field counts as Git's: the object's managedFields have no entry of fleetagent, which would record the fields Git declares." + inGit),
 		},
 		"OtherSubresourcesAreNotJudged": {
 			reason: "The webhooks ask for no other subresource; one that arrives anyway is allowed.",

@@ -1,7 +1,9 @@
 // Module source-controller builds Flux's source-controller from its Go module
 // so the e2e tests' kustomize-controller and helm-controller fetch artifacts
 // it packs from a Git server on the loopback, with no prebuilt binary or
-// image.
+// image. Tidy it with `go mod tidy -e`: a test of the controller's own needs
+// github.com/fluxcd/pkg/helmtestserver v0.40.0, which the module proxy does
+// not serve, and the build does not.
 module github.com/stewardhq/steward/e2e/tools/source-controller
 
 go 1.26.0

@@ -59,8 +59,9 @@ type fieldSplit struct {
 // splitFields splits an update's changes (all, read up to
 // maxFieldChanges) by the owners' field managers' entries in the stored
 // object's managedFields, the record of what each tool applied; a change
-// at or above one of markers counts as Git's.
-func splitFields(old, cur *object.View, all object.Changes, owners []Owner, markers []object.Pointer) fieldSplit {
+// at or above one of markers counts as Git's. skip are the paths the
+// update may change, whose fields may leave the tool's entries.
+func splitFields(old, cur *object.View, all object.Changes, owners []Owner, markers, skip []object.Pointer) fieldSplit {
 	var s fieldSplit
 	before := fieldEntries(old)
 	var decl []declared
@@ -90,7 +91,7 @@ func splitFields(old, cur *object.View, all object.Changes, owners []Owner, mark
 	}
 	after := fieldEntries(cur)
 	for _, o := range owners {
-		if entriesChanged(before, after, o.FieldManagers) {
+		if rewritten(old, before, after, o.FieldManagers, skip) {
 			s.entry = "/metadata/managedFields (the " + strings.Join(o.FieldManagers, " or ") + " entry, which records what " + o.Name + " applies from Git)"
 			return s
 		}
@@ -199,11 +200,14 @@ func keeps(owners []Owner) string {
 // changedGit refuses a change of fields Git declares: the tool puts them
 // back, so the owner's Revert is true.
 func (m messages) changedGit(ref Ref, owners []Owner, s fieldSplit) string {
-	what := ChangeList(s.git)
-	if s.unrecorded != "" {
-		what += fmt.Sprintf(" (the object's managedFields have no entry of %s, which would record the fields Git declares, so every field counts as Git's)", s.unrecorded)
+	msg := m.changedAs(ref, owners, ChangeList(s.git))
+	if s.unrecorded == "" {
+		return msg
 	}
-	return m.changedAs(ref, owners, what)
+	// The note follows the changed paths' sentence, which stays as it is.
+	cut := strings.Index(msg, ". Change it in the Git repository instead")
+	note := fmt.Sprintf(". Every field counts as Git's: the object's managedFields have no entry of %s, which would record the fields Git declares", s.unrecorded)
+	return msg[:cut+1] + note[1:] + msg[cut:]
 }
 
 // undeclared refuses a person's change of fields Git does not declare:
@@ -217,7 +221,7 @@ func (m messages) undeclared(ref Ref, owners []Owner, c object.Changes) string {
 // although Git does not declare it, for the manager that wrote it.
 func (m messages) stripped(ref Ref, owners []Owner, c object.Changes, o Owner, manager string) string {
 	return fmt.Sprintf("%s: %s is managed by %s. Changed: %s, which Git does not declare, written by the field manager %s: %s removes what that manager writes at its next reconcile. %s",
-		m.rule, ref, names(owners), ChangeList(c), manager, o.Name, m.instead("Declare it in the Git repository instead", owners))
+		m.rule, ref, names(owners), ChangeList(c), manager, cmpOr(o.FieldManagers, []string{m.tool})[0], m.instead("Declare it in the Git repository instead", owners))
 }
 
 // intersectsAny reports whether p is at, under or above one of paths.
@@ -435,33 +439,96 @@ func normalize(x any) any {
 	return x
 }
 
-// entriesChanged reports whether an update changes the fields, or the
-// presence, of one of the managers' entries of the main resource; their
-// times and the other managers' entries may change.
-func entriesChanged(old, cur []metav1.ManagedFieldsEntry, managers []string) bool {
-	a, b := ownEntries(old, managers), ownEntries(cur, managers)
-	if len(a) != len(b) {
-		return true
+// rewritten reports whether an update takes fields out of the managers'
+// entries that it does not change: the API server moves a field out of
+// the tool's entry when someone else changes it (an ignored field), so
+// only the rest is a rewrite of the record itself (managedFields emptied,
+// or an entry edited), which would make Git's fields look like someone
+// else's. A field that no longer maps onto the stored object counts as
+// rewritten.
+func rewritten(old *object.View, before, after []metav1.ManagedFieldsEntry, managers []string, skip []object.Pointer) bool {
+	kept := map[string]bool{}
+	for _, k := range ownedKeys(after, managers) {
+		kept[strings.Join(k, "\x00")] = true
 	}
-	for i := range a {
-		if a[i].Manager != b[i].Manager || a[i].Operation != b[i].Operation || !bytes.Equal(rawFields(a[i]), rawFields(b[i])) {
+	for _, k := range ownedKeys(before, managers) {
+		if kept[strings.Join(k, "\x00")] {
+			continue
+		}
+		p, ok := pointerOf(old, k)
+		if !ok || !Skipped(p, skip) {
 			return true
 		}
 	}
 	return false
 }
 
-func ownEntries(entries []metav1.ManagedFieldsEntry, managers []string) []metav1.ManagedFieldsEntry {
-	var out []metav1.ManagedFieldsEntry
-	for _, e := range entries {
-		if e.Subresource == "" && slices.Contains(managers, e.Manager) {
-			out = append(out, e)
+// ownedKeys lists the fieldsV1 key paths the managers' entries of the
+// main resource own: every leaf, and every item owned as itself (".").
+func ownedKeys(entries []metav1.ManagedFieldsEntry, managers []string) [][]string {
+	var out [][]string
+	var walk func(node map[string]any, path []string)
+	walk = func(node map[string]any, path []string) {
+		leaf := true
+		for k, c := range node {
+			if k == "." {
+				out = append(out, slices.Clone(path))
+				continue
+			}
+			leaf = false
+			child, _ := c.(map[string]any)
+			walk(child, append(path[:len(path):len(path)], k))
+		}
+		if leaf && len(path) > 0 {
+			out = append(out, slices.Clone(path))
 		}
 	}
-	slices.SortFunc(out, func(x, y metav1.ManagedFieldsEntry) int {
-		return strings.Compare(x.Manager+"\x00"+string(x.Operation), y.Manager+"\x00"+string(y.Operation))
-	})
+	for _, e := range entries {
+		if e.Subresource != "" || !slices.Contains(managers, e.Manager) || e.FieldsV1 == nil {
+			continue
+		}
+		var tree map[string]any
+		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &tree) == nil {
+			walk(tree, nil)
+		}
+	}
 	return out
+}
+
+// pointerOf turns a fieldsV1 key path into a pointer into v, finding
+// list items known by keys or values among v's; false when v has no such
+// item.
+func pointerOf(v *object.View, keys []string) (object.Pointer, bool) {
+	p := object.Pointer{}
+	for _, k := range keys {
+		if len(k) < 2 || k[1] != ':' {
+			return nil, false
+		}
+		switch k[0] {
+		case 'f', 'i':
+			p = append(p, k[2:])
+			continue
+		case 'k', 'v':
+		default:
+			return nil, false
+		}
+		var list []json.RawMessage
+		if raw := fieldAt(v, p); raw == nil || json.Unmarshal(raw, &list) != nil {
+			return nil, false
+		}
+		found := false
+		for i, raw := range list {
+			var item any
+			if json.Unmarshal(raw, &item) == nil && itemMatches(item, k) {
+				p, found = append(p, strconv.Itoa(i)), true
+				break
+			}
+		}
+		if !found {
+			return nil, false
+		}
+	}
+	return p, true
 }
 
 func rawFields(e metav1.ManagedFieldsEntry) []byte {

@@ -144,12 +144,37 @@ func TestTheDecisionTable(t *testing.T) {
 		name: "NoRecordMeansEveryFieldIsGits", reason: "An object written before the tool used server-side apply has no entry: every field counts, and the denial says why.",
 		old:  appliedDeployment(admissiontest.Del("metadata", "managedFields")),
 		cur:  appliedDeployment(func(o map[string]any) { delete(o["metadata"].(map[string]any), "managedFields"); annotate(o) }),
-		user: operator, says: []string{"have no entry of kustomize-controller", "every field counts as Git's"},
+		user: operator, says: []string{"have no entry of kustomize-controller", "Every field counts as Git's"},
 	}}
+	// The API server takes a field out of the tool's entry when someone
+	// else changes it: an ignored one may change, and its entry with it.
+	withReplicas := func(edit func(map[string]any)) map[string]any {
+		return appliedDeployment(func(o map[string]any) {
+			e := admissiontest.At(o, "metadata")["managedFields"].([]any)[0].(map[string]any)
+			admissiontest.At(e, "fieldsV1", "f:spec")["f:replicas"] = map[string]any{}
+			if edit != nil {
+				edit(o)
+			}
+		})
+	}
+	cases = append(cases, struct {
+		name, reason string
+		old, cur     map[string]any
+		user         string
+		undeclared   Undeclared
+		allowed      bool
+		says         []string
+		never        []string
+	}{
+		name: "AnIgnoredFieldLeavesTheToolsEntry", reason: "kubectl scale of an ignored replicas moves it out of kustomize-controller's entry: no rewrite.",
+		old: withReplicas(nil), cur: appliedDeployment(admissiontest.Set(9, "spec", "replicas")),
+		user: person, allowed: true,
+	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := New(Options{Rule: "fluxguard", Tool: "Flux", AgentName: "a Flux controller", Undeclared: tc.undeclared,
-				OptOut: OptOut{Paths: []object.Pointer{{"metadata", "annotations", "example.com/opt-out"}}}}, oneOwner{appsOwner})
+				OptOut:  OptOut{Paths: []object.Pointer{{"metadata", "annotations", "example.com/opt-out"}}},
+				Ignored: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}}, oneOwner{appsOwner})
 			req := admissiontest.Update(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "Deployment", tc.old, tc.cur).User(tc.user).Build()
 			got := g.Handle(context.Background(), rule.NewRequest(req))
 			msg := got.Result.Message

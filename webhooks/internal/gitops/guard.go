@@ -245,7 +245,7 @@ func (g *Guard) update(ctx context.Context, req *rule.Request) admission.Respons
 			return admission.Denied(g.msg.optOutRefused(ref, owners, c, g.optOut.Groups))
 		}
 	}
-	return g.fields(req, ref, owners, splitFields(oldView, curView, all, owners, g.markers))
+	return g.fields(req, ref, owners, splitFields(oldView, curView, all, owners, g.markers, skip))
 }
 
 // optOutChanged reports whether an update changes one of the tool's
