@@ -56,6 +56,23 @@ func BenchmarkFluxguardHumanImageChange(b *testing.B) {
 	benchmark(b, defaultRule(), imageChange().Build(), false)
 }
 
+// An operator's annotation on the pod template, under its own field
+// manager: a field Git does not declare, allowed. It must cost no more
+// than a refusal.
+func BenchmarkFluxguardOperatorAnnotation(b *testing.B) {
+	req := admissiontest.Update(deploymentsGVR, "Deployment", obj(podinfoDeployment), obj(podinfoDeployment, set(7, "metadata", "generation"),
+		set("2026-11-27T10:00:00Z", "spec", "template", "metadata", "annotations", "reloader.example.com/last-reload"),
+		func(o map[string]any) {
+			md := at(o, "metadata")
+			md["managedFields"] = append(md["managedFields"].([]any), map[string]any{
+				"manager": "reloader", "operation": "Update", "apiVersion": "apps/v1", "time": "2026-11-27T10:00:00Z", "fieldsType": "FieldsV1",
+				"fieldsV1": map[string]any{"f:spec": map[string]any{"f:template": map[string]any{"f:metadata": map[string]any{"f:annotations": map[string]any{
+					"f:reloader.example.com/last-reload": map[string]any{}}}}}},
+			})
+		}))
+	benchmark(b, defaultRule(), req.User("system:serviceaccount:ops:reloader", "system:serviceaccounts").Build(), true)
+}
+
 func BenchmarkFluxguardTenantUpdate(b *testing.B) {
 	req := admissiontest.Update(deploymentsGVR, "Deployment", deployment("team-a", "web", "team-a/frontend"),
 		deployment("team-a", "web", "team-a/frontend", image(0, "nginx:1.27"))).User("system:serviceaccount:team-a:flux-reconciler").Build()

@@ -248,25 +248,49 @@ type declared struct {
 	trees []map[string]any
 }
 
+// entry is one managedFields entry, as the guards read it: the fields
+// stay raw and the time a string, so reading a review's entries parses
+// neither.
+type entry struct {
+	Manager     string                            `json:"manager"`
+	Operation   metav1.ManagedFieldsOperationType `json:"operation"`
+	Subresource string                            `json:"subresource"`
+	Time        string                            `json:"time"`
+	FieldsV1    json.RawMessage                   `json:"fieldsV1"`
+}
+
 // fieldEntries decodes an object's managedFields; nil when it has none or
 // they do not decode (the API server only stores valid ones).
-func fieldEntries(v *object.View) []metav1.ManagedFieldsEntry {
+func fieldEntries(v *object.View) []entry {
 	raw := v.Field("metadata", "managedFields")
 	if raw == nil {
 		return nil
 	}
-	var entries []metav1.ManagedFieldsEntry
+	var entries []entry
 	if json.Unmarshal(raw, &entries) != nil {
 		return nil
 	}
 	return entries
 }
 
+// entriesOf turns typed entries (a cached or fetched object's) into the
+// guards' form.
+func entriesOf(typed []metav1.ManagedFieldsEntry) []entry {
+	out := make([]entry, len(typed))
+	for i, e := range typed {
+		out[i] = entry{Manager: e.Manager, Operation: e.Operation, Subresource: e.Subresource}
+		if e.FieldsV1 != nil {
+			out[i].FieldsV1 = e.FieldsV1.Raw
+		}
+	}
+	return out
+}
+
 // declaredBy reads the fields managers own in entries. ok is false when
 // none of the managers has an entry of the main resource: the object was
 // written before the tool recorded itself (or by another tool), and
 // nothing tells Git's fields from others'.
-func declaredBy(entries []metav1.ManagedFieldsEntry, managers []string) (d declared, ok bool) {
+func declaredBy(entries []entry, managers []string) (d declared, ok bool) {
 	for i := range entries {
 		e := &entries[i]
 		if e.Subresource != "" || !slices.Contains(managers, e.Manager) {
@@ -277,7 +301,7 @@ func declaredBy(entries []metav1.ManagedFieldsEntry, managers []string) (d decla
 			continue
 		}
 		var tree map[string]any
-		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &tree) == nil {
+		if json.Unmarshal(e.FieldsV1, &tree) == nil {
 			d.trees = append(d.trees, tree)
 		}
 	}
@@ -446,7 +470,10 @@ func normalize(x any) any {
 // or an entry edited), which would make Git's fields look like someone
 // else's. A field that no longer maps onto the stored object counts as
 // rewritten.
-func rewritten(old *object.View, before, after []metav1.ManagedFieldsEntry, managers []string, skip []object.Pointer) bool {
+func rewritten(old *object.View, before, after []entry, managers []string, skip []object.Pointer) bool {
+	if sameEntries(before, after, managers) {
+		return false // the common case: the write left the tool's entries alone
+	}
 	kept := map[string]bool{}
 	for _, k := range ownedKeys(after, managers) {
 		kept[strings.Join(k, "\x00")] = true
@@ -465,7 +492,7 @@ func rewritten(old *object.View, before, after []metav1.ManagedFieldsEntry, mana
 
 // ownedKeys lists the fieldsV1 key paths the managers' entries of the
 // main resource own: every leaf, and every item owned as itself (".").
-func ownedKeys(entries []metav1.ManagedFieldsEntry, managers []string) [][]string {
+func ownedKeys(entries []entry, managers []string) [][]string {
 	var out [][]string
 	var walk func(node map[string]any, path []string)
 	walk = func(node map[string]any, path []string) {
@@ -488,7 +515,7 @@ func ownedKeys(entries []metav1.ManagedFieldsEntry, managers []string) [][]strin
 			continue
 		}
 		var tree map[string]any
-		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &tree) == nil {
+		if json.Unmarshal(e.FieldsV1, &tree) == nil {
 			walk(tree, nil)
 		}
 	}
@@ -531,35 +558,47 @@ func pointerOf(v *object.View, keys []string) (object.Pointer, bool) {
 	return p, true
 }
 
-func rawFields(e metav1.ManagedFieldsEntry) []byte {
-	if e.FieldsV1 == nil {
-		return nil
+// sameEntries reports whether the managers' entries of the main resource
+// own the same fields in both lists, in the same order.
+func sameEntries(before, after []entry, managers []string) bool {
+	own := func(e entry) bool { return e.Subresource == "" && slices.Contains(managers, e.Manager) }
+	i, j := 0, 0
+	for {
+		for i < len(before) && !own(before[i]) {
+			i++
+		}
+		for j < len(after) && !own(after[j]) {
+			j++
+		}
+		if i == len(before) || j == len(after) {
+			return i == len(before) && j == len(after)
+		}
+		a, b := before[i], after[j]
+		if a.Manager != b.Manager || a.Operation != b.Operation || !bytes.Equal(a.FieldsV1, b.FieldsV1) {
+			return false
+		}
+		i, j = i+1, j+1
 	}
-	return e.FieldsV1.GetRawBytes()
 }
 
 // writersOf are the field managers an update wrote as: the entries of the
 // main resource that are new, or whose fields or time changed. The API
 // server records the request's manager before admission, so the
 // review's object already carries it.
-func writersOf(old, cur []metav1.ManagedFieldsEntry) []string {
+func writersOf(old, cur []entry) []string {
 	var out []string
 	for _, e := range cur {
 		if e.Subresource != "" {
 			continue
 		}
-		i := slices.IndexFunc(old, func(o metav1.ManagedFieldsEntry) bool {
+		i := slices.IndexFunc(old, func(o entry) bool {
 			return o.Manager == e.Manager && o.Operation == e.Operation && o.Subresource == ""
 		})
-		if i < 0 || !bytes.Equal(rawFields(old[i]), rawFields(e)) || !sameTime(old[i].Time, e.Time) {
+		if i < 0 || !bytes.Equal(old[i].FieldsV1, e.FieldsV1) || old[i].Time != e.Time {
 			if !slices.Contains(out, e.Manager) {
 				out = append(out, e.Manager)
 			}
 		}
 	}
 	return out
-}
-
-func sameTime(a, b *metav1.Time) bool {
-	return (a == nil && b == nil) || (a != nil && b != nil && a.Equal(b))
 }

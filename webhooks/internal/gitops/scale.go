@@ -139,7 +139,7 @@ type ReplicasRecord interface {
 // managers, every field counts as Git's, and unrecorded names them.
 func ReplicasInGit(entries []metav1.ManagedFieldsEntry, owners []Owner) (declared bool, unrecorded string) {
 	for _, o := range owners {
-		d, ok := declaredBy(entries, o.FieldManagers)
+		d, ok := declaredBy(entriesOf(entries), o.FieldManagers)
 		if !ok {
 			return true, strings.Join(cmpOr(o.FieldManagers, []string{"its tool"}), " or ")
 		}
