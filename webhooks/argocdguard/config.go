@@ -44,6 +44,12 @@ type Config struct {
 	// IgnoredFields are JSON pointers, per group and kind, that may be
 	// changed by hand, besides the Applications' ignoreDifferences.
 	IgnoredFields []gitops.IgnoredFields `json:"ignoredFields,omitempty"`
+	// InstallationID is the guarded Argo CD's installationID (argocd-cm),
+	// where several instances manage one cluster: a tracking id counts only
+	// on objects whose argocd.argoproj.io/installation-id is the same
+	// (empty: those without one), as Argo CD tells its objects from another
+	// instance's.
+	InstallationID string `json:"installationID,omitempty"`
 	// UndeclaredFields is what a person's change of fields Git does not
 	// declare gets: refuse (the default), or mirror, which allows it, as
 	// Argo CD keeps it. Service accounts may always change fields Git does

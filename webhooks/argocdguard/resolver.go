@@ -17,6 +17,10 @@ const (
 	// tracking method since 3.0): "<app>:<group>/<kind>:<namespace>/<name>",
 	// naming the Application and the object it sits on.
 	AnnotationTrackingID = "argocd.argoproj.io/tracking-id"
+	// AnnotationInstallationID names the Argo CD instance that synced an
+	// object, where instances set installationID in argocd-cm: an instance
+	// tracks only the objects whose id is its own.
+	AnnotationInstallationID = "argocd.argoproj.io/installation-id"
 	// annotationSkipReconcile on an Application pauses Argo CD for it.
 	annotationSkipReconcile = "argocd.argoproj.io/skip-reconcile"
 	// The per-object opt-outs Argo CD honours.
@@ -57,6 +61,8 @@ type resolver struct {
 	trackingLabel string
 	// markerKeys are the tracking annotation's and label's Claim.Keys.
 	markerKeys []string
+	// installationID is the guarded instance's installationID.
+	installationID string
 	// APIWorkloads reads a scaled workload's managedFields.
 	gitops.APIWorkloads
 }
@@ -65,7 +71,8 @@ type resolver struct {
 func newResolver(c Config) *resolver {
 	return &resolver{
 		apps: gitops.NoOwners{}, controlPlane: c.ControlPlaneNamespace, trackingLabel: c.TrackingLabel,
-		markerKeys: []string{"annotation " + AnnotationTrackingID, "label " + c.TrackingLabel},
+		markerKeys:     []string{"annotation " + AnnotationTrackingID, "label " + c.TrackingLabel},
+		installationID: c.InstallationID,
 	}
 }
 
@@ -139,6 +146,10 @@ func (r resolver) instance(ref gitops.Ref, v *object.View) (claim gitops.Claim, 
 		instance, unlisted = label, fmt.Sprintf("its %s label alone does not make it Argo CD's", r.trackingLabel)
 	}
 	if instance != "" {
+		if got, _ := v.Annotation(AnnotationInstallationID); got != r.installationID {
+			claim.NotClaimed = fmt.Sprintf("%s is %q and the guarded Argo CD's installationID %q: another Argo CD instance tracks the object", AnnotationInstallationID, got, r.installationID)
+			return claim, "", ""
+		}
 		ns, name := r.application(instance)
 		claim.Claims, claim.Named, claim.NotClaimed = true, "Application "+ns+"/"+name, ""
 	}

@@ -120,7 +120,7 @@ func rbac() []rbacv1.PolicyRule {
 // markers are Argo CD's tracking id and, where configured, its tracking
 // label, as the guard and its webhook's conditions read them.
 func markers(c Config) []object.Pointer {
-	out := []object.Pointer{{"metadata", "annotations", AnnotationTrackingID}}
+	out := []object.Pointer{{"metadata", "annotations", AnnotationTrackingID}, {"metadata", "annotations", AnnotationInstallationID}}
 	if c.TrackingLabel != "" {
 		out = append(out, object.Pointer{"metadata", "labels", c.TrackingLabel})
 	}

@@ -148,6 +148,22 @@ func TestHandle(t *testing.T) {
 			want: admission.Denied("argocdguard: Deployment default/web is managed by Argo CD Application argocd/guestbook (repo oci://ghcr.io/example/manifests, path ., target 1.4.2, revision sha256:9b1c2d3); " +
 				selfHeals + ". Changed: /spec/template/spec/containers/0/image." + inGit),
 		},
+		"AnotherInstallationsObjectIsAllowed": {
+			reason: "An object another Argo CD instance synced carries its installation id: this instance does not track it.",
+			args:   args{defaultRule(), imageChange(set("staging", "metadata", "annotations", AnnotationInstallationID)).Build()},
+			want:   admission.Allowed(`argocd.argoproj.io/installation-id is "staging" and the guarded Argo CD's installationID "": another Argo CD instance tracks the object`),
+		},
+		"ItsOwnInstallationsObjectIsGuarded": {
+			reason: "With installationID set, the objects carrying it are this instance's.",
+			args:   args{newRule(Config{InstallationID: "prod"}, obj(guestbookApp)), imageChange(set("prod", "metadata", "annotations", AnnotationInstallationID)).Build()},
+			want:   admission.Denied(managedBy + " Changed: /spec/template/spec/containers/0/image." + inGit),
+		},
+		"ChangingTheInstallationIDIsRefused": {
+			reason: "Pointing an object at another instance would take it out of the guard.",
+			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
+				obj(webDeployment, set("staging", "metadata", "annotations", AnnotationInstallationID))).User("system:serviceaccount:ops:x").Build()},
+			want: admission.Denied(managedBy + " Changed: /metadata/annotations/argocd.argoproj.io~1installation-id." + inGit),
+		},
 		"ServerEditIsRefusedByDefault": {
 			reason: "argocd-server writes what people edit in the UI: a hand edit like any other.",
 			args:   args{defaultRule(), imageChange().User(argoServer, "system:serviceaccounts", "system:serviceaccounts:argocd").Build()},
