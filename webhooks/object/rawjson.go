@@ -3,6 +3,7 @@ package object
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -255,12 +256,41 @@ func unquote(raw []byte) []byte {
 
 // decode is the slow path of Bytes, Text and unquote.
 func decode(raw []byte) string {
+	if s, ok := decodeQuotes(raw[1 : len(raw)-1]); ok {
+		return s
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		// Only for a string no strict scan has checked.
 		return string(raw[1 : len(raw)-1])
 	}
 	return s
+}
+
+// decodeQuotes decodes, in one allocation, a string of printable ASCII
+// whose only escapes are \", \\ and \/: managedFields' keys of list items
+// ("k:{\"name\":\"web\"}") are all of this kind. ok is false for any other
+// string, which encoding/json decodes.
+func decodeQuotes(in []byte) (string, bool) {
+	var b strings.Builder
+	b.Grow(len(in))
+	for i := 0; i < len(in); i++ {
+		c := in[i]
+		if c == '\\' {
+			if i++; i == len(in) {
+				return "", false
+			}
+			switch c = in[i]; c {
+			case '"', '\\', '/':
+			default:
+				return "", false
+			}
+		} else if c < 0x20 || c >= 0x80 {
+			return "", false
+		}
+		b.WriteByte(c)
+	}
+	return b.String(), true
 }
 
 // plainByte marks the bytes a JSON string holds as they are that need no

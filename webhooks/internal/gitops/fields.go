@@ -2,9 +2,7 @@ package gitops
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -239,46 +237,73 @@ func intersectsAny(p object.Pointer, paths []object.Pointer) bool {
 // the tool's managers own on the stored object (the request's oldObject)
 // are what it applies from Git and puts back; a field only someone else
 // set is not in Git, and what the tool does with it depends on the tool
-// (Owner.Undeclared).
+// (Owner.Undeclared). The record is read in place, with the object view's
+// JSON reader: a review's managedFields are most of its metadata, and
+// decoding them would cost a refusal several times what the rest does.
 
 // declared are the fields the tool's field managers own on an object, as
 // their managedFields entries of the main resource record them.
 type declared struct {
-	// trees are the entries' decoded fieldsV1 documents.
-	trees []map[string]any
+	// trees are the entries' fieldsV1 documents, as written.
+	trees [][]byte
 }
 
-// entry is one managedFields entry, as the guards read it: the fields
-// stay raw and the time a string, so reading a review's entries parses
-// neither.
+// entry is one managedFields entry, as the guards read it: every member
+// as written, in the review's own bytes (the API server writes these
+// strings unescaped).
 type entry struct {
-	Manager     string                            `json:"manager"`
-	Operation   metav1.ManagedFieldsOperationType `json:"operation"`
-	Subresource string                            `json:"subresource"`
-	Time        string                            `json:"time"`
-	FieldsV1    json.RawMessage                   `json:"fieldsV1"`
+	Manager, Operation, Subresource, Time, FieldsV1 []byte
 }
 
-// fieldEntries decodes an object's managedFields; nil when it has none or
-// they do not decode (the API server only stores valid ones).
+// of reports whether the entry is one of managers' of the main resource.
+func (e entry) of(managers []string) bool {
+	return len(e.Subresource) == 0 && slices.ContainsFunc(managers, func(m string) bool { return m == string(e.Manager) })
+}
+
+// fieldEntries reads an object's managedFields; nil when it has none.
 func fieldEntries(v *object.View) []entry {
 	raw := v.Field("metadata", "managedFields")
 	if raw == nil {
 		return nil
 	}
-	var entries []entry
-	if json.Unmarshal(raw, &entries) != nil {
-		return nil
+	var elems, members [16]object.Member
+	list := object.Elements(raw, elems[:0])
+	out := make([]entry, 0, len(list))
+	for _, el := range list {
+		var e entry
+		for _, m := range object.Members(el.Value, members[:0]) {
+			switch string(m.Key) {
+			case "manager":
+				e.Manager = inner(m.Value)
+			case "operation":
+				e.Operation = inner(m.Value)
+			case "subresource":
+				e.Subresource = inner(m.Value)
+			case "time":
+				e.Time = inner(m.Value)
+			case "fieldsV1":
+				e.FieldsV1 = m.Value
+			}
+		}
+		out = append(out, e)
 	}
-	return entries
+	return out
 }
 
-// entriesOf turns typed entries (a cached or fetched object's) into the
-// guards' form.
+// inner is a JSON string's text as written, nil for any other value.
+func inner(raw []byte) []byte {
+	if len(raw) < 2 || raw[0] != '"' {
+		return nil
+	}
+	return raw[1 : len(raw)-1]
+}
+
+// entriesOf turns typed entries (a fetched object's) into the guards'
+// form.
 func entriesOf(typed []metav1.ManagedFieldsEntry) []entry {
 	out := make([]entry, len(typed))
 	for i, e := range typed {
-		out[i] = entry{Manager: e.Manager, Operation: e.Operation, Subresource: e.Subresource}
+		out[i] = entry{Manager: []byte(e.Manager), Operation: []byte(e.Operation), Subresource: []byte(e.Subresource)}
 		if e.FieldsV1 != nil {
 			out[i].FieldsV1 = e.FieldsV1.Raw
 		}
@@ -291,18 +316,13 @@ func entriesOf(typed []metav1.ManagedFieldsEntry) []entry {
 // written before the tool recorded itself (or by another tool), and
 // nothing tells Git's fields from others'.
 func declaredBy(entries []entry, managers []string) (d declared, ok bool) {
-	for i := range entries {
-		e := &entries[i]
-		if e.Subresource != "" || !slices.Contains(managers, e.Manager) {
+	for _, e := range entries {
+		if !e.of(managers) {
 			continue
 		}
 		ok = true
-		if e.FieldsV1 == nil {
-			continue
-		}
-		var tree map[string]any
-		if json.Unmarshal(e.FieldsV1, &tree) == nil {
-			d.trees = append(d.trees, tree)
+		if e.FieldsV1 != nil {
+			d.trees = append(d.trees, e.FieldsV1)
 		}
 	}
 	return d, ok
@@ -322,13 +342,15 @@ func (d declared) owns(v *object.View, p object.Pointer) bool {
 // ownsIn follows p through one fieldsV1 tree. Reaching the end of p, or a
 // leaf of the tree (a field owned as a whole) on the way, means owned; a
 // token the tree has no key for means not.
-func ownsIn(tree map[string]any, v *object.View, p object.Pointer) bool {
+func ownsIn(tree []byte, v *object.View, p object.Pointer) bool {
+	var buf [16]object.Member
 	node := tree
 	for i, tok := range p {
-		if len(node) == 0 {
+		members := object.Members(node, buf[:0])
+		if len(members) == 0 {
 			return true // an atomic field above p
 		}
-		child, ok := childOf(node, v, p[:i], tok)
+		child, ok := childOf(members, v, p[:i], tok)
 		if !ok {
 			return false
 		}
@@ -337,130 +359,126 @@ func ownsIn(tree map[string]any, v *object.View, p object.Pointer) bool {
 	return true
 }
 
-// childOf finds the fieldsV1 key for token tok under the object's field
-// at parent: "f:<tok>" for a member, "i:<tok>" for an atomic list's
+// childOf finds the fieldsV1 member for token tok under the object's
+// field at parent: "f:<tok>" for a member, "i:<tok>" for an atomic list's
 // index, and for a list known by keys or values ("k:{...}", "v:..."), the
 // key that matches the item at index tok of the stored object.
-func childOf(node map[string]any, v *object.View, parent object.Pointer, tok string) (map[string]any, bool) {
-	if c, ok := node["f:"+tok]; ok {
-		m, _ := c.(map[string]any)
-		return m, true
-	}
-	i, err := strconv.Atoi(tok)
-	if err != nil || i < 0 {
-		return nil, false
-	}
-	if c, ok := node["i:"+tok]; ok {
-		m, _ := c.(map[string]any)
-		return m, true
-	}
-	var item any
+func childOf(members []object.Member, v *object.View, parent object.Pointer, tok string) ([]byte, bool) {
+	var item []byte
 	loaded := false
-	for k, c := range node {
-		if len(k) < 2 || (k[0] != 'k' && k[0] != 'v') || k[1] != ':' {
+	for _, m := range members {
+		k := m.Key
+		if len(k) < 2 || k[1] != ':' {
 			continue
 		}
-		if !loaded {
-			item, loaded = listItem(v, parent, i), true
-		}
-		if item != nil && itemMatches(item, k) {
-			m, _ := c.(map[string]any)
-			return m, true
+		switch k[0] {
+		case 'f':
+			if string(k[2:]) == tok {
+				return m.Value, true
+			}
+		case 'i':
+			if string(k[2:]) == tok {
+				return m.Value, true
+			}
+		case 'k', 'v':
+			if !loaded {
+				item, loaded = listItem(v, parent, tok), true
+			}
+			if item != nil && itemMatches(item, k) {
+				return m.Value, true
+			}
 		}
 	}
 	return nil, false
 }
 
-// listItem decodes the item at index i of the list at p in v; nil when
+// listItem is the item at index tok of the list at p in v; nil when
 // there is none.
-func listItem(v *object.View, p object.Pointer, i int) any {
-	raw := fieldAt(v, p)
-	var list []json.RawMessage
-	if raw == nil || json.Unmarshal(raw, &list) != nil || i >= len(list) {
+func listItem(v *object.View, p object.Pointer, tok string) []byte {
+	if !isIndex(tok) {
 		return nil
 	}
-	var item any
-	if json.Unmarshal(list[i], &item) != nil {
+	i, err := strconv.Atoi(tok)
+	if err != nil {
 		return nil
 	}
-	return item
+	var buf [16]object.Member
+	items := object.Elements(fieldAt(v, p), buf[:0])
+	if i >= len(items) {
+		return nil
+	}
+	return items[i].Value
 }
 
 // fieldAt is the raw value at p, through lists as well as objects.
 func fieldAt(v *object.View, p object.Pointer) []byte {
 	// The longest prefix of object members the view reads itself.
 	n := 0
-	for n < len(p) {
-		if _, err := strconv.Atoi(p[n]); err == nil {
-			break
-		}
+	for n < len(p) && !isIndex(p[n]) {
 		n++
 	}
 	raw := v.Field(p[:n]...)
+	var buf [16]object.Member
 	for _, tok := range p[n:] {
-		raw = step(raw, tok)
 		if raw == nil {
 			return nil
 		}
+		next := []byte(nil)
+		if i, err := strconv.Atoi(tok); isIndex(tok) && err == nil {
+			if items := object.Elements(raw, buf[:0]); i >= 0 && i < len(items) {
+				next = items[i].Value
+			}
+		} else {
+			for _, m := range object.Members(raw, buf[:0]) {
+				if string(m.Key) == tok {
+					next = m.Value // the last of repeated keys wins
+				}
+			}
+		}
+		raw = next
 	}
 	return raw
 }
 
-// step reads one token into a raw JSON value: a member, or an index.
-func step(raw []byte, tok string) []byte {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return nil
-	}
-	switch raw[0] {
-	case '{':
-		var m map[string]json.RawMessage
-		if json.Unmarshal(raw, &m) != nil {
-			return nil
-		}
-		return m[tok]
-	case '[':
-		i, err := strconv.Atoi(tok)
-		var list []json.RawMessage
-		if err != nil || json.Unmarshal(raw, &list) != nil || i < 0 || i >= len(list) {
-			return nil
-		}
-		return list[i]
-	}
-	return nil
-}
-
-// itemMatches reports whether a list item is the one a fieldsV1 key
-// names: "k:{...}" by its key fields' values, "v:..." by its value.
-func itemMatches(item any, key string) bool {
-	var want any
-	d := json.NewDecoder(strings.NewReader(key[2:]))
-	if d.Decode(&want) != nil {
+// isIndex reports whether a pointer token is a list index: digits only,
+// told apart without strconv's error for every member name.
+func isIndex(tok string) bool {
+	if tok == "" {
 		return false
 	}
-	if key[0] == 'v' {
-		return reflect.DeepEqual(normalize(item), normalize(want))
-	}
-	m, _ := item.(map[string]any)
-	keys, _ := want.(map[string]any)
-	if m == nil || len(keys) == 0 {
-		return false
-	}
-	for k, w := range keys {
-		if !reflect.DeepEqual(normalize(m[k]), normalize(w)) {
+	for i := 0; i < len(tok); i++ {
+		if tok[i] < '0' || tok[i] > '9' {
 			return false
 		}
 	}
 	return true
 }
 
-// normalize makes numbers compare by value: the object and the key may
-// spell the same port differently only in how they were decoded.
-func normalize(x any) any {
-	if f, ok := x.(float64); ok {
-		return strconv.FormatFloat(f, 'g', -1, 64)
+// itemMatches reports whether a list item is the one a fieldsV1 key
+// names: "k:{...}" by its key fields' values, "v:..." by its value.
+func itemMatches(item, key []byte) bool {
+	want := key[2:]
+	if key[0] == 'v' {
+		return object.SameScalar(item, want)
 	}
-	return x
+	var kb, ib [8]object.Member
+	keys := object.Members(want, kb[:0])
+	if len(keys) == 0 {
+		return false
+	}
+	fields := object.Members(item, ib[:0])
+	for _, k := range keys {
+		found := false
+		for _, f := range fields {
+			if string(f.Key) == string(k.Key) && object.SameScalar(f.Value, k.Value) {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // rewritten reports whether an update takes fields out of the managers'
@@ -494,29 +512,25 @@ func rewritten(old *object.View, before, after []entry, managers []string, skip 
 // main resource own: every leaf, and every item owned as itself (".").
 func ownedKeys(entries []entry, managers []string) [][]string {
 	var out [][]string
-	var walk func(node map[string]any, path []string)
-	walk = func(node map[string]any, path []string) {
+	var walk func(node []byte, path []string)
+	walk = func(node []byte, path []string) {
+		members := object.Members(node, nil)
 		leaf := true
-		for k, c := range node {
-			if k == "." {
+		for _, m := range members {
+			if string(m.Key) == "." {
 				out = append(out, slices.Clone(path))
 				continue
 			}
 			leaf = false
-			child, _ := c.(map[string]any)
-			walk(child, append(path[:len(path):len(path)], k))
+			walk(m.Value, append(path[:len(path):len(path)], string(m.Key)))
 		}
 		if leaf && len(path) > 0 {
 			out = append(out, slices.Clone(path))
 		}
 	}
 	for _, e := range entries {
-		if e.Subresource != "" || !slices.Contains(managers, e.Manager) || e.FieldsV1 == nil {
-			continue
-		}
-		var tree map[string]any
-		if json.Unmarshal(e.FieldsV1, &tree) == nil {
-			walk(tree, nil)
+		if e.of(managers) && e.FieldsV1 != nil {
+			walk(e.FieldsV1, nil)
 		}
 	}
 	return out
@@ -527,6 +541,7 @@ func ownedKeys(entries []entry, managers []string) [][]string {
 // item.
 func pointerOf(v *object.View, keys []string) (object.Pointer, bool) {
 	p := object.Pointer{}
+	var buf [16]object.Member
 	for _, k := range keys {
 		if len(k) < 2 || k[1] != ':' {
 			return nil, false
@@ -539,14 +554,9 @@ func pointerOf(v *object.View, keys []string) (object.Pointer, bool) {
 		default:
 			return nil, false
 		}
-		var list []json.RawMessage
-		if raw := fieldAt(v, p); raw == nil || json.Unmarshal(raw, &list) != nil {
-			return nil, false
-		}
 		found := false
-		for i, raw := range list {
-			var item any
-			if json.Unmarshal(raw, &item) == nil && itemMatches(item, k) {
+		for i, item := range object.Elements(fieldAt(v, p), buf[:0]) {
+			if itemMatches(item.Value, []byte(k)) {
 				p, found = append(p, strconv.Itoa(i)), true
 				break
 			}
@@ -561,7 +571,7 @@ func pointerOf(v *object.View, keys []string) (object.Pointer, bool) {
 // sameEntries reports whether the managers' entries of the main resource
 // own the same fields in both lists, in the same order.
 func sameEntries(before, after []entry, managers []string) bool {
-	own := func(e entry) bool { return e.Subresource == "" && slices.Contains(managers, e.Manager) }
+	own := func(e entry) bool { return e.of(managers) }
 	i, j := 0, 0
 	for {
 		for i < len(before) && !own(before[i]) {
@@ -574,7 +584,7 @@ func sameEntries(before, after []entry, managers []string) bool {
 			return i == len(before) && j == len(after)
 		}
 		a, b := before[i], after[j]
-		if a.Manager != b.Manager || a.Operation != b.Operation || !bytes.Equal(a.FieldsV1, b.FieldsV1) {
+		if !bytes.Equal(a.Manager, b.Manager) || !bytes.Equal(a.Operation, b.Operation) || !bytes.Equal(a.FieldsV1, b.FieldsV1) {
 			return false
 		}
 		i, j = i+1, j+1
@@ -588,15 +598,15 @@ func sameEntries(before, after []entry, managers []string) bool {
 func writersOf(old, cur []entry) []string {
 	var out []string
 	for _, e := range cur {
-		if e.Subresource != "" {
+		if len(e.Subresource) != 0 {
 			continue
 		}
 		i := slices.IndexFunc(old, func(o entry) bool {
-			return o.Manager == e.Manager && o.Operation == e.Operation && o.Subresource == ""
+			return bytes.Equal(o.Manager, e.Manager) && bytes.Equal(o.Operation, e.Operation) && len(o.Subresource) == 0
 		})
-		if i < 0 || !bytes.Equal(old[i].FieldsV1, e.FieldsV1) || old[i].Time != e.Time {
-			if !slices.Contains(out, e.Manager) {
-				out = append(out, e.Manager)
+		if i < 0 || !bytes.Equal(old[i].FieldsV1, e.FieldsV1) || !bytes.Equal(old[i].Time, e.Time) {
+			if m := string(e.Manager); !slices.Contains(out, m) {
+				out = append(out, m)
 			}
 		}
 	}

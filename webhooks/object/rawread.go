@@ -1,0 +1,34 @@
+package object
+
+// Reading JSON values in place, for rules that walk documents the view
+// does not model (managedFields' fieldsV1 trees, list items): the same
+// lazy reader the view uses, so such a walk decodes nothing.
+
+// Member is one member of a JSON object: its key, unescaped, and its
+// value's text (Key is nil for an array's element).
+type Member = rawMember
+
+// Members appends the members of the JSON object raw to buf, in the order
+// written; nothing for any other value. raw should be valid JSON (a
+// view's field): of anything else it returns the members before the
+// first fault.
+func Members(raw []byte, buf []Member) []Member { return objectMembers(trimSpace(raw), buf) }
+
+// Elements appends the elements of the JSON array raw to buf, in order,
+// as Members without keys; nothing for any other value. It reads as
+// Members does.
+func Elements(raw []byte, buf []Member) []Member { return arrayElements(trimSpace(raw), buf) }
+
+// Text is the text of the JSON string raw, "" for any other value.
+func Text(raw []byte) string { return stringValue(trimSpace(raw)) }
+
+// SameScalar reports whether two JSON scalars are the same value: strings
+// by their text, whatever their escaping, and other values by their text
+// as written (the API server writes numbers one way).
+func SameScalar(a, b []byte) bool {
+	a, b = trimSpace(a), trimSpace(b)
+	if kindOf(a) == '"' && kindOf(b) == '"' {
+		return stringValue(a) == stringValue(b)
+	}
+	return string(a) == string(b)
+}

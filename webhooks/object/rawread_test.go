@@ -1,0 +1,55 @@
+package object
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestDecodeMatchesEncodingJSON holds decode's one-allocation path for
+// quotes and backslashes to encoding/json, and the strings it leaves to it.
+func TestDecodeMatchesEncodingJSON(t *testing.T) {
+	for _, raw := range []string{
+		`"k:{\"name\":\"web\"}"`, `"a\\b"`, `"a\/b"`, `"\u00e9t\u00e9"`, `"line\nbreak"`, `"tab\there"`, `"é\"x"`, `"\\"`, `"\"\""`,
+	} {
+		var want string
+		if err := json.Unmarshal([]byte(raw), &want); err != nil {
+			t.Fatal(err)
+		}
+		if got := decode([]byte(raw)); got != want {
+			t.Errorf("decode(%s) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+// TestReadingInPlace reads a fieldsV1 tree and a list as a rule does.
+func TestReadingInPlace(t *testing.T) {
+	tree := []byte(` {"f:spec": {"k:{\"name\":\"web\"}": {".": {}, "f:image": {}}}, "f:data": {}}`)
+	var keys []string
+	for _, m := range Members(tree, nil) {
+		keys = append(keys, string(m.Key))
+	}
+	if diff := cmp.Diff([]string{"f:spec", "f:data"}, keys); diff != "" {
+		t.Errorf("Members keys (-want +got):\n%s", diff)
+	}
+	inner := Members(Members(tree, nil)[0].Value, nil)
+	if len(inner) != 1 || string(inner[0].Key) != `k:{"name":"web"}` {
+		t.Errorf("a list item's key is not unescaped: %q", inner)
+	}
+	list := Elements([]byte(`[{"name":"a"}, 2, "x"]`), nil)
+	if len(list) != 3 || string(list[1].Value) != "2" || Text(list[2].Value) != "x" || Text(list[1].Value) != "" {
+		t.Errorf("Elements = %q", list)
+	}
+	if Members([]byte(`[1]`), nil) != nil || Elements([]byte(`{}`), nil) != nil {
+		t.Error("an array read as an object, or an object as an array")
+	}
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{{`"web"`, `"w\u0065b"`, true}, {`8080`, `8080`, true}, {`"8080"`, `8080`, false}, {`true`, ` true`, true}, {`"a"`, `"b"`, false}} {
+		if got := SameScalar([]byte(c.a), []byte(c.b)); got != c.same {
+			t.Errorf("SameScalar(%s, %s) = %v, want %v", c.a, c.b, got, c.same)
+		}
+	}
+}
