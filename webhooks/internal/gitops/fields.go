@@ -305,7 +305,7 @@ func entriesOf(typed []metav1.ManagedFieldsEntry) []entry {
 	for i, e := range typed {
 		out[i] = entry{Manager: []byte(e.Manager), Operation: []byte(e.Operation), Subresource: []byte(e.Subresource)}
 		if e.FieldsV1 != nil {
-			out[i].FieldsV1 = e.FieldsV1.Raw
+			out[i].FieldsV1 = e.FieldsV1.GetRawBytes()
 		}
 	}
 	return out

@@ -253,7 +253,7 @@ func (r scaledOwner) ReplicasDeclared(_ context.Context, _ Ref, owners []Owner) 
 func TestScaleFollowsWhetherGitDeclaresReplicas(t *testing.T) {
 	entry := func(fields string) []metav1.ManagedFieldsEntry {
 		return []metav1.ManagedFieldsEntry{{Manager: "kustomize-controller", Operation: metav1.ManagedFieldsOperationApply,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}}
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}}
 	}
 	inGit := entry(`{"f:spec":{"f:replicas":{},"f:template":{}}}`)
 	notInGit := entry(`{"f:spec":{"f:template":{}}}`)

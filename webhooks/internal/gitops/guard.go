@@ -587,11 +587,6 @@ func (m messages) managedBy(ref Ref, owners []Owner) string {
 	return fmt.Sprintf("%s: %s is managed by %s; %s.", m.rule, ref, names(owners), revert)
 }
 
-// changed refuses an update of a managed object, naming the changed paths.
-func (m messages) changed(ref Ref, owners []Owner, c object.Changes) string {
-	return fmt.Sprintf("%s Changed: %s. %s", m.managedBy(ref, owners), ChangeList(c), m.instead("Change it in the Git repository instead", owners))
-}
-
 // changedAs refuses an update of a managed object for a change named in
 // words rather than paths.
 func (m messages) changedAs(ref Ref, owners []Owner, what string) string {
