@@ -39,6 +39,9 @@ type application struct {
 	resources, pruning gitops.Inventory
 	// kinds are status.resources' distinct kinds, which the audit lists.
 	kinds []schema.GroupVersionKind
+	// project and the destination choose the service account a sync
+	// runs as under impersonation.
+	project, destServer, destNamespace string
 }
 
 // ignoreDifference is one of spec.ignoreDifferences, with its JSON
@@ -85,6 +88,12 @@ func applicationOf(u *unstructured.Unstructured) *application {
 	a.Name = u.GetName()
 	a.ResourceVersion = u.GetResourceVersion()
 	a.skipReconcile, _ = strconv.ParseBool(u.GetAnnotations()[annotationSkipReconcile])
+	a.project, _, _ = unstructured.NestedString(u.Object, "spec", "project")
+	a.destServer, _, _ = unstructured.NestedString(u.Object, "spec", "destination", "server")
+	if a.destServer == "" {
+		a.destServer, _, _ = unstructured.NestedString(u.Object, "spec", "destination", "name")
+	}
+	a.destNamespace, _, _ = unstructured.NestedString(u.Object, "spec", "destination", "namespace")
 	a.from = sourceOf(u)
 	a.revision = shortRevision(revisionOf(u))
 	if auto, found, _ := unstructured.NestedMap(u.Object, "spec", "syncPolicy", "automated"); found {

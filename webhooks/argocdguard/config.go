@@ -50,6 +50,12 @@ type Config struct {
 	// (empty: those without one), as Argo CD tells its objects from another
 	// instance's.
 	InstallationID string `json:"installationID,omitempty"`
+	// SyncImpersonation follows Argo CD's sync impersonation, set where
+	// argocd-cm has application.sync.impersonation.enabled: "true". The
+	// service account an Application's AppProject names for its
+	// destination (spec.destinationServiceAccounts, the first match) then
+	// writes that Application's objects, and only those.
+	SyncImpersonation bool `json:"syncImpersonation,omitempty"`
 	// UndeclaredFields is what a person's change of fields Git does not
 	// declare gets: refuse (the default), or mirror, which allows it, as
 	// Argo CD keeps it. Service accounts may always change fields Git does

@@ -231,6 +231,8 @@ func keep(app map[string]any) *application {
 // by namespace and name.
 type fakeApps struct {
 	apps map[string]*application
+	// projects are AppProjects, by namespace/name.
+	projects map[string]*project
 	// list holds apps in the order of their keys, as List returns them.
 	list []any
 	err  error
@@ -259,6 +261,10 @@ func appsCache(apps ...map[string]any) *fakeApps {
 func (f *fakeApps) Lookup(gr schema.GroupResource, namespace, name string) (any, bool, error) {
 	if f.err != nil {
 		return nil, false, f.err
+	}
+	if gr == appProjects && f.projects != nil {
+		p, ok := f.projects[namespace+"/"+name]
+		return p, ok, nil
 	}
 	if gr != applications {
 		return nil, false, fmt.Errorf("%s is not cached", gr)

@@ -63,6 +63,10 @@ type resolver struct {
 	markerKeys []string
 	// installationID is the guarded instance's installationID.
 	installationID string
+	// impersonation follows Argo CD's sync impersonation, reading the
+	// AppProjects in projects.
+	impersonation bool
+	projects      gitops.OwnerCache
 	// APIWorkloads reads a scaled workload's managedFields.
 	gitops.APIWorkloads
 }
@@ -73,6 +77,7 @@ func newResolver(c Config) *resolver {
 		apps: gitops.NoOwners{}, controlPlane: c.ControlPlaneNamespace, trackingLabel: c.TrackingLabel,
 		markerKeys:     []string{"annotation " + AnnotationTrackingID, "label " + c.TrackingLabel},
 		installationID: c.InstallationID,
+		impersonation:  c.SyncImpersonation,
 	}
 }
 
@@ -207,6 +212,9 @@ func (r resolver) ownerFor(a *application, ref gitops.Ref) gitops.Owner {
 	}
 	if a.skipReconcile {
 		o.Paused = a.what + " has " + annotationSkipReconcile + "=true"
+	}
+	if w := r.syncWriter(a); w != "" {
+		o.Writers = []string{w}
 	}
 	return o
 }

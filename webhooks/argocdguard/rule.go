@@ -73,7 +73,7 @@ func (r *Rule) Handle(ctx context.Context, req *rule.Request) admission.Response
 // WithApplications sets where Applications are looked up; tests and
 // offline use pass their own.
 func (r *Rule) WithApplications(c gitops.OwnerCache) *Rule {
-	r.resolver.apps = c
+	r.resolver.apps, r.resolver.projects = c, c // AppProjects too
 	return r
 }
 
@@ -83,8 +83,14 @@ func (r *Rule) WithApplications(c gitops.OwnerCache) *Rule {
 // without Argo CD leaves the rule idle, and Argo CD installed after
 // Steward started is guarded once the informer syncs, without a restart.
 func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache) error {
-	set := cluster.Follow(Name, map[schema.GroupResource]clustercache.Spec{applications: {Transform: keepApplication}})
-	r.resolver.apps = set
+	// AppProjects are few and small; they are cached whether or not
+	// syncImpersonation is set, so that setting it takes effect on a
+	// configuration reload and the RBAC does not follow the setting.
+	set := cluster.Follow(Name, map[schema.GroupResource]clustercache.Spec{
+		applications: {Transform: keepApplication},
+		appProjects:  {Transform: keepProject},
+	})
+	r.resolver.apps, r.resolver.projects = set, set
 	r.resolver.Reader = mgr.GetAPIReader()
 	return mgr.AddReadyzCheck(Name+"-applications", set.Ready)
 }
@@ -96,7 +102,7 @@ func (r *Rule) Inherit(running rule.Rule) error {
 	if !ok {
 		return fmt.Errorf("argocdguard cannot take over from a %T", running)
 	}
-	r.resolver.apps = old.resolver.apps
+	r.resolver.apps, r.resolver.projects = old.resolver.apps, old.resolver.projects
 	r.resolver.APIWorkloads = old.resolver.APIWorkloads
 	return nil
 }
@@ -108,12 +114,12 @@ func (r *Rule) Collector() prometheus.Collector {
 	return set.Collector()
 }
 
-// rbac is what the cache reads, Applications, and what the audit lists
+// rbac is what the cache reads, Applications and AppProjects, and what the audit lists
 // besides them: the workloads (gitops.AuditRBAC), read-only. The audit
 // lists no other kind an Application's status holds: RBAC has no
 // metadata-only verb, and list on every resource would include Secrets.
 func rbac() []rbacv1.PolicyRule {
-	return append([]rbacv1.PolicyRule{{APIGroups: []string{applications.Group}, Resources: []string{applications.Resource}, Verbs: []string{"list", "watch"}}},
+	return append([]rbacv1.PolicyRule{{APIGroups: []string{applications.Group}, Resources: []string{applications.Resource, appProjects.Resource}, Verbs: []string{"list", "watch"}}},
 		gitops.AuditRBAC()...)
 }
 
