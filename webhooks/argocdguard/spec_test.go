@@ -13,6 +13,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/celtest"
+	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -37,30 +38,11 @@ func TestSpecRegistration(t *testing.T) {
 			t.Errorf("webhook %s states no reason for its failure policy", wh.Name)
 		}
 	}
-	all := admissionregistrationv1.AllScopes
 	namespaced := admissionregistrationv1.NamespacedScope
-	objectRules := []admissionregistrationv1.RuleWithOperations{{
-		Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE", "DELETE"},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}, Scope: &all},
-	}, {
-		Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/status"}, Scope: &all},
-	}, {
-		Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/ephemeralcontainers", "pods/resize"}, Scope: &namespaced},
-	}}
+	objectRules := gitopstest.ObjectRules()
 	want := []registration{{
 		Name: "argocdguard.steward.dev", Path: "/validate/argocdguard",
-		Rules: []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE", "DELETE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}, Scope: &all},
-		}, {
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/status"}, Scope: &all},
-		}, {
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/ephemeralcontainers", "pods/resize"}, Scope: &namespaced},
-		}},
+		Rules: objectRules,
 		// An annotation selects the objects: no objectSelector, the
 		// matchCondition does.
 		FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,

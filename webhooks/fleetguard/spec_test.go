@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -37,18 +38,8 @@ func TestSpecRegistration(t *testing.T) {
 			t.Errorf("webhook %s states no reason for its failure policy", wh.Name)
 		}
 	}
-	all := admissionregistrationv1.AllScopes
 	namespaced := admissionregistrationv1.NamespacedScope
-	objectRules := []admissionregistrationv1.RuleWithOperations{{
-		Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE", "DELETE"},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}, Scope: &all},
-	}, {
-		Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/status"}, Scope: &all},
-	}, {
-		Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/ephemeralcontainers", "pods/resize"}, Scope: &namespaced},
-	}}
+	objectRules := gitopstest.ObjectRules()
 	labelled := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "objectset.rio.cattle.io/hash", Operator: metav1.LabelSelectorOpExists}}}
 	want := []registration{{
 		Name: "fleetguard.steward.dev", Path: "/validate/fleetguard",

@@ -70,6 +70,17 @@ func podSpec(o map[string]any) map[string]any {
 	return admissiontest.At(o, "spec", "template", "spec")
 }
 
+// decisionCase is one write the decision table answers: allowed or not,
+// with what the answer must say and never say.
+type decisionCase struct {
+	name, reason string
+	old, cur     map[string]any
+	user         string
+	undeclared   Undeclared
+	allowed      bool
+	says, never  []string
+}
+
 // TestTheDecisionTable holds every guard to one table: Git's fields are
 // the tool's own record's, the cluster's machinery keeps its fields, and a
 // person's change of a field Git does not declare is refused saying so,
@@ -77,15 +88,7 @@ func podSpec(o map[string]any) map[string]any {
 func TestTheDecisionTable(t *testing.T) {
 	const person, operator = "jane@example.com", "system:serviceaccount:ops:reloader"
 	annotate := func(o map[string]any) { admissiontest.Set("1", "metadata", "annotations", "example.com/reloaded")(o) }
-	cases := []struct {
-		name, reason string
-		old, cur     map[string]any
-		user         string
-		undeclared   Undeclared
-		allowed      bool
-		says         []string
-		never        []string
-	}{{
+	cases := []decisionCase{{
 		name: "APersonsEditOfGitsField", reason: "The image is Git's: kustomize-controller forces it back.",
 		old: appliedDeployment(nil), cur: appliedDeployment(func(o map[string]any) {
 			podSpec(o)["containers"].([]any)[1].(map[string]any)["image"] = "web:2"
@@ -157,15 +160,7 @@ func TestTheDecisionTable(t *testing.T) {
 			}
 		})
 	}
-	cases = append(cases, struct {
-		name, reason string
-		old, cur     map[string]any
-		user         string
-		undeclared   Undeclared
-		allowed      bool
-		says         []string
-		never        []string
-	}{
+	cases = append(cases, decisionCase{
 		name: "AnIgnoredFieldLeavesTheToolsEntry", reason: "kubectl scale of an ignored replicas moves it out of kustomize-controller's entry: no rewrite.",
 		old: withReplicas(nil), cur: appliedDeployment(admissiontest.Set(9, "spec", "replicas")),
 		user: person, allowed: true,
