@@ -66,58 +66,14 @@ data: {color: ` + color + `}
 // object removed from Git is pruned, and none of the controllers' writes
 // is refused.
 func TestRealFlux(t *testing.T) {
-	for _, v := range []string{"KUSTOMIZE_CONTROLLER", "SOURCE_CONTROLLER", "HELM_CONTROLLER"} {
-		if os.Getenv(v) == "" {
-			t.Skipf("%s is not set: run through make, which builds Flux's controllers", v)
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	env.LogOnFailure(t)
-	// Cleanups run last first: the objects go while the controllers still
-	// run to remove their finalizers (and prune), then the controllers
-	// stop, then the environment's Flux CRDs are put back.
-	t.Cleanup(restoreEnvironmentFluxCRDs(t))
-	testNamespace(t, ctx, realFluxNS)
-	flux, err := env.StartFlux(ctx, t)
-	if err != nil {
-		t.Fatal(err)
-	}
-	git, err := env.StartGitServer(t)
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := git.NewRepo(ctx, "apps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rev, err := repo.Commit(ctx, "web and its settings", map[string]string{
+	rf := startRealFlux(ctx, t, realFluxName, realFluxNS, map[string]string{
 		"deploy/web.yaml":      realFluxDeployment("ghcr.io/example/web:1", 0),
 		"deploy/settings.yaml": realFluxConfigMap("blue"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	source := fluxObject("source.toolkit.fluxcd.io/v1", "GitRepository", map[string]any{
-		"interval": "1m", "url": repo.URL, "ref": map[string]any{"branch": repo.Branch},
-	})
-	kustomization := fluxObject("kustomize.toolkit.fluxcd.io/v1", "Kustomization", map[string]any{
-		"interval": "1m", "path": "./deploy", "prune": true,
-		"sourceRef": map[string]any{"kind": "GitRepository", "name": realFluxName},
-	})
-	for _, obj := range []*unstructured.Unstructured{source, kustomization} {
-		if err := env.Client.Create(ctx, obj.DeepCopy()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() { deleteFluxObjects(t, kustomization, source) })
-
-	applied, err := flux.WaitFluxReady(ctx, kustomization, 3*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantApplied(t, applied, rev)
+	}, nil)
+	flux, repo, source, kustomization := rf.flux, rf.repo, rf.source, rf.kustomization
+	wantApplied(t, rf.applied, rf.rev)
 	deploy := &appsv1.Deployment{}
 	settings := &corev1.ConfigMap{}
 	for name, obj := range map[string]client.Object{"web": deploy, "settings": settings} {
@@ -233,12 +189,86 @@ func TestRealFlux(t *testing.T) {
 	})
 }
 
-// fluxObject is a Flux object named realFluxName in harness.FluxNamespace.
-func fluxObject(apiVersion, kind string, spec map[string]any) *unstructured.Unstructured {
+// realFlux is Flux's controllers applying the path ./deploy of a Git
+// repository served from 127.0.0.1, through a GitRepository and a
+// Kustomization of one name in harness.FluxNamespace.
+type realFlux struct {
+	flux                  *harness.Flux
+	repo                  *harness.GitRepo
+	source, kustomization *unstructured.Unstructured
+	// applied is the Kustomization as its first reconcile left it, and
+	// rev the commit that reconcile was to apply.
+	applied *unstructured.Unstructured
+	rev     string
+}
+
+// startRealFlux skips t unless the Makefile has built Flux's controllers.
+// Otherwise it creates namespace ns, starts source-, kustomize- and
+// helm-controller and a Git server, commits files (path in the
+// repository → content) as the repository's first commit, creates the
+// GitRepository and the Kustomization, both named name, the
+// Kustomization's spec with kustomizationSpec's fields added, and waits
+// until kustomize-controller reports it Ready. When t ends the
+// Kustomization and the GitRepository are deleted while the controllers
+// still run (so they prune and remove their finalizers), then the
+// controllers stop, then the environment's Flux CRDs are put back.
+func startRealFlux(ctx context.Context, t *testing.T, name, ns string, files map[string]string, kustomizationSpec map[string]any) *realFlux {
+	t.Helper()
+	for _, v := range []string{"KUSTOMIZE_CONTROLLER", "SOURCE_CONTROLLER", "HELM_CONTROLLER"} {
+		if os.Getenv(v) == "" {
+			t.Skipf("%s is not set: run through make, which builds Flux's controllers", v)
+		}
+	}
+	env.LogOnFailure(t)
+	// Cleanups run last first.
+	t.Cleanup(restoreEnvironmentFluxCRDs(t))
+	testNamespace(t, ctx, ns)
+	flux, err := env.StartFlux(ctx, t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	git, err := env.StartGitServer(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := git.NewRepo(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := repo.Commit(ctx, "the first commit", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := map[string]any{
+		"interval": "1m", "path": "./deploy", "prune": true,
+		"sourceRef": map[string]any{"kind": "GitRepository", "name": name},
+	}
+	for k, v := range kustomizationSpec {
+		spec[k] = v
+	}
+	source := fluxObject(name, "source.toolkit.fluxcd.io/v1", "GitRepository", map[string]any{
+		"interval": "1m", "url": repo.URL, "ref": map[string]any{"branch": repo.Branch},
+	})
+	kustomization := fluxObject(name, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", spec)
+	for _, obj := range []*unstructured.Unstructured{source, kustomization} {
+		if err := env.Client.Create(ctx, obj.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { deleteFluxObjects(t, kustomization, source) })
+	applied, err := flux.WaitFluxReady(ctx, kustomization, 3*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &realFlux{flux: flux, repo: repo, source: source, kustomization: kustomization, applied: applied, rev: rev}
+}
+
+// fluxObject is a Flux object named name in harness.FluxNamespace.
+func fluxObject(name, apiVersion, kind string, spec map[string]any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": apiVersion,
 		"kind":       kind,
-		"metadata":   map[string]any{"name": realFluxName, "namespace": harness.FluxNamespace},
+		"metadata":   map[string]any{"name": name, "namespace": harness.FluxNamespace},
 		"spec":       spec,
 	}}
 }

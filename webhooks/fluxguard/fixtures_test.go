@@ -412,3 +412,16 @@ func injected(o map[string]any) {
 	set("true", "metadata", "annotations", "sidecar.istio.io/inject")(o)
 	admissiontest.AppliedBy("Apply", "kustomize-controller")(o)
 }
+
+// patchedBy records a write of the whole data map under manager, as the
+// API server records it before admission.
+func patchedBy(manager string) func(map[string]any) {
+	return func(o map[string]any) {
+		md := at(o, "metadata")
+		entries, _ := md["managedFields"].([]any)
+		md["managedFields"] = append(entries, map[string]any{
+			"manager": manager, "operation": "Update", "apiVersion": "v1", "time": "2026-11-27T10:00:00Z", "fieldsType": "FieldsV1",
+			"fieldsV1": map[string]any{"f:data": map[string]any{"f:extra": map[string]any{}}},
+		})
+	}
+}

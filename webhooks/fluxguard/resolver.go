@@ -216,7 +216,7 @@ func (r resolver) Owners(_ context.Context, ref gitops.Ref, v *object.View) ([]g
 func (r resolver) ownerFor(o *owner, ref gitops.Ref, v *object.View) gitops.Owner {
 	out := gitops.Owner{Name: o.display, Revert: o.revertText, Skip: skipFor(o.ignore, ref, v), Hint: r.hint(o),
 		FieldManagers: kustomizeFieldManagers, IgnoreIn: "the Kustomization's spec.ignore",
-		Undeclared: kustomizeKeeps, Strips: r.strips}
+		Undeclared: kustomizeKeeps, Strips: r.stripsFor(v)}
 	if o.kind == kindHelmRelease {
 		out.FieldManagers, out.IgnoreIn = helmFieldManagers, "the HelmRelease's spec.driftDetection.ignore"
 		out.Undeclared, out.Strips = helmKeeps, nil
@@ -307,6 +307,16 @@ func marker(v *object.View, key string) string {
 	}
 	s, _ := v.Label(key)
 	return s
+}
+
+// stripsFor are the managers kustomize-controller strips the fields of on
+// the object v holds: none on an ssa: Merge object, whose cleanup it
+// skips altogether (as a label or annotation, any case).
+func (r resolver) stripsFor(v *object.View) []string {
+	if strings.EqualFold(marker(v, MarkerSSA), "Merge") {
+		return nil
+	}
+	return r.strips
 }
 
 // hint says how to pause Flux for one object, when someone may, or else

@@ -199,6 +199,20 @@ func TestHandle(t *testing.T) {
 				newImage(set("ifnotpresent", "metadata", "annotations", MarkerSSA))).Build()},
 			want: admission.Allowed("kustomize.toolkit.fluxcd.io/ssa=IfNotPresent: kustomize-controller only creates the object"),
 		},
+		"SSAMergeObjectsAreNeverStripped": {
+			reason: "kustomize-controller skips its cleanup of kubectl's managers on ssa: Merge objects: a person's key is not in Git, but it is kept.",
+			args: args{New(Config{UndeclaredFields: gitops.UndeclaredMirror}, breakGlass).WithOwners(fluxOwners), admissiontest.Update(configmapsGVR, "ConfigMap",
+				configMap("apps", "podinfo-config", "flux-system/apps", set("Merge", "metadata", "labels", MarkerSSA)),
+				configMap("apps", "podinfo-config", "flux-system/apps", set("Merge", "metadata", "labels", MarkerSSA), set("mine", "data", "extra"), patchedBy("kubectl-patch"))).Build()},
+			want: admission.Allowed("jane changed only fields Git does not declare (/data/extra), as kubectl-patch: kustomize-controller keeps fields others set, unless a kubectl or before-first-apply field manager wrote them"),
+		},
+		"KubectlsFieldsAreStripped": {
+			reason: "Elsewhere kustomize-controller strips what a kubectl manager wrote: refused even with mirror.",
+			args: args{New(Config{UndeclaredFields: gitops.UndeclaredMirror}, breakGlass).WithOwners(fluxOwners), admissiontest.Update(configmapsGVR, "ConfigMap",
+				configMap("apps", "podinfo-config", "flux-system/apps"),
+				configMap("apps", "podinfo-config", "flux-system/apps", set("mine", "data", "extra"), patchedBy("kubectl-patch"))).Build()},
+			want: admission.Denied("fluxguard: ConfigMap apps/podinfo-config is managed by " + appsOwner + ". Changed: /data/extra, which Git does not declare, written by the field manager kubectl-patch: kustomize-controller removes what that manager writes at its next reconcile. Declare it in the Git repository instead; to pause Flux, suspend Kustomization flux-system/apps (flux suspend); in an emergency repeat the request as a member of steward:break-glass."),
+		},
 		"SSAMergeIsGuarded": {
 			reason: "ssa: Merge still applies Git's fields, so the object is guarded like any other.",
 			args: args{defaultRule(), admissiontest.Update(deploymentsGVR, "Deployment", obj(podinfoDeployment, set("Merge", "metadata", "annotations", MarkerSSA)),

@@ -34,8 +34,10 @@ var ScaledKinds = map[string]schema.GroupVersionKind{
 // horizontal-pod-autoscaler service account) and KEDA's operator, which
 // scales to and from zero. GitOps tools keep their replicas where Git
 // declares none, as Flux's and Argo CD's documentation tell HPA users to
-// do; where Git declares replicas too, the two fight, which the background
-// audit reports. Their scale requests never reach Steward.
+// do. Where Git declares replicas too, the two fight and the tool reverts
+// the autoscaler at each reconcile: a configuration error that is not
+// Steward's to refuse, and that it does not report yet. Their scale
+// requests never reach Steward.
 func Autoscalers() []string {
 	return []string{
 		"system:serviceaccount:kube-system:horizontal-pod-autoscaler",
