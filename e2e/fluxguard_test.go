@@ -291,7 +291,7 @@ func TestFluxguard(t *testing.T) {
 	}, {
 		name: "MergeObjectThenManagedFieldsRewrite",
 		steps: []step{
-			{what: "a person adds a key to a ConfigMap Flux applies with ssa: Merge", refused: "Changed: /data/b, which Git does not declare, written by the field manager kubectl-patch: kustomize-controller removes what that manager writes at its next reconcile.",
+			{what: "a person adds a key to a ConfigMap Flux applies with ssa: Merge", refused: "Changed: /data/b, which Git does not declare: kustomize-controller keeps fields others set on an ssa: Merge object",
 				kubectl: in("patch", "configmap", "merged", "--type=merge", "-p", `{"data":{"b":"mine"}}`)},
 			{what: "an operator's service account adds it", allowed: "only kustomize-controller's own fields are Git's: Flux keeps fields others set",
 				do: func(ctx context.Context) error {

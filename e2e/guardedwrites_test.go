@@ -85,6 +85,8 @@ func setupGuardedWrites(t *testing.T, ctx context.Context, ns string) map[string
 	t.Helper()
 	jane := userClient(t, "jane", []string{"devs"}, nil)
 	janeKube := userClientset(t, "jane", "devs")
+	// An operator: its writes go to the service accounts' entries.
+	operator := userClient(t, "system:serviceaccount:ops:reloader", []string{"system:serviceaccounts"}, nil)
 	agent := userClient(t, fleetAgent, nil, nil)
 	admin := env.Client
 	dryRun := []string{metav1.DryRunAll}
@@ -163,6 +165,10 @@ func setupGuardedWrites(t *testing.T, ctx context.Context, ns string) map[string
 			patch := client.RawPatch(types.MergePatchType, []byte(`{"data":{"k":"hand-edit"}}`))
 			return jane.Patch(ctx, managed.DeepCopy(), patch, client.DryRunAll)
 		},
+		"fleetguard-serviceaccounts.steward.dev": func(ctx context.Context) error {
+			patch := client.RawPatch(types.MergePatchType, []byte(`{"data":{"k":"operator-edit"}}`))
+			return operator.Patch(ctx, managed.DeepCopy(), patch, client.DryRunAll)
+		},
 		"fleetguard-scale.steward.dev": func(ctx context.Context) error {
 			scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: web.Name}, Spec: autoscalingv1.ScaleSpec{Replicas: 3}}
 			_, err := janeKube.AppsV1().Deployments(ns).UpdateScale(ctx, web.Name, scale, metav1.UpdateOptions{DryRun: dryRun})
@@ -226,6 +232,8 @@ func setupGitOpsWrites(t *testing.T, ctx context.Context, ns string) map[string]
 	t.Helper()
 	jane := userClient(t, "jane", []string{"devs"}, nil)
 	janeKube := userClientset(t, "jane", "devs")
+	// An operator: its writes go to the service accounts' entries.
+	operator := userClient(t, "system:serviceaccount:ops:reloader", []string{"system:serviceaccounts"}, nil)
 	kustomize := userClient(t, kustomizeUser, nil, nil)
 	helm := userClient(t, helmUser, nil, nil)
 	argo := userClient(t, argoController, nil, nil)
@@ -301,6 +309,12 @@ func setupGitOpsWrites(t *testing.T, ctx context.Context, ns string) map[string]
 		"fluxguard-helm.steward.dev": func(ctx context.Context) error {
 			return jane.Patch(ctx, helmManaged.DeepCopy(), edit, client.DryRunAll)
 		},
+		"fluxguard-serviceaccounts.steward.dev": func(ctx context.Context) error {
+			return operator.Patch(ctx, fluxManaged.DeepCopy(), edit, client.DryRunAll)
+		},
+		"fluxguard-helm-serviceaccounts.steward.dev": func(ctx context.Context) error {
+			return operator.Patch(ctx, helmManaged.DeepCopy(), edit, client.DryRunAll)
+		},
 		"fluxguard-scale.steward.dev": scale(fluxWeb.Name),
 		"fluxguard-records.steward.dev": func(ctx context.Context) error {
 			patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"inventory":{"entries":[]}}}`))
@@ -308,6 +322,9 @@ func setupGitOpsWrites(t *testing.T, ctx context.Context, ns string) map[string]
 		},
 		"argocdguard.steward.dev": func(ctx context.Context) error {
 			return jane.Patch(ctx, argoManaged.DeepCopy(), edit, client.DryRunAll)
+		},
+		"argocdguard-serviceaccounts.steward.dev": func(ctx context.Context) error {
+			return operator.Patch(ctx, argoManaged.DeepCopy(), edit, client.DryRunAll)
 		},
 		"argocdguard-scale.steward.dev": scale(argoWeb.Name),
 		"argocdguard-records.steward.dev": func(ctx context.Context) error {

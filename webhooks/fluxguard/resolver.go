@@ -56,8 +56,9 @@ var (
 var kubectlStrips = []string{"kubectl", "before-first-apply"}
 
 const (
-	kustomizeKeeps = "kustomize-controller keeps fields others set, unless a kubectl or before-first-apply field manager wrote them"
-	helmKeeps      = "helm-controller keeps fields outside the chart"
+	kustomizeKeeps       = "kustomize-controller keeps fields others set, unless a kubectl or before-first-apply field manager wrote them"
+	kustomizeKeepsMerged = "kustomize-controller keeps fields others set on an ssa: Merge object"
+	helmKeeps            = "helm-controller keeps fields outside the chart"
 )
 
 var (
@@ -216,7 +217,13 @@ func (r resolver) Owners(_ context.Context, ref gitops.Ref, v *object.View) ([]g
 func (r resolver) ownerFor(o *owner, ref gitops.Ref, v *object.View) gitops.Owner {
 	out := gitops.Owner{Name: o.display, Revert: o.revertText, Skip: skipFor(o.ignore, ref, v), Hint: r.hint(o),
 		FieldManagers: kustomizeFieldManagers, IgnoreIn: "the Kustomization's spec.ignore",
-		Undeclared: kustomizeKeeps, Strips: r.stripsFor(v)}
+		Undeclared: kustomizeKeeps, Strips: r.strips}
+	if strings.EqualFold(marker(v, MarkerSSA), "Merge") {
+		// kustomize-controller skips its cleanup of others' managers on
+		// such an object (as a label or annotation, any case): nothing is
+		// stripped.
+		out.Undeclared, out.Strips = kustomizeKeepsMerged, nil
+	}
 	if o.kind == kindHelmRelease {
 		out.FieldManagers, out.IgnoreIn = helmFieldManagers, "the HelmRelease's spec.driftDetection.ignore"
 		out.Undeclared, out.Strips = helmKeeps, nil
@@ -307,16 +314,6 @@ func marker(v *object.View, key string) string {
 	}
 	s, _ := v.Label(key)
 	return s
-}
-
-// stripsFor are the managers kustomize-controller strips the fields of on
-// the object v holds: none on an ssa: Merge object, whose cleanup it
-// skips altogether (as a label or annotation, any case).
-func (r resolver) stripsFor(v *object.View) []string {
-	if strings.EqualFold(marker(v, MarkerSSA), "Merge") {
-		return nil
-	}
-	return r.strips
 }
 
 // hint says how to pause Flux for one object, when someone may, or else

@@ -204,7 +204,7 @@ func TestHandle(t *testing.T) {
 			args: args{New(Config{UndeclaredFields: gitops.UndeclaredMirror}, breakGlass).WithOwners(fluxOwners), admissiontest.Update(configmapsGVR, "ConfigMap",
 				configMap("apps", "podinfo-config", "flux-system/apps", set("Merge", "metadata", "labels", MarkerSSA)),
 				configMap("apps", "podinfo-config", "flux-system/apps", set("Merge", "metadata", "labels", MarkerSSA), set("mine", "data", "extra"), patchedBy("kubectl-patch"))).Build()},
-			want: admission.Allowed("jane changed only fields Git does not declare (/data/extra), as kubectl-patch: kustomize-controller keeps fields others set, unless a kubectl or before-first-apply field manager wrote them"),
+			want: admission.Allowed("jane changed only fields Git does not declare (/data/extra), as kubectl-patch: kustomize-controller keeps fields others set on an ssa: Merge object"),
 		},
 		"KubectlsFieldsAreStripped": {
 			reason: "Elsewhere kustomize-controller strips what a kubectl manager wrote: refused even with mirror.",

@@ -77,7 +77,8 @@ type Guard struct {
 	undeclared Undeclared
 	// markers are Options.Markers and the opt-out markers.
 	markers []object.Pointer
-	people  []string
+	// people are Options.People.
+	people []string
 }
 
 // New builds a Guard over one tool's resolver.
