@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/stewardhq/steward/e2e/bench"
 	"github.com/stewardhq/steward/e2e/harness"
 )
 
@@ -421,16 +421,7 @@ func TestRealFluxDifferential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join(root, filepath.FromSlash(differentialPage))
-	if *update {
-		if err := os.WriteFile(golden, []byte(page), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	} else if want, err := os.ReadFile(golden); err != nil {
-		t.Errorf("%v: run the test with -update to write it", err)
-	} else if line, got, was := firstDifference(page, string(want)); line > 0 {
-		t.Errorf("the run's table differs from %s at line %d (run the test with -update to rewrite it):\n got: %s\nwant: %s", differentialPage, line, got, was)
-	}
+	bench.GoldenFile(t, filepath.Join(root, filepath.FromSlash(differentialPage)), page, *update)
 
 	for i, r := range rows {
 		def, mir := results["default"][i], results["mirror"][i]
@@ -597,25 +588,6 @@ func agreement(r diffRow, mode string, res diffResult) string {
 		return "refuses what Flux keeps"
 	}
 	return ""
-}
-
-// firstDifference returns the first line (from 1) where got and want
-// differ, with both versions of it; 0 when they are the same.
-func firstDifference(got, want string) (int, string, string) {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := range max(len(g), len(w)) {
-		var a, b string
-		if i < len(g) {
-			a = g[i]
-		}
-		if i < len(w) {
-			b = w[i]
-		}
-		if a != b {
-			return i + 1, a, b
-		}
-	}
-	return 0, "", ""
 }
 
 // moduleVersion is the version of module path the binary at the path in
@@ -839,30 +811,11 @@ func TestRealFluxWhileStewardIsDown(t *testing.T) {
 
 	for i, outage := range []string{"stopped", "hung"} {
 		t.Run(outage, func(t *testing.T) {
-			s := env.Steward
-			switch outage {
-			case "stopped":
-				if err := s.Stop(); err != nil {
-					t.Fatalf("stopping steward: %v", err)
-				}
-			case "hung":
-				if err := s.Signal(syscall.SIGSTOP); err != nil {
-					t.Fatalf("freezing steward: %v", err)
-				}
-			}
+			bringBack := takeDown(t, ctx, outage)
 			// Back whatever happens below: the next outage, and the
 			// tests after this one, need it.
 			defer func() {
-				switch outage {
-				case "stopped":
-					if err := s.Restart(ctx); err != nil {
-						t.Fatalf("restarting steward: %v", err)
-					}
-				case "hung":
-					if err := s.Signal(syscall.SIGCONT); err != nil {
-						t.Fatalf("resuming steward: %v", err)
-					}
-				}
+				bringBack()
 				fluxguardAnswers(t)
 			}()
 

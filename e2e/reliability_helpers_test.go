@@ -531,3 +531,33 @@ func mustJSON(t testing.TB, v any) []byte {
 	}
 	return b
 }
+
+// takeDown takes Steward down the way outage names ("stopped": the
+// process is gone; "hung": SIGSTOP, connections accepted and never
+// answered) and returns what brings it back.
+func takeDown(t testing.TB, ctx context.Context, outage string) (bringBack func()) {
+	t.Helper()
+	s := env.Steward
+	switch outage {
+	case "stopped":
+		if err := s.Stop(); err != nil {
+			t.Fatalf("stopping steward: %v", err)
+		}
+		return func() {
+			if err := s.Restart(ctx); err != nil {
+				t.Fatalf("restarting steward: %v", err)
+			}
+		}
+	case "hung":
+		if err := s.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatalf("freezing steward: %v", err)
+		}
+		return func() {
+			if err := s.Signal(syscall.SIGCONT); err != nil {
+				t.Fatalf("resuming steward: %v", err)
+			}
+		}
+	}
+	t.Fatalf("unknown outage %q", outage)
+	return nil
+}

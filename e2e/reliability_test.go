@@ -53,18 +53,7 @@ func TestStewardDownLeavesTheClusterWorking(t *testing.T) {
 			writes := setupGuardedWrites(t, ctx, ns)
 			hooks := exercisedWebhooks(t, ctx, writes)
 
-			// Take Steward down.
-			s := env.Steward
-			switch outage {
-			case "stopped":
-				if err := s.Stop(); err != nil {
-					t.Fatalf("stopping steward: %v", err)
-				}
-			case "hung":
-				if err := s.Signal(syscall.SIGSTOP); err != nil {
-					t.Fatalf("freezing steward: %v", err)
-				}
-			}
+			bringBack := takeDown(t, ctx, outage)
 
 			t.Run("UnguardedWritesAreUnaffected", func(t *testing.T) {
 				checkUnaffectedWrites(t, ctx, ns, outage == "hung")
@@ -74,16 +63,7 @@ func TestStewardDownLeavesTheClusterWorking(t *testing.T) {
 			})
 
 			// Bring Steward back: it answers again.
-			switch outage {
-			case "stopped":
-				if err := s.Restart(ctx); err != nil {
-					t.Fatalf("restarting steward: %v", err)
-				}
-			case "hung":
-				if err := s.Signal(syscall.SIGCONT); err != nil {
-					t.Fatalf("resuming steward: %v", err)
-				}
-			}
+			bringBack()
 			harness.Eventually(t, 30*time.Second, func() error {
 				err := writes["fleetguard.steward.dev"](ctx)
 				if err == nil || !strings.Contains(err.Error(), "fleetguard:") {

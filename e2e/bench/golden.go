@@ -13,7 +13,13 @@ import (
 // benchmarks seed and write must not change what they seed and say.
 func Golden(t testing.TB, name, got string, update bool) {
 	t.Helper()
-	golden := filepath.Join("testdata", name+".golden")
+	GoldenFile(t, filepath.Join("testdata", name+".golden"), got, update)
+}
+
+// GoldenFile is Golden for a file at any path: a generated page of the
+// docs, say.
+func GoldenFile(t testing.TB, golden, got string, update bool) {
+	t.Helper()
 	if update {
 		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
@@ -22,7 +28,7 @@ func Golden(t testing.TB, name, got string, update bool) {
 	}
 	data, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v: run the test with -update to write it", err)
 	}
 	g, w := strings.Split(got, "\n"), strings.Split(string(data), "\n")
 	for i := range max(len(g), len(w)) {
@@ -34,7 +40,7 @@ func Golden(t testing.TB, name, got string, update bool) {
 			b = w[i]
 		}
 		if a != b {
-			t.Errorf("%s differs from %s at line %d:\n got: %s\nwant: %s", name, golden, i+1, a, b)
+			t.Errorf("the run differs from %s at line %d (run the test with -update to rewrite it):\n got: %s\nwant: %s", golden, i+1, a, b)
 			return
 		}
 	}
