@@ -98,6 +98,7 @@ func splitFields(old, cur *object.View, all object.Changes, owners []Owner, mark
 	return s
 }
 
+// cmpOr is a unless it is empty, as cmp.Or for lists.
 func cmpOr(a, b []string) []string {
 	if len(a) > 0 {
 		return a
