@@ -66,7 +66,7 @@ func splitFields(old, cur *object.View, all object.Changes, owners []Owner, mark
 	for _, o := range owners {
 		d, ok := declaredBy(before, o.FieldManagers)
 		if !ok {
-			s.unrecorded = strings.Join(cmpOr(o.FieldManagers, []string{"its tool"}), " or ")
+			s.unrecorded = o.managers()
 			s.git = listed(all)
 			return s
 		}
@@ -90,20 +90,12 @@ func splitFields(old, cur *object.View, all object.Changes, owners []Owner, mark
 	after := fieldEntries(cur)
 	for _, o := range owners {
 		if rewritten(old, before, after, o.FieldManagers, skip) {
-			s.entry = "/metadata/managedFields (the " + strings.Join(o.FieldManagers, " or ") + " entry, which records what " + o.Name + " applies from Git)"
+			s.entry = "/metadata/managedFields (the " + o.managers() + " entry, which records what " + o.Name + " applies from Git)"
 			return s
 		}
 	}
 	s.writers = writersOf(before, after)
 	return s
-}
-
-// cmpOr is a unless it is empty, as cmp.Or for lists.
-func cmpOr(a, b []string) []string {
-	if len(a) > 0 {
-		return a
-	}
-	return b
 }
 
 // listed keeps the paths a denial names of a Diff read for more.
@@ -219,8 +211,12 @@ func (m messages) undeclared(ref Ref, owners []Owner, c object.Changes) string {
 // stripped refuses a change the tool removes at its next reconcile
 // although Git does not declare it, for the manager that wrote it.
 func (m messages) stripped(ref Ref, owners []Owner, c object.Changes, o Owner, manager string) string {
+	stripper := m.tool
+	if len(o.FieldManagers) > 0 {
+		stripper = o.FieldManagers[0]
+	}
 	return fmt.Sprintf("%s: %s is managed by %s. Changed: %s, which Git does not declare, written by the field manager %s: %s removes what that manager writes at its next reconcile. %s",
-		m.rule, ref, names(owners), ChangeList(c), manager, cmpOr(o.FieldManagers, []string{m.tool})[0], m.instead("Declare it in the Git repository instead", owners))
+		m.rule, ref, names(owners), ChangeList(c), manager, stripper, m.instead("Declare it in the Git repository instead", owners))
 }
 
 // intersectsAny reports whether p is at, under or above one of paths.

@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"context"
+	"strings"
 
 	"github.com/stewardhq/steward/webhooks/object"
 )
@@ -84,4 +85,13 @@ type Resolver interface {
 	// returns an error only when it cannot tell (a cache not synced): the
 	// webhook's failure policy decides then.
 	Owners(ctx context.Context, ref Ref, v *object.View) ([]Owner, error)
+}
+
+// managers names the owner's field managers in messages: "argocd-controller
+// or argocd-application-controller".
+func (o Owner) managers() string {
+	if len(o.FieldManagers) == 0 {
+		return "its tool"
+	}
+	return strings.Join(o.FieldManagers, " or ")
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -116,11 +115,10 @@ func (g *Guard) scale(ctx context.Context, req *rule.Request, sr ScaleResolver) 
 	switch {
 	case declared:
 		return admission.Denied(g.msg.changedGit(ref, owners, fieldSplit{git: c, unrecorded: unrecorded}))
-	case g.machinery(req.UserInfo):
-		return admission.Allowed(fmt.Sprintf("%s scaled the workload, whose replicas Git does not declare: %s", req.UserInfo.Username, keeps(owners)))
-	case g.undeclared == UndeclaredMirror:
-		// No tool strips what is written through /scale:
-		// kustomize-controller's cleanup leaves subresource entries alone.
+	case g.machinery(req.UserInfo), g.undeclared == UndeclaredMirror:
+		// The tools keep replicas Git does not declare, and none strips
+		// what is written through /scale (kustomize-controller's cleanup
+		// leaves subresource entries alone), so mirror allows people too.
 		return admission.Allowed(fmt.Sprintf("%s scaled the workload, whose replicas Git does not declare: %s", req.UserInfo.Username, keeps(owners)))
 	}
 	return admission.Denied(g.msg.undeclared(ref, owners, c))
@@ -140,10 +138,11 @@ type ReplicasRecord interface {
 // workload's spec.replicas in entries; with no entry of an owner's
 // managers, every field counts as Git's, and unrecorded names them.
 func ReplicasInGit(entries []metav1.ManagedFieldsEntry, owners []Owner) (declared bool, unrecorded string) {
+	read := entriesOf(entries)
 	for _, o := range owners {
-		d, ok := declaredBy(entriesOf(entries), o.FieldManagers)
+		d, ok := declaredBy(read, o.FieldManagers)
 		if !ok {
-			return true, strings.Join(cmpOr(o.FieldManagers, []string{"its tool"}), " or ")
+			return true, o.managers()
 		}
 		if d.owns(object.New(nil), replicasPointer) {
 			return true, ""
