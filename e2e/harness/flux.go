@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -268,30 +267,7 @@ func startFluxProcess(ctx context.Context, dir, name, binary, kubeconfig string,
 
 // waitReady polls url until it answers 200, or the process exits.
 func (p *fluxProcess) waitReady(ctx context.Context, url string) error {
-	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
-	defer cancel()
-	c := &http.Client{Timeout: 2 * time.Second}
-	last := "no answer"
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := c.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-p.exited:
-			return fmt.Errorf("%s exited before it was ready: %v", p.name, p.exitErr)
-		case <-ctx.Done():
-			return fmt.Errorf("%s was not ready within %s (GET %s: %s)", p.name, ReadyTimeout, url, last)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return waitOK(ctx, p.name, url, ReadyTimeout, p.exited, func() error { return p.exitErr })
 }
 
 // stop ends the controllers in reverse start order: SIGTERM, then SIGKILL

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -323,38 +322,22 @@ func (s *Steward) start() error {
 	return nil
 }
 
-// waitReady polls /readyz until it answers 200.
+// waitReady polls /readyz until it answers 200, then records the
+// start-up time and memory peak.
 func (s *Steward) waitReady(ctx context.Context, timeout time.Duration) error {
+	// One deadline for both waits.
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", s.healthPort)
-	c := &http.Client{Timeout: 2 * time.Second}
-	last := "no answer"
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := c.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				mem, _ := ProcessMemory(s.PID())
-				s.mu.Lock()
-				s.startupTime = time.Since(s.startedAt)
-				s.readyPeak = mem.Peak
-				s.mu.Unlock()
-				return s.waitMetricsListening(ctx, timeout)
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-s.Done():
-			return fmt.Errorf("steward exited before it was ready: %v", s.ExitErr())
-		case <-ctx.Done():
-			return fmt.Errorf("steward was not ready within %s (GET %s: %s)", timeout, url, last)
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err := waitOK(ctx, "steward", url, timeout, s.Done(), s.ExitErr); err != nil {
+		return err
 	}
+	mem, _ := ProcessMemory(s.PID())
+	s.mu.Lock()
+	s.startupTime = time.Since(s.startedAt)
+	s.readyPeak = mem.Peak
+	s.mu.Unlock()
+	return s.waitMetricsListening(ctx, timeout)
 }
 
 // waitMetricsListening waits until the metrics port accepts connections:
