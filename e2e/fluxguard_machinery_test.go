@@ -69,6 +69,26 @@ func fluxguardMachinery(ctx context.Context, t *testing.T) {
 	t.Run("AnOperatorsScaleWhereGitDeclaresNoReplicas", func(t *testing.T) {
 		kubectlOK(t, ctx, "", as(reloader, in("scale", "deployment", "autoscaled", "--replicas=4")...)...)
 	})
+	t.Run("ApplyingGitsValueUnderAnotherManagerTakesNothing", func(t *testing.T) {
+		// A forced apply of Git's own value: the API server makes the
+		// manager a co-owner (there is no conflict to force), so
+		// kustomize-controller still owns the image and the taker's next
+		// change of it is refused as Git's. Taking the field over takes
+		// changing it, which is refused.
+		apply := func(image string) (string, error) {
+			obj := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"podinfo","namespace":"` + fluxAppsNS + `"},` +
+				`"spec":{"template":{"spec":{"containers":[{"name":"podinfo","image":"` + image + `"}]}}}}`
+			_, stderr, err := env.Kubectl(ctx, obj, as(reloader, "apply", "--server-side", "--force-conflicts", "--field-manager=taker", "-f", "-")...)
+			return stderr, err
+		}
+		if stderr, err := apply("ghcr.io/stefanprodan/podinfo:6.7.0"); err != nil {
+			t.Fatalf("applying Git's value changes nothing, and is allowed: %v\n%s", err, stderr)
+		}
+		stderr, err := apply("ghcr.io/stefanprodan/podinfo:6.7.3")
+		if err == nil || !strings.Contains(stderr, fluxSAHook) || !strings.Contains(stderr, "it is reverted at the next reconcile (interval 10m). Changed: /spec/template/spec/containers/0/image.") {
+			t.Fatalf("the co-owner's change of the image: want it refused as Git's, got %v:\n%s", err, stderr)
+		}
+	})
 	t.Run("RewritingKustomizeControllersEntry", func(t *testing.T) {
 		refused(t, fluxSAHook, "Changed: /metadata/managedFields (the kustomize-controller entry", "",
 			as(reloader, in("patch", "configmap", "settings", "--type=json", "-p", `[{"op":"replace","path":"/metadata/managedFields","value":[{}]}]`)...)...)
