@@ -4,6 +4,7 @@ import (
 	"context"
 	"debug/buildinfo"
 	"encoding/base64"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -423,6 +424,10 @@ func TestRealFluxDifferential(t *testing.T) {
 	}
 	bench.GoldenFile(t, filepath.Join(root, filepath.FromSlash(differentialPage)), page, *update)
 
+	t.Run("TheAuditReportsTheAutoscalersFight", func(t *testing.T) {
+		auditAutoscalerFights(ctx, t, rows)
+	})
+
 	for i, r := range rows {
 		def, mir := results["default"][i], results["mirror"][i]
 		if def.outcome != mir.outcome {
@@ -437,6 +442,65 @@ func TestRealFluxDifferential(t *testing.T) {
 				t.Errorf("row %d (%s), %s: kustomize-controller %s the edit, and Steward answered %s%s; want %s", i+1, r.edit, m.name, res.outcome, res.answer, quoteDenial(res.denial), expected(r, m.name, res))
 			}
 		}
+	}
+}
+
+// auditAutoscalerFights gives the default run's Deployments an HPA each,
+// after kustomize-controller's reconcile of them, and has `steward audit`
+// judge them from what the real controller recorded: the Deployment whose
+// replicas Git declares (kustomize-controller took them back from the
+// HPA's scale) is reported as a fight with both values; the one whose
+// replicas Git leaves out is not.
+func auditAutoscalerFights(ctx context.Context, t *testing.T, rows []diffRow) {
+	var fight, quiet string
+	for _, r := range rows {
+		switch r.slug {
+		case "hpa-declared":
+			fight = r.kind.objectName(r.base("default"))
+		case "hpa":
+			quiet = r.kind.objectName(r.base("default"))
+		}
+	}
+	for _, name := range []string{fight, quiet} {
+		kubectlOK(t, ctx, `apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: `+name+`, namespace: `+diffNS+`}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: `+name+`}
+  minReplicas: 1
+  maxReplicas: 8
+`, "apply", "-f", "-")
+	}
+	config := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(config, []byte(harness.DefaultConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, _, err := harness.RunCommand(ctx, "audit", "--kubeconfig", env.Kubeconfig, "--config", config, "-o", "json")
+	if err != nil {
+		t.Fatalf("steward audit: %v\nstderr: %s", err, stderr)
+	}
+	var out struct {
+		Findings []struct {
+			Rule, Result, Message string
+			Resource              struct{ Kind, Namespace, Name string }
+			Properties            map[string]string
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("steward audit -o json printed what is not JSON: %v\n%s", err, stdout)
+	}
+	found := map[string]string{}
+	for _, f := range out.Findings {
+		if f.Rule == "autoscaler-fight" && f.Resource.Kind == "Deployment" && f.Resource.Namespace == diffNS {
+			found[f.Resource.Name] = f.Result + ": " + f.Message
+		}
+	}
+	want := "warn: fluxguard: Deployment " + diffNS + "/" + fight + " is managed by Flux Kustomization flux-system/" + diffName
+	if got := found[fight]; !strings.HasPrefix(got, want) || !strings.Contains(got, "Git declares spec.replicas (2) and HorizontalPodAutoscaler "+diffNS+"/"+fight) {
+		t.Errorf("the fight over %s's replicas: got %q, want %q... with Git's 2 replicas; every fight found: %v", fight, got, want, found)
+	}
+	if got, ok := found[quiet]; ok {
+		t.Errorf("%s, whose replicas Git does not declare, is reported as a fight: %s", quiet, got)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -101,6 +102,19 @@ func idOf(app string, gvk schema.GroupVersionKind, name string) string {
 	return app + ":" + gvk.Group + "/" + gvk.Kind + ":apps/" + name
 }
 
+// autoscaler is an HPA in namespace scaling the workload of apiVersion,
+// kind and name between 1 and 10, which wants desired replicas.
+func autoscaler(namespace, name, apiVersion, kind, target string, desired int32) autoscalingv2.HorizontalPodAutoscaler {
+	return autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: apiVersion, Kind: kind, Name: target},
+			MaxReplicas:    10,
+		},
+		Status: autoscalingv2.HorizontalPodAutoscalerStatus{DesiredReplicas: desired},
+	}
+}
+
 // synced is Argo CD's apply of the whole manifest.
 var synced = gitopstest.Entry("argocd-controller", applied, imageField, replicasField, []string{"f:metadata", "f:annotations", "f:" + AnnotationTrackingID})
 
@@ -130,7 +144,7 @@ func TestAudit(t *testing.T) {
 			apps:      []*unstructured.Unstructured{app("web", nil, resource(deployments, "web", false))},
 			objects:   []*metav1.PartialObjectMetadata{editedImage(deployments, "web")},
 			want:      []rule.Finding{drift(deployments, "web", "kubectl-edit", image)},
-			wantLists: []string{"apps/v1, Kind=Deployment"},
+			wantLists: []string{"apps/v1, Kind=Deployment", "autoscaling/v2, Kind=HorizontalPodAutoscaler"},
 		},
 		"OnlyArgoCDAndKubernetesWroteIsNoDrift": {
 			reason: "Argo CD's apply and replace, and the deployment controller's writes after them, are no drift.",
@@ -191,7 +205,7 @@ func TestAudit(t *testing.T) {
 			want: []rule.Finding{
 				drift(deployments, "a", "kubectl-edit", image), drift(deployments, "b", "kubectl-edit", image), drift(deployments, "c", "kubectl-edit", image),
 			},
-			wantLists: []string{"apps/v1, Kind=Deployment", "apps/v1, Kind=Deployment"},
+			wantLists: []string{"apps/v1, Kind=Deployment", "apps/v1, Kind=Deployment", "autoscaling/v2, Kind=HorizontalPodAutoscaler"},
 		},
 		"AKindThatCannotBeListedIsSkipped": {
 			reason:    "Deployments Steward may not list are skipped; StatefulSets are still audited.",
@@ -199,7 +213,47 @@ func TestAudit(t *testing.T) {
 			objects:   []*metav1.PartialObjectMetadata{editedImage(deployments, "web"), editedImage(statefulSets, "db")},
 			reader:    func(r *gitopstest.Reader) { r.Forbidden = []schema.GroupKind{deployments.GroupKind()} },
 			want:      []rule.Finding{drift(statefulSets, "db", "kubectl-edit", image)},
-			wantLists: []string{"apps/v1, Kind=Deployment", "apps/v1, Kind=StatefulSet"},
+			wantLists: []string{"apps/v1, Kind=Deployment", "apps/v1, Kind=StatefulSet", "autoscaling/v2, Kind=HorizontalPodAutoscaler"},
+		},
+		"GitAndAnAutoscalerSettingTheReplicasIsAFight": {
+			reason:  "Argo CD owns the replicas of a Deployment an HPA scales: the fight is reported with both values.",
+			apps:    []*unstructured.Unstructured{app("web", nil, resource(deployments, "web", false))},
+			objects: []*metav1.PartialObjectMetadata{tracked(deployments, "web", idOf("web", deployments, "web"), synced)},
+			reader: func(r *gitopstest.Reader) {
+				r.Autoscalers = []autoscalingv2.HorizontalPodAutoscaler{autoscaler("apps", "web", "apps/v1", "Deployment", "web", 6), autoscaler("apps", "other", "apps/v1", "Deployment", "other", 2)}
+				r.Replicas = map[string]int64{"apps/web": 2}
+			},
+			want: []rule.Finding{{Check: gitops.CheckAutoscalerFight, Result: rule.AuditWarn, Object: ref(deployments, "web"), Properties: map[string]string{
+				"autoscaler": "apps/web", "gitReplicas": "2", "minReplicas": "1", "maxReplicas": "10", "desiredReplicas": "6"}}},
+			wantLists: []string{"apps/v1, Kind=Deployment", "autoscaling/v2, Kind=HorizontalPodAutoscaler"},
+		},
+		"AnAutoscalerOfReplicasGitDoesNotDeclareIsNoFight": {
+			reason: "Argo CD's entry does not own the replicas: the HPA's are kept, and the autoscalers are not even listed.",
+			apps:   []*unstructured.Unstructured{app("web", nil, resource(deployments, "web", false))},
+			objects: []*metav1.PartialObjectMetadata{tracked(deployments, "web", idOf("web", deployments, "web"),
+				gitopstest.Entry("argocd-controller", applied, imageField), gitopstest.Entry("kube-controller-manager", edited, replicasField))},
+			reader: func(r *gitopstest.Reader) {
+				r.Autoscalers = []autoscalingv2.HorizontalPodAutoscaler{autoscaler("apps", "web", "apps/v1", "Deployment", "web", 6)}
+			},
+			wantLists: []string{"apps/v1, Kind=Deployment"},
+		},
+		"AnAutoscalerOfAnotherKindIsNoFight": {
+			reason:  "An HPA naming a StatefulSet web does not scale the Deployment web.",
+			apps:    []*unstructured.Unstructured{app("web", nil, resource(deployments, "web", false))},
+			objects: []*metav1.PartialObjectMetadata{tracked(deployments, "web", idOf("web", deployments, "web"), synced)},
+			reader: func(r *gitopstest.Reader) {
+				r.Autoscalers = []autoscalingv2.HorizontalPodAutoscaler{autoscaler("apps", "web", "apps/v1", "StatefulSet", "web", 6)}
+				r.Replicas = map[string]int64{"apps/web": 2}
+			},
+		},
+		"AutoscalersStewardMayNotListAreSkipped": {
+			reason:  "Without list on HorizontalPodAutoscalers the fight check reports nothing, and the audit goes on.",
+			apps:    []*unstructured.Unstructured{app("web", nil, resource(deployments, "web", false))},
+			objects: []*metav1.PartialObjectMetadata{editedImage(deployments, "web")},
+			reader: func(r *gitopstest.Reader) {
+				r.Forbidden = []schema.GroupKind{{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}}
+			},
+			want: []rule.Finding{drift(deployments, "web", "kubectl-edit", image)},
 		},
 		"KindsStewardIsNotGrantedAreNotListed": {
 			reason:    "ConfigMaps are not among the kinds Steward may list: the audit does not ask for them.",

@@ -89,9 +89,10 @@ func TestPolicyRules(t *testing.T) {
 		{APIGroups: []string{"argoproj.io"}, Resources: []string{"applications", "appprojects"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"list"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Spec().RBAC: want list and watch (the cache's verbs) on Applications and AppProjects, get (a scale's check of who declares the replicas) and list (the audit's) on the workloads, nothing more; -want, +got:\n%s", diff)
+		t.Errorf("Spec().RBAC: want list and watch (the cache's verbs) on Applications and AppProjects, get (a scale's check of who declares the replicas) and list (the audit's) on the workloads, list of the autoscalers (the fight check's), nothing more; -want, +got:\n%s", diff)
 	}
 }
 

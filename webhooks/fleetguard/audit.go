@@ -23,8 +23,10 @@ const CheckDrift = gitops.CheckDrift
 // after the agent's last write (rule.Auditor): the edits fleetguard
 // refuses, made before Steward ran, while it was off or in audit mode, or
 // by a break-glass user. It reads the summaries the cache transform kept
-// (drift.go) and leaves out the fields configured as ignored.
-func (r *Rule) Audit(ctx context.Context, _ client.Reader) ([]rule.Finding, error) {
+// (drift.go) and leaves out the fields configured as ignored. Workloads
+// whose chart declares the replicas while an autoscaler scales them are
+// reported too (gitops.AutoscalerFights), read through api.
+func (r *Rule) Audit(ctx context.Context, api client.Reader) ([]rule.Finding, error) {
 	if r.parents == nil {
 		return nil, errors.New("the workload metadata cache is not set up")
 	}
@@ -34,6 +36,7 @@ func (r *Rule) Audit(ctx context.Context, _ client.Reader) ([]rule.Finding, erro
 	}
 	sort.Strings(resources)
 	var out []rule.Finding
+	var declared []gitops.GitReplicas
 	for _, res := range resources {
 		gvk := gitops.ScaledKinds[res]
 		list := &metav1.PartialObjectMetadataList{}
@@ -47,10 +50,29 @@ func (r *Rule) Audit(ctx context.Context, _ client.Reader) ([]rule.Finding, erro
 			if f, ok := r.driftFinding(gvk, &list.Items[i]); ok {
 				out = append(out, f)
 			}
+			if d, ok := replicasOwned(gvk, &list.Items[i]); ok {
+				declared = append(declared, d)
+			}
 		}
 	}
+	fights, err := r.guard.AutoscalerFights(ctx, api, declared)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, fights...)
 	gitops.SortFindings(out)
 	return out, nil
+}
+
+// replicasOwned reports a cached workload whose chart declares its
+// replicas, as the agent's own entry records it (trimWorkload's marker
+// with no value): the autoscaler fight check's candidates.
+func replicasOwned(gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) (gitops.GitReplicas, bool) {
+	meta := cachedMeta(o)
+	if v, ok := o.Annotations[cachedReplicasAnnotation]; !ok || v != "" || !meta.managed() {
+		return gitops.GitReplicas{}, false
+	}
+	return gitops.GitReplicas{Ref: meta.ref(gvk), Owners: meta.owners()}, true
 }
 
 // driftFinding judges one cached workload.

@@ -10,12 +10,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
 	"github.com/stewardhq/steward/webhooks/object"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -292,4 +294,32 @@ func FuzzDecodeDrift(f *testing.F) {
 		o.ManagedFields = nil
 		_, _ = defaultRule().driftFinding(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, cached(t, o))
 	})
+}
+
+func TestAuditReportsAFightWithAnAutoscaler(t *testing.T) {
+	api := gitopstest.NewReader()
+	api.Replicas = map[string]int64{"default/web": 3}
+	minReplicas := int32(2)
+	api.Autoscalers = []autoscalingv2.HorizontalPodAutoscaler{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			MinReplicas:    &minReplicas, MaxReplicas: 8,
+		},
+		Status: autoscalingv2.HorizontalPodAutoscalerStatus{DesiredReplicas: 5, LastScaleTime: &metav1.Time{Time: agentApplied}},
+	}}
+	// The agent's entry owns the replicas of web; the HPA holds those of
+	// held (its scale took them from the agent): nothing tells Git's.
+	held := workload("held", entry("fleetagent", "Update", "", agentApplied, imageField), entry("kube-controller-manager", "Update", "scale", agentApplied, []string{"f:spec", "f:replicas"}))
+	c := cacheOf(t, workload("web", agentEntry), held)
+	got, err := defaultRule().WithParents(c).Audit(context.Background(), api)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Audit(...) = %v, %v; want one finding, the fight over web's replicas", got, err)
+	}
+	want := "fleetguard: Deployment default/web is managed by Fleet (bundle deployment web-app, Helm release default/web-app). " +
+		"Git declares spec.replicas (3) and HorizontalPodAutoscaler default/web scales it (from 2 to 8, wants 5): the Fleet agent puts Git's value back " +
+		"at each reconcile and the autoscaler scales it again. Remove spec.replicas from the workload's manifest in the Git repository and leave them to the autoscaler."
+	if got[0].Check != gitops.CheckAutoscalerFight || got[0].Result != rule.AuditWarn || got[0].Message != want {
+		t.Errorf("finding %s/%s:\n got %s\nwant %s", got[0].Check, got[0].Result, got[0].Message, want)
+	}
 }

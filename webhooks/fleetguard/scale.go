@@ -58,17 +58,19 @@ var fleetManaged = func() labels.Selector {
 	return labels.NewSelector().Add(*managed)
 }()
 
-// scaleRBAC is what the metadata informers need.
+// scaleRBAC is what the metadata informers need, and what the audit's
+// check of fights with an autoscaler reads (gitops.AutoscalerFights):
+// get of a workload's replicas and list of the autoscalers.
 func scaleRBAC() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{{
 		APIGroups: []string{"apps"},
 		Resources: []string{"deployments", "statefulsets", "replicasets"},
-		Verbs:     []string{"list", "watch"},
+		Verbs:     []string{"get", "list", "watch"},
 	}, {
 		APIGroups: []string{""},
 		Resources: []string{"replicationcontrollers"},
-		Verbs:     []string{"list", "watch"},
-	}}
+		Verbs:     []string{"get", "list", "watch"},
+	}, gitops.AutoscalerRBAC()}
 }
 
 // WithParents sets the reader scale requests look workloads up in; tests

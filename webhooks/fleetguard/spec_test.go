@@ -176,11 +176,12 @@ func TestMatchConditions(t *testing.T) {
 func TestPolicyRules(t *testing.T) {
 	got := New(Config{}, "").Spec().RBAC
 	want := []rbacv1.PolicyRule{
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"list"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Spec().RBAC: want list and watch (the cache's verbs) on the scalable workloads, nothing more; -want, +got:\n%s", diff)
+		t.Errorf("Spec().RBAC: want list and watch (the cache's verbs) on the scalable workloads, get of their replicas and list of the autoscalers (the fight check's), nothing more; -want, +got:\n%s", diff)
 	}
 }
 

@@ -155,7 +155,7 @@ func TestAudit(t *testing.T) {
 			owners:    []*unstructured.Unstructured{apps(nil, entry(deployments, "apps", "web"))},
 			objects:   []*metav1.PartialObjectMetadata{editedImage(deployments, "web")},
 			want:      []rule.Finding{drift(deployments, "web", "kubectl-edit", image)},
-			wantLists: []string{"apps/v1, Kind=Deployment kustomize.toolkit.fluxcd.io/name"},
+			wantLists: []string{"apps/v1, Kind=Deployment kustomize.toolkit.fluxcd.io/name", "autoscaling/v2, Kind=HorizontalPodAutoscaler"},
 		},
 		"OnlyTheControllerWroteIsNoDrift": {
 			reason: "kustomize-controller's apply, and the deployment controller's revision annotation and status after it, are no drift.",
@@ -227,7 +227,7 @@ func TestAudit(t *testing.T) {
 			want: []rule.Finding{
 				drift(deployments, "a", "kubectl-edit", image), drift(deployments, "b", "kubectl-edit", image), drift(deployments, "c", "kubectl-edit", image),
 			},
-			wantLists: []string{"apps/v1, Kind=Deployment kustomize.toolkit.fluxcd.io/name", "apps/v1, Kind=Deployment kustomize.toolkit.fluxcd.io/name"},
+			wantLists: []string{"apps/v1, Kind=Deployment kustomize.toolkit.fluxcd.io/name", "apps/v1, Kind=Deployment kustomize.toolkit.fluxcd.io/name", "autoscaling/v2, Kind=HorizontalPodAutoscaler"},
 		},
 		"AKindThatCannotBeListedIsSkipped": {
 			reason: "Deployments Steward may not list are skipped; StatefulSets are still audited.",
@@ -240,6 +240,7 @@ func TestAudit(t *testing.T) {
 			wantLists: []string{
 				"apps/v1, Kind=Deployment kustomize.toolkit.fluxcd.io/name",
 				"apps/v1, Kind=StatefulSet kustomize.toolkit.fluxcd.io/name",
+				"autoscaling/v2, Kind=HorizontalPodAutoscaler",
 			},
 		},
 		"KindsStewardIsNotGrantedAreNotListed": {

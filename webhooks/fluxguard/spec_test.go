@@ -116,9 +116,10 @@ func TestPolicyRules(t *testing.T) {
 		{APIGroups: []string{"helm.toolkit.fluxcd.io"}, Resources: []string{"helmreleases"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"list"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Spec().RBAC: want list and watch (the owners' cache) on Kustomizations and HelmReleases, and get (a scale request's check of who declares the replicas) and list (the drift audit) on the scalable workloads, nothing more; -want, +got:\n%s", diff)
+		t.Errorf("Spec().RBAC: want list and watch (the owners' cache) on Kustomizations and HelmReleases, get (a scale request's check of who declares the replicas) and list (the drift audit) on the scalable workloads, and list of the autoscalers (the fight check's), nothing more; -want, +got:\n%s", diff)
 	}
 }
 

@@ -78,10 +78,10 @@ func (g *Guard) AuditDrift(ref Ref, owners []Owner, managedFields []metav1.Manag
 	}
 	var agent []string
 	skip := append(slices.Clip(g.skip.of(ref.GroupKind())), controlPaths(ref.GroupKind())...)
+	if optedOut(managing) {
+		return rule.Finding{}, false
+	}
 	for _, o := range managing {
-		if o.OptedOut != "" {
-			return rule.Finding{}, false
-		}
 		agent = append(agent, o.FieldManagers...)
 		skip = append(skip, o.Skip...)
 	}
@@ -90,6 +90,12 @@ func (g *Guard) AuditDrift(ref Ref, owners []Owner, managedFields []metav1.Manag
 		return rule.Finding{}, false
 	}
 	return g.DriftFinding(ref, managing, d), true
+}
+
+// optedOut reports whether one of owners lets the object opt out of the
+// tool's management: the tool then applies nothing to it.
+func optedOut(owners []Owner) bool {
+	return slices.ContainsFunc(owners, func(o Owner) bool { return o.OptedOut != "" })
 }
 
 // SortFindings orders findings by kind, namespace and name, as reports
@@ -112,13 +118,22 @@ func SortFindings(out []rule.Finding) {
 // already lists (a Kustomization applied by another, an app of apps).
 
 // AuditRBAC is what the audit's lists of workloads need, list across the
-// cluster of ScaledKinds' resources, and what a scale request's check of
-// who declares the replicas needs, get (APIWorkloads).
+// cluster of ScaledKinds' resources, what a scale request's check of who
+// declares the replicas and the fight check's read of them need, get
+// (APIWorkloads, AutoscalerFights), and the fight check's list of the
+// HorizontalPodAutoscalers.
 func AuditRBAC() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"get", "list"}},
+		AutoscalerRBAC(),
 	}
+}
+
+// AutoscalerRBAC is what the fight check's list of the
+// HorizontalPodAutoscalers needs (AutoscalerFights).
+func AutoscalerRBAC() rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"list"}}
 }
 
 // Audited reports whether a guard's audit lists objects of the kind gk:
@@ -242,9 +257,11 @@ func MetaView(o *metav1.PartialObjectMetadata) *object.View {
 // (one carrying two owners' markers, or listed at two versions, is
 // listed twice) with the owners owners finds for it (nil: none, skip it;
 // MetaView reads it as a request's object), and returns the drift
-// findings in report order.
+// findings and the fights over replicas with an autoscaler
+// (AutoscalerFights) in report order.
 func (g *Guard) AuditListed(ctx context.Context, api client.Reader, lists []KindList, owners func(Ref, *metav1.PartialObjectMetadata) ([]Owner, error)) ([]rule.Finding, error) {
 	var out []rule.Finding
+	var declared []GitReplicas
 	judged := map[string]bool{}
 	_, err := ListKinds(ctx, api, lists, func(l KindList, o *metav1.PartialObjectMetadata) error {
 		key := l.Group + "/" + l.Kind + "/" + o.Namespace + "/" + o.Name
@@ -260,11 +277,19 @@ func (g *Guard) AuditListed(ctx context.Context, api client.Reader, lists []Kind
 		if f, ok := g.AuditDrift(ref, found, o.ManagedFields); ok {
 			out = append(out, f)
 		}
+		if managing, _ := managingOwners(found); len(managing) > 0 && !optedOut(managing) && Audited(ref.GroupKind()) && ReplicasOwned(o.ManagedFields, managing) {
+			declared = append(declared, GitReplicas{Ref: ref, Owners: managing})
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	fights, err := g.AutoscalerFights(ctx, api, declared)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, fights...)
 	SortFindings(out)
 	return out, nil
 }

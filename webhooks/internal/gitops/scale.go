@@ -35,8 +35,8 @@ var ScaledKinds = map[string]schema.GroupVersionKind{
 // declares none, as Flux's and Argo CD's documentation tell HPA users to
 // do. Where Git declares replicas too, the two fight and the tool reverts
 // the autoscaler at each reconcile: a configuration error that is not
-// Steward's to refuse, and that it does not report yet. Their scale
-// requests never reach Steward.
+// Steward's to refuse, and that the audit reports (AutoscalerFights).
+// Their scale requests never reach Steward.
 func Autoscalers() []string {
 	return []string{
 		"system:serviceaccount:kube-system:horizontal-pod-autoscaler",

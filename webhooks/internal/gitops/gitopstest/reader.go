@@ -1,6 +1,8 @@
 // Package gitopstest fakes what the GitOps guards' audits read through
 // the API: objects' metadata, listed in pages as the API server lists
-// them, with kinds the reader may not list or that are not served.
+// them, with kinds the reader may not list or that are not served, and
+// the HorizontalPodAutoscalers and workloads' replicas of the check of
+// fights with an autoscaler.
 package gitopstest
 
 import (
@@ -13,9 +15,11 @@ import (
 	"sync"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -31,6 +35,12 @@ type Reader struct {
 	// MaxPage, when set, caps every page below the limit asked for, as
 	// the API server may.
 	MaxPage int
+	// Autoscalers are the HorizontalPodAutoscalers the reader lists, in
+	// one page; Replicas the workloads' spec.replicas that a Get of a
+	// whole workload answers, by "namespace/name" (any other is not
+	// found).
+	Autoscalers []autoscalingv2.HorizontalPodAutoscaler
+	Replicas    map[string]int64
 
 	mu       sync.Mutex
 	requests []string
@@ -45,28 +55,27 @@ func NewReader(objs ...*metav1.PartialObjectMetadata) *Reader {
 	return &Reader{Reader: b.Build()}
 }
 
-// List lists one page of metadata.
+// autoscalers is the kind of the HorizontalPodAutoscalers' lists.
+var autoscalers = autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler")
+
+// List lists one page of metadata, or every HorizontalPodAutoscaler.
 func (r *Reader) List(ctx context.Context, l client.ObjectList, opts ...client.ListOption) error {
+	o := (&client.ListOptions{}).ApplyOptions(opts)
+	if hpas, ok := l.(*autoscalingv2.HorizontalPodAutoscalerList); ok {
+		if err := r.request(autoscalers, o); err != nil {
+			return err
+		}
+		hpas.Items = slices.Clone(r.Autoscalers)
+		return nil
+	}
 	list, ok := l.(*metav1.PartialObjectMetadataList)
 	if !ok {
-		return fmt.Errorf("the audit lists metadata only, not %T", l)
+		return fmt.Errorf("the audit lists metadata or HorizontalPodAutoscalers only, not %T", l)
 	}
-	o := (&client.ListOptions{}).ApplyOptions(opts)
 	gvk := list.GroupVersionKind()
 	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
-	r.mu.Lock()
-	req := gvk.String()
-	if o.LabelSelector != nil {
-		req += " " + o.LabelSelector.String()
-	}
-	r.requests = append(r.requests, fmt.Sprintf("%s limit=%d continue=%q", req, o.Limit, o.Continue))
-	r.mu.Unlock()
-	switch {
-	case slices.Contains(r.Forbidden, gvk.GroupKind()):
-		return apierrors.NewForbidden(schema.GroupResource{Group: gvk.Group, Resource: strings.ToLower(gvk.Kind) + "s"}, "",
-			fmt.Errorf("user %q cannot list resource", "system:serviceaccount:steward-system:steward"))
-	case slices.Contains(r.NotServed, gvk.GroupKind()):
-		return &meta.NoKindMatchError{GroupKind: gvk.GroupKind(), SearchedVersions: []string{gvk.Version}}
+	if err := r.request(gvk, o); err != nil {
+		return err
 	}
 	all := &metav1.PartialObjectMetadataList{}
 	all.SetGroupVersionKind(list.GroupVersionKind())
@@ -104,6 +113,42 @@ func (r *Reader) List(ctx context.Context, l client.ObjectList, opts ...client.L
 		list.Continue = strconv.Itoa(end)
 	}
 	return nil
+}
+
+// request records a list request of gvk and answers it as the API server
+// would for kinds the reader may not list or that are not served.
+func (r *Reader) request(gvk schema.GroupVersionKind, o *client.ListOptions) error {
+	r.mu.Lock()
+	req := gvk.String()
+	if o.LabelSelector != nil {
+		req += " " + o.LabelSelector.String()
+	}
+	r.requests = append(r.requests, fmt.Sprintf("%s limit=%d continue=%q", req, o.Limit, o.Continue))
+	r.mu.Unlock()
+	switch {
+	case slices.Contains(r.Forbidden, gvk.GroupKind()):
+		return apierrors.NewForbidden(schema.GroupResource{Group: gvk.Group, Resource: strings.ToLower(gvk.Kind) + "s"}, "",
+			fmt.Errorf("user %q cannot list resource", "system:serviceaccount:steward-system:steward"))
+	case slices.Contains(r.NotServed, gvk.GroupKind()):
+		return &meta.NoKindMatchError{GroupKind: gvk.GroupKind(), SearchedVersions: []string{gvk.Version}}
+	}
+	return nil
+}
+
+// Get answers a whole workload with its Replicas; metadata from the
+// objects served.
+func (r *Reader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return r.Reader.Get(ctx, key, obj, opts...)
+	}
+	n, ok := r.Replicas[key.String()]
+	if !ok {
+		return apierrors.NewNotFound(schema.GroupResource{Group: u.GroupVersionKind().Group, Resource: strings.ToLower(u.GetKind()) + "s"}, key.Name)
+	}
+	u.SetNamespace(key.Namespace)
+	u.SetName(key.Name)
+	return unstructured.SetNestedField(u.Object, n, "spec", "replicas")
 }
 
 // Requests are the list requests made, in order: "<gvk> [<label
