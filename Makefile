@@ -395,8 +395,8 @@ bench-compare: ## a package's handler benchmarks at BASE=<commit> against the wo
 # SANDBOX_CONFIG=<file> runs it with that configuration file;
 # SANDBOX_REPLICAS=3 runs three replicas behind a connection spreader that
 # plays their Service, as e2e/ha does.
-sandbox: tools ## run Steward against a local real API server until interrupted (SANDBOX_CONFIG=<file>, SANDBOX_REPLICAS=3)
-	$(GO) run ./e2e/sandbox $(if $(SANDBOX_CONFIG),--config $(SANDBOX_CONFIG)) $(if $(SANDBOX_REPLICAS),--replicas $(SANDBOX_REPLICAS))
+sandbox: tools $(if $(SANDBOX_FLUX),flux-controllers) ## run Steward against a local real API server until interrupted (SANDBOX_CONFIG=<file>, SANDBOX_REPLICAS=3, SANDBOX_FLUX=1: with Flux's real controllers and a Git repository)
+	$(GO) run ./e2e/sandbox $(if $(SANDBOX_CONFIG),--config $(SANDBOX_CONFIG)) $(if $(SANDBOX_REPLICAS),--replicas $(SANDBOX_REPLICAS)) $(if $(SANDBOX_FLUX),--flux)
 
 clean: ## remove bin/
 	rm -rf bin

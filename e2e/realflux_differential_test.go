@@ -382,7 +382,7 @@ func TestRealFluxDifferential(t *testing.T) {
 		files["deploy/"+m.name+".yaml"] = strings.Join(docs, "---\n")
 	}
 	rf := startRealFlux(ctx, t, diffName, diffNS, files, map[string]any{"ignore": ignore})
-	wantApplied(t, rf.applied, rf.rev)
+	wantApplied(t, rf.Applied, rf.Rev)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -541,7 +541,7 @@ func runDiffRow(ctx context.Context, t *testing.T, rf *realFlux, r diffRow, mode
 	if got, _ := readDiffField(ctx, t, r, name); got != r.value {
 		t.Fatalf("%s: after the edit %s is %q, want %q", r.edit, strings.Join(r.field, "."), got, r.value)
 	}
-	applied, err := rf.flux.ForceReconcile(ctx, rf.kustomization)
+	applied, err := rf.Flux.ForceReconcile(ctx, rf.Kustomization)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -832,7 +832,7 @@ func TestRealFluxWhileStewardIsDown(t *testing.T) {
 	// The GitRepository's URL is only known once the repository exists,
 	// and the first commit needs none.
 	rf := startRealFlux(ctx, t, downName, downNS, downManifests("", "blue", ""), nil)
-	wantApplied(t, rf.applied, rf.rev)
+	wantApplied(t, rf.Applied, rf.Rev)
 	personsEdit := []string{"--as", diffPerson, "-n", downNS, "patch", "configmap", "settings", "--type=merge", "-p", `{"data":{"color":"red"}}`}
 	fluxguardAnswers := func(t *testing.T) {
 		t.Helper()
@@ -884,12 +884,12 @@ func TestRealFluxWhileStewardIsDown(t *testing.T) {
 			}()
 
 			source := outage + "-source"
-			rev, err := rf.repo.Commit(ctx, "a GitRepository, color "+outage, downManifests(rf.repo.URL, outage, source))
+			rev, err := rf.Repo.Commit(ctx, "a GitRepository, color "+outage, downManifests(rf.Repo.URL, outage, source))
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Run("KustomizeControllerAppliesACommit", func(t *testing.T) {
-				wantApplied(t, reconcileSourceAndKustomization(ctx, t, rf.flux, rf.source, rf.kustomization), rev)
+				wantApplied(t, reconcileSourceAndKustomization(ctx, t, rf.Flux, rf.Source, rf.Kustomization), rev)
 				got, _ := readField(ctx, t, diffConfigMap.gvk(), client.ObjectKey{Namespace: downNS, Name: "settings"}, "data", "color")
 				if got != outage {
 					t.Errorf("the ConfigMap's color is %q, want Git's %q", got, outage)
@@ -915,7 +915,7 @@ func TestRealFluxWhileStewardIsDown(t *testing.T) {
 						t.Errorf("GitRepository %s: label %s is %q, want %q", source, k, got, v)
 					}
 				}
-				if id := downNS + "_" + source + "_source.toolkit.fluxcd.io_GitRepository"; !inInventory(ctx, t, rf.kustomization, id) {
+				if id := downNS + "_" + source + "_source.toolkit.fluxcd.io_GitRepository"; !inInventory(ctx, t, rf.Kustomization, id) {
 					t.Errorf("the Kustomization's inventory does not list %s", id)
 				}
 			})
@@ -970,11 +970,11 @@ func TestRealFluxWhileStewardIsDown(t *testing.T) {
 			})
 
 			t.Run("SourceControllerRemovesItsFinalizer", func(t *testing.T) {
-				rev, err := rf.repo.Commit(ctx, "no GitRepository", nil, "deploy/source.yaml")
+				rev, err := rf.Repo.Commit(ctx, "no GitRepository", nil, "deploy/source.yaml")
 				if err != nil {
 					t.Fatal(err)
 				}
-				wantApplied(t, reconcileSourceAndKustomization(ctx, t, rf.flux, rf.source, rf.kustomization), rev)
+				wantApplied(t, reconcileSourceAndKustomization(ctx, t, rf.Flux, rf.Source, rf.Kustomization), rev)
 				// kustomize-controller deleted it; it is gone once
 				// source-controller has removed its finalizer.
 				harness.Eventually(t, 30*time.Second, func() error {

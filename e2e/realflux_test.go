@@ -72,8 +72,8 @@ func TestRealFlux(t *testing.T) {
 		"deploy/web.yaml":      realFluxDeployment("ghcr.io/example/web:1", 0),
 		"deploy/settings.yaml": realFluxConfigMap("blue"),
 	}, nil)
-	flux, repo, source, kustomization := rf.flux, rf.repo, rf.source, rf.kustomization
-	wantApplied(t, rf.applied, rf.rev)
+	flux, repo, source, kustomization := rf.Flux, rf.Repo, rf.Source, rf.Kustomization
+	wantApplied(t, rf.Applied, rf.Rev)
 	deploy := &appsv1.Deployment{}
 	settings := &corev1.ConfigMap{}
 	for name, obj := range map[string]client.Object{"web": deploy, "settings": settings} {
@@ -189,29 +189,16 @@ func TestRealFlux(t *testing.T) {
 	})
 }
 
-// realFlux is Flux's controllers applying the path ./deploy of a Git
-// repository served from 127.0.0.1, through a GitRepository and a
-// Kustomization of one name in harness.FluxNamespace.
-type realFlux struct {
-	flux                  *harness.Flux
-	repo                  *harness.GitRepo
-	source, kustomization *unstructured.Unstructured
-	// applied is the Kustomization as its first reconcile left it, and
-	// rev the commit that reconcile was to apply.
-	applied *unstructured.Unstructured
-	rev     string
-}
+// realFlux is Flux's controllers applying a Git repository of their own
+// (harness.StartFluxRepo).
+type realFlux = harness.FluxRepo
 
 // startRealFlux skips t unless the Makefile has built Flux's controllers.
-// Otherwise it creates namespace ns, starts source-, kustomize- and
-// helm-controller and a Git server, commits files (path in the
-// repository → content) as the repository's first commit, creates the
-// GitRepository and the Kustomization, both named name, the
-// Kustomization's spec with kustomizationSpec's fields added, and waits
-// until kustomize-controller reports it Ready. When t ends the
-// Kustomization and the GitRepository are deleted while the controllers
-// still run (so they prune and remove their finalizers), then the
-// controllers stop, then the environment's Flux CRDs are put back.
+// Otherwise it creates namespace ns and starts Flux on a repository named
+// name whose first commit is files, with kustomizationSpec's fields added
+// to the Kustomization's spec (harness.StartFluxRepo). When t ends the
+// Flux objects are deleted, the controllers stop, then the environment's
+// Flux CRDs are put back.
 func startRealFlux(ctx context.Context, t *testing.T, name, ns string, files map[string]string, kustomizationSpec map[string]any) *realFlux {
 	t.Helper()
 	for _, v := range []string{"KUSTOMIZE_CONTROLLER", "SOURCE_CONTROLLER", "HELM_CONTROLLER"} {
@@ -223,54 +210,11 @@ func startRealFlux(ctx context.Context, t *testing.T, name, ns string, files map
 	// Cleanups run last first.
 	t.Cleanup(restoreEnvironmentFluxCRDs(t))
 	testNamespace(t, ctx, ns)
-	flux, err := env.StartFlux(ctx, t)
+	rf, err := env.StartFluxRepo(ctx, t, harness.FluxRepoOptions{Name: name, Files: files, Kustomization: kustomizationSpec})
 	if err != nil {
 		t.Fatal(err)
 	}
-	git, err := env.StartGitServer(t)
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := git.NewRepo(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rev, err := repo.Commit(ctx, "the first commit", files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := map[string]any{
-		"interval": "1m", "path": "./deploy", "prune": true,
-		"sourceRef": map[string]any{"kind": "GitRepository", "name": name},
-	}
-	for k, v := range kustomizationSpec {
-		spec[k] = v
-	}
-	source := fluxObject(name, "source.toolkit.fluxcd.io/v1", "GitRepository", map[string]any{
-		"interval": "1m", "url": repo.URL, "ref": map[string]any{"branch": repo.Branch},
-	})
-	kustomization := fluxObject(name, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", spec)
-	for _, obj := range []*unstructured.Unstructured{source, kustomization} {
-		if err := env.Client.Create(ctx, obj.DeepCopy()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() { deleteFluxObjects(t, kustomization, source) })
-	applied, err := flux.WaitFluxReady(ctx, kustomization, 3*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &realFlux{flux: flux, repo: repo, source: source, kustomization: kustomization, applied: applied, rev: rev}
-}
-
-// fluxObject is a Flux object named name in harness.FluxNamespace.
-func fluxObject(name, apiVersion, kind string, spec map[string]any) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": apiVersion,
-		"kind":       kind,
-		"metadata":   map[string]any{"name": name, "namespace": harness.FluxNamespace},
-		"spec":       spec,
-	}}
+	return rf
 }
 
 // reconcileSourceAndKustomization has source-controller fetch the newest
@@ -299,28 +243,6 @@ func wantApplied(t *testing.T, kustomization *unstructured.Unstructured, rev str
 	got, _, _ := unstructured.NestedString(kustomization.Object, "status", "lastAppliedRevision")
 	if want := "main@sha1:" + rev; got != want {
 		t.Fatalf("the Kustomization's lastAppliedRevision is %q, want %q", got, want)
-	}
-}
-
-// deleteFluxObjects deletes objs and waits until their controllers have
-// removed their finalizers (and pruned what they applied).
-func deleteFluxObjects(t *testing.T, objs ...*unstructured.Unstructured) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for _, obj := range objs {
-		if err := client.IgnoreNotFound(env.Client.Delete(ctx, obj.DeepCopy())); err != nil {
-			t.Error(err)
-			continue
-		}
-		if err := harness.Poll(ctx, time.Minute, func() error {
-			err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopy())
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return fmt.Errorf("%s %s is still there (%v)", obj.GetKind(), obj.GetName(), err)
-		}); err != nil {
-			t.Error(err)
-		}
 	}
 }
 

@@ -62,6 +62,11 @@ type Options struct {
 	// everything), so a killed `go test` leaves nothing behind; the sandbox
 	// sets it because a shell may start it in the background and exit.
 	SurviveParent bool
+	// Session, when set, holds the parts started for the environment's
+	// whole life outside tests (the sandbox's Flux): Stop ends it first,
+	// while the API server still runs, also when a signal stops the
+	// environment.
+	Session *Session
 }
 
 // Env is a running API server with the sample CRDs, and the Steward serving
@@ -287,10 +292,14 @@ func (e *Env) As(user string, groups ...string) (client.Client, error) {
 // Dir is the Env's work directory, removed by Stop.
 func (e *Env) Dir() string { return e.dir }
 
-// Stop stops Steward, kube-apiserver and etcd, and removes the work
-// directory. It is safe to call more than once and from several goroutines.
+// Stop ends Options.Session, stops Steward, kube-apiserver and etcd, and
+// removes the work directory. It is safe to call more than once and from
+// several goroutines.
 func (e *Env) Stop() {
 	e.stopOnce.Do(func() {
+		if e.opts.Session != nil {
+			e.opts.Session.End()
+		}
 		var errs []error
 		e.mu.Lock()
 		running, starting, replicas := e.Steward, e.starting, e.replicas

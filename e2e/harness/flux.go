@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -103,7 +102,7 @@ type fluxProcess struct {
 // The CRDs are left installed: a test sharing its Env restores the ones
 // it expects. Objects with the controllers' finalizers must be deleted
 // before t ends, while the controllers still run to remove them.
-func (e *Env) StartFlux(ctx context.Context, t testing.TB) (*Flux, error) {
+func (e *Env) StartFlux(ctx context.Context, t Lifetime) (*Flux, error) {
 	binaries, err := FluxBinaries()
 	if err != nil {
 		return nil, err
@@ -273,7 +272,7 @@ func (p *fluxProcess) waitReady(ctx context.Context, url string) error {
 // stop ends the controllers in reverse start order: SIGTERM, then SIGKILL
 // after StopTimeout. A controller that exited before it was stopped
 // fails t: it crashed under the test.
-func (f *Flux) stop(t testing.TB) {
+func (f *Flux) stop(t Lifetime) {
 	for i := len(f.procs) - 1; i >= 0; i-- {
 		p := f.procs[i]
 		select {

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"testing"
 )
 
 // GitServer serves bare Git repositories over smart HTTP on 127.0.0.1,
@@ -38,7 +37,7 @@ type GitRepo struct {
 
 // StartGitServer serves the repositories of a new directory under the
 // Env's work directory until t ends.
-func (e *Env) StartGitServer(t testing.TB) (*GitServer, error) {
+func (e *Env) StartGitServer(t Lifetime) (*GitServer, error) {
 	git, err := exec.LookPath("git")
 	if err != nil {
 		return nil, fmt.Errorf("git is not installed: %w", err)
@@ -88,8 +87,19 @@ func (g *GitServer) NewRepo(ctx context.Context, name string) (*GitRepo, error) 
 	if _, err := runGit(ctx, r.work, "remote", "add", "origin", r.bare); err != nil {
 		return nil, err
 	}
+	// A person commits in the working tree too (the sandbox's), with
+	// their own Git configuration but for who they are, which it may lack.
+	for _, kv := range [][2]string{{"user.name", "Steward sandbox"}, {"user.email", "sandbox@steward.invalid"}} {
+		if _, err := runGit(ctx, r.work, "config", kv[0], kv[1]); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
+
+// WorkTree is the directory of the repository's working tree, whose
+// origin is the repository served: commit there and push to Branch.
+func (r *GitRepo) WorkTree() string { return r.work }
 
 // Commit writes files (path in the repository → content), removes the
 // paths in remove, commits that as message and pushes it, and returns the
@@ -112,7 +122,7 @@ func (r *GitRepo) Commit(ctx context.Context, message string, files map[string]s
 	if _, err := runGit(ctx, r.work, "add", "--all"); err != nil {
 		return "", err
 	}
-	if _, err := runGit(ctx, r.work, "-c", "user.name=Steward e2e", "-c", "user.email=e2e@steward.invalid", "commit", "--quiet", "-m", message); err != nil {
+	if _, err := runGit(ctx, r.work, "commit", "--quiet", "-m", message); err != nil {
 		return "", err
 	}
 	if _, err := runGit(ctx, r.work, "push", "--quiet", "origin", r.Branch); err != nil {

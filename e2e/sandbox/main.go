@@ -6,6 +6,10 @@
 // serves until SIGINT or SIGTERM, then stops everything it started. With
 // --replicas N it runs N Stewards behind a connection spreader that plays
 // their Service, with the Deployment's shutdown settings, as e2e/ha does.
+// With --flux it also starts Flux's real source-, kustomize- and
+// helm-controller (built by the Makefile) and a Git repository on
+// 127.0.0.1 that Flux applies, and prints its working tree, where
+// commits are pushed from (docs/walkthroughs.md walks it).
 package main
 
 import (
@@ -37,6 +41,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sandbox", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "Steward configuration file (StewardConfiguration YAML); every rule's defaults when empty")
+	withFlux := fs.Bool("flux", false, "also start Flux's real controllers (KUSTOMIZE_CONTROLLER, SOURCE_CONTROLLER, HELM_CONTROLLER: the Makefile builds them) and a local Git repository they apply")
 	replicaCount := fs.Int("replicas", 1, "Steward replicas; more than one run behind a connection spreader on 127.0.0.1 that plays their Service, with the rendered Deployment's shutdown settings")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -66,12 +71,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	stopped := make(chan os.Signal, 1)
 	ctx := context.Background()
+	session := &harness.Session{Log: stderr}
 	fmt.Fprintln(stdout, "starting kube-apiserver and etcd, installing the sample CRDs")
 	env, err := harness.StartWith(ctx, harness.Options{
 		OnSignal: func(sig os.Signal) { stopped <- sig },
 		// The sandbox is a service: it keeps serving when the shell that
 		// started it in the background exits, until SIGINT or SIGTERM.
 		SurviveParent: true,
+		Session:       session,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox: %v\n", err)
@@ -98,6 +105,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return startFailed(stderr, *configPath, err)
 		}
 		stewards, spreader = r.Members(), r.Spreader
+	}
+	var fluxRepo *harness.FluxRepo
+	if *withFlux {
+		fmt.Fprintln(stdout, "starting Flux's controllers and a Git repository for them to apply")
+		// env.Stop ends the session first: the Flux objects are deleted
+		// while the API server and the controllers still run.
+		if fluxRepo, err = env.StartFluxRepo(ctx, session, harness.SandboxFluxRepo()); err != nil {
+			fmt.Fprintf(stderr, "sandbox: starting Flux: %v\n", err)
+			return 1
+		}
 	}
 	// A copy: the harness's own kubeconfig lives in its work directory.
 	kubeconfig, err := os.ReadFile(env.Kubeconfig)
@@ -138,6 +155,16 @@ In another terminal:
 docs/walkthroughs.md ("The sandbox, step by step") walks through every rule.
 Stop with Ctrl-C.
 `, out, stewards[0].MetricsURL())
+	if fluxRepo != nil {
+		fmt.Fprintf(stdout, `
+Flux applies ./deploy of a Git repository; commit and push in its working tree
+(docs/walkthroughs.md, "Flux for real: commit, see it applied, see an edit refused"):
+
+  export SANDBOX_GIT=%s
+  cd "$SANDBOX_GIT" && git log --oneline
+  kubectl -n flux-system get gitrepository,kustomization sandbox
+`, fluxRepo.Repo.WorkTree())
+	}
 
 	sig := <-stopped
 	fmt.Fprintf(stdout, "sandbox stopped (%v)\n", sig)
