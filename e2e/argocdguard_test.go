@@ -221,7 +221,7 @@ func TestArgoCDInstalledAfterSteward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	crd := readCRDFile(t, filepath.Join(root, "e2e", "upstream", "argocd", "3.5", "application-crd.yaml"))
+	crd := readCRDFile(t, filepath.Join(root, "e2e", "upstream", "argocd", "3.6", "application-crd.yaml"))
 	t.Cleanup(func() { upsertCRD(context.Background(), t, crd) })
 	const ns = "argo-later"
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {

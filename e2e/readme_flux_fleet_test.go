@@ -168,7 +168,7 @@ func TestReadmeFluxguardWalkthrough(t *testing.T) {
 }
 
 // TestReadmeArgocdguardWalkthrough runs docs/walkthroughs.md's argocdguard
-// walkthrough as written, on Argo CD 3.5's real Application CRD.
+// walkthrough as written, on Argo CD 3.6's real Application CRD.
 func TestReadmeArgocdguardWalkthrough(t *testing.T) {
 	env.LogOnFailure(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -263,10 +263,11 @@ func (e *Env) setupCluster(ctx context.Context) error {
 // the API server review. (Every authenticated user may read them here.)
 const MetricsScraper = "metrics-scraper"
 
-// serviceAccountToken creates a service account and a day-long token of it.
+// serviceAccountToken creates a service account, unless it exists, and a
+// day-long token of it.
 func (e *Env) serviceAccountToken(ctx context.Context, namespace, name string) (string, error) {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
-	if err := e.Client.Create(ctx, sa); err != nil {
+	if err := e.Client.Create(ctx, sa); client.IgnoreAlreadyExists(err) != nil {
 		return "", fmt.Errorf("creating service account %s/%s: %w", namespace, name, err)
 	}
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(24 * 3600))}}

@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -79,16 +75,7 @@ type Flux struct {
 	// 127.0.0.1), the address its artifacts' URLs name.
 	StorageAddr string
 	env         *Env
-	procs       []*fluxProcess
-}
-
-// fluxProcess is one running controller.
-type fluxProcess struct {
-	name    string
-	logPath string
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	exitErr error
+	procs       *processes
 }
 
 // StartFlux installs the CRDs of FluxRelease's source, kustomize and helm
@@ -113,42 +100,50 @@ func (e *Env) StartFlux(ctx context.Context, t Lifetime) (*Flux, error) {
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: FluxNamespace}}); client.IgnoreAlreadyExists(err) != nil {
 		return nil, fmt.Errorf("creating namespace %s: %w", FluxNamespace, err)
 	}
-	dir, err := os.MkdirTemp(e.dir, "flux-")
+	procs, err := e.newProcesses(t, "flux-")
 	if err != nil {
-		return nil, fmt.Errorf("creating Flux's directory: %w", err)
+		return nil, err
 	}
 	storagePort, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
-	f := &Flux{StorageAddr: "127.0.0.1:" + strconv.Itoa(storagePort), env: e}
-	t.Cleanup(func() {
-		f.stop(t)
-		if t.Failed() {
-			for _, p := range f.procs {
-				t.Logf("%s log (last lines of %s):\n%s", p.name, p.logPath, logTail(p.logPath, 80))
-			}
-		}
-	})
+	f := &Flux{StorageAddr: "127.0.0.1:" + strconv.Itoa(storagePort), env: e, procs: procs}
 	for _, c := range fluxControllers {
-		kubeconfig, err := e.writeServiceAccountKubeconfig(ctx, dir, c.name)
+		kubeconfig, err := e.writeServiceAccountKubeconfig(ctx, procs.dir, FluxNamespace, c.name)
 		if err != nil {
 			return nil, err
 		}
-		var args []string
+		metricsPort, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		healthPort, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		args := []string{
+			"--metrics-addr=127.0.0.1:" + strconv.Itoa(metricsPort),
+			"--health-addr=127.0.0.1:" + strconv.Itoa(healthPort),
+			"--enable-leader-election=false",
+			"--watch-all-namespaces=true",
+			"--log-encoding=json",
+		}
 		if c.name == "source-controller" {
-			storage := filepath.Join(dir, "storage")
+			storage := filepath.Join(procs.dir, "storage")
 			if err := os.Mkdir(storage, 0o700); err != nil {
 				return nil, err
 			}
-			args = []string{"--storage-path=" + storage, "--storage-addr=" + f.StorageAddr, "--storage-adv-addr=" + f.StorageAddr}
+			args = append(args, "--storage-path="+storage, "--storage-addr="+f.StorageAddr, "--storage-adv-addr="+f.StorageAddr)
 		}
-		p, err := startFluxProcess(ctx, dir, c.name, binaries[c.name], kubeconfig, args)
-		if p != nil {
-			f.procs = append(f.procs, p)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w\n--- %s log (last lines) ---\n%s", err, c.name, logTail(filepath.Join(dir, c.name+".log"), 40))
+		// The controllers take their kubeconfig from $KUBECONFIG, not a
+		// flag.
+		if err := procs.start(ctx, processSpec{
+			name: c.name, binary: binaries[c.name], args: args,
+			env:      []string{"KUBECONFIG=" + kubeconfig, "RUNTIME_NAMESPACE=" + FluxNamespace},
+			readyURL: "http://127.0.0.1:" + strconv.Itoa(healthPort) + "/readyz",
+		}); err != nil {
+			return nil, err
 		}
 	}
 	return f, nil
@@ -177,24 +172,12 @@ func (e *Env) installFluxCRDs() error {
 }
 
 // writeServiceAccountKubeconfig creates the service account name in
-// FluxNamespace, binds it to cluster-admin, and writes a kubeconfig into
-// dir that reaches the API server with a day-long token of it.
-func (e *Env) writeServiceAccountKubeconfig(ctx context.Context, dir, name string) (string, error) {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: FluxNamespace}}
-	if err := e.Client.Create(ctx, sa); client.IgnoreAlreadyExists(err) != nil {
-		return "", fmt.Errorf("creating service account %s/%s: %w", FluxNamespace, name, err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: FluxNamespace + ":" + name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: FluxNamespace}},
-	}
-	if err := e.Client.Create(ctx, binding); client.IgnoreAlreadyExists(err) != nil {
-		return "", fmt.Errorf("creating ClusterRoleBinding %s: %w", binding.Name, err)
-	}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(24 * 3600))}}
-	if err := e.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
-		return "", fmt.Errorf("requesting a token of %s/%s: %w", FluxNamespace, name, err)
+// namespace, binds it to cluster-admin, and writes a kubeconfig into dir
+// that reaches the API server with a day-long token of it.
+func (e *Env) writeServiceAccountKubeconfig(ctx context.Context, dir, namespace, name string) (string, error) {
+	token, err := e.adminToken(ctx, namespace, name)
+	if err != nil {
+		return "", err
 	}
 	// The admin kubeconfig's cluster (server and CA), with the token as
 	// the only credentials.
@@ -206,7 +189,7 @@ func (e *Env) writeServiceAccountKubeconfig(ctx context.Context, dir, name strin
 	if !ok {
 		return "", fmt.Errorf("the admin kubeconfig has no context %q", cfg.CurrentContext)
 	}
-	cfg.AuthInfos = map[string]*clientcmdapi.AuthInfo{name: {Token: tr.Status.Token}}
+	cfg.AuthInfos = map[string]*clientcmdapi.AuthInfo{name: {Token: token}}
 	cfg.Contexts = map[string]*clientcmdapi.Context{name: {Cluster: current.Cluster, AuthInfo: name}}
 	cfg.CurrentContext = name
 	path := filepath.Join(dir, name+".kubeconfig")
@@ -216,96 +199,9 @@ func (e *Env) writeServiceAccountKubeconfig(ctx context.Context, dir, name strin
 	return path, nil
 }
 
-// startFluxProcess starts a controller with its kubeconfig and args, its
-// output in <dir>/<name>.log, and waits until it answers /readyz. The
-// process is returned even when it did not get ready, so it is stopped.
-func startFluxProcess(ctx context.Context, dir, name, binary, kubeconfig string, args []string) (*fluxProcess, error) {
-	metricsPort, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	healthPort, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	p := &fluxProcess{name: name, logPath: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
-	log, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening the %s log: %w", name, err)
-	}
-	defer log.Close() // the child holds its own descriptor
-	home := filepath.Join(dir, name)
-	if err := os.Mkdir(home, 0o700); err != nil {
-		return nil, err
-	}
-	p.cmd = exec.Command(binary, append([]string{
-		"--metrics-addr=127.0.0.1:" + strconv.Itoa(metricsPort),
-		"--health-addr=127.0.0.1:" + strconv.Itoa(healthPort),
-		"--enable-leader-election=false",
-		"--watch-all-namespaces=true",
-		"--log-encoding=json",
-	}, args...)...)
-	// argv[0] names a path under the Env's work directory, so the
-	// watchdog finds the process by its command line as it finds the
-	// Env's others (the controllers take their kubeconfig from
-	// $KUBECONFIG, not a flag).
-	p.cmd.Args[0] = filepath.Join(home, name)
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "RUNTIME_NAMESPACE="+FluxNamespace, "HOME="+home)
-	p.cmd.Stdout, p.cmd.Stderr = log, log
-	p.cmd.SysProcAttr = childProcAttr()
-	fmt.Fprintf(log, "=== %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(p.cmd.Args, " "))
-	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	go func() {
-		p.exitErr = p.cmd.Wait()
-		close(p.exited)
-	}()
-	return p, p.waitReady(ctx, "http://127.0.0.1:"+strconv.Itoa(healthPort)+"/readyz")
-}
-
-// waitReady polls url until it answers 200, or the process exits.
-func (p *fluxProcess) waitReady(ctx context.Context, url string) error {
-	return waitOK(ctx, p.name, url, ReadyTimeout, p.exited, func() error { return p.exitErr })
-}
-
-// stop ends the controllers in reverse start order: SIGTERM, then SIGKILL
-// after StopTimeout. A controller that exited before it was stopped
-// fails t: it crashed under the test.
-func (f *Flux) stop(t Lifetime) {
-	for i := len(f.procs) - 1; i >= 0; i-- {
-		p := f.procs[i]
-		select {
-		case <-p.exited:
-			t.Errorf("%s exited while the test ran: %v", p.name, p.exitErr)
-			continue
-		default:
-		}
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(StopTimeout):
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-			t.Logf("%s did not stop within %s of SIGTERM and was killed", p.name, StopTimeout)
-		}
-	}
-}
-
 // Log returns everything controller (e.g. "kustomize-controller") has
 // written so far.
-func (f *Flux) Log(controller string) string {
-	for _, p := range f.procs {
-		if p.name == controller {
-			data, err := os.ReadFile(p.logPath)
-			if err != nil {
-				return fmt.Sprintf("(reading %s: %v)", p.logPath, err)
-			}
-			return string(data)
-		}
-	}
-	return fmt.Sprintf("(no controller %s)", controller)
-}
+func (f *Flux) Log(controller string) string { return f.procs.log(controller) }
 
 // reconcileRequestAnnotation asks a Flux controller to reconcile an object
 // now; the controller copies its value to status.lastHandledReconcileAt
@@ -373,6 +269,21 @@ func (f *Flux) WaitFluxReady(ctx context.Context, obj *unstructured.Unstructured
 		return nil
 	})
 	return cur, err
+}
+
+// adminToken creates the service account name in namespace, binds it to
+// cluster-admin (as Flux's and Argo CD's installs bind their controllers),
+// and returns a day-long token of it.
+func (e *Env) adminToken(ctx context.Context, namespace, name string) (string, error) {
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: namespace + ":" + name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: namespace}},
+	}
+	if err := e.Client.Create(ctx, binding); client.IgnoreAlreadyExists(err) != nil {
+		return "", fmt.Errorf("creating ClusterRoleBinding %s: %w", binding.Name, err)
+	}
+	return e.serviceAccountToken(ctx, namespace, name)
 }
 
 // logTail returns the last n lines of the file at path.

@@ -64,7 +64,7 @@ var upstreamCRDDirs = [][]string{
 	{"flux", "2.6", "kustomize.toolkit.fluxcd.io_kustomizations.yaml"},
 	{"flux", "2.6", "source.toolkit.fluxcd.io_gitrepositories.yaml"},
 	{"flux", "2.6", "helm.toolkit.fluxcd.io_helmreleases.yaml"},
-	{"argocd", "3.5"},
+	{"argocd", "3.6"},
 }
 
 // UpstreamCRDDirs returns the directories and files of the upstream CRDs

@@ -65,10 +65,11 @@ mkdir -p provider-sql-scale
 for crd in grants schemas; do
   fetch crossplane-contrib/provider-sql v0.16.0 "package/crds/postgresql.sql.crossplane.io_${crd}.yaml" "provider-sql-scale/postgresql.sql.crossplane.io_${crd}.yaml"
 done
-# Argo CD's own Application and AppProject.
-mkdir -p argocd/3.5
+# Argo CD's own Application and AppProject, of the release e2e runs
+# (e2e/tools/argocd).
+mkdir -p argocd/3.6
 for crd in application appproject; do
-  fetch argoproj/argo-cd v3.5.1 "manifests/crds/${crd}-crd.yaml" "argocd/3.5/${crd}-crd.yaml"
+  fetch argoproj/argo-cd v3.6.1 "manifests/crds/${crd}-crd.yaml" "argocd/3.6/${crd}-crd.yaml"
 done
 # cert-manager's Issuer and Certificate, which the cert-manager install renders.
 mkdir -p cert-manager/1.21
