@@ -90,7 +90,17 @@ export SOURCE_CONTROLLER := $(CACHE_DIR)/source-controller-$(SOURCE_CONTROLLER_V
 export HELM_CONTROLLER := $(CACHE_DIR)/helm-controller-$(HELM_CONTROLLER_VERSION)/helm-controller
 FLUX_CONTROLLERS := $(KUSTOMIZE_CONTROLLER) $(SOURCE_CONTROLLER) $(HELM_CONTROLLER)
 
-.PHONY: all help build test unit e2e e2e-oldest fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools flux-controllers chart-package chart-push release release-snapshot clean
+# Argo CD's application controller and repo server (one multi-call
+# binary) run as local processes in the e2e tests (e2e/harness
+# StartArgoCD), built from the module e2e/tools/argocd pins. Argo CD 3.6
+# needs Go 1.27: that build alone runs with GOTOOLCHAIN=go1.27.3, which the
+# go command fetches from the module proxy; the tests read the path from
+# ARGOCD, and need redis-server (.ci/run installs Debian's).
+ARGOCD_VERSION := $(shell awk '/^require github.com\/argoproj\/argo-cd\/v3 / {print $$3}' e2e/tools/argocd/go.mod)
+ARGOCD_GOTOOLCHAIN := go1.27.3
+export ARGOCD := $(CACHE_DIR)/argocd-$(ARGOCD_VERSION)/argocd
+
+.PHONY: all help build test unit e2e e2e-oldest fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools flux-controllers argocd chart-package chart-push release release-snapshot clean
 
 all: build ## build bin/steward (the default goal)
 
@@ -163,6 +173,16 @@ $(FLUX_CONTROLLERS):
 	@echo "building $(@F) $(patsubst $(@F)-%,%,$(notdir $(@D))) into $(@D) (first time only, several minutes)"
 	cd e2e/tools/$(@F) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp github.com/fluxcd/$(@F) && mv $@.tmp $@
 
+argocd: $(ARGOCD) ## build Argo CD's application controller and repo server from its Go module into the cache (once per version)
+
+$(ARGOCD):
+	@mkdir -p $(@D)
+	@echo "building Argo CD $(ARGOCD_VERSION) into $(@D) with $(ARGOCD_GOTOOLCHAIN) (first time only, about ten minutes)"
+	cd e2e/tools/argocd && GOTOOLCHAIN=$(ARGOCD_GOTOOLCHAIN) CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp github.com/argoproj/argo-cd/v3/cmd
+	@# The repo server runs the script Argo CD's image installs beside it.
+	cd e2e/tools/argocd && install -m 0755 "$$(GOTOOLCHAIN=$(ARGOCD_GOTOOLCHAIN) $(GO) list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)/hack/git-verify-wrapper.sh" $(@D)/
+	mv $@.tmp $@
+
 # The one command that runs every test: unit, golden, fuzz seed corpora,
 # the e2e suite against a real kube-apiserver and etcd, and the replicas'
 # scenarios (e2e/ha: three Stewards upgraded, drained, killed and
@@ -173,7 +193,7 @@ $(FLUX_CONTROLLERS):
 # API server and Steward, and sharing them with other tests makes the API
 # server's webhook calls time out.
 E2E_PACKAGES := ./e2e ./e2e/ha
-test: tools flux-controllers unit ## every test: unit, golden, fuzz corpora, then e2e and the replicas' scenarios against a real API server, and the core set against the oldest (builds tools, Flux's controllers, promtool and helm first)
+test: tools flux-controllers argocd unit ## every test: unit, golden, fuzz corpora, then e2e and the replicas' scenarios against a real API server, and the core set against the oldest (builds tools, Flux's and Argo CD's controllers, promtool and helm first)
 	$(GO) test -p 1 -timeout 45m $(E2E_PACKAGES)
 	@$(MAKE) --no-print-directory e2e-oldest
 
@@ -217,7 +237,7 @@ e2e-oldest: $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/etcd ## the e2e sui
 unit: $(PROMTOOL) $(HELM) ## the quick tests: unit, golden and fuzz-corpus tests without the API server (builds promtool and helm first, once)
 	$(GO) test $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/ha$$')
 
-e2e: tools flux-controllers $(HELM) ## the e2e suites only, verbose (builds the API server, etcd, Flux's controllers and helm first)
+e2e: tools flux-controllers argocd $(HELM) ## the e2e suites only, verbose (builds the API server, etcd, Flux's and Argo CD's controllers and helm first)
 	$(GO) test -p 1 ./e2e/... -count=1 -v
 
 # Renders manifests/ and the Helm chart from the typed objects and the
