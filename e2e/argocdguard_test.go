@@ -23,7 +23,7 @@ const (
 	argoServer      = "system:serviceaccount:argocd:argocd-server"
 	argocdguardPath = "/validate/argocdguard"
 	argocdguardHook = `admission webhook "argocdguard.steward.dev" denied the request: `
-	argoOwner       = "Argo CD Application argocd/guestbook (repo https://github.com/argoproj/argocd-example-apps, path guestbook, target HEAD, revision 53e28ff); Argo CD reverts it (self-heal is on)."
+	argoOwner       = "Argo CD Application argocd/guestbook (repo https://github.com/argoproj/argocd-example-apps, path guestbook, target HEAD, revision 53e28ff); it is reverted at Argo CD's next self-heal (self-heal is on)."
 )
 
 // argoApplication is the Application, with the status Argo CD's

@@ -187,7 +187,7 @@ func TestReadmeArgocdguardWalkthrough(t *testing.T) {
 	assertWalkthrough(t, out,
 		"application.argoproj.io/guestbook created",
 		"deployment.apps/guestbook-ui created",
-		`admission webhook "argocdguard.steward.dev" denied the request: argocdguard: Deployment guestbook/guestbook-ui is managed by Argo CD Application argocd/guestbook (repo https://github.com/argoproj/argocd-example-apps, path guestbook, target HEAD, revision 53e28ff); Argo CD reverts it (self-heal is on). Changed: /spec/template/spec/containers/0/image.`,
+		`admission webhook "argocdguard.steward.dev" denied the request: argocdguard: Deployment guestbook/guestbook-ui is managed by Argo CD Application argocd/guestbook (repo https://github.com/argoproj/argocd-example-apps, path guestbook, target HEAD, revision 53e28ff); it is reverted at Argo CD's next self-heal (self-heal is on). Changed: /spec/template/spec/containers/0/image.`,
 		"Changed: /spec/replicas.",
 		"configmap/copy created",
 	)

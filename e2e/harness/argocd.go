@@ -130,13 +130,15 @@ func (e *Env) StartArgoCD(ctx context.Context, lt Lifetime) (*ArgoCD, error) {
 	}); err != nil {
 		return nil, err
 	}
-	// Self-heal without its default wait, and a resync every 10 s: a
-	// test's refresh is what starts a reconcile, the resync a backstop.
+	// Self-heal without its default wait or its backoff between repeated
+	// heals of one revision (a test heals many edits in a row), and a
+	// resync every 10 s: a test's refresh is what starts a reconcile, the
+	// resync a backstop.
 	if err := procs.start(ctx, processSpec{
 		name: "argocd-application-controller", binary: binary,
 		args: []string{"--namespace", ArgoCDNamespace, "--repo-server", repoAddr, "--redis", redisAddr,
 			"--metrics-port", strconv.Itoa(ports[3]), "--status-processors", "2", "--operation-processors", "2",
-			"--app-resync", "10", "--self-heal-timeout-seconds", "0", "--logformat", "json"},
+			"--app-resync", "10", "--self-heal-timeout-seconds", "0", "--self-heal-backoff-timeout-seconds", "0", "--logformat", "json"},
 		env:      []string{"KUBECONFIG=" + kubeconfig},
 		readyURL: "http://127.0.0.1:" + strconv.Itoa(ports[3]) + "/healthz",
 	}); err != nil {
@@ -227,10 +229,10 @@ func (a *ArgoCD) Refresh(ctx context.Context, app string) (*unstructured.Unstruc
 			return err
 		}
 		if _, pending := cur.GetAnnotations()[refreshAnnotation]; pending {
-			return fmt.Errorf("Application %s: the refresh is not handled yet", app)
+			return fmt.Errorf("the Application %s: the refresh is not handled yet", app)
 		}
 		if now, _, _ := unstructured.NestedString(cur.Object, "status", "reconciledAt"); now == reconciled {
-			return fmt.Errorf("Application %s: status.reconciledAt is still %s", app, now)
+			return fmt.Errorf("the Application %s: status.reconciledAt is still %s", app, now)
 		}
 		return Synced(cur)
 	})
@@ -259,7 +261,7 @@ func Synced(app *unstructured.Unstructured) error {
 	if _, running := app.Object["operation"]; running || phase == "Running" || status != "Synced" {
 		msg, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "message")
 		conditions, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
-		return fmt.Errorf("Application %s: sync %q, operation %q (%s); conditions %v; out of sync: %s", app.GetName(), status, phase, strings.TrimSpace(msg), conditions, outOfSync(app))
+		return fmt.Errorf("the Application %s: sync %q, operation %q (%s); conditions %v; out of sync: %s", app.GetName(), status, phase, strings.TrimSpace(msg), conditions, outOfSync(app))
 	}
 	return nil
 }

@@ -227,7 +227,7 @@ func (a *application) skipFor(ref gitops.Ref) []object.Pointer {
 func (a *application) revert() string {
 	switch {
 	case a.selfHeal:
-		return "Argo CD reverts it (self-heal is on)"
+		return "it is reverted at Argo CD's next self-heal (self-heal is on)"
 	case a.automated:
 		return "self-heal is off, so the change stays until the next sync from Git, and the Application shows OutOfSync meanwhile"
 	}

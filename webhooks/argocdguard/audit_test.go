@@ -294,7 +294,7 @@ func TestAuditMessage(t *testing.T) {
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Audit(...) = %v, %v; want one finding", got, err)
 	}
-	want := "argocdguard: Deployment apps/web is managed by Argo CD Application argocd/web (repo https://git.example.org/apps.git, path web, target main, revision 1a2b3c4); Argo CD reverts it (self-heal is on). " +
+	want := "argocdguard: Deployment apps/web is managed by Argo CD Application argocd/web (repo https://git.example.org/apps.git, path web, target main, revision 1a2b3c4); it is reverted at Argo CD's next self-heal (self-heal is on). " +
 		"Changed since Argo CD last applied it, by kubectl-edit: /spec/template/spec/containers/[name=web]/image. Change it in the Git repository instead; " +
 		"if the change is meant to stay, ignore the field in the Application's spec.ignoreDifferences and in argocdguard's ignoredFields."
 	if got[0].Message != want {

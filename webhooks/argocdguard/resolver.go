@@ -206,6 +206,9 @@ func (r resolver) ownerFor(a *application, ref gitops.Ref) gitops.Owner {
 	o := gitops.Owner{
 		Name: a.display, Manages: true, Revert: a.revertText, Skip: a.skipFor(ref), Hint: a.hint,
 		FieldManagers: fieldManagers, IgnoreIn: "the Application's spec.ignoreDifferences", Undeclared: argoKeeps,
+		// Argo CD applies client-side unless ServerSideApply=true, and
+		// diffs against what its last-applied annotation holds.
+		LastApplied: true,
 	}
 	if a.pruning.Lists(ref) {
 		o.Manages, o.Why = false, a.what+" lists the object for pruning: it is no longer in Git"

@@ -21,7 +21,7 @@ import (
 
 const (
 	guestbook = "Argo CD Application argocd/guestbook (repo https://github.com/example/apps, path guestbook, target HEAD, revision 4a5b6c7)"
-	selfHeals = "Argo CD reverts it (self-heal is on)"
+	selfHeals = "it is reverted at Argo CD's next self-heal (self-heal is on)"
 	managedBy = "argocdguard: Deployment default/web is managed by " + guestbook + "; " + selfHeals + "."
 	pause     = "; to pause Argo CD, set argocd.argoproj.io/skip-reconcile=true on Argo CD Application argocd/guestbook"
 	emergency = "; in an emergency repeat the request as a member of steward:break-glass."
@@ -110,7 +110,7 @@ func TestHandle(t *testing.T) {
 			reason: "A hand edit of a synced object is refused with the whole explanation on one line: the Application, its source and revision, and that self-heal reverts it.",
 			args:   args{defaultRule(), imageChange().Build()},
 			want: admission.Denied("argocdguard: Deployment default/web is managed by Argo CD Application argocd/guestbook (repo https://github.com/example/apps, path guestbook, target HEAD, revision 4a5b6c7); " +
-				"Argo CD reverts it (self-heal is on). Changed: /spec/template/spec/containers/0/image. Change it in the Git repository instead; " +
+				"it is reverted at Argo CD's next self-heal (self-heal is on). Changed: /spec/template/spec/containers/0/image. Change it in the Git repository instead; " +
 				"to pause Argo CD, set argocd.argoproj.io/skip-reconcile=true on Argo CD Application argocd/guestbook; in an emergency repeat the request as a member of steward:break-glass."),
 		},
 		"WithoutSelfHealTheChangeStaysUntilTheNextSync": {

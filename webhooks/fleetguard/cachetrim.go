@@ -63,7 +63,7 @@ func trimWorkload(obj any) (any, error) {
 	// rest nothing.
 	ownOutput := in.Labels == nil && len(in.ManagedFields) == 0
 	if !ownOutput {
-		if declared, unrecorded := gitops.ReplicasInGit(in.ManagedFields, agentOwner); declared {
+		if declared, unrecorded := gitops.ReplicasInGit(in, agentOwner); declared {
 			setAnnotation(out, cachedReplicasAnnotation, unrecorded)
 		}
 	} else if v, ok := in.Annotations[cachedReplicasAnnotation]; ok {

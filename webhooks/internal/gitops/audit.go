@@ -277,7 +277,7 @@ func (g *Guard) AuditListed(ctx context.Context, api client.Reader, lists []Kind
 		if f, ok := g.AuditDrift(ref, found, o.ManagedFields); ok {
 			out = append(out, f)
 		}
-		if managing, _ := managingOwners(found); len(managing) > 0 && !optedOut(managing) && Audited(ref.GroupKind()) && ReplicasOwned(o.ManagedFields, managing) {
+		if managing, _ := managingOwners(found); len(managing) > 0 && !optedOut(managing) && Audited(ref.GroupKind()) && ReplicasOwned(o, managing) {
 			declared = append(declared, GitReplicas{Ref: ref, Owners: managing})
 		}
 		return nil

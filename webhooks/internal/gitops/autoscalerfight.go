@@ -41,14 +41,14 @@ type GitReplicas struct {
 	Owners []Owner
 }
 
-// ReplicasOwned reports whether one of the owners' field managers owns a
-// workload's spec.replicas in entries. Unlike ReplicasInGit, a workload
-// without an entry of the owners' managers does not count: nothing says
-// Git declares its replicas.
-func ReplicasOwned(entries []metav1.ManagedFieldsEntry, owners []Owner) bool {
-	read := entriesOf(entries)
+// ReplicasOwned reports whether one of the owners' tools declares a
+// workload's spec.replicas (as ReplicasInGit reads it). Unlike
+// ReplicasInGit, a workload without an entry of the owners' managers does
+// not count: nothing says Git declares its replicas.
+func ReplicasOwned(obj metav1.Object, owners []Owner) bool {
+	read := entriesOf(obj.GetManagedFields())
 	for _, o := range owners {
-		if d, ok := declaredBy(read, o.FieldManagers); ok && d.owns(object.New(nil), replicasPointer) {
+		if d, ok := declaredFor(read, o, nil, obj.GetAnnotations()); ok && d.owns(object.New(nil), replicasPointer) {
 			return true
 		}
 	}

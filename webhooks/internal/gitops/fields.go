@@ -64,7 +64,7 @@ func splitFields(old, cur *object.View, all object.Changes, owners []Owner, mark
 	before := fieldEntries(old)
 	var decl []declared
 	for _, o := range owners {
-		d, ok := declaredBy(before, o.FieldManagers)
+		d, ok := declaredFor(before, o, old, nil)
 		if !ok {
 			s.unrecorded = o.managers()
 			s.git = listed(all)
@@ -243,6 +243,9 @@ func intersectsAny(p object.Pointer, paths []object.Pointer) bool {
 type declared struct {
 	// trees are the entries' fieldsV1 documents, as written.
 	trees [][]byte
+	// record, when set, is a field that holds the tool's record of Git
+	// (lastapplied.go), which counts as Git's.
+	record object.Pointer
 }
 
 // entry is one managedFields entry, as the guards read it: every member
@@ -325,9 +328,28 @@ func declaredBy(entries []entry, managers []string) (d declared, ok bool) {
 	return d, ok
 }
 
+// declaredFor reads the fields o's tool declares on an object whose
+// managedFields are entries: its field managers' entries, or, for a tool
+// that applies client-side and records what it applied (Owner.LastApplied)
+// while its entries are Updates, the last-applied annotation of the
+// object's view v, or of annotations without one (lastapplied.go).
+func declaredFor(entries []entry, o Owner, v *object.View, annotations map[string]string) (declared, bool) {
+	d, ok := declaredBy(entries, o.FieldManagers)
+	if !ok || !o.LastApplied || appliedServerSide(entries, o.FieldManagers) {
+		return d, ok
+	}
+	if last, ok := lastAppliedDeclared(v, annotations); ok {
+		return last, true
+	}
+	return d, true
+}
+
 // owns reports whether the managers own the field at p of v, or a field
 // above or below it: a change there changes what the tool applies.
 func (d declared) owns(v *object.View, p object.Pointer) bool {
+	if d.record != nil && intersectsAny(p, []object.Pointer{d.record}) {
+		return true
+	}
 	for _, t := range d.trees {
 		if ownsIn(t, v, p) {
 			return true

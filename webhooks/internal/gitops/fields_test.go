@@ -239,7 +239,7 @@ func (r scaledOwner) ReplicasDeclared(_ context.Context, _ Ref, owners []Owner) 
 	if !r.read {
 		return true, "", nil
 	}
-	declared, unrecorded := ReplicasInGit(r.entries, owners)
+	declared, unrecorded := ReplicasInGit(&metav1.ObjectMeta{ManagedFields: r.entries}, owners)
 	return declared, unrecorded, nil
 }
 

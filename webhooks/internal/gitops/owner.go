@@ -72,6 +72,12 @@ type Owner struct {
 	// every field as Git's. The audit reads writes after their last one as
 	// drift.
 	FieldManagers []string
+	// LastApplied is set when the owner's tool applies client-side and
+	// keeps what it applied in kubectl's last-applied-configuration
+	// annotation (Argo CD): where its entries are Updates, which own the
+	// API server's defaults too, Git's fields are the annotation's
+	// (lastapplied.go).
+	LastApplied bool
 	// IgnoreIn is where the owner's tool is told to leave a field alone,
 	// for drift findings: "fleet.yaml (diff.comparePatches)".
 	IgnoreIn string

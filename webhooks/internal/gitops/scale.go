@@ -134,13 +134,15 @@ type ReplicasRecord interface {
 	ReplicasDeclared(ctx context.Context, ref Ref, owners []Owner) (declared bool, unrecorded string, err error)
 }
 
-// ReplicasInGit reports whether one of the owners' field managers owns a
-// workload's spec.replicas in entries; with no entry of an owner's
-// managers, every field counts as Git's, and unrecorded names them.
-func ReplicasInGit(entries []metav1.ManagedFieldsEntry, owners []Owner) (declared bool, unrecorded string) {
-	read := entriesOf(entries)
+// ReplicasInGit reports whether one of the owners' tools declares a
+// workload's spec.replicas, by its field managers' entries (or, for a
+// tool that records it, its last-applied annotation: declaredFor); with
+// no entry of an owner's managers, every field counts as Git's, and
+// unrecorded names them.
+func ReplicasInGit(obj metav1.Object, owners []Owner) (declared bool, unrecorded string) {
+	read := entriesOf(obj.GetManagedFields())
 	for _, o := range owners {
-		d, ok := declaredBy(read, o.FieldManagers)
+		d, ok := declaredFor(read, o, nil, obj.GetAnnotations())
 		if !ok {
 			return true, o.managers()
 		}
@@ -168,7 +170,7 @@ func (w APIWorkloads) ReplicasDeclared(ctx context.Context, ref Ref, owners []Ow
 	if err := w.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, o); err != nil {
 		return false, "", fmt.Errorf("reading the managedFields of %s: %w", ref, err)
 	}
-	declared, unrecorded := ReplicasInGit(o.ManagedFields, owners)
+	declared, unrecorded := ReplicasInGit(o, owners)
 	return declared, unrecorded, nil
 }
 
