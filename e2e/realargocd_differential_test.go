@@ -48,7 +48,7 @@ func TestRealArgoCDDifferential(t *testing.T) {
 		}
 		files["deploy/"+m+".yaml"] = strings.Join(docs, "---\n")
 	}
-	ra := startRealArgoCD(ctx, t, argoDiffName, argoDiffNS, files, map[string]any{"ignoreDifferences": ignore})
+	ra := startRealArgoCD(ctx, t, argoApp{name: argoDiffName, ns: argoDiffNS, files: files, spec: map[string]any{"ignoreDifferences": ignore}})
 	tool.reconcile = func(ctx context.Context, t *testing.T) {
 		if _, err := ra.argo.Refresh(ctx, ra.app); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -66,10 +67,11 @@ func ArgoCDBinary() (string, error) {
 // installs), Argo CD's repo server and its application controller, with
 // the settings an install has (argocd-cm with annotation tracking,
 // argocd-secret, the default AppProject) and the cluster Secret of the
-// Env's API server. It returns once each is ready; they are stopped when
-// lt ends, after which Applications with Argo CD's finalizers would stay:
-// delete them before.
-func (e *Env) StartArgoCD(ctx context.Context, lt Lifetime) (*ArgoCD, error) {
+// Env's API server; settings are added to argocd-cm (sync impersonation,
+// say). It returns once each is ready; they are stopped when lt ends,
+// after which Applications with Argo CD's finalizers would stay: delete
+// them before.
+func (e *Env) StartArgoCD(ctx context.Context, lt Lifetime, settings map[string]string) (*ArgoCD, error) {
 	binary, err := ArgoCDBinary()
 	if err != nil {
 		return nil, err
@@ -94,7 +96,7 @@ func (e *Env) StartArgoCD(ctx context.Context, lt Lifetime) (*ArgoCD, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.writeSettings(ctx, token); err != nil {
+	if err := a.writeSettings(ctx, token, settings); err != nil {
 		return nil, err
 	}
 	ports := make([]int, 5)
@@ -119,7 +121,9 @@ func (e *Env) StartArgoCD(ctx context.Context, lt Lifetime) (*ArgoCD, error) {
 	if err := procs.start(ctx, processSpec{
 		name: "argocd-repo-server", binary: binary,
 		args: []string{"--address", "127.0.0.1", "--port", strconv.Itoa(ports[1]), "--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports[2]),
-			"--redis", redisAddr, "--logformat", "json"},
+			"--redis", redisAddr, "--logformat", "json",
+			// A commit is seen at the next resync, not three minutes on.
+			"--revision-cache-expiration", "1s"},
 		// Argo CD's image installs git-verify-wrapper.sh on the PATH, as
 		// make argocd installs it beside the binary.
 		env: []string{"KUBECONFIG=" + kubeconfig, "ARGOCD_GPG_ENABLED=false", "PATH=" + filepath.Dir(binary) + string(os.PathListSeparator) + os.Getenv("PATH"),
@@ -149,10 +153,11 @@ func (e *Env) StartArgoCD(ctx context.Context, lt Lifetime) (*ArgoCD, error) {
 
 // writeSettings writes what Argo CD's install ships and the controller
 // reads: argocd-cm (annotation tracking, Argo CD 3's default, said
-// explicitly), argocd-secret, the default AppProject (any source,
-// destination and kind), and the cluster Secret of the Env's API server
-// with the controller's token.
-func (a *ArgoCD) writeSettings(ctx context.Context, token string) error {
+// explicitly, and settings), argocd-secret, the default AppProject (any
+// source, destination and kind), and the cluster Secret of the Env's API
+// server with the controller's token. Each replaces what an earlier
+// start left.
+func (a *ArgoCD) writeSettings(ctx context.Context, token string, settings map[string]string) error {
 	key := make([]byte, 16)
 	if _, err := rand.Read(key); err != nil {
 		return err
@@ -164,10 +169,14 @@ func (a *ArgoCD) writeSettings(ctx context.Context, token string) error {
 	if err != nil {
 		return err
 	}
+	cm := map[string]string{"application.resourceTrackingMethod": "annotation", "timeout.reconciliation": "10s"}
+	for k, v := range settings {
+		cm[k] = v
+	}
 	objs := []client.Object{
 		&corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: "argocd-cm", Namespace: ArgoCDNamespace, Labels: map[string]string{"app.kubernetes.io/part-of": "argocd"}},
-			Data:       map[string]string{"application.resourceTrackingMethod": "annotation", "timeout.reconciliation": "10s"},
+			Data:       cm,
 		},
 		&corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: "argocd-secret", Namespace: ArgoCDNamespace, Labels: map[string]string{"app.kubernetes.io/part-of": "argocd"}},
@@ -188,11 +197,28 @@ func (a *ArgoCD) writeSettings(ctx context.Context, token string) error {
 		}},
 	}
 	for _, obj := range objs {
-		if err := a.env.Client.Create(ctx, obj); client.IgnoreAlreadyExists(err) != nil {
-			return fmt.Errorf("creating Argo CD's %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+		if err := a.env.replace(ctx, obj); err != nil {
+			return fmt.Errorf("writing Argo CD's %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
 	return nil
+}
+
+// replace creates obj, or replaces the object of its name.
+func (e *Env) replace(ctx context.Context, obj client.Object) error {
+	err := e.Client.Create(ctx, obj)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	cur, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return err
+	}
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+		return err
+	}
+	obj.SetResourceVersion(cur.GetResourceVersion())
+	return e.Client.Update(ctx, obj)
 }
 
 // Log returns everything program (e.g. "argocd-application-controller")
@@ -216,9 +242,8 @@ func (a *ArgoCD) Refresh(ctx context.Context, app string) (*unstructured.Unstruc
 		return nil, err
 	}
 	reconciled, _, _ := unstructured.NestedString(before.Object, "status", "reconciledAt")
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"hard"}}}`, refreshAnnotation)
-	if err := a.env.Client.Patch(ctx, before, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		return nil, fmt.Errorf("requesting a refresh of Application %s: %w", app, err)
+	if err := a.RequestRefresh(ctx, app); err != nil {
+		return nil, err
 	}
 	// reconciledAt has a resolution of a second: a reconcile within the
 	// same second as the last is told by the annotation's removal.
@@ -237,6 +262,16 @@ func (a *ArgoCD) Refresh(ctx context.Context, app string) (*unstructured.Unstruc
 		return Synced(cur)
 	})
 	return cur, err
+}
+
+// RequestRefresh asks Argo CD to compare the Application app with Git
+// again now, with a hard refresh, and returns without waiting.
+func (a *ArgoCD) RequestRefresh(ctx context.Context, app string) error {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"hard"}}}`, refreshAnnotation)
+	if err := a.env.Client.Patch(ctx, ArgoCDApplication(app, nil), client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return fmt.Errorf("requesting a refresh of Application %s: %w", app, err)
+	}
+	return nil
 }
 
 // WaitSynced waits until the Application app is Synced to Git's newest

@@ -44,6 +44,16 @@ type AuditEvent struct {
 	StageTimestamp   string            `json:"stageTimestamp,omitempty"`
 }
 
+// Writer is the user the API server authorized and admission saw: the
+// impersonated user when the request impersonated one (Argo CD's syncs
+// under sync impersonation, kubectl --as), else the authenticated one.
+func (ev AuditEvent) Writer() string {
+	if ev.ImpersonatedUser != nil {
+		return ev.ImpersonatedUser.Username
+	}
+	return ev.User.Username
+}
+
 // AuditUser is the user an audit event names.
 type AuditUser struct {
 	Username string   `json:"username"`
