@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -49,6 +50,42 @@ func benchImageChange() *admissiontest.Request {
 	return admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
 		obj(webDeployment, container(0, "image", "ghcr.io/example/web:1.5.0"), set(4, "metadata", "generation"),
 			written("kubectl-set", "2026-01-12T10:00:00Z", imageField)))
+}
+
+// clientSide makes the stored Deployment one Argo CD's default
+// client-side apply wrote: its entry an Update, and the manifest it
+// applied in kubectl's last-applied-configuration annotation, which the
+// guard then reads Git's fields from.
+func clientSide(o map[string]any) {
+	md := at(o, "metadata")
+	entries, _ := md["managedFields"].([]any)
+	if e, ok := entries[0].(map[string]any); ok {
+		e["operation"] = "Update"
+	}
+	manifest, err := json.Marshal(map[string]any{
+		"apiVersion": o["apiVersion"], "kind": o["kind"],
+		"metadata": map[string]any{"name": md["name"], "namespace": md["namespace"], "labels": md["labels"],
+			"annotations": map[string]any{"argocd.argoproj.io/tracking-id": "guestbook:apps/Deployment:default/web"}},
+		"spec": o["spec"],
+	})
+	if err != nil {
+		panic(err)
+	}
+	at(md, "annotations")[gitops.LastAppliedAnnotation] = string(manifest)
+}
+
+// benchClientSideImageChange is benchImageChange of a Deployment Argo CD
+// applied client-side.
+func benchClientSideImageChange() *admissiontest.Request {
+	imageField := map[string]any{"f:spec": map[string]any{"f:template": map[string]any{"f:spec": map[string]any{"f:containers": map[string]any{
+		`k:{"name":"web"}`: map[string]any{"f:image": map[string]any{}}}}}}}
+	return admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment, clientSide),
+		obj(webDeployment, clientSide, container(0, "image", "ghcr.io/example/web:1.5.0"), set(4, "metadata", "generation"),
+			written("kubectl-set", "2026-01-12T10:00:00Z", imageField)))
+}
+
+func BenchmarkArgocdguardHumanImageChangeClientSide(b *testing.B) {
+	benchmark(b, defaultRule(), benchClientSideImageChange().Build(), false)
 }
 
 func BenchmarkArgocdguardAllowAllBaseline(b *testing.B) {

@@ -243,9 +243,11 @@ func intersectsAny(p object.Pointer, paths []object.Pointer) bool {
 type declared struct {
 	// trees are the entries' fieldsV1 documents, as written.
 	trees [][]byte
-	// record, when set, is a field that holds the tool's record of Git
-	// (lastapplied.go), which counts as Git's.
-	record object.Pointer
+	// manifest, when set, is the manifest the tool applied client-side,
+	// read instead of trees, and record the field that holds it, which
+	// counts as Git's (lastapplied.go).
+	manifest []byte
+	record   object.Pointer
 }
 
 // entry is one managedFields entry, as the guards read it: every member
@@ -349,6 +351,9 @@ func declaredFor(entries []entry, o Owner, v *object.View, annotations map[strin
 func (d declared) owns(v *object.View, p object.Pointer) bool {
 	if d.record != nil && intersectsAny(p, []object.Pointer{d.record}) {
 		return true
+	}
+	if d.manifest != nil {
+		return ownsInManifest(d.manifest, v, p)
 	}
 	for _, t := range d.trees {
 		if ownsIn(t, v, p) {

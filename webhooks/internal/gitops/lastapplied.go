@@ -1,7 +1,6 @@
 package gitops
 
 import (
-	"encoding/json"
 	"strconv"
 
 	"github.com/stewardhq/steward/webhooks/object"
@@ -28,19 +27,24 @@ var lastAppliedPointer = object.Pointer{"metadata", "annotations", LastAppliedAn
 
 // lastAppliedDeclared are the fields the last-applied annotation of an
 // object holds, read from its view v or, without one, from annotations;
-// ok is false when it holds none.
+// ok is false when it holds none. The manifest is read in place, as the
+// entries' trees are.
 func lastAppliedDeclared(v *object.View, annotations map[string]string) (declared, bool) {
 	var manifest []byte
 	if v != nil {
-		manifest = lastAppliedOf(v)
+		if raw := v.Field(lastAppliedPointer...); raw != nil {
+			manifest = []byte(object.Text(raw))
+		}
 	} else if doc, ok := annotations[LastAppliedAnnotation]; ok {
 		manifest = []byte(doc)
 	}
-	tree, ok := lastAppliedTree(manifest)
-	if !ok {
+	// Not a JSON object, or broken before its first member: no record.
+	// (A manifest broken later reads as its members before the fault.)
+	var buf [1]object.Member
+	if len(object.Members(manifest, buf[:0])) == 0 {
 		return declared{}, false
 	}
-	return declared{trees: [][]byte{tree}, record: lastAppliedPointer}, true
+	return declared{manifest: manifest, record: lastAppliedPointer}, true
 }
 
 // appliedServerSide reports whether one of managers' entries of the main
@@ -54,68 +58,92 @@ func appliedServerSide(entries []entry, managers []string) bool {
 	return false
 }
 
-// lastAppliedOf reads the annotation from an object view, as the
-// manifest's JSON; nil when it is not set.
-func lastAppliedOf(v *object.View) []byte {
-	raw := v.Field(lastAppliedPointer...)
-	var doc string
-	if raw == nil || json.Unmarshal(raw, &doc) != nil {
-		return nil
-	}
-	return []byte(doc)
-}
-
-// lastAppliedTree turns a manifest into the fieldsV1 tree of the fields
-// it sets, as an Apply entry of it would record them: a list's items by
-// their name where they have one (the merge key of containers, env,
-// volumes, ports with names...), by their value where they are scalars,
-// by their index otherwise. ok is false for what is not a JSON object.
-func lastAppliedTree(manifest []byte) ([]byte, bool) {
-	if manifest == nil {
-		return nil, false
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(manifest, &doc); err != nil {
-		return nil, false
-	}
-	tree, err := json.Marshal(fieldsOf(doc))
-	if err != nil {
-		return nil, false
-	}
-	return tree, true
-}
-
-// fieldsOf is the fieldsV1 node of a manifest's value: members for an
-// object's keys and a list's items, a leaf ({}) for a scalar.
-func fieldsOf(v any) map[string]any {
-	out := map[string]any{}
-	switch v := v.(type) {
-	case map[string]any:
-		for k, child := range v {
-			out["f:"+k] = fieldsOf(child)
-		}
-	case []any:
-		for i, item := range v {
-			out[itemKey(item, i)] = fieldsOf(item)
-		}
-	}
-	return out
-}
-
-// itemKey is the fieldsV1 key of a list item.
-func itemKey(item any, i int) string {
-	switch it := item.(type) {
-	case map[string]any:
-		if name, ok := it["name"].(string); ok {
-			key, err := json.Marshal(map[string]string{"name": name})
-			if err == nil {
-				return "k:" + string(key)
+// ownsInManifest follows p through a manifest: members by their keys, a
+// list's items as the object v's item at that index is known, by its
+// name where it has one, by its value where it is a scalar, by its index
+// otherwise. Reaching the end of p, or a scalar of the manifest on the
+// way (a value set as a whole), means Git sets the field.
+func ownsInManifest(manifest []byte, v *object.View, p object.Pointer) bool {
+	var buf [32]object.Member
+	node := manifest
+	for i, tok := range p {
+		if members := object.Members(node, buf[:0]); len(members) > 0 {
+			next, found := []byte(nil), false
+			for _, m := range members {
+				if string(m.Key) == tok {
+					next, found = m.Value, true // the last of repeated keys wins
+				}
 			}
+			if !found {
+				return false
+			}
+			node = next
+			continue
 		}
-	case string, float64, bool:
-		if raw, err := json.Marshal(it); err == nil {
-			return "v:" + string(raw)
+		items := object.Elements(node, buf[:0])
+		if len(items) == 0 {
+			return isScalar(node) // a value set as a whole, or an empty list or object
+		}
+		item, ok := manifestItem(items, listItem(v, p[:i], tok), tok)
+		if !ok {
+			return false
+		}
+		node = item
+	}
+	return true
+}
+
+// manifestItem finds the manifest's item that is the object's item live
+// (at index tok): the one of its name, the same scalar, or the one at its
+// index.
+func manifestItem(items []object.Member, live []byte, tok string) ([]byte, bool) {
+	if live != nil {
+		if name := memberText(live, "name"); name != "" {
+			for _, it := range items {
+				if memberText(it.Value, "name") == name {
+					return it.Value, true
+				}
+			}
+			return nil, false
+		}
+		if isScalar(live) {
+			for _, it := range items {
+				if object.SameScalar(it.Value, live) {
+					return it.Value, true
+				}
+			}
+			return nil, false
 		}
 	}
-	return "i:" + strconv.Itoa(i)
+	i, err := strconv.Atoi(tok)
+	if err != nil || !isIndex(tok) || i >= len(items) {
+		return nil, false
+	}
+	return items[i].Value, true
+}
+
+// memberText is the text of the string member key of the JSON object raw,
+// "" when it has none.
+func memberText(raw []byte, key string) string {
+	var buf [32]object.Member
+	for _, m := range object.Members(raw, buf[:0]) {
+		if string(m.Key) == key {
+			return object.Text(m.Value)
+		}
+	}
+	return ""
+}
+
+// isScalar reports whether raw is a JSON scalar: not an object or a list.
+func isScalar(raw []byte) bool {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{', '[':
+			return false
+		}
+		return true
+	}
+	return false
 }

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/stewardhq/steward/webhooks/object"
 )
 
@@ -94,29 +92,34 @@ func TestGitsFieldsOfAClientSideApplyAreTheLastApplied(t *testing.T) {
 	}
 }
 
-func TestLastAppliedTree(t *testing.T) {
-	tree, ok := lastAppliedTree([]byte(`{"data":{"color":"blue"},"spec":{"args":["--a","--b"],"ports":[{"containerPort":80}],"containers":[{"name":"web"}]}}`))
-	if !ok {
-		t.Fatal("lastAppliedTree refused a manifest")
+func TestOwnsInManifest(t *testing.T) {
+	manifest := []byte(`{"spec":{"args":["--a","--b"],"ports":[{"containerPort":80}],"containers":[{"name":"web","image":"web:1"}],"empty":{}}}`)
+	live := object.New([]byte(`{"spec":{"args":["--b","--c"],"ports":[{"containerPort":80},{"containerPort":81}],` +
+		`"containers":[{"name":"proxy","image":"p:1"},{"name":"web","image":"web:2"}],"empty":{"x":1}}}`))
+	cases := map[string]bool{
+		"/spec/args/0":                       true,  // --b, which the manifest lists
+		"/spec/args/1":                       false, // --c, which it does not
+		"/spec/ports/0/containerPort":        true,  // unnamed: by index
+		"/spec/ports/1/containerPort":        false, // beyond the manifest's list
+		"/spec/containers/1/image":           true,  // web, by its name, at another index
+		"/spec/containers/0/image":           false, // proxy, which Git does not declare
+		"/spec/containers/1/imagePullPolicy": false,
+		"/spec/empty/x":                      false, // an empty object declares none of its members
+		"/spec":                              true,
+		"/status":                            false,
 	}
-	var got any
-	if err := json.Unmarshal(tree, &got); err != nil {
-		t.Fatal(err)
+	for path, want := range cases {
+		p, err := object.ParsePointer(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ownsInManifest(manifest, live, p); got != want {
+			t.Errorf("ownsInManifest(%s) = %v, want %v", path, got, want)
+		}
 	}
-	want := map[string]any{
-		"f:data": map[string]any{"f:color": map[string]any{}},
-		"f:spec": map[string]any{
-			"f:args":       map[string]any{`v:"--a"`: map[string]any{}, `v:"--b"`: map[string]any{}},
-			"f:ports":      map[string]any{"i:0": map[string]any{"f:containerPort": map[string]any{}}},
-			"f:containers": map[string]any{`k:{"name":"web"}`: map[string]any{"f:name": map[string]any{}}},
-		},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("the tree of a manifest: scalars' lists by value, named items by name, others by index (-want +got):\n%s", diff)
-	}
-	for _, bad := range []string{"", "[]", `"x"`, "{"} {
-		if _, ok := lastAppliedTree([]byte(bad)); ok {
-			t.Errorf("lastAppliedTree(%q) succeeded", bad)
+	for _, bad := range []string{"", "[]", `"x"`, "{", `{"a":`} {
+		if _, ok := lastAppliedDeclared(nil, map[string]string{LastAppliedAnnotation: bad}); ok {
+			t.Errorf("lastAppliedDeclared(%q) read a manifest", bad)
 		}
 	}
 }
