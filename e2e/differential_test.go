@@ -58,6 +58,26 @@ type diffTool struct {
 	reconcile func(ctx context.Context, t *testing.T)
 }
 
+// gitFiles are the Git repository of rows in d's namespace: a file of
+// every row's object for each mode, and for the ignored row the entries
+// ignoreEntry writes in the tool's own form (a Kustomization's
+// spec.ignore, an Application's ignoreDifferences), for the object base
+// and the JSON pointer of its field.
+func (d *diffTool) gitFiles(rows []diffRow, ignoreEntry func(base, pointer string) map[string]any) (files map[string]string, ignore []any) {
+	files = map[string]string{}
+	for _, m := range diffModes {
+		var docs []string
+		for _, r := range rows {
+			docs = append(docs, r.kind.manifest(d.ns, r.base(m)))
+			if r.slug == "ignored" {
+				ignore = append(ignore, ignoreEntry(r.base(m), "/"+strings.Join(r.field, "/")))
+			}
+		}
+		files["deploy/"+m+".yaml"] = strings.Join(docs, "---\n")
+	}
+	return files, ignore
+}
+
 // config is Steward's configuration in mode.
 func (d *diffTool) config(mode string) string {
 	if mode == "mirror" {

@@ -33,21 +33,9 @@ func TestRealArgoCDDifferential(t *testing.T) {
 		page: argoDiffPage, ignore: "the Application's `ignoreDifferences` lists", intro: argoDiffIntro,
 	}
 	rows := tool.rows(t)
-	files := map[string]string{}
-	var ignore []any
-	for _, m := range diffModes {
-		var docs []string
-		for _, r := range rows {
-			docs = append(docs, r.kind.manifest(argoDiffNS, r.base(m)))
-			if r.slug == "ignored" {
-				ignore = append(ignore, map[string]any{
-					"kind": "ConfigMap", "name": r.base(m), "namespace": argoDiffNS,
-					"jsonPointers": []any{"/" + strings.Join(r.field, "/")},
-				})
-			}
-		}
-		files["deploy/"+m+".yaml"] = strings.Join(docs, "---\n")
-	}
+	files, ignore := tool.gitFiles(rows, func(base, pointer string) map[string]any {
+		return map[string]any{"kind": "ConfigMap", "name": base, "namespace": argoDiffNS, "jsonPointers": []any{pointer}}
+	})
 	ra := startRealArgoCD(ctx, t, argoApp{name: argoDiffName, ns: argoDiffNS, files: files, spec: map[string]any{"ignoreDifferences": ignore}})
 	tool.reconcile = func(ctx context.Context, t *testing.T) {
 		if _, err := ra.argo.Refresh(ctx, ra.app); err != nil {

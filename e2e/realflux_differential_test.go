@@ -59,21 +59,9 @@ func TestRealFluxDifferential(t *testing.T) {
 		page: differentialPage, ignore: "the Kustomization's `spec.ignore` lists", intro: fluxDiffIntro,
 	}
 	rows := tool.rows(t)
-	files := map[string]string{}
-	var ignore []any
-	for _, m := range diffModes {
-		var docs []string
-		for _, r := range rows {
-			docs = append(docs, r.kind.manifest(diffNS, r.base(m)))
-			if r.slug == "ignored" {
-				ignore = append(ignore, map[string]any{
-					"paths":  []any{"/" + strings.Join(r.field, "/")},
-					"target": map[string]any{"kind": "ConfigMap", "name": r.base(m)},
-				})
-			}
-		}
-		files["deploy/"+m+".yaml"] = strings.Join(docs, "---\n")
-	}
+	files, ignore := tool.gitFiles(rows, func(base, pointer string) map[string]any {
+		return map[string]any{"paths": []any{pointer}, "target": map[string]any{"kind": "ConfigMap", "name": base}}
+	})
 	rf := startRealFlux(ctx, t, diffName, diffNS, files, map[string]any{"ignore": ignore})
 	wantApplied(t, rf.Applied, rf.Rev)
 	tool.reconcile = func(ctx context.Context, t *testing.T) {

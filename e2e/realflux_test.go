@@ -92,20 +92,7 @@ func TestRealFlux(t *testing.T) {
 	}
 
 	t.Run("APersonsEditIsRefused", func(t *testing.T) {
-		patch := []string{"--as", "alice", "-n", realFluxNS, "patch", "configmap", "settings", "--type=merge", "-p", `{"data":{"color":"red"}}`}
-		want := fluxguardHook + "fluxguard: ConfigMap " + realFluxNS + "/settings is managed by Flux Kustomization " + harness.FluxNamespace + "/" + realFluxName
-		// Steward's cache sees the inventory a moment after the API server.
-		harness.Eventually(t, 30*time.Second, func() error {
-			_, stderr, err := env.Kubectl(ctx, "", append(patch, "--dry-run=server")...)
-			if err == nil || !strings.Contains(stderr, want) {
-				return fmt.Errorf("the edit is not refused yet: %v %s", err, stderr)
-			}
-			return nil
-		})
-		_, stderr, err := env.Kubectl(ctx, "", patch...)
-		if err == nil || !strings.Contains(stderr, want) || !strings.Contains(stderr, "Changed: /data/color.") {
-			t.Fatalf("want fluxguard's denial %q of /data/color, got %v: %s", want, err, stderr)
-		}
+		wantEditRefused(ctx, t, realFluxNS, fluxguardHook+"fluxguard: ConfigMap "+realFluxNS+"/settings is managed by Flux Kustomization "+harness.FluxNamespace+"/"+realFluxName, "Changed: /data/color.")
 	})
 
 	t.Run("ANewCommitIsApplied", func(t *testing.T) {
@@ -187,6 +174,26 @@ func TestRealFlux(t *testing.T) {
 			}
 		}
 	})
+}
+
+// wantEditRefused has a person patch the data.color of ConfigMap settings
+// in ns, once Steward's cache knows its owner (a moment after the API
+// server: a server dry run says so), and fails t unless the denial says
+// want and names the change.
+func wantEditRefused(ctx context.Context, t *testing.T, ns, want, change string) {
+	t.Helper()
+	patch := []string{"--as", "alice", "-n", ns, "patch", "configmap", "settings", "--type=merge", "-p", `{"data":{"color":"red"}}`}
+	harness.Eventually(t, 30*time.Second, func() error {
+		_, stderr, err := env.Kubectl(ctx, "", append(patch, "--dry-run=server")...)
+		if err == nil || !strings.Contains(stderr, want) {
+			return fmt.Errorf("the edit is not refused yet: %v %s", err, stderr)
+		}
+		return nil
+	})
+	_, stderr, err := env.Kubectl(ctx, "", patch...)
+	if err == nil || !strings.Contains(stderr, want) || !strings.Contains(stderr, change) {
+		t.Fatalf("want the denial %q of %s, got %v: %s", want, change, err, stderr)
+	}
 }
 
 // realFlux is Flux's controllers applying a Git repository of their own
