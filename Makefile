@@ -391,7 +391,9 @@ bench-scale: tools ## memory and start-up with 65k to 500k objects cached (BENCH
 
 # A package's handler benchmarks (time and CPU per webhook call; claimguard's
 # with its caches at the benchmark scale) of BASE, a commit, against the work
-# tree, in alternating rounds on one machine, compared by benchstat:
+# tree, in alternating rounds on one machine, compared by benchstat and by
+# each round's head/base ratio (median and spread, e2e/bench/pairedratio.awk), which a
+# shared machine's drift from round to round does not move:
 # make bench-compare BASE=v0.4.0 [BENCH_PKG=./webhooks/fleetguard BENCH_RUN=.].
 # Results in bin/bench-compare/.
 BASE ?=
@@ -410,6 +412,7 @@ bench-compare: ## a package's handler benchmarks at BASE=<commit> against the wo
 		(cd $(BENCH_PKG) && $(CURDIR)/bin/bench-compare/$$side.test -test.run '^$$' -test.bench '$(BENCH_RUN)' -test.benchtime $(BENCH_TIME)) \
 			| grep '^Benchmark' >> bin/bench-compare/$$side.txt || exit 1; done; done
 	$(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da bin/bench-compare/base.txt bin/bench-compare/head.txt | tee bin/bench-compare/benchstat.txt
+	@awk -f e2e/bench/pairedratio.awk bin/bench-compare/base.txt bin/bench-compare/head.txt | tee bin/bench-compare/ratios.txt
 
 # Runs Steward against a local real API server until interrupted;
 # SANDBOX_CONFIG=<file> runs it with that configuration file;

@@ -19,6 +19,29 @@ func Members(raw []byte, buf []Member) []Member { return objectMembers(trimSpace
 // Members does.
 func Elements(raw []byte, buf []Member) []Member { return arrayElements(trimSpace(raw), buf) }
 
+// Members is Members of raw, a value v returned (a field, or a member or
+// element of one, at any depth): through v's index it passes each nested
+// container in one step, where Members reads it through, so a walk down
+// a large value (a managedFields entry's fieldsV1 tree) reads each byte
+// about once rather than once per level. Of any other text it is Members.
+func (v *View) Members(raw []byte, buf []Member) []Member {
+	return v.indexed().objectMembers(trimSpace(raw), buf)
+}
+
+// Elements is Elements of raw, read as v.Members reads.
+func (v *View) Elements(raw []byte, buf []Member) []Member {
+	return v.indexed().arrayElements(trimSpace(raw), buf)
+}
+
+// indexed is v's index once v is read; empty, so that splits are the
+// lazy ones, when v is no object.
+func (v *View) indexed() *rawIndex {
+	if !v.Valid() {
+		return nil
+	}
+	return &v.ix
+}
+
 // Text is the text of the JSON string raw, "" for any other value.
 func Text(raw []byte) string { return stringValue(trimSpace(raw)) }
 

@@ -53,3 +53,31 @@ func TestReadingInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestViewReadsInPlaceAsMembersDoes holds a view's indexed Members and
+// Elements to the lazy ones, at every level of a managedFields entry and
+// of text outside the view, and of a view that is no object.
+func TestViewReadsInPlaceAsMembersDoes(t *testing.T) {
+	v := New([]byte(`{"metadata": {"managedFields": [{"manager": "kustomize-controller", "fieldsV1": {"f:spec": {"k:{\"name\":\"web\"}": {".": {}, "f:image": {}}, "f:replicas": {}}}}, {"manager": "x"}]}, "spec": [1, {"a": [2]}]}`))
+	var walk func(raw []byte, depth int)
+	walk = func(raw []byte, depth int) {
+		for _, split := range []struct {
+			name       string
+			view, lazy func([]byte, []Member) []Member
+		}{{"Members", v.Members, Members}, {"Elements", v.Elements, Elements}} {
+			got, want := split.view(raw, nil), split.lazy(raw, nil)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("depth %d: View.%s(%s) differs from %s (-want +got):\n%s", depth, split.name, raw, split.name, diff)
+			}
+			for _, m := range got {
+				walk(m.Value, depth+1)
+			}
+		}
+	}
+	walk(v.Field(), 0)
+	walk([]byte(`{"outside": {"the": ["view"]}}`), 0)
+	bad := New([]byte(`[1]`))
+	if got := bad.Members([]byte(`{"a": 1}`), nil); len(got) != 1 || string(got[0].Key) != "a" {
+		t.Errorf("a view that is no object reads other text as %q, want its one member", got)
+	}
+}

@@ -61,8 +61,12 @@ type fieldSplit struct {
 // update may change, whose fields may leave the tool's entries.
 func splitFields(old, cur *object.View, all object.Changes, owners []Owner, markers, skip []object.Pointer) fieldSplit {
 	var s fieldSplit
-	before := fieldEntries(old)
-	var decl []declared
+	// Most objects have a handful of managedFields entries and one or two
+	// owners: read into room on the stack.
+	var entryRoom [8]entry
+	var declRoom [2]declared
+	before := fieldEntries(old, entryRoom[:0])
+	decl := declRoom[:0]
 	for _, o := range owners {
 		d, ok := declaredFor(before, o, old, nil)
 		if !ok {
@@ -87,9 +91,9 @@ func splitFields(old, cur *object.View, all object.Changes, owners []Owner, mark
 	if s.git.Total > 0 {
 		return s
 	}
-	after := fieldEntries(cur)
+	after := fieldEntries(cur, nil)
 	for _, o := range owners {
-		if rewritten(old, before, after, o.FieldManagers, skip) {
+		if rewritten(old, cur, before, after, o.FieldManagers, skip) {
 			s.entry = "/metadata/managedFields (the " + o.managers() + " entry, which records what " + o.Name + " applies from Git)"
 			return s
 		}
@@ -191,7 +195,7 @@ func keeps(owners []Owner) string {
 // changedGit refuses a change of fields Git declares: the tool puts them
 // back, so the owner's Revert is true.
 func (m messages) changedGit(ref Ref, owners []Owner, s fieldSplit) string {
-	msg := m.changedAs(ref, owners, ChangeList(s.git))
+	msg := m.changedPaths(ref, owners, s.git)
 	if s.unrecorded == "" {
 		return msg
 	}
@@ -262,18 +266,17 @@ func (e entry) of(managers []string) bool {
 	return len(e.Subresource) == 0 && slices.ContainsFunc(managers, func(m string) bool { return m == string(e.Manager) })
 }
 
-// fieldEntries reads an object's managedFields; nil when it has none.
-func fieldEntries(v *object.View) []entry {
+// fieldEntries appends an object's managedFields entries to out.
+func fieldEntries(v *object.View, out []entry) []entry {
 	raw := v.Field("metadata", "managedFields")
 	if raw == nil {
-		return nil
+		return out
 	}
 	var elems, members [16]object.Member
-	list := object.Elements(raw, elems[:0])
-	out := make([]entry, 0, len(list))
+	list := v.Elements(raw, elems[:0])
 	for _, el := range list {
 		var e entry
-		for _, m := range object.Members(el.Value, members[:0]) {
+		for _, m := range v.Members(el.Value, members[:0]) {
 			switch string(m.Key) {
 			case "manager":
 				e.Manager = inner(m.Value)
@@ -370,7 +373,7 @@ func ownsIn(tree []byte, v *object.View, p object.Pointer) bool {
 	var buf [16]object.Member
 	node := tree
 	for i, tok := range p {
-		members := object.Members(node, buf[:0])
+		members := v.Members(node, buf[:0])
 		if len(members) == 0 {
 			return true // an atomic field above p
 		}
@@ -408,7 +411,7 @@ func childOf(members []object.Member, v *object.View, parent object.Pointer, tok
 			if !loaded {
 				item, loaded = listItem(v, parent, tok), true
 			}
-			if item != nil && itemMatches(item, k) {
+			if item != nil && itemMatches(v, item, k) {
 				return m.Value, true
 			}
 		}
@@ -427,7 +430,7 @@ func listItem(v *object.View, p object.Pointer, tok string) []byte {
 		return nil
 	}
 	var buf [16]object.Member
-	items := object.Elements(fieldAt(v, p), buf[:0])
+	items := v.Elements(fieldAt(v, p), buf[:0])
 	if i >= len(items) {
 		return nil
 	}
@@ -449,11 +452,11 @@ func fieldAt(v *object.View, p object.Pointer) []byte {
 		}
 		next := []byte(nil)
 		if i, err := strconv.Atoi(tok); isIndex(tok) && err == nil {
-			if items := object.Elements(raw, buf[:0]); i >= 0 && i < len(items) {
+			if items := v.Elements(raw, buf[:0]); i >= 0 && i < len(items) {
 				next = items[i].Value
 			}
 		} else {
-			for _, m := range object.Members(raw, buf[:0]) {
+			for _, m := range v.Members(raw, buf[:0]) {
 				if string(m.Key) == tok {
 					next = m.Value // the last of repeated keys wins
 				}
@@ -478,19 +481,19 @@ func isIndex(tok string) bool {
 	return true
 }
 
-// itemMatches reports whether a list item is the one a fieldsV1 key
+// itemMatches reports whether a list item of v is the one a fieldsV1 key
 // names: "k:{...}" by its key fields' values, "v:..." by its value.
-func itemMatches(item, key []byte) bool {
+func itemMatches(v *object.View, item, key []byte) bool {
 	want := key[2:]
 	if key[0] == 'v' {
 		return object.SameScalar(item, want)
 	}
 	var kb, ib [8]object.Member
-	keys := object.Members(want, kb[:0])
+	keys := v.Members(want, kb[:0])
 	if len(keys) == 0 {
 		return false
 	}
-	fields := object.Members(item, ib[:0])
+	fields := v.Members(item, ib[:0])
 	for _, k := range keys {
 		found := false
 		for _, f := range fields {
@@ -512,15 +515,15 @@ func itemMatches(item, key []byte) bool {
 // or an entry edited), which would make Git's fields look like someone
 // else's. A field that no longer maps onto the stored object counts as
 // rewritten.
-func rewritten(old *object.View, before, after []entry, managers []string, skip []object.Pointer) bool {
+func rewritten(old, cur *object.View, before, after []entry, managers []string, skip []object.Pointer) bool {
 	if sameEntries(before, after, managers) {
 		return false // the common case: the write left the tool's entries alone
 	}
 	kept := map[string]bool{}
-	for _, k := range ownedKeys(after, managers) {
+	for _, k := range ownedKeys(cur, after, managers) {
 		kept[strings.Join(k, "\x00")] = true
 	}
-	for _, k := range ownedKeys(before, managers) {
+	for _, k := range ownedKeys(old, before, managers) {
 		if kept[strings.Join(k, "\x00")] {
 			continue
 		}
@@ -533,12 +536,13 @@ func rewritten(old *object.View, before, after []entry, managers []string, skip 
 }
 
 // ownedKeys lists the fieldsV1 key paths the managers' entries of the
-// main resource own: every leaf, and every item owned as itself (".").
-func ownedKeys(entries []entry, managers []string) [][]string {
+// main resource own (entries of v's managedFields): every leaf, and every
+// item owned as itself (".").
+func ownedKeys(v *object.View, entries []entry, managers []string) [][]string {
 	var out [][]string
 	var walk func(node []byte, path []string)
 	walk = func(node []byte, path []string) {
-		members := object.Members(node, nil)
+		members := v.Members(node, nil)
 		leaf := true
 		for _, m := range members {
 			if string(m.Key) == "." {
@@ -579,8 +583,8 @@ func pointerOf(v *object.View, keys []string) (object.Pointer, bool) {
 			return nil, false
 		}
 		found := false
-		for i, item := range object.Elements(fieldAt(v, p), buf[:0]) {
-			if itemMatches(item.Value, []byte(k)) {
+		for i, item := range v.Elements(fieldAt(v, p), buf[:0]) {
+			if itemMatches(v, item.Value, []byte(k)) {
 				p, found = append(p, strconv.Itoa(i)), true
 				break
 			}

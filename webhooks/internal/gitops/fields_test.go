@@ -195,7 +195,7 @@ func TestTheDecisionTable(t *testing.T) {
 func TestDeclaredFieldsFollowKeyedListItems(t *testing.T) {
 	raw, _ := json.Marshal(appliedDeployment(nil))
 	v := object.New(raw)
-	d, ok := declaredBy(fieldEntries(v), []string{"kustomize-controller"})
+	d, ok := declaredBy(fieldEntries(v, nil), []string{"kustomize-controller"})
 	if !ok {
 		t.Fatal("kustomize-controller's entry was not found")
 	}
@@ -218,7 +218,7 @@ func TestDeclaredFieldsFollowKeyedListItems(t *testing.T) {
 			t.Errorf("owns(%s) = %v, want %v", path, got, want)
 		}
 	}
-	if _, ok := declaredBy(fieldEntries(v), []string{"helm-controller"}); ok {
+	if _, ok := declaredBy(fieldEntries(v, nil), []string{"helm-controller"}); ok {
 		t.Error("an entry was found for a manager that has none")
 	}
 }
