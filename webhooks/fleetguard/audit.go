@@ -69,7 +69,7 @@ func (r *Rule) Audit(ctx context.Context, api client.Reader) ([]rule.Finding, er
 // with no value): the autoscaler fight check's candidates.
 func replicasOwned(gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) (gitops.GitReplicas, bool) {
 	meta := cachedMeta(o)
-	if v, ok := o.Annotations[cachedReplicasAnnotation]; !ok || v != "" || !meta.managed() {
+	if v, ok := meta.Annotations[cachedReplicasAnnotation]; !ok || v != "" || !meta.managed() {
 		return gitops.GitReplicas{}, false
 	}
 	return gitops.GitReplicas{Ref: meta.ref(gvk), Owners: meta.owners()}, true
@@ -77,11 +77,11 @@ func replicasOwned(gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata)
 
 // driftFinding judges one cached workload.
 func (r *Rule) driftFinding(gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) (rule.Finding, bool) {
-	s, ok := decodeDrift(o.Annotations[driftAnnotation])
+	meta := cachedMeta(o)
+	s, ok := decodeDrift(meta.Annotations[driftAnnotation])
 	if !ok {
 		return rule.Finding{}, false
 	}
-	meta := cachedMeta(o)
 	if !meta.managed() || meta.appliedWithOwner() {
 		return rule.Finding{}, false
 	}

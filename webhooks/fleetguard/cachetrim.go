@@ -28,8 +28,9 @@ var cachedTypes = func() map[metav1.TypeMeta]metav1.TypeMeta {
 // per field manager, with its whole fieldsV1 tree) and wrangler's
 // objectset.rio.cattle.io/applied annotation (a compressed copy of the
 // whole object): together most of its size. Of managedFields only the
-// audit's drift summary is kept, for drifted workloads (drift.go). It
-// accepts its own output, as informer transforms must.
+// audit's drift summary is kept, for drifted workloads (drift.go). What it
+// keeps is packed (packCached). It accepts its own output, as informer
+// transforms must.
 func trimWorkload(obj any) (any, error) {
 	in, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
@@ -44,48 +45,98 @@ func trimWorkload(obj any) (any, error) {
 		Namespace:       intern(in.Namespace),
 		ResourceVersion: in.ResourceVersion,
 	}}
-	// The hash label joins the annotations (cachedHashAnnotation): a second
-	// map would cost another 330 bytes for one entry. An object without
-	// labels or managedFields is this function's own output.
+	// This function's own output keeps its values packed: they read back
+	// as annotations.
+	ownOutput := packed(in)
+	annotations := in.Annotations
+	if ownOutput {
+		annotations = unpackCached(in)
+	}
+	kept := make(map[string]string, len(cachedKeys))
+	// The hash label joins the kept annotations (cachedHashAnnotation).
 	if hash, ok := in.Labels[LabelHash]; ok {
-		setAnnotation(out, cachedHashAnnotation, intern(hash))
-	} else if v, ok := in.Annotations[cachedHashAnnotation]; ok && in.Labels == nil && len(in.ManagedFields) == 0 {
-		setAnnotation(out, cachedHashAnnotation, v)
+		kept[cachedHashAnnotation] = intern(hash)
+	} else if v, ok := annotations[cachedHashAnnotation]; ok && ownOutput {
+		kept[cachedHashAnnotation] = v
 	}
 	for _, k := range readAnnotations {
-		if v, ok := in.Annotations[k]; ok {
-			setAnnotation(out, k, intern(v))
+		if v, ok := annotations[k]; ok {
+			kept[k] = intern(v)
 		}
 	}
 	// A scale request asks whether the chart declares the replicas, which
 	// only managedFields tell: a workload whose chart does (or that has no
 	// entry of the agent's, so every field counts) keeps a marker, the
 	// rest nothing.
-	ownOutput := in.Labels == nil && len(in.ManagedFields) == 0
 	if !ownOutput {
 		if declared, unrecorded := gitops.ReplicasInGit(in, agentOwner); declared {
-			setAnnotation(out, cachedReplicasAnnotation, unrecorded)
+			kept[cachedReplicasAnnotation] = intern(unrecorded)
 		}
-	} else if v, ok := in.Annotations[cachedReplicasAnnotation]; ok {
-		setAnnotation(out, cachedReplicasAnnotation, v)
+	} else if v, ok := annotations[cachedReplicasAnnotation]; ok {
+		kept[cachedReplicasAnnotation] = v
 	}
 	// The audit's drift check reads managedFields, which are dropped here:
 	// a drifted workload keeps their summary instead (drift.go), the rest
-	// nothing. An object without managedFields is this function's own
-	// output, whose summary stays.
+	// nothing. An object without managedFields keeps the summary it has.
 	if s, ok := driftOf(in.ManagedFields); ok {
-		setAnnotation(out, driftAnnotation, s.encode())
-	} else if v, ok := in.Annotations[driftAnnotation]; ok && len(in.ManagedFields) == 0 {
-		setAnnotation(out, driftAnnotation, v)
+		kept[driftAnnotation] = s.encode()
+	} else if v, ok := annotations[driftAnnotation]; ok && len(in.ManagedFields) == 0 {
+		kept[driftAnnotation] = v
 	}
+	out.Finalizers = packCached(kept)
 	return out, nil
 }
 
-func setAnnotation(o *metav1.PartialObjectMetadata, k, v string) {
-	if o.Annotations == nil {
-		o.Annotations = make(map[string]string, len(readAnnotations)+1)
+// cachedKeys are the values a trimmed workload keeps, in the order of its
+// packed slots (packCached).
+var cachedKeys = [...]string{cachedHashAnnotation, AnnotationID, AnnotationOwnerGVK, AnnotationReleaseName, AnnotationReleaseNamespace, cachedReplicasAnnotation, driftAnnotation}
+
+// packedMark is the first slot of a packed workload, and unset marks a
+// slot whose key the workload lacks (every value the cache keeps is an
+// annotation value or a label value, neither of which holds a NUL).
+const (
+	packedMark = "fleetguard.steward.dev/cached"
+	unset      = "\x00"
+)
+
+// packCached packs the kept values into a list of strings, held where
+// the cached object has one anyway: its finalizers, never written back
+// to the cluster. A map of annotations would cost a cached workload
+// about 340 bytes (a Go map of up to eight entries allocates room for
+// eight); the packed list costs 16 bytes a slot, and the values are
+// interned.
+func packCached(kept map[string]string) []string {
+	slots := make([]string, 1+len(cachedKeys))
+	slots[0] = packedMark
+	for i, k := range cachedKeys {
+		v, ok := kept[k]
+		if !ok {
+			v = unset
+		}
+		slots[1+i] = v
 	}
-	o.Annotations[k] = v
+	return slots
+}
+
+// unpackCached reads a packed workload's kept values back as
+// annotations; nil for an object that is not packed.
+func unpackCached(o *metav1.PartialObjectMetadata) map[string]string {
+	if !packed(o) {
+		return nil
+	}
+	out := make(map[string]string, len(cachedKeys))
+	for i, k := range cachedKeys {
+		if v := o.Finalizers[1+i]; v != unset {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// packed reports whether o is trimWorkload's output: the API server's
+// objects in the cache all carry the hash label the informers select on.
+func packed(o *metav1.PartialObjectMetadata) bool {
+	return o.Labels == nil && len(o.Finalizers) == 1+len(cachedKeys) && o.Finalizers[0] == packedMark
 }
 
 // cachedReplicasAnnotation marks a cached workload whose replicas Git
@@ -97,15 +148,20 @@ const cachedReplicasAnnotation = "fleetguard.steward.dev/replicas-in-git"
 var agentOwner = []gitops.Owner{{FieldManagers: agentFieldManagers}}
 
 // cachedHashAnnotation holds a cached workload's LabelHash. It is never
-// written to the cluster: the cache keeps one map per workload, its
-// annotations, and cachedMeta gives the hash back as a label.
+// written to the cluster: the cache keeps one packed list per workload
+// (packCached), and cachedMeta gives the hash back as a label.
 const cachedHashAnnotation = "fleetguard.steward.dev/hash"
 
 // cachedMeta is a workload of the metadata cache as the scale decision
-// and the audit read it: its hash label where trimWorkload keeps it.
+// and the audit read it: what trimWorkload kept as annotations, and its
+// hash label where trimWorkload keeps it. An object the cache never
+// trimmed reads as it is.
 func cachedMeta(o *metav1.PartialObjectMetadata) objectMeta {
 	m := objectMeta{Name: o.Name, Namespace: o.Namespace, Labels: o.Labels, Annotations: o.Annotations}
-	if hash, ok := o.Annotations[cachedHashAnnotation]; ok && m.Labels == nil {
+	if packed(o) {
+		m.Annotations = unpackCached(o)
+	}
+	if hash, ok := m.Annotations[cachedHashAnnotation]; ok && m.Labels == nil {
 		m.Labels = map[string]string{LabelHash: hash}
 	}
 	return m

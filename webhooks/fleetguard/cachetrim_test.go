@@ -72,14 +72,27 @@ func TestTrimWorkloadKeepsWhatScaleDecisionsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := got.(*metav1.PartialObjectMetadata)
+	// What is kept is packed into the finalizers: the hash, the id, no
+	// owner kind, the release, the replicas marker (the agent's entry
+	// owns the replicas: Git declares them), no drift.
 	want := &metav1.PartialObjectMetadata{TypeMeta: in.TypeMeta, ObjectMeta: metav1.ObjectMeta{
 		Name: "web-1", Namespace: "apps", ResourceVersion: "1",
-		Annotations: map[string]string{cachedHashAnnotation: in.Labels[LabelHash], AnnotationID: "default-web-app", AnnotationReleaseName: "web-app", AnnotationReleaseNamespace: "apps",
-			// The agent's entry owns the replicas: Git declares them.
-			cachedReplicasAnnotation: ""},
+		Finalizers: []string{packedMark, in.Labels[LabelHash], "default-web-app", unset, "web-app", "apps", "", unset},
 	}}
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("trimmed workload (-want +got):\n%s", diff)
+	}
+	wantRead := map[string]string{cachedHashAnnotation: in.Labels[LabelHash], AnnotationID: "default-web-app", AnnotationReleaseName: "web-app", AnnotationReleaseNamespace: "apps",
+		cachedReplicasAnnotation: ""}
+	if diff := cmp.Diff(wantRead, cachedMeta(out).Annotations); diff != "" {
+		t.Errorf("the trimmed workload's kept values read back as annotations (-want +got):\n%s", diff)
+	}
+	// A workload of the API server whose finalizers look packed is read
+	// as it is: only the cache's own output carries no labels.
+	forged := in.DeepCopy()
+	forged.Finalizers = out.Finalizers
+	if got := cachedMeta(forged).Annotations; got[cachedReplicasAnnotation] != "" || got[AnnotationID] != "default-web-app" || len(got) != len(in.Annotations) {
+		t.Errorf("a labelled object's finalizers are read as kept values: %v", got)
 	}
 	if parent := cachedMeta(out); !parent.managed() || parent.owner() != (objectMeta{Labels: in.Labels, Annotations: in.Annotations}).owner() {
 		t.Errorf("the trimmed workload no longer reads as the same Fleet-managed object: owner %q", parent.owner())
