@@ -1,5 +1,7 @@
 package object
 
+import "bytes"
+
 // Reading JSON values in place, for rules that walk documents the view
 // does not model (managedFields' fieldsV1 trees, list items): the same
 // lazy reader the view uses, so such a walk decodes nothing.
@@ -51,7 +53,9 @@ func Text(raw []byte) string { return stringValue(trimSpace(raw)) }
 func SameScalar(a, b []byte) bool {
 	a, b = trimSpace(a), trimSpace(b)
 	if kindOf(a) == '"' && kindOf(b) == '"' {
-		return stringValue(a) == stringValue(b)
+		// Compared as bytes: a string without escapes is its own text,
+		// read in place rather than copied into a string.
+		return bytes.Equal(unquote(a), unquote(b))
 	}
 	return string(a) == string(b)
 }
