@@ -91,7 +91,8 @@ func splitFields(old, cur *object.View, all object.Changes, owners []Owner, mark
 	if s.git.Total > 0 {
 		return s
 	}
-	after := fieldEntries(cur, nil)
+	var afterRoom [8]entry
+	after := fieldEntries(cur, afterRoom[:0])
 	for _, o := range owners {
 		if rewritten(old, cur, before, after, o.FieldManagers, skip) {
 			s.entry = "/metadata/managedFields (the " + o.managers() + " entry, which records what " + o.Name + " applies from Git)"
