@@ -392,8 +392,9 @@ bench-scale: tools ## memory and start-up with 65k to 500k objects cached (BENCH
 # A package's handler benchmarks (time and CPU per webhook call; claimguard's
 # with its caches at the benchmark scale) of BASE, a commit, against the work
 # tree, in alternating rounds on one machine, compared by benchstat and by
-# each round's head/base ratio (median and spread, e2e/bench/pairedratio.awk), which a
-# shared machine's drift from round to round does not move:
+# each round's head/base ratio of CPU time per call, wall time where a side
+# does not report it (median and spread, e2e/bench/pairedratio.awk), which
+# a shared machine's drift from round to round hardly moves:
 # make bench-compare BASE=v0.4.0 [BENCH_PKG=./webhooks/fleetguard BENCH_RUN=.].
 # Results in bin/bench-compare/.
 BASE ?=
