@@ -37,6 +37,9 @@ flux_crds() { # controller
 flux_release 2.6 kustomize:v1.6.0 source:v1.6.0 helm:v1.3.0 notification:v1.6.0 image-reflector:v0.35.0 image-automation:v0.41.0
 flux_release 2.7 kustomize:v1.7.0 source:v1.7.0 helm:v1.4.0 notification:v1.7.1 image-reflector:v1.0.1 image-automation:v1.0.1
 flux_release 2.8 kustomize:v1.8.0 source:v1.8.0 helm:v1.5.0 notification:v1.8.0 image-reflector:v1.1.0 image-automation:v1.1.0
+# 2.10: helm, notification and image-* were generated from their api
+# modules' markers (see SOURCES.md); copying the tags' files replaces them.
+flux_release 2.10 kustomize:v1.10.0 source:v1.10.0 helm:v1.7.0 notification:v1.10.0 image-reflector:v1.3.0 image-automation:v1.3.0
 flux_release 2.9 kustomize:v1.9.1 source:v1.9.1 helm:v1.6.1 notification:v1.9.1 image-reflector:v1.2.0 image-automation:v1.2.1
 # OLM v0: the kinds installplanguard reads, and the CSVs InstallPlans name.
 for crd in installplans subscriptions clusterserviceversions; do
