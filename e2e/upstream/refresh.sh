@@ -79,6 +79,11 @@ mkdir -p cert-manager/1.21
 for crd in issuers certificates; do
   fetch cert-manager/cert-manager v1.21.1 "deploy/crds/cert-manager.io_${crd}.yaml" "cert-manager/1.21/cert-manager.io_${crd}.yaml"
 done
+# The OpenReports CRDs the audit also writes to.
+mkdir -p openreports
+for crd in reports clusterreports; do
+  fetch openreports/reports-api v0.2.1 "config/crd/openreports.io_${crd}.yaml" "openreports/openreports.io_${crd}.yaml"
+done
 # The PolicyReport CRDs Steward ships and its audit writes to (no tags
 # upstream: the commit that last changed them). Kept in manifests/upstream.
 for crd in policyreports clusterpolicyreports; do
