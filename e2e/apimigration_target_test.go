@@ -150,8 +150,10 @@ func TestAPIMigrationFollowsTheInstalledFluxRelease(t *testing.T) {
 	})
 
 	// With only image-reflector-controller's CRDs of 2.9 installed,
-	// nothing tells 2.9 from 2.10 (its CRDs did not change): the range is
-	// named, and 2.9's removals are decided.
+	// nothing tells 2.9 from 2.10 (its CRDs did not change): the metric and
+	// the log name the range. (A refusal naming it needs a version the
+	// CRDs serve and the range removes, which these CRDs cannot have: the
+	// unit test TestARangeIsNamedWhereverTheTargetIsShown shows it.)
 	t.Run("WhereTheCRDsCannotTellTheRangeIsNamed", func(t *testing.T) {
 		installFluxCRDs(ctx, t, "2.9", "")
 		var others []*apiextensionsv1.CustomResourceDefinition
@@ -164,11 +166,6 @@ func TestAPIMigrationFollowsTheInstalledFluxRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitForTarget(ctx, t, "2.9 or 2.10", "served-versions")
-		_, _, err := env.Kubectl(ctx, imageRepositoryYAML("v1beta2", "in-range"), "--as", "jane", "apply", "-f", "-")
-		want := "ImageRepository flux-target/in-range is written through image.toolkit.fluxcd.io/v1beta2, which Flux 2.9 removed (this cluster targets Flux 2.9 or 2.10)"
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("an image v1beta2 write:\n%v\nwant the refusal containing:\n%s", err, want)
-		}
 		if !logged(env.Steward.Log(), `"msg":"target Flux release changed"`, `"fluxVersion":"2.9 or 2.10"`, `"source":"served-versions"`) {
 			t.Errorf("no log line naming the range in:\n%s", env.Steward.LogTail(40))
 		}

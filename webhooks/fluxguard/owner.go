@@ -35,6 +35,10 @@ type owner struct {
 	driftMode string
 	// release and releaseNamespace are a HelmRelease's Helm release.
 	release, releaseNamespace string
+	// chart is the chart source a HelmRelease's spec.chart made
+	// helm-controller generate (status.helmChart): a HelmChart or, from
+	// Flux 2.10, an OCIRepository; zero when none.
+	chart generatedChart
 	ignore                    []ignoreRule
 	inventory                 gitops.Inventory
 	// kinds are the inventory's distinct kinds, which the audit lists.
@@ -86,6 +90,8 @@ func ownerOf(u *unstructured.Unstructured) *owner {
 		o.from, o.revision = helmSource(u)
 		o.driftMode, _, _ = unstructured.NestedString(u.Object, "spec", "driftDetection", "mode")
 		o.release, o.releaseNamespace = releaseOf(u)
+		helmChart, _, _ := unstructured.NestedString(u.Object, "status", "helmChart")
+		o.chart = parseHelmChart(helmChart)
 		ignore, _, _ = unstructured.NestedSlice(u.Object, "spec", "driftDetection", "ignore")
 	default:
 		o.from, o.revision = kustomizeSource(u)
@@ -125,6 +131,35 @@ func ownerOf(u *unstructured.Unstructured) *owner {
 	return o
 }
 
+// generatedChart is the source object helm-controller generates from a
+// HelmRelease's spec.chart, in source.toolkit.fluxcd.io.
+type generatedChart struct{ kind, namespace, name string }
+
+// sourceGroup is the group of Flux's sources.
+const sourceGroup = "source.toolkit.fluxcd.io"
+
+// parseHelmChart reads a HelmRelease's status.helmChart as helm-controller
+// writes it (HelmReleaseStatus.SetChart): "<namespace>/<name>" for a
+// HelmChart, "<kind>/<namespace>/<name>" for another kind (Flux 2.10's
+// OCIRepository). Anything else is no chart.
+func parseHelmChart(s string) generatedChart {
+	parts := strings.Split(s, "/")
+	switch {
+	case len(parts) == 2 && parts[0] != "" && parts[1] != "":
+		return generatedChart{"HelmChart", parts[0], parts[1]}
+	case len(parts) == 3 && (parts[0] == "HelmChart" || parts[0] == "OCIRepository") && parts[1] != "" && parts[2] != "":
+		return generatedChart{parts[0], parts[1], parts[2]}
+	}
+	return generatedChart{}
+}
+
+// generated reports whether ref is the chart source the HelmRelease
+// generated.
+func (o *owner) generated(ref gitops.Ref) bool {
+	return o.chart.name != "" && ref.Group == sourceGroup && ref.Kind == o.chart.kind &&
+		ref.Namespace == o.chart.namespace && ref.Name == o.chart.name
+}
+
 // serviceAccountUser is a service account's user name.
 func serviceAccountUser(namespace, name string) string {
 	return "system:serviceaccount:" + namespace + ":" + name
@@ -155,7 +190,11 @@ func kustomizeSource(u *unstructured.Unstructured) (from, revision string) {
 // helmSource is a HelmRelease's chart and where it comes from, and the
 // chart version last released.
 func helmSource(u *unstructured.Unstructured) (from, revision string) {
-	if chart, _, _ := unstructured.NestedString(u.Object, "spec", "chart", "spec", "chart"); chart != "" {
+	kind, _, _ := unstructured.NestedString(u.Object, "spec", "chart", "kind")
+	if url, _, _ := unstructured.NestedString(u.Object, "spec", "chart", "spec", "url"); kind == "OCIRepository" && url != "" {
+		// Flux 2.10: spec.chart generates an OCIRepository of this URL.
+		from = "chart " + url
+	} else if chart, _, _ := unstructured.NestedString(u.Object, "spec", "chart", "spec", "chart"); chart != "" {
 		from = "chart " + chart + " from " + sourceRef(u, "spec", "chart", "spec", "sourceRef")
 	} else {
 		from = "chart from " + sourceRef(u, "spec", "chartRef")

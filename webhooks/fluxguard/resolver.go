@@ -227,6 +227,11 @@ func (r resolver) ownerFor(o *owner, ref gitops.Ref, v *object.View) gitops.Owne
 	if o.kind == kindHelmRelease {
 		out.FieldManagers, out.IgnoreIn = helmFieldManagers, "the HelmRelease's spec.driftDetection.ignore"
 		out.Undeclared, out.Strips = helmKeeps, nil
+		if o.generated(ref) {
+			// helm-controller applies the chart source it generates from
+			// spec.chart at every reconcile, whatever drift detection says.
+			out.Revert = o.chartRevert()
+		}
 	}
 	switch {
 	case o.writer != "":
@@ -243,9 +248,15 @@ func (r resolver) ownerFor(o *owner, ref gitops.Ref, v *object.View) gitops.Owne
 }
 
 // lists reports whether the owner's record lists the object: its
-// inventory, or for a HelmRelease that keeps none, its Helm release.
+// inventory, or for a HelmRelease that keeps none, its Helm release; a
+// HelmRelease's status.helmChart also records the chart source it
+// generated (a HelmChart, or from Flux 2.10 an OCIRepository), which no
+// inventory lists.
 func (o *owner) lists(ref gitops.Ref, v *object.View) (bool, string) {
 	what := o.what
+	if o.kind == kindHelmRelease && o.generated(ref) {
+		return true, ""
+	}
 	if o.hasInventory {
 		if o.inventory.Lists(ref) {
 			return true, ""
@@ -261,6 +272,15 @@ func (o *owner) lists(ref gitops.Ref, v *object.View) (bool, string) {
 		return false, fmt.Sprintf("%s installs Helm release %s/%s, and the object belongs to release %q in %q: not Flux's", what, o.releaseNamespace, o.release, rel, ns)
 	}
 	return false, what + " has no inventory yet: it has not applied the object"
+}
+
+// chartRevert says what helm-controller does with a hand edit of the
+// chart source it generated.
+func (o *owner) chartRevert() string {
+	if o.interval == "" {
+		return "helm-controller applies it again from the HelmRelease's spec.chart at the next reconcile"
+	}
+	return "helm-controller applies it again from the HelmRelease's spec.chart at the next reconcile (interval " + o.interval + ")"
 }
 
 // revert says what Flux does with a hand edit.
