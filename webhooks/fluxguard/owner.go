@@ -24,6 +24,8 @@ type owner struct {
 	// which the informer's store keys and tracks objects by.
 	metav1.ObjectMeta
 	kind string
+	// uid is an ArtifactGenerator's, which the objects it generates name.
+	uid string
 	// from says where the owner's content comes from, and revision which
 	// of it was applied last.
 	from, revision string
@@ -38,9 +40,9 @@ type owner struct {
 	// chart is the chart source a HelmRelease's spec.chart made
 	// helm-controller generate (status.helmChart): a HelmChart or, from
 	// Flux 2.10, an OCIRepository; zero when none.
-	chart generatedChart
-	ignore                    []ignoreRule
-	inventory                 gitops.Inventory
+	chart     generatedChart
+	ignore    []ignoreRule
+	inventory gitops.Inventory
 	// kinds are the inventory's distinct kinds, which the audit lists.
 	kinds []schema.GroupVersionKind
 	// hasInventory tells an empty inventory from none (HelmReleases
@@ -86,6 +88,8 @@ func ownerOf(u *unstructured.Unstructured) *owner {
 	o.suspended, _, _ = unstructured.NestedBool(u.Object, "spec", "suspend")
 	var ignore []any
 	switch o.kind {
+	case kindArtifactGenerator:
+		generatorOf(u, o)
 	case kindHelmRelease:
 		o.from, o.revision = helmSource(u)
 		o.driftMode, _, _ = unstructured.NestedString(u.Object, "spec", "driftDetection", "mode")
@@ -98,7 +102,9 @@ func ownerOf(u *unstructured.Unstructured) *owner {
 		ignore, _, _ = unstructured.NestedSlice(u.Object, "spec", "ignore")
 	}
 	o.ignore = ignoreRules(ignore)
-	if entries, found, _ := unstructured.NestedSlice(u.Object, "status", "inventory", "entries"); found {
+	if o.kind == kindArtifactGenerator {
+		// Its inventory is a list of its own (generatorOf).
+	} else if entries, found, _ := unstructured.NestedSlice(u.Object, "status", "inventory", "entries"); found {
 		o.hasInventory = true
 		ids := make([]string, 0, len(entries))
 		var kinds []schema.GroupVersionKind
@@ -128,6 +134,9 @@ func ownerOf(u *unstructured.Unstructured) *owner {
 		o.writer = serviceAccountUser(o.Namespace, o.serviceAccount)
 	}
 	o.suspendHint = "to pause Flux, suspend " + o.kind + " " + o.Namespace + "/" + o.Name + " (flux suspend)"
+	if o.kind == kindArtifactGenerator {
+		o.suspendHint = "to pause source-watcher, annotate ArtifactGenerator " + o.Namespace + "/" + o.Name + " with " + MarkerGeneratorReconcile + "=disabled"
+	}
 	return o
 }
 

@@ -70,12 +70,14 @@ var (
 var records = []gitops.Record{
 	{Resource: kustomizations, SubResource: "status", Path: []string{"status", "inventory"}},
 	{Resource: helmReleases, SubResource: "status", Path: []string{"status", "inventory"}},
+	{Resource: artifactGenerators, SubResource: "status", Path: []string{"status", "inventory"}},
 }
 
 // markers are Flux's ownership labels, as the guard keys on them.
 var markers = []object.Pointer{
 	{"metadata", "labels", LabelKustomizationName}, {"metadata", "labels", LabelKustomizationNamespace},
 	{"metadata", "labels", LabelHelmReleaseName}, {"metadata", "labels", LabelHelmReleaseNamespace},
+	{"metadata", "labels", LabelArtifactGenerator},
 }
 
 // optOutPaths are the opt-out markers as pointers, for the guard's
@@ -177,6 +179,14 @@ func claims(v *object.View) labelClaims {
 func (r resolver) Claim(_ gitops.Ref, v *object.View) gitops.Claim {
 	lc := claims(v)
 	c := gitops.Claim{Keys: labelKeys[lc.present], Claims: lc.n > 0}
+	if uid, ok := generatorClaim(v); ok {
+		c.Keys = append(slices.Clip(c.Keys), "label "+LabelArtifactGenerator)
+		c.Claims = true
+		if lc.n == 0 {
+			c.Named = "Flux ArtifactGenerator (UID " + uid + ")"
+			return c
+		}
+	}
 	switch lc.n {
 	case 1:
 		c.Named = lc.owners[0].String()
@@ -209,6 +219,13 @@ func (r resolver) Owners(_ context.Context, ref gitops.Ref, v *object.View) ([]g
 		}
 		out = append(out, r.ownerFor(o, ref, v))
 	}
+	if uid, ok := generatorClaim(v); ok {
+		o, err := r.generatorOwner(context.Background(), uid, ref, v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
 	return out, nil
 }
 
@@ -223,6 +240,10 @@ func (r resolver) ownerFor(o *owner, ref gitops.Ref, v *object.View) gitops.Owne
 		// such an object (as a label or annotation, any case): nothing is
 		// stripped.
 		out.Undeclared, out.Strips = kustomizeKeepsMerged, nil
+	}
+	if o.kind == kindArtifactGenerator {
+		out.FieldManagers, out.IgnoreIn = generatorFieldManagers, ""
+		out.Undeclared, out.Strips = generatorKeeps, nil
 	}
 	if o.kind == kindHelmRelease {
 		out.FieldManagers, out.IgnoreIn = helmFieldManagers, "the HelmRelease's spec.driftDetection.ignore"
@@ -285,6 +306,9 @@ func (o *owner) chartRevert() string {
 
 // revert says what Flux does with a hand edit.
 func (o *owner) revert() string {
+	if o.kind == kindArtifactGenerator {
+		return "source-watcher applies it again at its next reconcile"
+	}
 	if o.kind == kindHelmRelease && strings.EqualFold(o.driftMode, "warn") {
 		// helm-controller reports the drift in events and logs, and
 		// corrects nothing.
