@@ -41,6 +41,11 @@ flux_release 2.8 kustomize:v1.8.0 source:v1.8.0 helm:v1.5.0 notification:v1.8.0 
 # modules' markers (see SOURCES.md); copying the tags' files replaces them.
 flux_release 2.10 kustomize:v1.10.0 source:v1.10.0 helm:v1.7.0 notification:v1.10.0 image-reflector:v1.3.0 image-automation:v1.3.0
 flux_release 2.9 kustomize:v1.9.1 source:v1.9.1 helm:v1.6.1 notification:v1.9.1 image-reflector:v1.2.0 image-automation:v1.2.1
+# source-watcher's ArtifactGenerator (generated from its api module, see
+# SOURCES.md) and source-controller's ExternalArtifact.
+mkdir -p source-watcher/2.3
+fetch fluxcd/source-watcher v2.3.0 config/crd/bases/source.extensions.fluxcd.io_artifactgenerators.yaml source-watcher/2.3/source.extensions.fluxcd.io_artifactgenerators.yaml
+fetch fluxcd/source-controller v1.10.0 config/crd/bases/source.toolkit.fluxcd.io_externalartifacts.yaml source-watcher/2.3/source.toolkit.fluxcd.io_externalartifacts.yaml
 # OLM v0: the kinds installplanguard reads, and the CSVs InstallPlans name.
 for crd in installplans subscriptions clusterserviceversions; do
   fetch operator-framework/api v0.45.0 "crds/operators.coreos.com_${crd}.yaml" "olm/operators.coreos.com_${crd}.yaml"

@@ -364,7 +364,9 @@ func marker(v *object.View, key string) string {
 // how to suspend its owner.
 func (r resolver) hint(o *owner) string {
 	switch {
-	case r.optOutHint == "":
+	case r.optOutHint == "" || o.kind == kindArtifactGenerator:
+		// The opt-out markers the hint names are kustomize-controller's
+		// and helm-controller's.
 		return o.suspendHint
 	case o.kind == kindHelmRelease:
 		return r.helmOptOutHint
