@@ -31,13 +31,15 @@ const (
 
 // TestAPIMigrationFollowsTheInstalledFluxRelease installs Flux 2.6's real
 // CRDs, labelled as Flux's installation labels them, under the running
-// Steward, then upgrades them to 2.7 and 2.8: without fluxVersion in its
+// Steward, then upgrades them release by release to 2.10: without fluxVersion in its
 // configuration, Steward's target follows each upgrade without a restart
 // (the metric and the log say so), and so does its advice: image v1beta2 is
 // left alone at 2.6, where it is current, and advised toward v1 from 2.7,
 // the first release serving image v1; suspendnotice follows the same
-// upgrades, to 2.9, which serves image v1 only. Without the label the target is
-// inferred from the served versions; a pinned fluxVersion is kept whatever
+// upgrades, to 2.9, which serves image v1 only; 2.10 deprecates Alert
+// v1beta3. Without the label the target is read from the CRDs themselves
+// (served versions, deprecation marks, schema fields), and where they
+// cannot tell, the range is named; a pinned fluxVersion is kept whatever
 // the CRDs say.
 func TestAPIMigrationFollowsTheInstalledFluxRelease(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -109,9 +111,64 @@ func TestAPIMigrationFollowsTheInstalledFluxRelease(t *testing.T) {
 	// Kustomizations' drift ignore rules and HelmReleases' inventories.
 	t.Run("FluxguardOnFlux29", func(t *testing.T) { fluxguardOnFlux29(ctx, t) })
 
-	t.Run("UnlabelledCRDsAreReadFromTheirServedVersions", func(t *testing.T) {
+	// Flux 2.10 serves Alert and Provider at v1, stores them there, and
+	// marks v1beta3 deprecated, with its own warning.
+	trimStoredVersions(ctx, t, "2.10")
+	installFluxCRDs(ctx, t, "2.10", "v2.10.0")
+	waitForTarget(ctx, t, "2.10", "cluster-label")
+	t.Run("Flux210", func(t *testing.T) {
+		applyExpecting(ctx, t, alertYAML("v1", "current-at-210"), "")
+		applyExpecting(ctx, t, alertYAML("v1beta3", "at-210"),
+			"Warning: apimigration: notification.toolkit.fluxcd.io/v1beta3 is deprecated; use v1 (flux migrate)\n")
+		out, _, err := env.Kubectl(ctx, "", "get", "alerts.v1.notification.toolkit.fluxcd.io", "at-210", "-n", targetNS,
+			"-o", `jsonpath={.metadata.annotations.steward\.dev/migrated-from}`)
+		if err != nil || out != "notification.toolkit.fluxcd.io/v1beta3" {
+			t.Errorf("the Alert written through v1beta3 is marked %q (%v), want notification.toolkit.fluxcd.io/v1beta3", out, err)
+		}
+		// The API server adds Flux's own deprecation warning.
+		_, stderr, err := env.Kubectl(ctx, "", "get", "alerts.v1beta3.notification.toolkit.fluxcd.io", "at-210", "-n", targetNS)
+		if err != nil || !strings.Contains(stderr, "v1beta3 Alert is deprecated, upgrade to v1") {
+			t.Errorf("reading through v1beta3 (%v): stderr %q lacks the CRD's deprecation warning", err, stderr)
+		}
+	})
+
+	t.Run("UnlabelledCRDsAreReadFromThemselves", func(t *testing.T) {
+		installFluxCRDs(ctx, t, "2.10", "")
+		waitForTarget(ctx, t, "2.10", "served-versions")
+		// Back to 2.9, which serves no Alert v1: the Alerts stored there go
+		// first, as the storage version a downgrade drops must.
+		for _, name := range []string{"current-at-210", "at-210"} {
+			if _, _, err := env.Kubectl(ctx, "", "delete", "alerts.notification.toolkit.fluxcd.io", name, "-n", targetNS, "--wait"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		trimStoredVersions(ctx, t, "2.9")
+		installFluxCRDs(ctx, t, "2.9", "")
+		waitForTarget(ctx, t, "2.9", "served-versions")
 		installFluxCRDs(ctx, t, "2.8", "")
 		waitForTarget(ctx, t, "2.8", "served-versions")
+	})
+
+	// With only image-reflector-controller's CRDs of 2.9 installed,
+	// nothing tells 2.9 from 2.10 (its CRDs did not change): the metric and
+	// the log name the range. (A refusal naming it needs a version the
+	// CRDs serve and the range removes, which these CRDs cannot have: the
+	// unit test TestARangeIsNamedWhereverTheTargetIsShown shows it.)
+	t.Run("WhereTheCRDsCannotTellTheRangeIsNamed", func(t *testing.T) {
+		installFluxCRDs(ctx, t, "2.9", "")
+		var others []*apiextensionsv1.CustomResourceDefinition
+		for _, crd := range fluxCRDs(t, "2.9") {
+			if crd.Spec.Names.Kind != "ImageRepository" && crd.Spec.Names.Kind != "ImagePolicy" {
+				others = append(others, crd)
+			}
+		}
+		if err := env.DeleteCRDs(ctx, t, 3*time.Minute, others...); err != nil {
+			t.Fatal(err)
+		}
+		waitForTarget(ctx, t, "2.9 or 2.10", "served-versions")
+		if !logged(env.Steward.Log(), `"msg":"target Flux release changed"`, `"fluxVersion":"2.9 or 2.10"`, `"source":"served-versions"`) {
+			t.Errorf("no log line naming the range in:\n%s", env.Steward.LogTail(40))
+		}
 	})
 
 	t.Run("APinnedReleaseIsKept", func(t *testing.T) {
@@ -148,6 +205,22 @@ metadata:
 spec:
   image: ghcr.io/stefanprodan/podinfo
   interval: 5m
+`, version, name, targetNS)
+}
+
+// alertYAML is an Alert manifest at apiVersion version.
+func alertYAML(version, name string) string {
+	return fmt.Sprintf(`apiVersion: notification.toolkit.fluxcd.io/%s
+kind: Alert
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  providerRef:
+    name: on-call
+  eventSources:
+  - kind: Kustomization
+    name: '*'
 `, version, name, targetNS)
 }
 

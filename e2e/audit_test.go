@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/google/go-cmp/cmp"
 	"os"
 	"path/filepath"
 	"slices"
@@ -98,6 +99,35 @@ func TestAuditPublishesPolicyReports(t *testing.T) {
 		}
 		return nil
 	})
+	// The OpenReports CRDs are installed too: the same results in a Report.
+	var open *unstructured.Unstructured
+	harness.Eventually(t, auditTimeout, func() error {
+		open, err = openReport(ctx, ns)
+		if err != nil {
+			return err
+		}
+		if got := harness.ReportResults(open); !slices.Equal(got, want) {
+			return fmt.Errorf("Report %s/steward holds %v, want %v", ns, got, want)
+		}
+		return nil
+	})
+
+	t.Run("TheOpenReportsReportHoldsTheSameResults", func(t *testing.T) {
+		if src, _, _ := unstructured.NestedString(open.Object, "source"); src != "steward" {
+			t.Errorf("Report source = %q, want steward", src)
+		}
+		a, _, _ := unstructured.NestedSlice(report.Object, "results")
+		b, _, _ := unstructured.NestedSlice(open.Object, "results")
+		if diff := cmp.Diff(a, b); diff != "" {
+			t.Errorf("the PolicyReport's and the Report's results differ (-PolicyReport +Report):\n%s", diff)
+		}
+		for _, r := range b {
+			m := r.(map[string]any)
+			if m["category"] != m["policy"] || m["severity"] == nil || m["scored"] != true {
+				t.Errorf("%v: category %v, severity %v, scored %v; want Policy Reporter's fields filled", m["policy"], m["category"], m["severity"], m["scored"])
+			}
+		}
+	})
 
 	t.Run("TheReportHoldsEachFindingsDetails", func(t *testing.T) {
 		if got := report.GetLabels()["app.kubernetes.io/managed-by"]; got != "steward" {
@@ -148,6 +178,13 @@ func TestAuditPublishesPolicyReports(t *testing.T) {
 		}
 		if again.GetResourceVersion() != report.GetResourceVersion() {
 			t.Errorf("the report was written again (resourceVersion %s, then %s) though its results did not change: %v", report.GetResourceVersion(), again.GetResourceVersion(), harness.ReportResults(again))
+		}
+		openAgain, err := openReport(ctx, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if openAgain.GetResourceVersion() != open.GetResourceVersion() {
+			t.Errorf("the Report was written again (resourceVersion %s, then %s) though its results did not change", open.GetResourceVersion(), openAgain.GetResourceVersion())
 		}
 	})
 
@@ -235,6 +272,16 @@ func TestAuditPublishesPolicyReports(t *testing.T) {
 		}
 		return fmt.Errorf("PolicyReport %s/steward still holds %v; want it deleted once nothing is left to report", ns, harness.ReportResults(r))
 	})
+	harness.Eventually(t, auditTimeout, func() error {
+		r, err := openReport(ctx, ns)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		}
+		return fmt.Errorf("Report %s/steward still holds %v; want it deleted once nothing is left to report", ns, harness.ReportResults(r))
+	})
 }
 
 // startAuditingSteward installs the PolicyReport CRDs Steward ships and
@@ -251,13 +298,14 @@ func startAuditingSteward(t *testing.T, ctx context.Context) {
 	crds, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{
 		filepath.Join(root, "manifests", "policyreport-crds", "policyreports.yaml"),
 		filepath.Join(root, "manifests", "policyreport-crds", "clusterpolicyreports.yaml"),
+		filepath.Join(root, "e2e", "upstream", "openreports"),
 	}, ErrorIfPathMissing: true})
 	if err != nil {
-		t.Fatalf("installing the PolicyReport CRDs Steward ships: %v", err)
+		t.Fatalf("installing the PolicyReport CRDs Steward ships and OpenReports' CRDs: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := envtest.UninstallCRDs(env.Config, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
-			t.Errorf("removing the PolicyReport CRDs: %v", err)
+			t.Errorf("removing the report CRDs: %v", err)
 		}
 		policyReportCRDsGone(t, context.Background())
 	})
@@ -276,7 +324,7 @@ func startAuditingSteward(t *testing.T, ctx context.Context) {
 func policyReportCRDsGone(t *testing.T, ctx context.Context) {
 	t.Helper()
 	harness.Eventually(t, 30*time.Second, func() error {
-		for _, name := range []string{"policyreports.wgpolicyk8s.io", "clusterpolicyreports.wgpolicyk8s.io"} {
+		for _, name := range []string{"policyreports.wgpolicyk8s.io", "clusterpolicyreports.wgpolicyk8s.io", "reports.openreports.io", "clusterreports.openreports.io"} {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			err := env.Client.Get(ctx, client.ObjectKey{Name: name}, crd)
 			switch {
@@ -296,6 +344,15 @@ func policyReport(ctx context.Context, ns string) (*unstructured.Unstructured, e
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("wgpolicyk8s.io/v1alpha2")
 	u.SetKind("PolicyReport")
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "steward"}, u)
+	return u, err
+}
+
+// openReport reads Steward's OpenReports Report in ns.
+func openReport(ctx context.Context, ns string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("openreports.io/v1alpha1")
+	u.SetKind("Report")
 	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "steward"}, u)
 	return u, err
 }

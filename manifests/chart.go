@@ -119,7 +119,11 @@ func (l chartList) helper() string { return "steward.list." + l.rule + "." + l.k
 // `steward manifests --config`, rather than install a registration the
 // server does not serve.
 var chartRefused = sync.OnceValue(func() []chartRefusal {
-	out := []chartRefusal{{path: "recordEventsFor", allowed: []string{string(config.EventsForServiceAccounts)}, why: "changes Steward's permission to record Events"}}
+	out := []chartRefusal{
+		{path: "recordEventsFor", allowed: []string{string(config.EventsForServiceAccounts)}, why: "changes Steward's permission to record Events"},
+		// A list reads as Go and Helm print it: "[a b]".
+		{path: "audit.reportAPIs", allowed: []string{fmt.Sprint(config.ReportAPIValues())}, why: "changes Steward's permission to write reports"},
+	}
 	for _, spec := range defaultSpecs() {
 		for _, r := range spec.ChartRefused {
 			out = append(out, chartRefusal{path: "rules." + spec.Name + "." + r.Key, allowed: r.Allowed, installName: r.InstallName, why: r.Why})

@@ -19,7 +19,7 @@ import (
 // aggregate and, in its own namespace, the Lease of leader election.
 func (in install) baseRBAC(cfg config.Config, rules []webhooks.Configured) []any {
 	policy := append(setup.ClusterCacheRBAC(), setup.EventsRBAC(cfg)...)
-	policy = append(policy, audit.RBAC()...)
+	policy = append(policy, audit.RBAC(cfg.Audit)...)
 	var aggregated []any
 	for _, c := range rules {
 		spec := c.Rule.Spec()

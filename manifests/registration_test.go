@@ -116,7 +116,7 @@ func TestASpecAloneDeterminesTheRegistration(t *testing.T) {
 			bindings = append(bindings, o.RoleRef.Name+" to "+o.Subjects[0].Namespace+"/"+o.Subjects[0].Name)
 		}
 	}
-	wantPolicy := append(append(append(append(setup.ClusterCacheRBAC(), setup.EventsRBAC(config.Defaults())...), audit.RBAC()...), readWidgets, rbacv1.PolicyRule{
+	wantPolicy := append(append(append(append(setup.ClusterCacheRBAC(), setup.EventsRBAC(config.Defaults())...), audit.RBAC(config.Defaults().Audit)...), readWidgets, rbacv1.PolicyRule{
 		APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"},
 		ResourceNames: []string{Name}, Verbs: []string{"get", "patch"},
 	}), metricsAuthRules...)

@@ -92,7 +92,7 @@ func declaredPermissions(overlay string) (cluster, namespaced []rbacv1.PolicyRul
 		cluster = append(cluster, c.Rule.Spec().PolicyRules()...)
 	}
 	cluster = append(cluster, metricsAuthRules...)
-	cluster = append(cluster, audit.RBAC()...)
+	cluster = append(cluster, audit.RBAC(config.Defaults().Audit)...)
 	namespaced = append(namespaced, audit.LeaderElectionRBAC()...)
 	if overlay == "self-managed-certs" {
 		c, n := certs.SelfManagedRBAC()
@@ -233,12 +233,16 @@ func isEventNotes(r rbacv1.PolicyRule) bool {
 		slices.Equal(r.Verbs, []string{"create", "patch"}) && len(r.ResourceNames) == 0
 }
 
-// isOwnReports says whether r grants writes on the audit's PolicyReports
-// only: created where a namespace has findings, updated and deleted
-// only under Steward's report name.
+// isOwnReports says whether r grants writes on the audit's reports only
+// (PolicyReports, OpenReports): created where a namespace has findings,
+// updated and deleted only under Steward's report name.
 func isOwnReports(r rbacv1.PolicyRule) bool {
-	if !slices.Equal(r.APIGroups, []string{audit.PolicyReports.Group}) ||
-		!slices.Equal(r.Resources, []string{audit.PolicyReports.Resource, audit.ClusterPolicyReports.Resource}) {
+	own := false
+	for _, api := range []audit.ReportAPI{audit.PolicyReportAPI, audit.OpenReportsAPI} {
+		own = own || (slices.Equal(r.APIGroups, []string{api.Namespaced.Group}) &&
+			slices.Equal(r.Resources, []string{api.Namespaced.Resource, api.Cluster.Resource}))
+	}
+	if !own {
 		return false
 	}
 	return (slices.Equal(r.Verbs, []string{"list", "create"}) && len(r.ResourceNames) == 0) ||

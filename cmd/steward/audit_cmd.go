@@ -22,6 +22,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/stewardhq/steward/webhooks"
+	"sigs.k8s.io/yaml"
+
 	"github.com/stewardhq/steward/webhooks/audit"
 	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/setup"
@@ -37,9 +39,14 @@ API server (list and watch, nothing is written), and every rule that can
 audit answers once its caches have synced. Rules the configuration turns
 off or lists in audit.disabledRules are not asked.
 
-Output (-o): text (grouped by namespace, then rule) or json (one document:
-findings in report order, failures first, and a summary). The json fields
-are stable: new ones may be added, existing ones keep their meaning.
+Output (-o): text (grouped by namespace, then rule), json (one document:
+findings in report order, failures first, and a summary), or the reports
+'steward serve' would write, as YAML documents: policyreport
+(wgpolicyk8s.io/v1alpha2 PolicyReports and the ClusterPolicyReport) or
+openreports (openreports.io/v1alpha1 Reports and the ClusterReport), for
+kubectl apply or a look at what Policy Reporter would show. The json
+fields are stable: new ones may be added, existing ones keep their
+meaning.
 
 Exit status: 0 nothing fails (warnings alone exit 0); 1 a finding is a
 fail, or the audit could not finish (a rule's caches not synced within
@@ -56,7 +63,7 @@ Examples:
 `
 
 // auditFormats are the values of -o.
-var auditFormats = []string{"text", "json"}
+var auditFormats = []string{"text", "json", "policyreport", "openreports"}
 
 // auditOptions are the flags of `steward audit`.
 type auditOptions struct {
@@ -78,7 +85,7 @@ func auditFlagSet(o *auditOptions, out io.Writer) *flag.FlagSet {
 		return nil
 	}
 	fs.Func("o", "short for --output `format`", format)
-	fs.Func("output", "output `format`: text (default) or json", format)
+	fs.Func("output", "output `format`: text (default), json, policyreport or openreports", format)
 	return fs
 }
 
@@ -122,9 +129,14 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 			code = exitFailed
 		}
 	}
-	if o.output == "json" {
+	switch o.output {
+	case "json":
 		err = writeAuditJSON(stdout, pass, results, code)
-	} else {
+	case "policyreport":
+		err = writeAuditReports(stdout, audit.PolicyReportAPI, results)
+	case "openreports":
+		err = writeAuditReports(stdout, audit.OpenReportsAPI, results)
+	default:
 		err = writeAuditText(stdout, pass, results)
 	}
 	if err != nil {
@@ -266,6 +278,23 @@ func writeAuditJSON(w io.Writer, pass audit.Pass, results []audit.Result, code i
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
+}
+
+// writeAuditReports prints the reports of api the background audit would
+// write for results, as YAML documents: cluster-scoped first, then by
+// namespace.
+func writeAuditReports(w io.Writer, api audit.ReportAPI, results []audit.Result) error {
+	reports := audit.Reports(results, audit.MaxResults)
+	for _, ns := range slices.Sorted(maps.Keys(reports)) {
+		data, err := yaml.Marshal(audit.ReportObject(api, reports[ns]).Object)
+		if err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, "---\n"+string(data)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeAuditText prints the findings by namespace (cluster-scoped objects

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/stewardhq/steward/webhooks/audit"
 	"github.com/stewardhq/steward/webhooks/rule"
@@ -98,5 +101,40 @@ func TestAuditNamesTheRulesThatCouldNotAnswer(t *testing.T) {
 		"  fleetguard: cache not synced"
 	if err == nil || err.Error() != want {
 		t.Errorf("notAnswered = %v\nwant %s", err, want)
+	}
+}
+
+// TestAuditPrintsEitherReportAPI: -o policyreport and -o openreports print
+// the reports the background audit writes, one per namespace, of the
+// API's kinds, with the same results.
+func TestAuditPrintsEitherReportAPI(t *testing.T) {
+	pass := auditPassFixture()
+	results := audit.Results(pass.Answered(), time.Time{})
+	kinds := map[string][]string{}
+	resultsOf := map[string][]any{}
+	for _, api := range []audit.ReportAPI{audit.PolicyReportAPI, audit.OpenReportsAPI} {
+		var out bytes.Buffer
+		if err := writeAuditReports(&out, api, results); err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range strings.Split(strings.TrimPrefix(out.String(), "---\n"), "---\n") {
+			var obj map[string]any
+			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+				t.Fatalf("%s: %v in:\n%s", api.Name, err, doc)
+			}
+			meta, _ := obj["metadata"].(map[string]any)
+			kinds[api.Name] = append(kinds[api.Name], fmt.Sprintf("%s %s %s/%s", obj["apiVersion"], obj["kind"], meta["namespace"], meta["name"]))
+			resultsOf[api.Name] = append(resultsOf[api.Name], obj["results"])
+		}
+	}
+	want := map[string][]string{
+		"wgpolicyk8s.io/v1alpha2": {"wgpolicyk8s.io/v1alpha2 PolicyReport apps/steward", "wgpolicyk8s.io/v1alpha2 PolicyReport operators/steward"},
+		"openreports.io/v1alpha1": {"openreports.io/v1alpha1 Report apps/steward", "openreports.io/v1alpha1 Report operators/steward"},
+	}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Errorf("reports printed (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(resultsOf["wgpolicyk8s.io/v1alpha2"], resultsOf["openreports.io/v1alpha1"]); diff != "" {
+		t.Errorf("the two APIs' results differ (-PolicyReport +Report):\n%s", diff)
 	}
 }

@@ -48,6 +48,10 @@ func TestCheckGolden(t *testing.T) {
 			reason: "kubectl -o yaml Lists, nested too: every item is checked and located",
 			args:   []string{"--flux-version", "v2.9.0", in("list.yaml")},
 		},
+		"list-2.10": {
+			reason: "Flux 2.10 stores Alert and Provider at v1 and deprecates v1beta3, which no release of the table removes yet",
+			args:   []string{"--flux-version", "2.10", in("list.yaml")},
+		},
 		"list-2.8": {
 			reason: "at 2.8 notification and image v1beta2 are deprecated, v1beta1 removed",
 			args:   []string{"--flux-version", "2.8", in("list.yaml")},
@@ -130,7 +134,7 @@ func TestCheckGolden(t *testing.T) {
 		},
 		"flux-version-newer": {
 			reason: "a release newer than the newest Steward knows is a usage error: Steward cannot tell what it removes",
-			args:   []string{"--flux-version", "2.10", in("current.yaml")},
+			args:   []string{"--flux-version", "2.11", in("current.yaml")},
 		},
 		"invalid-config": {
 			reason: "an invalid configuration file names the field; exit 3, as for every command",

@@ -298,7 +298,8 @@ func addAudit(mgr manager.Manager, opts serveOptions, served *servedRules, log l
 	if err := ctrlmetrics.Registry.Register(metrics); err != nil {
 		return fmt.Errorf("registering the audit metrics: %w", err)
 	}
-	runner := audit.NewRunner(served.auditCurrent, mgr.GetAPIReader(), audit.NewPublisher(dyn), metrics, log.WithName("audit"))
+	runner := audit.NewRunner(served.auditCurrent, mgr.GetAPIReader(), audit.NewPublisher(dyn), metrics, log.WithName("audit")).
+		ReportTo(served.auditReports)
 	if opts.leaderElect {
 		election, err := auditElection(mgr, opts.certs.Namespace)
 		if err != nil {

@@ -79,6 +79,13 @@ func (s *servedRules) auditCurrent() ([]audit.Auditor, time.Duration) {
 	return webhooks.Auditors(cfg, rules), cfg.Every()
 }
 
+// auditReports are the report APIs the audit writes now
+// (audit.reportAPIs).
+func (s *servedRules) auditReports() []audit.ReportAPI {
+	_, cfg := s.forAudit()
+	return audit.ReportAPIs(cfg.Reports())
+}
+
 // swap makes next, built from cfg, answer every path from the next
 // request on.
 func (s *servedRules) swap(cfg config.Config, next []webhooks.Configured) {

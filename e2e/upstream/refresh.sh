@@ -37,7 +37,15 @@ flux_crds() { # controller
 flux_release 2.6 kustomize:v1.6.0 source:v1.6.0 helm:v1.3.0 notification:v1.6.0 image-reflector:v0.35.0 image-automation:v0.41.0
 flux_release 2.7 kustomize:v1.7.0 source:v1.7.0 helm:v1.4.0 notification:v1.7.1 image-reflector:v1.0.1 image-automation:v1.0.1
 flux_release 2.8 kustomize:v1.8.0 source:v1.8.0 helm:v1.5.0 notification:v1.8.0 image-reflector:v1.1.0 image-automation:v1.1.0
+# 2.10: helm, notification and image-* were generated from their api
+# modules' markers (see SOURCES.md); copying the tags' files replaces them.
+flux_release 2.10 kustomize:v1.10.0 source:v1.10.0 helm:v1.7.0 notification:v1.10.0 image-reflector:v1.3.0 image-automation:v1.3.0
 flux_release 2.9 kustomize:v1.9.1 source:v1.9.1 helm:v1.6.1 notification:v1.9.1 image-reflector:v1.2.0 image-automation:v1.2.1
+# source-watcher's ArtifactGenerator (generated from its api module, see
+# SOURCES.md) and source-controller's ExternalArtifact.
+mkdir -p source-watcher/2.3
+fetch fluxcd/source-watcher v2.3.0 config/crd/bases/source.extensions.fluxcd.io_artifactgenerators.yaml source-watcher/2.3/source.extensions.fluxcd.io_artifactgenerators.yaml
+fetch fluxcd/source-controller v1.10.0 config/crd/bases/source.toolkit.fluxcd.io_externalartifacts.yaml source-watcher/2.3/source.toolkit.fluxcd.io_externalartifacts.yaml
 # OLM v0: the kinds installplanguard reads, and the CSVs InstallPlans name.
 for crd in installplans subscriptions clusterserviceversions; do
   fetch operator-framework/api v0.45.0 "crds/operators.coreos.com_${crd}.yaml" "olm/operators.coreos.com_${crd}.yaml"
@@ -75,6 +83,11 @@ done
 mkdir -p cert-manager/1.21
 for crd in issuers certificates; do
   fetch cert-manager/cert-manager v1.21.1 "deploy/crds/cert-manager.io_${crd}.yaml" "cert-manager/1.21/cert-manager.io_${crd}.yaml"
+done
+# The OpenReports CRDs the audit also writes to.
+mkdir -p openreports
+for crd in reports clusterreports; do
+  fetch openreports/reports-api v0.2.1 "config/crd/openreports.io_${crd}.yaml" "openreports/openreports.io_${crd}.yaml"
 done
 # The PolicyReport CRDs Steward ships and its audit writes to (no tags
 # upstream: the commit that last changed them). Kept in manifests/upstream.

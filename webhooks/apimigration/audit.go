@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
@@ -35,15 +36,33 @@ func (r *Rule) Audit(ctx context.Context, api client.Reader) ([]rule.Finding, er
 	if served == nil {
 		return nil, errors.New("apimigration has not discovered the cluster's Flux kinds yet")
 	}
-	// Unpinned, the target is chosen from the same discovery answer the
-	// pass reads, not from the follower's copy, which may lag it by a
-	// moment (a one-off pass of `steward audit` starts right after the
-	// first answer).
+	crds, err := readShapes(ctx, api, served)
+	if err != nil {
+		return nil, err
+	}
+	// Unpinned, the target is chosen from the same discovery answer and
+	// CRDs the pass reads, not from the follower's copy, which may lag them
+	// by a moment (a one-off pass of `steward audit` starts right after
+	// the first answer).
 	target := r.Target()
 	if r.pin == nil {
-		target = ClusterTarget(served)
+		target = ClusterTarget(served, crds)
 	}
 	var out []rule.Finding
+	for i := range apis {
+		a := &apis[i]
+		if crd := crds[schema.GroupResource{Group: a.Group, Resource: a.Resource}]; crd != nil {
+			out = append(out, storedVersionsFinding(a, crd, target))
+		}
+	}
+	return out, nil
+}
+
+// readShapes reads, by name, the CRD of every kind of the table that
+// served names (served, or defined and not served yet). A CRD removed
+// since is left out; any other error is returned.
+func readShapes(ctx context.Context, api client.Reader, served *clustercache.Served) (map[schema.GroupResource]*CRDShape, error) {
+	out := map[schema.GroupResource]*CRDShape{}
 	for i := range apis {
 		a := &apis[i]
 		gr := schema.GroupResource{Group: a.Group, Resource: a.Resource}
@@ -58,25 +77,25 @@ func (r *Rule) Audit(ctx context.Context, api client.Reader) ([]rule.Finding, er
 			}
 			return nil, fmt.Errorf("reading CustomResourceDefinition %s: %w", gr, err)
 		}
-		stored, _, _ := unstructured.NestedStringSlice(crd.Object, "status", "storedVersions")
-		out = append(out, storedVersionsFinding(a, crd, stored, target))
+		out[gr] = shapeOf(a, crd.Object)
 	}
 	return out, nil
 }
 
 // storedVersionsFinding judges one Flux CRD's stored versions against the
 // target release.
-func storedVersionsFinding(a *API, crd *unstructured.Unstructured, stored []string, target Target) rule.Finding {
+func storedVersionsFinding(a *API, crd *CRDShape, target Target) rule.Finding {
+	stored := crd.Stored
 	f := rule.Finding{
 		Check:  CheckStoredVersions,
 		Result: rule.AuditPass,
 		Object: corev1.ObjectReference{
 			APIVersion: crdGVK.GroupVersion().String(), Kind: crdGVK.Kind,
-			Name: crd.GetName(), UID: crd.GetUID(),
+			Name: crd.Name, UID: types.UID(crd.UID),
 		},
 		Properties: map[string]string{
 			"storedVersions": strings.Join(stored, ","),
-			"target":         target.Release.String(),
+			"target":         target.Name(),
 		},
 	}
 	var removed, removedIn []string
@@ -87,14 +106,14 @@ func storedVersionsFinding(a *API, crd *unstructured.Unstructured, stored []stri
 		}
 	}
 	if len(removed) == 0 {
-		f.Message = fmt.Sprintf("%s: every version CustomResourceDefinition %s stores objects in is served by Flux %s", Name, crd.GetName(), target.Release)
+		f.Message = fmt.Sprintf("%s: every version CustomResourceDefinition %s stores objects in is served by Flux %s", Name, crd.Name, target.Release)
 		return f
 	}
 	f.Result = rule.AuditFail
 	f.Properties["removedIn"] = strings.Join(removedIn, ", ")
 	f.Message = fmt.Sprintf("%s: CustomResourceDefinition %s still lists %s in status.storedVersions, which Flux %s no longer serves (this cluster targets Flux %s); "+
 		"the upgrade to Flux %s fails on this CRD until the objects stored in %s are rewritten. Run `flux migrate` (Flux CLI 2.7 or later) before upgrading to Flux %s",
-		Name, crd.GetName(), strings.Join(removed, " and "), target.Release, target, target.Release, plural(len(removed), "it", "them"), target.Release)
+		Name, crd.Name, strings.Join(removed, " and "), target.Release, target, target.Release, plural(len(removed), "it", "them"), target.Release)
 	return f
 }
 

@@ -46,6 +46,18 @@ type Finding struct {
 	Use string
 	// Target is the Flux release the decision was made against.
 	Target Release
+	// TargetName names the target in messages when it is not Target
+	// alone: the releases the cluster may run ("2.8 to 2.10"), when its
+	// CRDs cannot tell which. Empty means Target.
+	TargetName string
+}
+
+// targetName is the target as messages name it.
+func (f Finding) targetName() string {
+	if f.TargetName != "" {
+		return f.TargetName
+	}
+	return f.Target.String()
 }
 
 // Classify decides what a write through group/version of kind means when
@@ -107,7 +119,7 @@ func (f Finding) Refusal(object, source string) string {
 		where = "in the manifest " + source + " applies"
 	}
 	msg := Name + ": " + object + " is written through " + f.From() + ", which Flux " + f.RemovedIn.String() +
-		" removed (this cluster targets Flux " + f.Target.String() + "); change apiVersion to " + f.To() + " " + where
+		" removed (this cluster targets Flux " + f.targetName() + "); change apiVersion to " + f.To() + " " + where
 	if f.migrate() {
 		msg += " (`flux migrate -f <dir>` rewrites a checkout, `flux migrate` the stored objects)"
 	}
@@ -119,7 +131,7 @@ func (f Finding) Refusal(object, source string) string {
 func (f Finding) Advice() string {
 	switch f.Status {
 	case RemovedVersion:
-		return fmt.Sprintf("%s was removed in Flux %s (target %s): change apiVersion to %s", f.From(), f.RemovedIn, f.Target, f.To())
+		return fmt.Sprintf("%s was removed in Flux %s (target %s): change apiVersion to %s", f.From(), f.RemovedIn, f.targetName(), f.To())
 	case DeprecatedVersion:
 		return fmt.Sprintf("%s is deprecated%s: change apiVersion to %s", f.From(), f.removal(), f.To())
 	}

@@ -23,7 +23,12 @@ func TestWarningFitsOnOneLine(t *testing.T) {
 				if len(w) > 120 {
 					t.Errorf("%s: warning is %d characters: %q", f.From(), len(w), w)
 				}
-				parts := []string{a.Group + "/" + v, "use " + a.Preferred(r), "Flux " + f.RemovedIn.String()}
+				parts := []string{a.Group + "/" + v, "use " + a.Preferred(r)}
+				if f.RemovedIn != (Release{}) {
+					parts = append(parts, "removed in Flux "+f.RemovedIn.String())
+				} else if strings.Contains(w, "removed") {
+					t.Errorf("%s at Flux %s: warning %q names a removal no release of the table makes", f.From(), r, w)
+				}
 				if r.AtLeast(FluxMigrateSince) {
 					parts = append(parts, "(flux migrate)")
 				} else if strings.Contains(w, "flux migrate") {
@@ -61,6 +66,12 @@ func TestClassify(t *testing.T) {
 			DeprecatedVersion, "2.9", NotificationGroup + "/v1beta3"},
 		"AlertV1beta3Current": {"Alert's current version is v1beta3", NotificationGroup, "Alert", "v1beta3", "2.9", Untouched, "0.0",
 			NotificationGroup + "/v1beta3"},
+		"AlertV1beta3DeprecatedIn210": {"Flux 2.10 stores Alert at v1 and marks v1beta3 deprecated; no release of the table removes it",
+			NotificationGroup, "Alert", "v1beta3", "2.10", DeprecatedVersion, "0.0", NotificationGroup + "/v1"},
+		"ProviderV1Current210": {"Provider v1 is 2.10's storage version", NotificationGroup, "Provider", "v1", "2.10", Untouched, "0.0",
+			NotificationGroup + "/v1"},
+		"AlertV1beta2RemovedIn29At210": {"notification v1beta2 stays removed, and is told to move to v1 at 2.10", NotificationGroup, "Alert", "v1beta2", "2.10",
+			RemovedVersion, "2.9", NotificationGroup + "/v1"},
 		"ReceiverV1beta1RemovedIn27": {"v1beta1 goes in 2.7 everywhere", NotificationGroup, "Receiver", "v1beta1", "2.7",
 			RemovedVersion, "2.7", NotificationGroup + "/v1"},
 		"ImagePolicyV1beta2RemovedIn29": {"image v1beta2 goes in 2.9", ImageGroup, "ImagePolicy", "v1beta2", "2.9",

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
@@ -29,7 +30,7 @@ func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache
 	if r.pin != nil {
 		r.view.log.Info("target Flux release", "fluxVersion", r.pin.Release.String(), "source", string(r.pin.Source))
 	}
-	f := &follower{view: r.view, cluster: cluster, notices: cluster.Subscribe()}
+	f := &follower{view: r.view, cluster: cluster, api: mgr.GetAPIReader(), notices: cluster.Subscribe()}
 	if err := mgr.Add(f); err != nil {
 		return fmt.Errorf("%s: adding the target release follower: %w", Name, err)
 	}
@@ -84,10 +85,10 @@ func (v *view) follow(t Target) {
 	after := v.inUse.Load().Target()
 	switch {
 	case first && v.inUse.Load().pin == nil:
-		v.log.Info("target Flux release", "fluxVersion", after.Release.String(), "source", string(after.Source))
+		v.log.Info("target Flux release", "fluxVersion", after.Name(), "source", string(after.Source))
 	case before != after:
-		v.log.Info("target Flux release changed", "fluxVersion", after.Release.String(), "source", string(after.Source),
-			"previousFluxVersion", before.Release.String(), "previousSource", string(before.Source))
+		v.log.Info("target Flux release changed", "fluxVersion", after.Name(), "source", string(after.Source),
+			"previousFluxVersion", before.Name(), "previousSource", string(before.Source))
 	}
 }
 
@@ -99,6 +100,9 @@ func (r *Rule) readyCheck(req *http.Request) error { return r.view.readyCheck(re
 type follower struct {
 	view    *view
 	cluster *clustercache.Cache
+	// api reads the Flux CRDs by name when their label does not name the
+	// release (the GETs the audit makes too).
+	api     client.Reader
 	notices <-chan struct{}
 }
 
@@ -113,8 +117,23 @@ func (f *follower) Start(ctx context.Context) error {
 			return nil
 		case <-f.notices:
 			if s := f.cluster.Served(); s != nil {
-				f.view.follow(ClusterTarget(s))
+				f.view.follow(f.target(ctx, s))
 			}
 		}
 	}
+}
+
+// target chooses the release from discovery's answer s and, when no CRD's
+// label names it, from the Flux CRDs themselves: up to one GET per Flux
+// kind installed, after each discovery (a CRD changed, or the periodic
+// one). A CRD that cannot be read leaves the choice to the versions served.
+func (f *follower) target(ctx context.Context, s *clustercache.Served) Target {
+	if hasLabel(s) {
+		return ClusterTarget(s, nil)
+	}
+	crds, err := readShapes(ctx, f.api, s)
+	if err != nil {
+		f.view.log.Error(err, "reading the Flux CRDs; choosing the target Flux release from the versions they serve")
+	}
+	return ClusterTarget(s, crds)
 }

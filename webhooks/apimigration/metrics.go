@@ -21,7 +21,7 @@ func (r *Rule) Collector() prometheus.Collector {
 	return &targetInfo{
 		view: r.view,
 		desc: prometheus.NewDesc("steward_apimigration_target_info",
-			"The Flux release apimigration decides against (1), and where it came from: config (pinned by rules.apimigration.fluxVersion), cluster-label (the Flux CRDs' app.kubernetes.io/version), served-versions (inferred from the versions the Flux CRDs serve) or default (no Flux CRDs).",
+			"The Flux release apimigration decides against (1), or the releases the cluster's Flux CRDs may belong to when they cannot tell (\"2.8 to 2.10\": decided against the oldest), and where it came from: config (pinned by rules.apimigration.fluxVersion), cluster-label (the Flux CRDs' app.kubernetes.io/version), served-versions (inferred from the Flux CRDs: the versions they serve and mark deprecated, and the fields their schemas have) or default (no Flux CRDs).",
 			[]string{"flux_version", "source"}, nil),
 	}
 }
@@ -32,5 +32,5 @@ func (m *targetInfo) Describe(ch chan<- *prometheus.Desc) { ch <- m.desc }
 
 func (m *targetInfo) Collect(ch chan<- prometheus.Metric) {
 	t := m.view.inUse.Load().Target()
-	ch <- prometheus.MustNewConstMetric(m.desc, prometheus.GaugeValue, 1, t.Release.String(), string(t.Source))
+	ch <- prometheus.MustNewConstMetric(m.desc, prometheus.GaugeValue, 1, t.Name(), string(t.Source))
 }

@@ -67,8 +67,8 @@ func (r *Rule) Inherit(running rule.Rule) error {
 	r.view = old.view
 	r.view.inUse.Store(r)
 	if after := r.Target(); after != before {
-		r.view.log.Info("target Flux release changed", "fluxVersion", after.Release.String(), "source", string(after.Source),
-			"previousFluxVersion", before.Release.String(), "previousSource", string(before.Source))
+		r.view.log.Info("target Flux release changed", "fluxVersion", after.Name(), "source", string(after.Source),
+			"previousFluxVersion", before.Name(), "previousSource", string(before.Source))
 	}
 	return nil
 }
@@ -90,7 +90,9 @@ func (r *Rule) Handle(_ context.Context, req *rule.Request) admission.Response {
 	if req.RequestKind != nil {
 		gvk = *req.RequestKind
 	}
-	f := Classify(gvk.Group, gvk.Kind, gvk.Version, r.Target().Release)
+	t := r.Target()
+	f := Classify(gvk.Group, gvk.Kind, gvk.Version, t.Release)
+	f.TargetName = t.Name()
 	if f.Status == Untouched {
 		return admission.Allowed("")
 	}

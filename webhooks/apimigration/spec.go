@@ -25,7 +25,7 @@ func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
 		Name: Name,
 		Type: rule.Mutating,
-		RBAC: auditRBAC(),
+		RBAC: crdRBAC(),
 		Webhooks: []rule.Webhook{{
 			Name:           rule.WebhookName(Name, ""),
 			Path:           rule.Path(rule.Mutating, Name, ""),
@@ -79,9 +79,11 @@ func deprecatedExpression() string {
 		strings.Join(items, ", ") + "]"
 }
 
-// auditRBAC lets the audit read the Flux CRDs' stored versions, each by
-// name: the cluster cache keeps CRDs as metadata only.
-func auditRBAC() []rbacv1.PolicyRule {
+// crdRBAC lets the rule read the Flux CRDs, each by name: the audit their
+// stored versions, and the target's follower, when no release label names
+// the release, their deprecation marks and schemas. The cluster cache
+// keeps CRDs as metadata only.
+func crdRBAC() []rbacv1.PolicyRule {
 	var names []string
 	for _, a := range apis {
 		names = append(names, a.Resource+"."+a.Group)

@@ -9,7 +9,8 @@ var (
 	flux27   = MustParseRelease("2.7")
 	flux28   = MustParseRelease("2.8")
 	flux29   = MustParseRelease("2.9")
-	releases = []Release{flux26, flux27, flux28, flux29}
+	flux210  = MustParseRelease("2.10")
+	releases = []Release{flux26, flux27, flux28, flux29, flux210}
 )
 
 // FluxMigrateSince is the first Flux release whose CLI has `flux
@@ -23,25 +24,30 @@ func in(r Release, served, storage, deprecated string) Serving {
 }
 
 // Shared histories: source and kustomize drop v1beta1 in 2.7 and v1beta2
-// in 2.8; notification drops v1beta1 in 2.7 and v1beta2 in 2.9.
+// in 2.8; notification drops v1beta1 in 2.7 and v1beta2 in 2.9, and in
+// 2.10 Alert and Provider reach v1, which they store, marking v1beta3
+// deprecated.
 var (
 	v1From28 = []Serving{
 		in(flux26, "v1 v1beta1 v1beta2", "v1", "v1beta1 v1beta2"),
 		in(flux27, "v1 v1beta2", "v1", "v1beta2"),
 		in(flux28, "v1", "v1", ""),
 		in(flux29, "v1", "v1", ""),
+		in(flux210, "v1", "v1", ""),
 	}
 	receiver = []Serving{
 		in(flux26, "v1 v1beta1 v1beta2", "v1", "v1beta1 v1beta2"),
 		in(flux27, "v1 v1beta2", "v1", "v1beta2"),
 		in(flux28, "v1 v1beta2", "v1", "v1beta2"),
 		in(flux29, "v1", "v1", ""),
+		in(flux210, "v1", "v1", ""),
 	}
-	v1beta3 = []Serving{
+	alertProvider = []Serving{
 		in(flux26, "v1beta1 v1beta2 v1beta3", "v1beta3", "v1beta1 v1beta2"),
 		in(flux27, "v1beta2 v1beta3", "v1beta3", "v1beta2"),
 		in(flux28, "v1beta2 v1beta3", "v1beta3", "v1beta2"),
 		in(flux29, "v1beta3", "v1beta3", ""),
+		in(flux210, "v1 v1beta3", "v1", "v1beta3"),
 	}
 	// The image APIs reach v1 in 2.7; in 2.6, v1beta2 is the newest, and
 	// image-reflector-controller does not mark v1beta1 deprecated.
@@ -50,12 +56,14 @@ var (
 		in(flux27, "v1 v1beta2", "v1", "v1beta2"),
 		in(flux28, "v1 v1beta2", "v1", "v1beta2"),
 		in(flux29, "v1", "v1", ""),
+		in(flux210, "v1", "v1", ""),
 	}
 	imageAutomation = []Serving{
 		in(flux26, "v1beta1 v1beta2", "v1beta2", "v1beta1"),
 		in(flux27, "v1 v1beta2", "v1", "v1beta2"),
 		in(flux28, "v1 v1beta2", "v1", "v1beta2"),
 		in(flux29, "v1", "v1", ""),
+		in(flux210, "v1", "v1", ""),
 	}
 )
 
@@ -68,6 +76,7 @@ var apis = []API{
 		in(flux27, "v2 v2beta2", "v2", "v2beta2"),
 		in(flux28, "v2", "v2", ""),
 		in(flux29, "v2", "v2", ""),
+		in(flux210, "v2", "v2", ""),
 	}},
 	{SourceGroup, "GitRepository", "gitrepositories", v1From28},
 	{SourceGroup, "HelmRepository", "helmrepositories", v1From28},
@@ -78,10 +87,11 @@ var apis = []API{
 		in(flux27, "v1 v1beta2", "v1", "v1beta2"),
 		in(flux28, "v1", "v1", ""),
 		in(flux29, "v1", "v1", ""),
+		in(flux210, "v1", "v1", ""),
 	}},
 	{NotificationGroup, "Receiver", "receivers", receiver},
-	{NotificationGroup, "Alert", "alerts", v1beta3},
-	{NotificationGroup, "Provider", "providers", v1beta3},
+	{NotificationGroup, "Alert", "alerts", alertProvider},
+	{NotificationGroup, "Provider", "providers", alertProvider},
 	{ImageGroup, "ImageRepository", "imagerepositories", imageReflector},
 	{ImageGroup, "ImagePolicy", "imagepolicies", imageReflector},
 	{ImageGroup, "ImageUpdateAutomation", "imageupdateautomations", imageAutomation},

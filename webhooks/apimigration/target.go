@@ -30,19 +30,40 @@ const (
 // Target is the Flux release the rule decides against, and where it came
 // from. It is replaced as a whole, never changed.
 type Target struct {
+	// Release is the release decided against: when the cluster's CRDs
+	// cannot tell which of several releases is installed, the oldest of
+	// them, which refuses least.
 	Release Release
-	Source  Source
+	// Upto is the newest release the cluster's CRDs may belong to, when
+	// they cannot tell it from Release; zero when they can.
+	Upto   Release
+	Source Source
 }
 
-// String reads "2.8 (cluster-label)".
-func (t Target) String() string { return t.Release.String() + " (" + string(t.Source) + ")" }
+// Name is the release, or the releases the cluster may run: "2.9",
+// "2.9 or 2.10", "2.8 to 2.10". The metric, the log and the messages use
+// it, so nobody is told a release the cluster may not run.
+func (t Target) Name() string {
+	if t.Upto == (Release{}) || t.Upto == t.Release {
+		return t.Release.String()
+	}
+	i, j := slices.Index(releases, t.Release), slices.Index(releases, t.Upto)
+	if i >= 0 && j == i+1 {
+		return t.Release.String() + " or " + t.Upto.String()
+	}
+	return t.Release.String() + " to " + t.Upto.String()
+}
+
+// String reads "2.8 (cluster-label)" or "2.8 or 2.9 (served-versions)".
+func (t Target) String() string { return t.Name() + " (" + string(t.Source) + ")" }
 
 // defaultTarget is the target before anything is known of the cluster, and
 // when it has no Flux CRDs.
 var defaultTarget = Target{Release: MustParseRelease(DefaultFluxVersion), Source: SourceDefault}
 
 // ClusterTarget chooses the target release from what the cluster cache
-// last saw, for a configuration that pins none:
+// last saw and, when given, the installed Flux CRDs themselves (crds, by
+// group and resource; see readShapes), for a configuration that pins none:
 //
 //   - the release in the app.kubernetes.io/version label of the Flux CRDs
 //     (those of the kinds in the table), as `flux install` and the
@@ -50,22 +71,61 @@ var defaultTarget = Target{Release: MustParseRelease(DefaultFluxVersion), Source
 //     the middle of an upgrade or with one left behind, the oldest, so
 //     Steward never refuses a version one of them still serves;
 //   - without a label Steward can read as a Flux 2 release (CRDs copied
-//     from the controllers' repositories have none), the release the Flux
-//     CRDs' served versions match in the table: the oldest release every
-//     installed kind matches, or, when no one release matches them all,
-//     the oldest release any of them matches;
+//     from the controllers' repositories have none), the releases the Flux
+//     CRDs match in the table: first by the versions they serve (the
+//     releases every installed kind matches, or, when no one release
+//     matches them all, the oldest release any of them matches), then by
+//     what the CRDs themselves carry, the versions they mark deprecated and
+//     the fields a release added to their schemas (addedFields). What is
+//     still left is a range: decided against its oldest release, and
+//     named whole ("2.8 to 2.10") wherever the target is shown;
 //   - without Flux CRDs (or before the first discovery), the default, 2.6.
-func ClusterTarget(s *clustercache.Served) Target {
+func ClusterTarget(s *clustercache.Served, crds map[schema.GroupResource]*CRDShape) Target {
 	if s == nil {
 		return defaultTarget
 	}
 	if r, ok := labelledRelease(s.CRDAppVersions); ok {
 		return Target{Release: r, Source: SourceClusterLabel}
 	}
-	if r, ok := servedRelease(s.Resources); ok {
-		return Target{Release: r, Source: SourceServedVersions}
+	candidates := servedReleases(s.Resources)
+	if len(candidates) == 0 {
+		return defaultTarget
 	}
-	return defaultTarget
+	if narrowed := fitting(candidates, crds); len(narrowed) > 0 {
+		candidates = narrowed
+	}
+	t := Target{Release: candidates[0], Source: SourceServedVersions}
+	if len(candidates) > 1 {
+		t.Upto = candidates[len(candidates)-1]
+	}
+	return t
+}
+
+// fitting keeps the candidate releases every installed CRD of crds fits
+// (CRDShape.fits). Kinds whose CRD was not read narrow nothing.
+func fitting(candidates []Release, crds map[schema.GroupResource]*CRDShape) []Release {
+	var out []Release
+	for _, r := range candidates {
+		ok := true
+		for i := range apis {
+			a := &apis[i]
+			if c := crds[schema.GroupResource{Group: a.Group, Resource: a.Resource}]; c != nil && !c.fits(a, r) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// hasLabel reports whether ClusterTarget would take the release from the
+// CRDs' label, so reading the CRDs themselves can be skipped.
+func hasLabel(s *clustercache.Served) bool {
+	_, ok := labelledRelease(s.CRDAppVersions)
+	return ok
 }
 
 // labelledRelease is the oldest Flux release the Flux CRDs' labels name.
@@ -97,10 +157,13 @@ func releaseFromLabel(v string) (Release, error) {
 	return ParseRelease(v)
 }
 
-// servedRelease infers the release from the Flux kinds the cluster serves:
-// each kind of the table that is served matches the releases whose CRD
-// serves exactly its versions.
-func servedRelease(resources map[schema.GroupResource]*clustercache.Resource) (Release, bool) {
+// servedReleases infers the releases from the Flux kinds the cluster
+// serves: each kind of the table that is served matches the releases whose
+// CRD serves exactly its versions. It returns the releases every served
+// kind matches, oldest first, or when none, the oldest release any kind
+// matches (CRDs of different releases, mid-upgrade), or nothing when no
+// kind matches a release.
+func servedReleases(resources map[schema.GroupResource]*clustercache.Resource) []Release {
 	var common []Release // the releases every served kind matches so far
 	var oldestAny Release
 	anyMatch, first := false, true
@@ -130,11 +193,11 @@ func servedRelease(resources map[schema.GroupResource]*clustercache.Resource) (R
 	}
 	switch {
 	case len(common) > 0:
-		return common[0], true // releases are kept oldest first
+		return common // releases are kept oldest first
 	case anyMatch:
-		return oldestAny, true
+		return []Release{oldestAny}
 	}
-	return Release{}, false
+	return nil
 }
 
 // sameVersions reports whether two lists hold the same versions, in any

@@ -2,7 +2,9 @@ package apimigration
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/yaml"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
@@ -21,14 +24,25 @@ import (
 // CRDs of a Flux release installed, each labelled with label when it is
 // not empty (as `flux install` labels them).
 func servedFrom(t *testing.T, release, label string) *clustercache.Served {
+	s, _ := clusterFrom(t, release, label)
+	return s
+}
+
+// clusterFrom is servedFrom and the installed CRDs themselves, as the
+// follower reads them; only kinds (Kind names) are installed when given.
+func clusterFrom(t *testing.T, release, label string, kinds ...string) (*clustercache.Served, map[schema.GroupResource]*CRDShape) {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(fluxCRDs, release, "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no CRDs vendored for Flux %s: %v", release, err)
 	}
 	s := emptyServed()
+	shapes := map[schema.GroupResource]*CRDShape{}
 	for _, file := range files {
 		crd := readCRD(t, file)
+		if len(kinds) > 0 && !slices.Contains(kinds, crd.Spec.Names.Kind) {
+			continue
+		}
 		gr := schema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}
 		res := &clustercache.Resource{GroupResource: gr, Kind: crd.Spec.Names.Kind, Namespaced: true}
 		for _, v := range crd.Spec.Versions {
@@ -41,8 +55,9 @@ func servedFrom(t *testing.T, release, label string) *clustercache.Served {
 		if label != "" {
 			s.CRDAppVersions[gr] = label
 		}
+		shapes[gr] = shapeOf(LookupKind(crd.Spec.Group, crd.Spec.Names.Kind), readCRDObject(t, file))
 	}
-	return s
+	return s, shapes
 }
 
 func emptyServed() *clustercache.Served {
@@ -67,8 +82,29 @@ func labelled(s *clustercache.Served, group, resource, label string) *clustercac
 	return s
 }
 
+// readCRDObject reads a vendored CRD as the API server returns it: decoded
+// JSON.
+func readCRDObject(t *testing.T, file string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := yaml.Unmarshal(b, &obj); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return obj
+}
+
 func target(release string, source Source) Target {
 	return Target{Release: MustParseRelease(release), Source: source}
+}
+
+// ranged is a target whose CRDs may belong to any release from release to
+// upto.
+func ranged(release, upto string, source Source) Target {
+	return Target{Release: MustParseRelease(release), Upto: MustParseRelease(upto), Source: source}
 }
 
 // TestClusterTargetFromEachReleasesCRDs installs, in the cluster cache's
@@ -79,10 +115,10 @@ func target(release string, source Source) Target {
 func TestClusterTargetFromEachReleasesCRDs(t *testing.T) {
 	for _, r := range releases {
 		t.Run(r.String(), func(t *testing.T) {
-			if got, want := ClusterTarget(servedFrom(t, r.String(), "v"+r.String()+".0")), target(r.String(), SourceClusterLabel); got != want {
+			if got, want := ClusterTarget(servedFrom(t, r.String(), "v"+r.String()+".0"), nil), target(r.String(), SourceClusterLabel); got != want {
 				t.Errorf("labelled v%s.0: target %v, want %v", r, got, want)
 			}
-			if got, want := ClusterTarget(servedFrom(t, r.String(), "")), target(r.String(), SourceServedVersions); got != want {
+			if got, want := ClusterTarget(clusterFrom(t, r.String(), "")), target(r.String(), SourceServedVersions); got != want {
 				t.Errorf("unlabelled: target %v, want %v", got, want)
 			}
 		})
@@ -143,19 +179,20 @@ func TestClusterTarget(t *testing.T) {
 			want: target("2.7", SourceServedVersions),
 		},
 		"ImageV1ServedMeans27": {
-			reason: "image v1 next to v1beta2 is first served in 2.7; with the notification kinds' v1beta2 still served, 2.7 is the oldest release both match",
+			reason: "image v1 next to v1beta2 is served by 2.7 and 2.8, and so are the notification kinds' v1beta2 and v1beta3: the served versions cannot tell, so the range is named and 2.7 decided against",
 			served: withServed(withServed(emptyServed(), ImageGroup, "imagepolicies", "v1", "v1beta2"), NotificationGroup, "alerts", "v1beta3", "v1beta2"),
-			want:   target("2.7", SourceServedVersions),
+			want:   ranged("2.7", "2.8", SourceServedVersions),
 		},
 		"OnlyCurrentVersionsMeansTheOldestRelease": {
-			reason: "a kind served only at v1 matches 2.8 and 2.9: the oldest is chosen, which refuses less",
+			reason: "a kind served only at v1 matches 2.8, 2.9 and 2.10: without its CRD's schema the oldest is decided against, which refuses less, and the range is named",
 			served: withServed(emptyServed(), KustomizeGroup, "kustomizations", "v1"),
-			want:   target("2.8", SourceServedVersions),
+			want:   ranged("2.8", "2.10", SourceServedVersions),
 		},
 		"KindsNarrowEachOther": {
-			reason: "kustomize v1 only (2.8, 2.9) and Receiver without v1beta2 (2.9) together are 2.9",
-			served: withServed(withServed(emptyServed(), KustomizeGroup, "kustomizations", "v1"), NotificationGroup, "receivers", "v1"),
-			want:   target("2.9", SourceServedVersions),
+			reason: "kustomize v1 only (2.8 to 2.10), Receiver without v1beta2 (2.9, 2.10) and Alert at v1beta3 only (2.9) together are 2.9",
+			served: withServed(withServed(withServed(emptyServed(), KustomizeGroup, "kustomizations", "v1"), NotificationGroup, "receivers", "v1"),
+				NotificationGroup, "alerts", "v1beta3"),
+			want: target("2.9", SourceServedVersions),
 		},
 		"MixedReleasesTakeTheOldest": {
 			reason: "CRDs of different releases (an upgrade under way) match no one release: the oldest any matches",
@@ -175,7 +212,7 @@ func TestClusterTarget(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, ClusterTarget(tc.served)); diff != "" {
+			if diff := cmp.Diff(tc.want, ClusterTarget(tc.served, nil)); diff != "" {
 				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
 			}
 		})
@@ -200,7 +237,7 @@ func TestPinnedTargetIsNotFollowed(t *testing.T) {
 	if following.readyCheck(nil) == nil {
 		t.Error("ready before the target was chosen from the cluster")
 	}
-	following.follow(ClusterTarget(servedFrom(t, "2.7", "v2.7.0")))
+	following.follow(ClusterTarget(servedFrom(t, "2.7", "v2.7.0"), nil))
 	if got, want := following.Target(), target("2.7", SourceClusterLabel); got != want {
 		t.Errorf("unpinned after discovery: target %v, want %v", got, want)
 	}
@@ -218,19 +255,35 @@ func TestAdviceFollowsTheClusterRelease(t *testing.T) {
 	req := func() admission.Request {
 		return admissiontest.Create(gvr(policy, "v1beta2"), "ImagePolicy", obj(policy, "v1beta2", nil, map[string]any{"interval": "5m"})).Build()
 	}
-	r.follow(ClusterTarget(servedFrom(t, "2.6", "v2.6.0")))
+	r.follow(ClusterTarget(servedFrom(t, "2.6", "v2.6.0"), nil))
 	if resp := serving.Judge(context.Background(), r, req()); len(resp.Warnings) != 0 || len(resp.Patches) != 0 {
 		t.Errorf("at 2.6, image v1beta2 is current: warnings %q, patches %v", resp.Warnings, resp.Patches)
 	}
 	assertTargetInfo(t, r, "2.6", SourceClusterLabel)
 
-	r.follow(ClusterTarget(servedFrom(t, "2.7", "v2.7.0")))
+	r.follow(ClusterTarget(servedFrom(t, "2.7", "v2.7.0"), nil))
 	resp := serving.Judge(context.Background(), r, req())
 	want := []string{"apimigration: image.toolkit.fluxcd.io/v1beta2 is deprecated and removed in Flux 2.9; use v1 (flux migrate)"}
 	if diff := cmp.Diff(want, resp.Warnings); diff != "" {
 		t.Errorf("at 2.7 (-want +got):\n%s", diff)
 	}
 	assertTargetInfo(t, r, "2.7", SourceClusterLabel)
+}
+
+// TestARangeIsNamedWhereverTheTargetIsShown: with only image-reflector's
+// CRDs of 2.9 installed, unlabelled, the cluster may run 2.9 or 2.10; the
+// metric and the refusal say so, and the decision is 2.9's.
+func TestARangeIsNamedWhereverTheTargetIsShown(t *testing.T) {
+	r := New(Config{})
+	r.follow(ClusterTarget(clusterFrom(t, "2.9", "", "ImageRepository", "ImagePolicy")))
+	assertTargetInfo(t, r, "2.9 or 2.10", SourceServedVersions)
+	policy := LookupKind(ImageGroup, "ImagePolicy")
+	resp := serving.Judge(context.Background(), r, admissiontest.Create(gvr(policy, "v1beta2"), "ImagePolicy", obj(policy, "v1beta2", nil, map[string]any{"interval": "5m"})).Build())
+	want := "apimigration: ImagePolicy apps/podinfo is written through image.toolkit.fluxcd.io/v1beta2, which Flux 2.9 removed (this cluster targets Flux 2.9 or 2.10); " +
+		"change apiVersion to image.toolkit.fluxcd.io/v1 in the manifest it comes from (`flux migrate -f <dir>` rewrites a checkout, `flux migrate` the stored objects)"
+	if resp.Allowed || resp.Result.Message != want {
+		t.Errorf("allowed=%v, message:\n%s\nwant:\n%s", resp.Allowed, resp.Result.Message, want)
+	}
 }
 
 func assertTargetInfo(t *testing.T, r *Rule, release string, source Source) {
@@ -280,7 +333,7 @@ func TestTargetChangesWhileRequestsAreInFlight(t *testing.T) {
 	r := New(Config{})
 	policy := LookupKind(ImageGroup, "ImagePolicy")
 	req := admissiontest.Create(gvr(policy, "v1beta2"), "ImagePolicy", obj(policy, "v1beta2", nil, map[string]any{"interval": "5m"})).Build()
-	at26, at27 := ClusterTarget(servedFrom(t, "2.6", "v2.6.0")), ClusterTarget(servedFrom(t, "2.7", "v2.7.0"))
+	at26, at27 := ClusterTarget(servedFrom(t, "2.6", "v2.6.0"), nil), ClusterTarget(servedFrom(t, "2.7", "v2.7.0"), nil)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	wg.Add(1)
@@ -319,7 +372,7 @@ func TestReloadedRuleTakesOverTheFollowedRelease(t *testing.T) {
 	if err := running.readyCheck(nil); err != nil {
 		t.Errorf("a pinned rule must be ready before discovery: %v", err)
 	}
-	running.follow(ClusterTarget(servedFrom(t, "2.7", "v2.7.0")))
+	running.follow(ClusterTarget(servedFrom(t, "2.7", "v2.7.0"), nil))
 	if got, want := running.Target(), target("2.9", SourceConfig); got != want {
 		t.Errorf("pinned: target %v, want %v", got, want)
 	}
@@ -335,7 +388,7 @@ func TestReloadedRuleTakesOverTheFollowedRelease(t *testing.T) {
 	if err := heir.readyCheck(nil); err != nil {
 		t.Errorf("heir not ready after the release was followed: %v", err)
 	}
-	running.follow(ClusterTarget(servedFrom(t, "2.8", "v2.8.0")))
+	running.follow(ClusterTarget(servedFrom(t, "2.8", "v2.8.0"), nil))
 	if got, want := heir.Target(), target("2.8", SourceClusterLabel); got != want {
 		t.Errorf("after an upgrade: heir's target %v, want %v", got, want)
 	}

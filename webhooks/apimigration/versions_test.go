@@ -6,9 +6,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestNewestReleaseIsTheLastRemoval(t *testing.T) {
-	if got := NewestRelease(); got != flux29 {
-		t.Errorf("NewestRelease() = %s, want 2.9", got)
+func TestNewestReleaseIs210(t *testing.T) {
+	if got := NewestRelease(); got != flux210 {
+		t.Errorf("NewestRelease() = %s, want 2.10", got)
 	}
 }
 

@@ -22,23 +22,29 @@ import (
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
-// ErrNotServed says the PolicyReport CRDs are not installed: nothing can
-// be published until they are.
-var ErrNotServed = errors.New("the wgpolicyk8s.io/v1alpha2 PolicyReport and ClusterPolicyReport CRDs are not served")
+// ErrNotServed says the CRDs of no report API the audit writes are
+// installed: nothing can be published until one is.
+var ErrNotServed = errors.New("the CRDs of no report API the audit writes are served")
 
 // Publisher writes Steward's reports through a dynamic client, which
 // needs no REST mapping: a CRD installed after Steward started is
 // written to at the next pass.
 type Publisher struct {
 	Client dynamic.Interface
+	// APIs are the report APIs written, each whose CRDs are served.
+	APIs []ReportAPI
 	// MaxResults bounds each report; MaxResults when 0.
 	MaxResults int
 	now        func() time.Time
 }
 
-// NewPublisher writes reports through c.
-func NewPublisher(c dynamic.Interface) *Publisher {
-	return &Publisher{Client: c, MaxResults: MaxResults, now: time.Now}
+// NewPublisher writes reports of apis through c: PolicyReports when apis
+// is empty.
+func NewPublisher(c dynamic.Interface, apis ...ReportAPI) *Publisher {
+	if len(apis) == 0 {
+		apis = []ReportAPI{PolicyReportAPI}
+	}
+	return &Publisher{Client: c, APIs: apis, MaxResults: MaxResults, now: time.Now}
 }
 
 // Published is what one Publish did.
@@ -46,16 +52,41 @@ type Published struct {
 	Created, Updated, Deleted, Unchanged int
 }
 
-// Publish makes Steward's reports hold answered's findings (by rule
-// name) and, for each rule in kept (rules that could not answer this
-// pass), the results the reports already hold for it; results of every
-// other rule leave the reports. Reports whose content is unchanged are
-// not written; reports left with no results are deleted. It goes on
-// past a failed write and returns every error; ErrNotServed when the
-// CRDs are missing.
+// Publish makes Steward's reports of every API of p.APIs whose CRDs are
+// served hold answered's findings (by rule name) and, for each rule in
+// kept (rules that could not answer this pass), the results the reports
+// already hold for it; results of every other rule leave the reports.
+// Reports whose content is unchanged are not written; reports left with
+// no results are deleted. It goes on past a failed write and returns
+// every error; ErrNotServed when none of the APIs is served.
 func (p *Publisher) Publish(ctx context.Context, answered map[string][]rule.Finding, kept []string) (Published, error) {
 	var done Published
-	existing, err := p.existing(ctx)
+	var errs []error
+	served := 0
+	for _, api := range p.APIs {
+		d, err := p.publish(ctx, api, answered, kept)
+		if errors.Is(err, errAPINotServed) {
+			continue
+		}
+		served++
+		done.Created, done.Updated, done.Deleted, done.Unchanged = done.Created+d.Created, done.Updated+d.Updated, done.Deleted+d.Deleted, done.Unchanged+d.Unchanged
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if served == 0 && len(p.APIs) > 0 {
+		return done, ErrNotServed
+	}
+	return done, errors.Join(errs...)
+}
+
+// errAPINotServed: one report API's CRDs are not served.
+var errAPINotServed = errors.New("not served")
+
+// publish is Publish for one report API.
+func (p *Publisher) publish(ctx context.Context, api ReportAPI, answered map[string][]rule.Finding, kept []string) (Published, error) {
+	var done Published
+	existing, err := p.existing(ctx, api)
 	if err != nil {
 		return done, err
 	}
@@ -82,25 +113,25 @@ func (p *Publisher) Publish(ctx context.Context, answered map[string][]rule.Find
 	var errs []error
 	for _, ns := range slices.Sorted(maps.Keys(desired)) {
 		have := existing[ns]
-		res := p.resource(ns)
+		res := p.resource(api, ns)
 		switch {
 		case have == nil:
-			if _, err := res.Create(ctx, reportObject(desired[ns]), metav1.CreateOptions{}); err != nil {
+			if _, err := res.Create(ctx, reportObject(api, desired[ns]), metav1.CreateOptions{}); err != nil {
 				if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 					// Its objects go with it: nothing to report.
 					continue
 				}
-				errs = append(errs, fmt.Errorf("creating %s: %w", describe(ns), err))
+				errs = append(errs, fmt.Errorf("creating %s: %w", describe(api, ns), err))
 				continue
 			}
 			done.Created++
-		case sameContent(have, parsed[ns], desired[ns]):
+		case sameContent(api, have, parsed[ns], desired[ns]):
 			done.Unchanged++
 		default:
-			want := reportObject(desired[ns])
+			want := reportObject(api, desired[ns])
 			want.SetResourceVersion(have.GetResourceVersion())
 			if _, err := res.Update(ctx, want, metav1.UpdateOptions{}); err != nil {
-				errs = append(errs, fmt.Errorf("updating %s: %w", describe(ns), err))
+				errs = append(errs, fmt.Errorf("updating %s: %w", describe(api, ns), err))
 				continue
 			}
 			done.Updated++
@@ -112,9 +143,9 @@ func (p *Publisher) Publish(ctx context.Context, answered map[string][]rule.Find
 		}
 		u := existing[ns]
 		pre := metav1.Preconditions{UID: ptr(u.GetUID()), ResourceVersion: ptr(u.GetResourceVersion())}
-		err := p.resource(ns).Delete(ctx, ReportName, metav1.DeleteOptions{Preconditions: &pre})
+		err := p.resource(api, ns).Delete(ctx, ReportName, metav1.DeleteOptions{Preconditions: &pre})
 		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting %s: %w", describe(ns), err))
+			errs = append(errs, fmt.Errorf("deleting %s: %w", describe(api, ns), err))
 			continue
 		}
 		done.Deleted++
@@ -124,30 +155,32 @@ func (p *Publisher) Publish(ctx context.Context, answered map[string][]rule.Find
 
 func ptr[T any](v T) *T { return &v }
 
-func (p *Publisher) resource(ns string) dynamic.ResourceInterface {
+func (p *Publisher) resource(api ReportAPI, ns string) dynamic.ResourceInterface {
+	gvr, _ := api.resource(ns)
 	if ns == "" {
-		return p.Client.Resource(ClusterPolicyReports)
+		return p.Client.Resource(gvr)
 	}
-	return p.Client.Resource(PolicyReports).Namespace(ns)
+	return p.Client.Resource(gvr).Namespace(ns)
 }
 
-func describe(ns string) string {
+func describe(api ReportAPI, ns string) string {
+	_, kind := api.resource(ns)
 	if ns == "" {
-		return "ClusterPolicyReport " + ReportName
+		return kind + " " + ReportName
 	}
-	return "PolicyReport " + ns + "/" + ReportName
+	return kind + " " + ns + "/" + ReportName
 }
 
-// existing are Steward's reports now, by namespace ("" for the
-// ClusterPolicyReport): those it labelled, under its name.
-func (p *Publisher) existing(ctx context.Context) (map[string]*unstructured.Unstructured, error) {
+// existing are Steward's reports of api now, by namespace ("" for the
+// cluster-scoped report): those it labelled, under its name.
+func (p *Publisher) existing(ctx context.Context, api ReportAPI) (map[string]*unstructured.Unstructured, error) {
 	out := map[string]*unstructured.Unstructured{}
 	opts := metav1.ListOptions{LabelSelector: ManagedByLabel + "=" + ManagedBy}
-	for _, gvr := range []schema.GroupVersionResource{PolicyReports, ClusterPolicyReports} {
+	for _, gvr := range []schema.GroupVersionResource{api.Namespaced, api.Cluster} {
 		list, err := p.Client.Resource(gvr).List(ctx, opts)
 		if err != nil {
 			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-				return nil, ErrNotServed
+				return nil, errAPINotServed
 			}
 			return nil, fmt.Errorf("listing Steward's %s: %w", gvr.Resource, err)
 		}
@@ -161,12 +194,14 @@ func (p *Publisher) existing(ctx context.Context) (map[string]*unstructured.Unst
 	return out, nil
 }
 
-// reportObject is the PolicyReport (or ClusterPolicyReport) holding r.
-func reportObject(r *Report) *unstructured.Unstructured {
-	kind := "PolicyReport"
-	if r.Namespace == "" {
-		kind = "ClusterPolicyReport"
-	}
+// ReportObject is the report of api holding r: a PolicyReport or
+// ClusterPolicyReport, an OpenReports Report or ClusterReport.
+func ReportObject(api ReportAPI, r *Report) *unstructured.Unstructured {
+	return reportObject(api, r)
+}
+
+func reportObject(api ReportAPI, r *Report) *unstructured.Unstructured {
+	gvr, kind := api.resource(r.Namespace)
 	content := struct {
 		Results []Result `json:"results"`
 		Summary Summary  `json:"summary"`
@@ -175,8 +210,11 @@ func reportObject(r *Report) *unstructured.Unstructured {
 	if err != nil {
 		panic(err) // results and summaries always convert
 	}
-	obj["apiVersion"] = PolicyReports.GroupVersion().String()
+	obj["apiVersion"] = gvr.GroupVersion().String()
 	obj["kind"] = kind
+	if api.TopLevelSource {
+		obj["source"] = Source
+	}
 	u := &unstructured.Unstructured{Object: obj}
 	u.SetName(ReportName)
 	u.SetNamespace(r.Namespace)
@@ -198,7 +236,9 @@ func resultsOf(u *unstructured.Unstructured) []Result {
 		if !ok {
 			continue
 		}
-		r := Result{Source: str(m, "source"), Policy: str(m, "policy"), Rule: str(m, "rule"), Result: str(m, "result"), Message: str(m, "message")}
+		r := Result{Source: str(m, "source"), Policy: str(m, "policy"), Rule: str(m, "rule"), Result: str(m, "result"), Message: str(m, "message"),
+			Category: str(m, "category"), Severity: str(m, "severity")}
+		r.Scored, _ = m["scored"].(bool)
 		resources, _ := m["resources"].([]any)
 		for _, res := range resources {
 			ref, _ := res.(map[string]any)
@@ -240,9 +280,13 @@ func number(v any) int64 {
 }
 
 // sameContent says whether have, whose results are haveResults, already
-// holds what rep would write: the same results, summary, label and
-// omitted count. Fields Steward does not write are ignored.
-func sameContent(have *unstructured.Unstructured, haveResults []Result, rep *Report) bool {
+// holds what rep would write: the same results, summary, label, omitted
+// count and, where the API has it, report source. Fields Steward does not
+// write are ignored.
+func sameContent(api ReportAPI, have *unstructured.Unstructured, haveResults []Result, rep *Report) bool {
+	if api.TopLevelSource && str(have.Object, "source") != Source {
+		return false
+	}
 	omitted := ""
 	if rep.Omitted > 0 {
 		omitted = strconv.Itoa(rep.Omitted)
@@ -257,6 +301,7 @@ func sameContent(have *unstructured.Unstructured, haveResults []Result, rep *Rep
 // list is no field at all.
 func sameResult(a, b Result) bool {
 	return a.Source == b.Source && a.Policy == b.Policy && a.Rule == b.Rule && a.Result == b.Result &&
+		a.Category == b.Category && a.Severity == b.Severity && a.Scored == b.Scored &&
 		a.Message == b.Message && a.Timestamp == b.Timestamp &&
 		slices.Equal(a.Resources, b.Resources) && maps.Equal(a.Properties, b.Properties)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/rule"
 	"github.com/stewardhq/steward/webhooks/serving"
 )
@@ -25,11 +27,19 @@ import (
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func newFakePublisher(objs ...runtime.Object) (*Publisher, *dynamicfake.FakeDynamicClient) {
+	return newFakePublisherOf(nil, objs...)
+}
+
+// newFakePublisherOf writes apis (PolicyReports when nil) to a client
+// serving both report APIs.
+func newFakePublisherOf(apis []ReportAPI, objs ...runtime.Object) (*Publisher, *dynamicfake.FakeDynamicClient) {
 	c := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		PolicyReports:        "PolicyReportList",
 		ClusterPolicyReports: "ClusterPolicyReportList",
+		OpenReports:          "ReportList",
+		OpenClusterReports:   "ClusterReportList",
 	}, objs...)
-	p := NewPublisher(c)
+	p := NewPublisher(c, apis...)
 	p.now = func() time.Time { return t0 }
 	return p, c
 }
@@ -102,12 +112,12 @@ func TestPublishWritesOneReportPerNamespaceAndOneForTheCluster(t *testing.T) {
 		t.Errorf("label %s = %q, want %q", ManagedByLabel, got, ManagedBy)
 	}
 	want := []Result{
-		{Source: "steward", Policy: "installplanguard", Rule: "installplan-missing", Result: "fail",
+		{Source: "steward", Policy: "installplanguard", Rule: "installplan-missing", Category: "installplanguard", Severity: "high", Scored: true, Result: "fail",
 			Resources:  []corev1.ObjectReference{{APIVersion: "example.com/v1", Kind: "Thing", Namespace: "apps", Name: "etcd"}},
 			Message:    "Thing apps/etcd is installplan-missing",
 			Properties: map[string]string{"why": "installplan-missing"},
 			Timestamp:  Timestamp{Seconds: t0.Unix()}},
-		{Source: "steward", Policy: "suspendnotice", Rule: "suspended", Result: "warn",
+		{Source: "steward", Policy: "suspendnotice", Rule: "suspended", Category: "suspendnotice", Severity: "medium", Scored: true, Result: "warn",
 			Resources:  []corev1.ObjectReference{{APIVersion: "example.com/v1", Kind: "Thing", Namespace: "apps", Name: "web"}},
 			Message:    "Thing apps/web is suspended",
 			Properties: map[string]string{"why": "suspended"},
@@ -312,5 +322,88 @@ func TestReportsStayWithinTheirByteBound(t *testing.T) {
 	long.Message = strings.Repeat("y", 5000)
 	if got := FromFinding("r", long, t0).Message; len(got) > serving.MaxEventNote {
 		t.Errorf("a message of %d bytes must be cut to %d", len(got), serving.MaxEventNote)
+	}
+}
+
+// TestPublishWritesBothReportAPIsAlike: with both report APIs configured
+// and served, every namespace gets a PolicyReport and an OpenReports
+// Report holding the same results (the Report also names its source), the
+// cluster a ClusterPolicyReport and a ClusterReport; a second pass writes
+// nothing, and a cleared finding clears both.
+func TestPublishWritesBothReportAPIsAlike(t *testing.T) {
+	p, c := newFakePublisherOf([]ReportAPI{PolicyReportAPI, OpenReportsAPI})
+	findings := map[string][]rule.Finding{
+		"suspendnotice": {finding("suspended", rule.AuditWarn, "apps", "web")},
+		"apimigration":  {finding("stored-versions", rule.AuditFail, "", "kustomizations.kustomize.toolkit.fluxcd.io")},
+	}
+	done, err := p.Publish(context.Background(), findings, nil)
+	if err != nil || done.Created != 4 {
+		t.Fatalf("created %d reports (%v), want 4 (two APIs, apps and the cluster)", done.Created, err)
+	}
+	policyReport, _ := c.Resource(PolicyReports).Namespace("apps").Get(context.Background(), ReportName, metav1.GetOptions{})
+	openReport, err := c.Resource(OpenReports).Namespace("apps").Get(context.Background(), ReportName, metav1.GetOptions{})
+	if err != nil || policyReport == nil {
+		t.Fatalf("reports in apps: PolicyReport %v, Report %v", policyReport, err)
+	}
+	if got := []string{openReport.GetAPIVersion(), openReport.GetKind(), str(openReport.Object, "source")}; !slices.Equal(got, []string{"openreports.io/v1alpha1", "Report", "steward"}) {
+		t.Errorf("the OpenReports report is %v, want openreports.io/v1alpha1 Report with source steward", got)
+	}
+	if diff := cmp.Diff(resultsOf(policyReport), resultsOf(openReport)); diff != "" || len(resultsOf(openReport)) != 1 {
+		t.Errorf("the two APIs' reports differ (-PolicyReport +Report):\n%s", diff)
+	}
+	if cluster, err := c.Resource(OpenClusterReports).Get(context.Background(), ReportName, metav1.GetOptions{}); err != nil || cluster.GetKind() != "ClusterReport" {
+		t.Errorf("ClusterReport %v: %v", cluster, err)
+	}
+	c.ClearActions()
+	if done, err := p.Publish(context.Background(), findings, nil); err != nil || done.Unchanged != 4 || len(writes(c)) != 0 {
+		t.Errorf("an unchanged pass: %+v, %v, writes %v; want 4 unchanged, no writes", done, err, writes(c))
+	}
+	delete(findings, "suspendnotice")
+	if done, err := p.Publish(context.Background(), findings, nil); err != nil || done.Deleted != 2 {
+		t.Errorf("a cleared namespace: %+v, %v; want both apps reports deleted", done, err)
+	}
+}
+
+// TestPublishSkipsAReportAPIThatIsNotServed: an API whose CRDs are not
+// installed is skipped while the other is written; only when none is
+// served is it ErrNotServed.
+func TestPublishSkipsAReportAPIThatIsNotServed(t *testing.T) {
+	p, c := newFakePublisherOf([]ReportAPI{PolicyReportAPI, OpenReportsAPI})
+	c.PrependReactor("list", "policyreports", notServedReactor)
+	findings := map[string][]rule.Finding{"suspendnotice": {finding("suspended", rule.AuditWarn, "apps", "web")}}
+	if done, err := p.Publish(context.Background(), findings, nil); err != nil || done.Created != 1 {
+		t.Errorf("OpenReports alone served: %+v, %v; want its Report created", done, err)
+	}
+	c.PrependReactor("list", "reports", notServedReactor)
+	if _, err := p.Publish(context.Background(), findings, nil); !errors.Is(err, ErrNotServed) {
+		t.Errorf("neither served: %v, want ErrNotServed", err)
+	}
+}
+
+// TestRBACFollowsTheConfiguredReportAPIs: Steward is granted writes on
+// the report APIs audit.reportAPIs names, and no others.
+func TestRBACFollowsTheConfiguredReportAPIs(t *testing.T) {
+	groups := func(c config.AuditConfig) []string {
+		var out []string
+		for _, r := range RBAC(c) {
+			out = append(out, r.APIGroups...)
+		}
+		return out
+	}
+	cases := map[string]struct {
+		apis []string
+		want []string
+	}{
+		"Default":           {nil, []string{"wgpolicyk8s.io", "wgpolicyk8s.io", "openreports.io", "openreports.io"}},
+		"OpenReportsOnly":   {[]string{config.ReportAPIOpenReports}, []string{"openreports.io", "openreports.io"}},
+		"PolicyReportsOnly": {[]string{config.ReportAPIPolicyReport}, []string{"wgpolicyk8s.io", "wgpolicyk8s.io"}},
+		"None":              {[]string{}, nil},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, groups(config.AuditConfig{ReportAPIs: tc.apis})); diff != "" {
+				t.Errorf("-want +got:\n%s", diff)
+			}
+		})
 	}
 }

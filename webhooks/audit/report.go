@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/stewardhq/steward/webhooks/rule"
 	"github.com/stewardhq/steward/webhooks/serving"
@@ -38,17 +37,17 @@ const (
 	MaxReportBytes = 1 << 20
 )
 
-// The report kinds, wgpolicyk8s.io/v1alpha2.
-var (
-	PolicyReports        = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}
-	ClusterPolicyReports = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "clusterpolicyreports"}
-)
-
-// Result is one entry of a report, as PolicyReport v1alpha2 spells it.
+// Result is one entry of a report, as PolicyReport v1alpha2 and
+// OpenReports v1alpha1 both spell it. Category, Severity and Scored are
+// what Policy Reporter groups and filters results by, besides source,
+// policy, rule and result.
 type Result struct {
 	Source     string                   `json:"source"`
 	Policy     string                   `json:"policy"`
 	Rule       string                   `json:"rule"`
+	Category   string                   `json:"category,omitempty"`
+	Severity   string                   `json:"severity,omitempty"`
+	Scored     bool                     `json:"scored,omitempty"`
 	Result     string                   `json:"result"`
 	Resources  []corev1.ObjectReference `json:"resources,omitempty"`
 	Message    string                   `json:"message,omitempty"`
@@ -82,18 +81,36 @@ type Report struct {
 }
 
 // FromFinding is the report entry of a rule's finding, first seen at
-// seen.
+// seen. Its category is the rule's (the policy), and its severity the
+// finding's result's (severityOf); every result is scored, so Policy
+// Reporter counts Steward's failures as failures.
 func FromFinding(ruleName string, f rule.Finding, seen time.Time) Result {
 	return Result{
 		Source:     Source,
 		Policy:     ruleName,
 		Rule:       f.Check,
+		Category:   ruleName,
+		Severity:   severityOf(f.Result),
+		Scored:     true,
 		Result:     string(f.Result),
 		Resources:  []corev1.ObjectReference{f.Object},
 		Message:    serving.TruncateNote(f.Message),
 		Properties: f.Properties,
 		Timestamp:  Timestamp{Seconds: seen.Unix()},
 	}
+}
+
+// severityOf is a result's severity in the reports' terms: a failure is
+// what the rule exists to prevent (high), a warning needs a look
+// (medium), a pass is information.
+func severityOf(r rule.AuditResult) string {
+	switch r {
+	case rule.AuditFail:
+		return "high"
+	case rule.AuditWarn:
+		return "medium"
+	}
+	return "info"
 }
 
 // Results turns every rule's findings into report entries, in report

@@ -43,9 +43,19 @@ type Runner struct {
 	now       func() time.Time
 	election  *Election
 
+	// reports, when set, names the report APIs to write at each pass
+	// (audit.reportAPIs, which a reload may change).
+	reports func() []ReportAPI
+
 	// notServed is set once the missing CRDs were logged, so they are
 	// logged once, not every pass.
 	notServed bool
+}
+
+// ReportTo makes each pass write the report APIs apis returns then.
+func (r *Runner) ReportTo(apis func() []ReportAPI) *Runner {
+	r.reports = apis
+	return r
 }
 
 // NewRunner audits current's rules, reading through api and writing
@@ -136,28 +146,40 @@ func (r *Runner) Pass(ctx context.Context, auditors []Auditor) bool {
 			r.log.Info("a rule could not answer the audit; its previous results stand", "rule", a.Rule, "error", a.Err.Error())
 		}
 	}
+	if r.reports != nil {
+		r.publisher.APIs = r.reports()
+	}
 	done, err := r.publisher.Publish(ctx, pass.Answered(), pass.Failed())
 	r.metrics.publishedResult(err == nil)
 	switch {
 	case errors.Is(err, ErrNotServed):
 		if !r.notServed {
 			r.notServed = true
-			r.log.Info("the audit cannot publish its findings: "+err.Error()+"; install them (manifests/policyreport-crds, or the chart's policyReportCRDs.install) and the next pass writes the reports. Metrics are kept meanwhile.",
-				"policyReports", PolicyReports.String())
+			r.log.Info("the audit cannot publish its findings: "+err.Error()+"; install them (for PolicyReports manifests/policyreport-crds, or the chart's policyReportCRDs.install) and the next pass writes the reports. Metrics are kept meanwhile.",
+				"reportAPIs", apiNames(r.publisher.APIs))
 		}
 		return false
 	case err != nil && ctx.Err() != nil:
 		return false
 	case err != nil:
-		r.log.Error(err, "writing the audit's PolicyReports; retrying at the next pass")
+		r.log.Error(err, "writing the audit's reports; retrying at the next pass")
 		return false
 	}
 	if r.notServed {
 		r.notServed = false
-		r.log.Info("the PolicyReport CRDs are served: the audit publishes its findings again")
+		r.log.Info("report CRDs are served: the audit publishes its findings again", "reportAPIs", apiNames(r.publisher.APIs))
 	}
 	if done.Created+done.Updated+done.Deleted > 0 {
 		r.log.Info("audit reports written", "created", done.Created, "updated", done.Updated, "deleted", done.Deleted, "unchanged", done.Unchanged)
 	}
 	return len(pass.Failed()) == 0
+}
+
+// apiNames names report APIs for the log.
+func apiNames(apis []ReportAPI) []string {
+	out := make([]string, len(apis))
+	for i, a := range apis {
+		out[i] = a.Name
+	}
+	return out
 }

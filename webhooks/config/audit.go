@@ -30,13 +30,46 @@ type AuditConfig struct {
 	// DisabledRules are rules whose findings are not published; their
 	// results leave the reports at the next pass.
 	DisabledRules []string `json:"disabledRules,omitempty"`
+	// ReportAPIs are the report APIs the audit writes the same results
+	// to, each whose CRDs the cluster serves: "wgpolicyk8s.io/v1alpha2"
+	// (PolicyReport, ClusterPolicyReport) and "openreports.io/v1alpha1"
+	// (OpenReports' Report, ClusterReport). Steward is granted RBAC for
+	// these only. Default both.
+	ReportAPIs []string `json:"reportAPIs"`
 }
 
-// Default fills the unset interval.
+// The report APIs the audit can write (AuditConfig.ReportAPIs).
+const (
+	ReportAPIPolicyReport = "wgpolicyk8s.io/v1alpha2"
+	ReportAPIOpenReports  = "openreports.io/v1alpha1"
+)
+
+// ReportAPIValues lists the report APIs, in the order they are written.
+func ReportAPIValues() []string { return []string{ReportAPIPolicyReport, ReportAPIOpenReports} }
+
+// Default fills the unset interval and report APIs.
 func (c *AuditConfig) Default() {
 	if c.Interval == nil {
 		c.Interval = &Duration{DefaultAuditInterval}
 	}
+	if c.ReportAPIs == nil {
+		c.ReportAPIs = ReportAPIValues()
+	}
+}
+
+// Reports lists the report APIs the audit writes, in ReportAPIValues'
+// order: every one when unset.
+func (c AuditConfig) Reports() []string {
+	if c.ReportAPIs == nil {
+		return ReportAPIValues()
+	}
+	var out []string
+	for _, api := range ReportAPIValues() {
+		if slices.Contains(c.ReportAPIs, api) {
+			out = append(out, api)
+		}
+	}
+	return out
 }
 
 // Every is the interval between passes; 0 when the audit is off.
@@ -71,6 +104,17 @@ func (c AuditConfig) Validate(path *field.Path) field.ErrorList {
 			errs = append(errs, field.Duplicate(p, name))
 		}
 		seen[name] = true
+	}
+	apis := map[string]bool{}
+	for i, api := range c.ReportAPIs {
+		p := path.Child("reportAPIs").Index(i)
+		switch {
+		case !slices.Contains(ReportAPIValues(), api):
+			errs = append(errs, field.NotSupported(p, api, ReportAPIValues()))
+		case apis[api]:
+			errs = append(errs, field.Duplicate(p, api))
+		}
+		apis[api] = true
 	}
 	return errs
 }

@@ -31,6 +31,7 @@ var schemaDocs = map[string]string{
 	"webhooks/config.AuditConfig":                             "AuditConfig is the audit section of the configuration file: how often the background audit publishes what the rules find in the cluster as PolicyReports, and which rules it leaves out. Both take effect at the next pass when the file is reloaded.",
 	"webhooks/config.AuditConfig.DisabledRules":               "DisabledRules are rules whose findings are not published; their results leave the reports at the next pass.",
 	"webhooks/config.AuditConfig.Interval":                    "Interval is the time between two passes; 0 turns the audit off (the reports already written stay as they are). Default 5m.",
+	"webhooks/config.AuditConfig.ReportAPIs":                  "ReportAPIs are the report APIs the audit writes the same results to, each whose CRDs the cluster serves: \"wgpolicyk8s.io/v1alpha2\" (PolicyReport, ClusterPolicyReport) and \"openreports.io/v1alpha1\" (OpenReports' Report, ClusterReport). Steward is granted RBAC for these only. Default both.",
 	"webhooks/config.Config":                                  "Config is Steward's configuration file (--config).",
 	"webhooks/config.Config.Audit":                            "Audit configures the background audit, which publishes what the rules find in the cluster as PolicyReports.",
 	"webhooks/config.Config.BreakGlassGroup":                  "BreakGlassGroup members may repeat a denied request and have it allowed, with a warning and an audit annotation naming them.",

@@ -22,6 +22,8 @@ func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache
 	set := cluster.Follow(Name, map[schema.GroupResource]clustercache.Spec{
 		kustomizations: {Transform: keepOwner},
 		helmReleases:   {Transform: keepOwner},
+		// source-watcher's, which name what they generate by UID.
+		artifactGenerators: {Transform: keepOwner},
 	})
 	r.resolver.owners = set
 	r.resolver.Reader = mgr.GetAPIReader()
@@ -54,5 +56,6 @@ func rbac() []rbacv1.PolicyRule {
 	return append([]rbacv1.PolicyRule{
 		{APIGroups: []string{kustomizations.Group}, Resources: []string{kustomizations.Resource}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{helmReleases.Group}, Resources: []string{helmReleases.Resource}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{artifactGenerators.Group}, Resources: []string{artifactGenerators.Resource}, Verbs: []string{"list", "watch"}},
 	}, gitops.AuditRBAC()...)
 }

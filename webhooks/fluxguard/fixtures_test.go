@@ -51,8 +51,11 @@ func cacheHolding(kept ...*owner) fakeOwners {
 	f := fakeOwners{owners: map[string]any{}, lists: map[schema.GroupResource][]any{}}
 	for _, o := range kept {
 		gr := kustomizations
-		if o.kind == kindHelmRelease {
+		switch o.kind {
+		case kindHelmRelease:
 			gr = helmReleases
+		case kindArtifactGenerator:
+			gr = artifactGenerators
 		}
 		f.owners[gr.String()+"/"+o.Namespace+"/"+o.Name] = o
 		f.lists[gr] = append(f.lists[gr], o)

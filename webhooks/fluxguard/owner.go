@@ -24,6 +24,8 @@ type owner struct {
 	// which the informer's store keys and tracks objects by.
 	metav1.ObjectMeta
 	kind string
+	// uid is an ArtifactGenerator's, which the objects it generates name.
+	uid string
 	// from says where the owner's content comes from, and revision which
 	// of it was applied last.
 	from, revision string
@@ -35,8 +37,12 @@ type owner struct {
 	driftMode string
 	// release and releaseNamespace are a HelmRelease's Helm release.
 	release, releaseNamespace string
-	ignore                    []ignoreRule
-	inventory                 gitops.Inventory
+	// chart is the chart source a HelmRelease's spec.chart made
+	// helm-controller generate (status.helmChart): a HelmChart or, from
+	// Flux 2.10, an OCIRepository; zero when none.
+	chart     generatedChart
+	ignore    []ignoreRule
+	inventory gitops.Inventory
 	// kinds are the inventory's distinct kinds, which the audit lists.
 	kinds []schema.GroupVersionKind
 	// hasInventory tells an empty inventory from none (HelmReleases
@@ -82,17 +88,23 @@ func ownerOf(u *unstructured.Unstructured) *owner {
 	o.suspended, _, _ = unstructured.NestedBool(u.Object, "spec", "suspend")
 	var ignore []any
 	switch o.kind {
+	case kindArtifactGenerator:
+		generatorOf(u, o)
 	case kindHelmRelease:
 		o.from, o.revision = helmSource(u)
 		o.driftMode, _, _ = unstructured.NestedString(u.Object, "spec", "driftDetection", "mode")
 		o.release, o.releaseNamespace = releaseOf(u)
+		helmChart, _, _ := unstructured.NestedString(u.Object, "status", "helmChart")
+		o.chart = parseHelmChart(helmChart)
 		ignore, _, _ = unstructured.NestedSlice(u.Object, "spec", "driftDetection", "ignore")
 	default:
 		o.from, o.revision = kustomizeSource(u)
 		ignore, _, _ = unstructured.NestedSlice(u.Object, "spec", "ignore")
 	}
 	o.ignore = ignoreRules(ignore)
-	if entries, found, _ := unstructured.NestedSlice(u.Object, "status", "inventory", "entries"); found {
+	if o.kind == kindArtifactGenerator {
+		// Its inventory is a list of its own (generatorOf).
+	} else if entries, found, _ := unstructured.NestedSlice(u.Object, "status", "inventory", "entries"); found {
 		o.hasInventory = true
 		ids := make([]string, 0, len(entries))
 		var kinds []schema.GroupVersionKind
@@ -122,7 +134,39 @@ func ownerOf(u *unstructured.Unstructured) *owner {
 		o.writer = serviceAccountUser(o.Namespace, o.serviceAccount)
 	}
 	o.suspendHint = "to pause Flux, suspend " + o.kind + " " + o.Namespace + "/" + o.Name + " (flux suspend)"
+	if o.kind == kindArtifactGenerator {
+		o.suspendHint = "to pause source-watcher, annotate ArtifactGenerator " + o.Namespace + "/" + o.Name + " with " + MarkerGeneratorReconcile + "=disabled"
+	}
 	return o
+}
+
+// generatedChart is the source object helm-controller generates from a
+// HelmRelease's spec.chart, in source.toolkit.fluxcd.io.
+type generatedChart struct{ kind, namespace, name string }
+
+// sourceGroup is the group of Flux's sources.
+const sourceGroup = "source.toolkit.fluxcd.io"
+
+// parseHelmChart reads a HelmRelease's status.helmChart as helm-controller
+// writes it (HelmReleaseStatus.SetChart): "<namespace>/<name>" for a
+// HelmChart, "<kind>/<namespace>/<name>" for another kind (Flux 2.10's
+// OCIRepository). Anything else is no chart.
+func parseHelmChart(s string) generatedChart {
+	parts := strings.Split(s, "/")
+	switch {
+	case len(parts) == 2 && parts[0] != "" && parts[1] != "":
+		return generatedChart{"HelmChart", parts[0], parts[1]}
+	case len(parts) == 3 && (parts[0] == "HelmChart" || parts[0] == "OCIRepository") && parts[1] != "" && parts[2] != "":
+		return generatedChart{parts[0], parts[1], parts[2]}
+	}
+	return generatedChart{}
+}
+
+// generated reports whether ref is the chart source the HelmRelease
+// generated.
+func (o *owner) generated(ref gitops.Ref) bool {
+	return o.chart.name != "" && ref.Group == sourceGroup && ref.Kind == o.chart.kind &&
+		ref.Namespace == o.chart.namespace && ref.Name == o.chart.name
 }
 
 // serviceAccountUser is a service account's user name.
@@ -155,7 +199,11 @@ func kustomizeSource(u *unstructured.Unstructured) (from, revision string) {
 // helmSource is a HelmRelease's chart and where it comes from, and the
 // chart version last released.
 func helmSource(u *unstructured.Unstructured) (from, revision string) {
-	if chart, _, _ := unstructured.NestedString(u.Object, "spec", "chart", "spec", "chart"); chart != "" {
+	kind, _, _ := unstructured.NestedString(u.Object, "spec", "chart", "kind")
+	if url, _, _ := unstructured.NestedString(u.Object, "spec", "chart", "spec", "url"); kind == "OCIRepository" && url != "" {
+		// Flux 2.10: spec.chart generates an OCIRepository of this URL.
+		from = "chart " + url
+	} else if chart, _, _ := unstructured.NestedString(u.Object, "spec", "chart", "spec", "chart"); chart != "" {
 		from = "chart " + chart + " from " + sourceRef(u, "spec", "chart", "spec", "sourceRef")
 	} else {
 		from = "chart from " + sourceRef(u, "spec", "chartRef")

@@ -70,12 +70,14 @@ var (
 var records = []gitops.Record{
 	{Resource: kustomizations, SubResource: "status", Path: []string{"status", "inventory"}},
 	{Resource: helmReleases, SubResource: "status", Path: []string{"status", "inventory"}},
+	{Resource: artifactGenerators, SubResource: "status", Path: []string{"status", "inventory"}},
 }
 
 // markers are Flux's ownership labels, as the guard keys on them.
 var markers = []object.Pointer{
 	{"metadata", "labels", LabelKustomizationName}, {"metadata", "labels", LabelKustomizationNamespace},
 	{"metadata", "labels", LabelHelmReleaseName}, {"metadata", "labels", LabelHelmReleaseNamespace},
+	{"metadata", "labels", LabelArtifactGenerator},
 }
 
 // optOutPaths are the opt-out markers as pointers, for the guard's
@@ -177,6 +179,14 @@ func claims(v *object.View) labelClaims {
 func (r resolver) Claim(_ gitops.Ref, v *object.View) gitops.Claim {
 	lc := claims(v)
 	c := gitops.Claim{Keys: labelKeys[lc.present], Claims: lc.n > 0}
+	if uid, ok := generatorClaim(v); ok {
+		c.Keys = append(slices.Clip(c.Keys), "label "+LabelArtifactGenerator)
+		c.Claims = true
+		if lc.n == 0 {
+			c.Named = "Flux ArtifactGenerator (UID " + uid + ")"
+			return c
+		}
+	}
 	switch lc.n {
 	case 1:
 		c.Named = lc.owners[0].String()
@@ -209,6 +219,13 @@ func (r resolver) Owners(_ context.Context, ref gitops.Ref, v *object.View) ([]g
 		}
 		out = append(out, r.ownerFor(o, ref, v))
 	}
+	if uid, ok := generatorClaim(v); ok {
+		o, err := r.generatorOwner(context.Background(), uid, ref, v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
 	return out, nil
 }
 
@@ -224,9 +241,18 @@ func (r resolver) ownerFor(o *owner, ref gitops.Ref, v *object.View) gitops.Owne
 		// stripped.
 		out.Undeclared, out.Strips = kustomizeKeepsMerged, nil
 	}
+	if o.kind == kindArtifactGenerator {
+		out.FieldManagers, out.IgnoreIn = generatorFieldManagers, ""
+		out.Undeclared, out.Strips = generatorKeeps, nil
+	}
 	if o.kind == kindHelmRelease {
 		out.FieldManagers, out.IgnoreIn = helmFieldManagers, "the HelmRelease's spec.driftDetection.ignore"
 		out.Undeclared, out.Strips = helmKeeps, nil
+		if o.generated(ref) {
+			// helm-controller applies the chart source it generates from
+			// spec.chart at every reconcile, whatever drift detection says.
+			out.Revert = o.chartRevert()
+		}
 	}
 	switch {
 	case o.writer != "":
@@ -243,9 +269,15 @@ func (r resolver) ownerFor(o *owner, ref gitops.Ref, v *object.View) gitops.Owne
 }
 
 // lists reports whether the owner's record lists the object: its
-// inventory, or for a HelmRelease that keeps none, its Helm release.
+// inventory, or for a HelmRelease that keeps none, its Helm release; a
+// HelmRelease's status.helmChart also records the chart source it
+// generated (a HelmChart, or from Flux 2.10 an OCIRepository), which no
+// inventory lists.
 func (o *owner) lists(ref gitops.Ref, v *object.View) (bool, string) {
 	what := o.what
+	if o.kind == kindHelmRelease && o.generated(ref) {
+		return true, ""
+	}
 	if o.hasInventory {
 		if o.inventory.Lists(ref) {
 			return true, ""
@@ -263,8 +295,20 @@ func (o *owner) lists(ref gitops.Ref, v *object.View) (bool, string) {
 	return false, what + " has no inventory yet: it has not applied the object"
 }
 
+// chartRevert says what helm-controller does with a hand edit of the
+// chart source it generated.
+func (o *owner) chartRevert() string {
+	if o.interval == "" {
+		return "helm-controller applies it again from the HelmRelease's spec.chart at the next reconcile"
+	}
+	return "helm-controller applies it again from the HelmRelease's spec.chart at the next reconcile (interval " + o.interval + ")"
+}
+
 // revert says what Flux does with a hand edit.
 func (o *owner) revert() string {
+	if o.kind == kindArtifactGenerator {
+		return "source-watcher applies it again at its next reconcile"
+	}
 	if o.kind == kindHelmRelease && strings.EqualFold(o.driftMode, "warn") {
 		// helm-controller reports the drift in events and logs, and
 		// corrects nothing.
@@ -320,7 +364,9 @@ func marker(v *object.View, key string) string {
 // how to suspend its owner.
 func (r resolver) hint(o *owner) string {
 	switch {
-	case r.optOutHint == "":
+	case r.optOutHint == "" || o.kind == kindArtifactGenerator:
+		// The opt-out markers the hint names are kustomize-controller's
+		// and helm-controller's.
 		return o.suspendHint
 	case o.kind == kindHelmRelease:
 		return r.helmOptOutHint

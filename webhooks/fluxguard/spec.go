@@ -23,6 +23,7 @@ func (r *Rule) Spec() rule.Spec {
 		Webhooks: slices.Concat(
 			gitops.ByWriter(r.objectWebhook("", LabelKustomizationName, "kustomize-controller")),
 			gitops.ByWriter(r.objectWebhook("helm", LabelHelmReleaseName, "helm-controller")),
+			gitops.ByWriter(r.objectWebhook("generator", LabelArtifactGenerator, "source-watcher")),
 			[]rule.Webhook{gitops.ScaleWebhook(Name, "Flux", r.agent), gitops.RecordWebhook(Name, r.agent, records)},
 		),
 		RBAC:       rbac(),

@@ -74,6 +74,18 @@ func TestSpecRegistration(t *testing.T) {
 		ObjectSelector: labelled("helm.toolkit.fluxcd.io/name"),
 		Conditions:     []string{"not-flux-controller-lease-or-event"},
 	}, {
+		// What source-watcher's ArtifactGenerators generate carries their
+		// UID in a label of its own.
+		Name: "fluxguard-generator.steward.dev", Path: "/validate/fluxguard/generator",
+		Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
+		ObjectSelector: labelled("source.extensions.fluxcd.io/generator"),
+		Conditions:     []string{"not-flux-controller-lease-or-event"},
+	}, {
+		Name: "fluxguard-generator-serviceaccounts.steward.dev", Path: "/validate/fluxguard/generator-serviceaccounts",
+		Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
+		ObjectSelector: labelled("source.extensions.fluxcd.io/generator"),
+		Conditions:     []string{"not-flux-controller-lease-or-event"},
+	}, {
 		// A Scale has no labels to select on, so this webhook sees every
 		// scale request, the HorizontalPodAutoscaler's included: it fails
 		// open.
@@ -97,6 +109,9 @@ func TestSpecRegistration(t *testing.T) {
 		}, {
 			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
 			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"helm.toolkit.fluxcd.io"}, APIVersions: []string{"*"}, Resources: []string{"helmreleases/status"}, Scope: &namespaced},
+		}, {
+			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"source.extensions.fluxcd.io"}, APIVersions: []string{"*"}, Resources: []string{"artifactgenerators/status"}, Scope: &namespaced},
 		}},
 		FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
 		Conditions: []string{"not-the-tool-or-kubernetes-controller"},
@@ -114,12 +129,13 @@ func TestPolicyRules(t *testing.T) {
 	want := []rbacv1.PolicyRule{
 		{APIGroups: []string{"kustomize.toolkit.fluxcd.io"}, Resources: []string{"kustomizations"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"helm.toolkit.fluxcd.io"}, Resources: []string{"helmreleases"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{"source.extensions.fluxcd.io"}, Resources: []string{"artifactgenerators"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"list"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Spec().RBAC: want list and watch (the owners' cache) on Kustomizations and HelmReleases, get (a scale request's check of who declares the replicas) and list (the drift audit) on the scalable workloads, and list of the autoscalers (the fight check's), nothing more; -want, +got:\n%s", diff)
+		t.Errorf("Spec().RBAC: want list and watch (the owners' cache) on Kustomizations, HelmReleases and ArtifactGenerators, get (a scale request's check of who declares the replicas) and list (the drift audit) on the scalable workloads, and list of the autoscalers (the fight check's), nothing more; -want, +got:\n%s", diff)
 	}
 }
 

@@ -272,6 +272,10 @@ app.kubernetes.io/part-of: steward
 {{- if not (has $v (list "" "serviceAccounts")) -}}
 {{- fail (printf "config.recordEventsFor: %s changes Steward's permission to record Events, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders" $v) -}}
 {{- end -}}
+{{- $v := toString (dig "audit" "reportAPIs" "" $cfg) -}}
+{{- if not (has $v (list "" "[wgpolicyk8s.io/v1alpha2 openreports.io/v1alpha1]")) -}}
+{{- fail (printf "config.audit.reportAPIs: %s changes Steward's permission to write reports, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders" $v) -}}
+{{- end -}}
 {{- $v := toString (dig "rules" "claimguard" "manageWebhookRules" "" $cfg) -}}
 {{- if not (has $v (list "" "true")) -}}
 {{- fail (printf "config.rules.claimguard.manageWebhookRules: %s changes Steward's permission to update its webhook configuration, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders" $v) -}}
