@@ -72,6 +72,11 @@ type StewardOptions struct {
 	// ($MEMORY_LIMIT, $POD_NAME), as a Deployment's env would be, e.g.
 	// KUBE_FEATURE_WatchListClient=false to switch a client-go feature off.
 	Env []string
+	// KeepRegistration runs Steward as the shipped Deployment does, keeping
+	// its webhook configurations (--keep-registration), pointed at the
+	// address the harness registers (--registration-url), so that what it
+	// keeps is what the harness registered.
+	KeepRegistration bool
 	// ReadyTimeout bounds the wait for /readyz; ReadyTimeout when zero.
 	// Caches of hundreds of thousands of objects take longer to sync.
 	ReadyTimeout time.Duration
@@ -266,6 +271,9 @@ func (e *Env) newSteward(ctx context.Context, opts StewardOptions) (*Steward, er
 	}
 	if !opts.ProvideCerts {
 		s.args = append(s.args, "--cert-dns-name", opts.Host)
+	}
+	if opts.KeepRegistration {
+		s.args = append(s.args, "--keep-registration", "--registration-url", "https://"+net.JoinHostPort(opts.Host, strconv.Itoa(s.port)))
 	}
 	s.args = append(s.args, opts.Args...)
 

@@ -1,0 +1,213 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stewardhq/steward/e2e/harness"
+)
+
+// repairWithin is how soon Steward must put its registration back.
+const repairWithin = 10 * time.Second
+
+// registrationOf is both configurations' entries as the API server stores
+// them, by "kind/entry", each as JSON: what a repair must restore exactly
+// (caBundle included). A missing configuration has no entries.
+func registrationOf(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("admissionregistration.k8s.io/v1")
+		u.SetKind(kind)
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: harness.WebhookConfigurationName}, u); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		list, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+		for _, e := range list {
+			m := e.(map[string]any)
+			data, err := json.Marshal(m)
+			if err != nil {
+				return nil, err
+			}
+			out[kind+"/"+m["name"].(string)] = string(data)
+		}
+	}
+	return out, nil
+}
+
+// entryIndex is the index of the validating entry named name.
+func entryIndex(t *testing.T, ctx context.Context, name string) int {
+	t.Helper()
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: harness.WebhookConfigurationName}, vwc); err != nil {
+		t.Fatal(err)
+	}
+	for i, wh := range vwc.Webhooks {
+		if wh.Name == name {
+			return i
+		}
+	}
+	t.Fatalf("the ValidatingWebhookConfiguration has no entry %s", name)
+	return -1
+}
+
+// jsonPatch patches Steward's ValidatingWebhookConfiguration as a person
+// would, with kubectl (field manager kubectl-patch).
+func jsonPatch(t *testing.T, ctx context.Context, ops ...string) {
+	t.Helper()
+	if _, _, err := env.Kubectl(ctx, "", "patch", "validatingwebhookconfiguration", harness.WebhookConfigurationName,
+		"--type=json", "-p", "["+strings.Join(ops, ",")+"]"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStewardKeepsItsRegistration proves, through the API server, that
+// Steward running as the shipped Deployment does (--keep-registration)
+// puts back every weakening of its webhook configurations within
+// seconds, exactly as it was (caBundle included), and reports each: the
+// metric by configuration and entry, an Event on the configuration naming
+// the field manager and the fields it changed, and a log line. Afterwards
+// the guarded write is refused again.
+func TestStewardKeepsItsRegistration(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	env.LogOnFailure(t)
+	s, err := env.RestartStewardWith(ctx, harness.StewardOptions{Config: harness.DefaultConfig, ProvideCerts: true, KeepRegistration: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := env.RestartSteward(context.Background(), harness.DefaultConfig); err != nil {
+			t.Errorf("restoring the default Steward: %v", err)
+		}
+	})
+	want, err := registrationOf(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const fleet, flux, suspend = "fleetguard.steward.dev", "fluxguard.steward.dev", "suspendnotice.steward.dev"
+	tests := []struct {
+		name string
+		// entry is the entry the change weakens (the metric's label).
+		entry, kind string
+		change      func(t *testing.T)
+		// manager is the field manager the Event must name ("" when none
+		// is left to name: a removal or a deletion).
+		manager string
+	}{
+		{name: "EntryRemoved", entry: fleet, kind: "ValidatingWebhookConfiguration", change: func(t *testing.T) {
+			jsonPatch(t, ctx, fmt.Sprintf(`{"op":"remove","path":"/webhooks/%d"}`, entryIndex(t, ctx, fleet)))
+		}},
+		{name: "FailurePolicyWeakened", entry: flux, kind: "ValidatingWebhookConfiguration", manager: "kubectl-patch", change: func(t *testing.T) {
+			jsonPatch(t, ctx, fmt.Sprintf(`{"op":"replace","path":"/webhooks/%d/failurePolicy","value":"Ignore"}`, entryIndex(t, ctx, flux)))
+		}},
+		{name: "SelectorWidened", entry: fleet, kind: "ValidatingWebhookConfiguration", manager: "kubectl-patch", change: func(t *testing.T) {
+			jsonPatch(t, ctx, fmt.Sprintf(`{"op":"add","path":"/webhooks/%d/namespaceSelector/matchExpressions/0/values/-","value":"%s"}`, entryIndex(t, ctx, fleet), fleetNS))
+		}},
+		{name: "RulesNarrowed", entry: flux, kind: "ValidatingWebhookConfiguration", manager: "kubectl-patch", change: func(t *testing.T) {
+			jsonPatch(t, ctx, fmt.Sprintf(`{"op":"replace","path":"/webhooks/%d/rules","value":[]}`, entryIndex(t, ctx, flux)))
+		}},
+		{name: "ConfigurationDeleted", entry: fleet, kind: "ValidatingWebhookConfiguration", change: func(t *testing.T) {
+			if _, _, err := env.Kubectl(ctx, "", "delete", "validatingwebhookconfiguration", harness.WebhookConfigurationName); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "MutatingConfigurationDeleted", entry: suspend, kind: "MutatingWebhookConfiguration", change: func(t *testing.T) {
+			if _, _, err := env.Kubectl(ctx, "", "delete", "mutatingwebhookconfiguration", harness.WebhookConfigurationName); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	jane, err := env.As("jane", "system:authenticated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			labels := map[string]string{"kind": tc.kind, "configuration": harness.WebhookConfigurationName, "entry": tc.entry}
+			before, err := s.Counter("steward_registration_repairs_total", labels)
+			if err != nil {
+				t.Fatal(err)
+			}
+			changed := time.Now()
+			tc.change(t)
+			var took time.Duration
+			harness.Eventually(t, repairWithin, func() error {
+				got, err := registrationOf(ctx)
+				if err != nil {
+					return err
+				}
+				for k, v := range want {
+					if got[k] != v {
+						return fmt.Errorf("%s is not back as it was:\n got %s\nwant %s", k, got[k], v)
+					}
+				}
+				took = time.Since(changed)
+				return nil
+			})
+			t.Logf("put back %v after the change", took.Round(10*time.Millisecond))
+			harness.Eventually(t, repairWithin, func() error {
+				after, err := s.Counter("steward_registration_repairs_total", labels)
+				if err != nil {
+					return err
+				}
+				if after <= before {
+					return fmt.Errorf("steward_registration_repairs_total%v stayed %v", labels, after)
+				}
+				return nil
+			})
+			harness.Eventually(t, repairWithin, func() error { return repairEvent(ctx, tc.kind, tc.entry, tc.manager, changed) })
+			if log := s.Log(); !strings.Contains(log, "Steward put its webhook configuration back") || !strings.Contains(log, tc.entry) {
+				t.Errorf("no log line reports the repair of %s", tc.entry)
+			}
+			if err := env.WaitWebhooksEffective(ctx, harness.PropagationTimeout); err != nil {
+				t.Fatal(err)
+			}
+			cm := &corev1.ConfigMap{ObjectMeta: fleetMeta("registration-" + strings.ToLower(tc.name))}
+			if err := jane.Create(ctx, cm, client.DryRunAll); err == nil || !strings.Contains(err.Error(), fleetguardHook) {
+				t.Errorf("after the repair, a person's ConfigMap carrying Fleet's keys: %v; want fleetguard's denial", err)
+			}
+		})
+	}
+}
+
+// repairEvent finds the Event Steward recorded, since since, on its
+// configuration of kind for a repair of entry, naming manager when set.
+func repairEvent(ctx context.Context, kind, entry, manager string, since time.Time) error {
+	list := &eventsv1.EventList{}
+	if err := env.Client.List(ctx, list, client.InNamespace(corev1.NamespaceDefault)); err != nil {
+		return err
+	}
+	var seen []string
+	for _, e := range list.Items {
+		if e.Reason != "RegistrationRepaired" || e.Regarding.Kind != kind || e.Regarding.Name != harness.WebhookConfigurationName {
+			continue
+		}
+		at := e.EventTime.Time
+		if e.Series != nil {
+			at = e.Series.LastObservedTime.Time
+		}
+		if at.Before(since.Add(-time.Second)) {
+			continue
+		}
+		seen = append(seen, e.Note)
+		if e.Type == corev1.EventTypeWarning && e.ReportingController == "steward.dev/registration" &&
+			strings.Contains(e.Note, entry) && (manager == "" || strings.Contains(e.Note, manager)) {
+			return nil
+		}
+	}
+	return fmt.Errorf("no RegistrationRepaired Event on %s %s naming %s and %q; found %q", kind, harness.WebhookConfigurationName, entry, manager, seen)
+}
