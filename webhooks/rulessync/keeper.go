@@ -159,6 +159,11 @@ func newKeeper(kube kubernetes.Interface, specs []rule.Spec, reg Registration, r
 			},
 		})
 	}
+	for _, c := range k.configs {
+		if body := c.render(); body != nil {
+			report.known(c.kind, c.name, entryNames(body))
+		}
+	}
 	return k
 }
 

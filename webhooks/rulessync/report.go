@@ -66,6 +66,17 @@ func (r *Reports) Describe(ch chan<- *prometheus.Desc) { r.repairs.Describe(ch) 
 // Collect implements prometheus.Collector.
 func (r *Reports) Collect(ch chan<- prometheus.Metric) { r.repairs.Collect(ch) }
 
+// known makes the series of every entry of a configuration exist at 0,
+// so an alert on their increase also sees the first repair.
+func (r *Reports) known(kind, configuration string, entries []string) {
+	if r == nil {
+		return
+	}
+	for _, e := range entries {
+		r.repairs.WithLabelValues(kind, configuration, e)
+	}
+}
+
 // RepairReason is the reason of the Event recorded on a configuration
 // Steward repaired.
 const RepairReason = "RegistrationRepaired"
