@@ -77,6 +77,9 @@ type StewardOptions struct {
 	// address the harness registers (--registration-url), so that what it
 	// keeps is what the harness registered.
 	KeepRegistration bool
+	// RegistrationURL is the --registration-url KeepRegistration passes:
+	// Steward's own address when empty (replicas pass their Spreader's).
+	RegistrationURL string
 	// ReadyTimeout bounds the wait for /readyz; ReadyTimeout when zero.
 	// Caches of hundreds of thousands of objects take longer to sync.
 	ReadyTimeout time.Duration
@@ -273,7 +276,11 @@ func (e *Env) newSteward(ctx context.Context, opts StewardOptions) (*Steward, er
 		s.args = append(s.args, "--cert-dns-name", opts.Host)
 	}
 	if opts.KeepRegistration {
-		s.args = append(s.args, "--keep-registration", "--registration-url", "https://"+net.JoinHostPort(opts.Host, strconv.Itoa(s.port)))
+		u := opts.RegistrationURL
+		if u == "" {
+			u = "https://" + net.JoinHostPort(opts.Host, strconv.Itoa(s.port))
+		}
+		s.args = append(s.args, "--keep-registration", "--registration-url", u)
 	}
 	s.args = append(s.args, opts.Args...)
 

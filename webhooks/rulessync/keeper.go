@@ -60,8 +60,10 @@ type Registration struct {
 	// its deletion means Steward is being uninstalled.
 	Deployment string
 	// ShuttingDown reports that this replica is shutting down; it then
-	// keeps nothing, so a Pod terminating because of an uninstall never
-	// writes a configuration back.
+	// re-creates no deleted configuration, so a Pod terminating because of
+	// an uninstall never writes one back. It still repairs entries until
+	// it stops, and hands the Lease over when it does, so a rolling
+	// update leaves no moment without a keeper.
 	ShuttingDown func() bool
 }
 
@@ -284,6 +286,9 @@ func (k *keeper) sync(ctx context.Context, c *configuration, live map[string]any
 // CA in CAFile), so the API server can call Steward at once and an
 // installer still recognises the object as its own.
 func (k *keeper) recreate(ctx context.Context, c *configuration, body map[string]any) error {
+	if k.reg.ShuttingDown != nil && k.reg.ShuttingDown() {
+		return nil
+	}
 	now := k.now()
 	if c.goneSince.IsZero() {
 		c.goneSince = now

@@ -87,9 +87,8 @@ func (w *watches) live(kind, name string) (obj map[string]any, ok bool) {
 	return u.Object, true
 }
 
-// uninstalling reports whether Steward is being uninstalled: this
-// replica shuts down, or its Deployment, once seen, is being deleted or
-// is gone. helm uninstall and kubectl delete -k delete the Deployment in
+// uninstalling reports whether Steward is being uninstalled: its
+// Deployment, once seen, is being deleted or is gone. helm uninstall and kubectl delete -k delete the Deployment in
 // the same pass as the webhook configurations (deleting the namespace
 // deletes it too).
 func (w *watches) uninstalling(reg Registration) func() (bool, string) {
@@ -105,9 +104,6 @@ func (w *watches) uninstalling(reg Registration) func() (bool, string) {
 		return ok && m.DeletionTimestamp != nil, exists
 	}
 	return func() (bool, string) {
-		if reg.ShuttingDown != nil && reg.ShuttingDown() {
-			return true, "this replica is shutting down"
-		}
 		if deleting, _ := gone(w.deployment, reg.Deployment, reg.Target.Namespace); deleting && w.deploymentSeen.Load() {
 			return true, "Deployment " + reg.Target.Namespace + "/" + reg.Deployment + " is being deleted"
 		}
