@@ -80,6 +80,9 @@ type StewardOptions struct {
 	// RegistrationURL is the --registration-url KeepRegistration passes:
 	// Steward's own address when empty (replicas pass their Spreader's).
 	RegistrationURL string
+	// Port is the webhook port, a free one when zero: a test that writes
+	// Steward's address into files before the API server starts picks it.
+	Port int
 	// ReadyTimeout bounds the wait for /readyz; ReadyTimeout when zero.
 	// Caches of hundreds of thousands of objects take longer to sync.
 	ReadyTimeout time.Duration
@@ -227,7 +230,11 @@ func (e *Env) newSteward(ctx context.Context, opts StewardOptions) (*Steward, er
 	if err := os.MkdirAll(s.certDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", s.certDir, err)
 	}
+	s.port = opts.Port
 	for _, p := range []*int{&s.port, &s.metricsPort, &s.healthPort} {
+		if *p != 0 {
+			continue
+		}
 		if *p, err = FreePort(); err != nil {
 			return nil, err
 		}

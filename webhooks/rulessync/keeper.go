@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -86,6 +87,9 @@ type configuration struct {
 	// first); goneSince is when it was first found missing.
 	seen      map[string]any
 	goneSince time.Time
+	// stale is set when what Steward renders changed (a reloaded
+	// configuration): the next sync applies whatever the live object is.
+	stale atomic.Bool
 }
 
 // keeper keeps Steward's two webhook configurations equal to what its
@@ -185,6 +189,9 @@ func (k *keeper) setSpecs(specs []rule.Spec) {
 	k.mu.Lock()
 	k.specs = specs
 	k.mu.Unlock()
+	for _, c := range k.configs {
+		c.stale.Store(true)
+	}
 }
 
 // render is the apply body of the configuration of type typ named name:
@@ -252,6 +259,23 @@ func (k *keeper) sync(ctx context.Context, c *configuration, live map[string]any
 		return k.recreate(ctx, c, body)
 	}
 	c.goneSince = time.Time{}
+	owned := entryNames(body)
+	var found *Repair
+	if c.seen != nil && !c.stale.Load() && uidOf(c.seen) == uidOf(live) {
+		// Steward wrote this configuration before: a version the watch
+		// delivers that is not newer than that write has nothing new, and
+		// a newer one is put back only if it differs from that write in
+		// Steward's fields. So Steward never applies from a stale view,
+		// and what it reports is exactly what changed.
+		if generationOf(live) <= generationOf(c.seen) {
+			return nil
+		}
+		found = diffOwned(c, live, c.seen, owned, k.dynamicEntries())
+		if found == nil {
+			c.seen = live // someone else's fields (a caBundle) changed
+			return nil
+		}
+	}
 	data, err := jsonMarshal(body)
 	if err != nil {
 		return err
@@ -266,18 +290,58 @@ func (k *keeper) sync(ctx context.Context, c *configuration, live map[string]any
 	if applied, err = k.fillCABundles(ctx, c, applied); err != nil {
 		return err
 	}
-	// The watch may not hold Steward's own last write yet: what that
-	// write stored is then the state this apply started from.
-	before := live
-	if c.seen != nil && uidOf(c.seen) == uidOf(live) && generationOf(c.seen) > generationOf(live) {
-		before = c.seen
+	if found == nil {
+		// The first write (or one for a changed configuration): what it
+		// changed is what the live object lacked.
+		found = repairOf(c, live, applied, owned)
 	}
-	if r := repairOf(c, before, applied, entryNames(body)); r != nil {
-		r.ChangedBy = changedBy(c.seen, live, r.Entries)
-		k.report.repaired(*r)
+	if found != nil {
+		found.ChangedBy = changedBy(c.seen, live, found.Entries)
+		found.UID, found.ResourceVersion = uidOf(applied), resourceVersionOf(applied)
+		k.report.repaired(*found)
 	}
 	c.seen = applied
+	c.stale.Store(false)
 	return nil
+}
+
+// dynamicEntries names the entries whose rules follow the cluster: their
+// rules are their rule's manager's, never a change to put back.
+func (k *keeper) dynamicEntries() map[string]bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := map[string]bool{}
+	for _, spec := range k.specs {
+		for _, wh := range spec.Webhooks {
+			if wh.DynamicRules != nil {
+				out[wh.Name] = true
+			}
+		}
+	}
+	return out
+}
+
+// diffOwned tells how live differs from what Steward last wrote (seen)
+// in the entries Steward owns: nil when it does not.
+func diffOwned(c *configuration, live, seen map[string]any, owned []string, dynamic map[string]bool) *Repair {
+	is, was := entriesOf(live), entriesOf(seen)
+	r := &Repair{Kind: c.kind, Configuration: c.name, Fields: map[string][]string{}}
+	for _, name := range owned {
+		var fields []string
+		if is[name] == nil {
+			fields = []string{"(entry)"}
+		} else {
+			fields = slices.DeleteFunc(changedFields(was[name], is[name]), func(f string) bool { return f == "rules" && dynamic[name] })
+		}
+		if len(fields) > 0 {
+			r.Entries = append(r.Entries, name)
+			r.Fields[name] = fields
+		}
+	}
+	if len(r.Entries) == 0 {
+		return nil
+	}
+	return r
 }
 
 // recreate puts back a deleted configuration once it has stayed deleted
@@ -318,7 +382,7 @@ func (k *keeper) recreate(ctx context.Context, c *configuration, body map[string
 	}
 	c.goneSince = time.Time{}
 	k.report.repaired(Repair{Kind: c.kind, Configuration: c.name, Deleted: true, Entries: entryNames(body),
-		ChangedBy: []Change{{Manager: "", Operation: "Delete"}}})
+		UID: uidOf(applied), ResourceVersion: resourceVersionOf(applied)})
 	c.seen = applied
 	return nil
 }
@@ -416,6 +480,11 @@ func (k *keeper) fillCABundles(ctx context.Context, c *configuration, obj map[st
 func generationOf(obj map[string]any) int64 {
 	g, _, _ := unstructured.NestedInt64(obj, "metadata", "generation")
 	return g
+}
+
+func resourceVersionOf(obj map[string]any) string {
+	v, _, _ := unstructured.NestedString(obj, "metadata", "resourceVersion")
+	return v
 }
 
 func uidOf(obj map[string]any) string {

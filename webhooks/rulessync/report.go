@@ -11,11 +11,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Repair is one change of Steward's registration that Steward undid.
 type Repair struct {
 	Kind, Configuration string
+	// UID and ResourceVersion are the configuration's after the repair:
+	// the Event regards that version, so each repair is an Event of its
+	// own rather than a repeat in the series of the first (the events
+	// broadcaster counts Events regarding the same object, for the same
+	// reason and action, as one series, keeping the first one's note).
+	UID, ResourceVersion string
 	// Deleted: the whole configuration was deleted and is re-created.
 	Deleted bool
 	// Entries are the entries put back; Fields, by entry, the fields of
@@ -94,7 +101,8 @@ func (r *Reports) repaired(p Repair) {
 	if r.events == nil {
 		return
 	}
-	ref := &corev1.ObjectReference{APIVersion: "admissionregistration.k8s.io/v1", Kind: p.Kind, Name: p.Configuration}
+	ref := &corev1.ObjectReference{APIVersion: "admissionregistration.k8s.io/v1", Kind: p.Kind, Name: p.Configuration,
+		UID: types.UID(p.UID), ResourceVersion: p.ResourceVersion}
 	// An Event's note holds at most 1 kB.
 	if len(note) > 1000 {
 		note = note[:997] + "..."
@@ -151,16 +159,18 @@ func ownManager(m string) bool { return m == FieldManager || strings.HasPrefix(m
 // at Steward's last sync; nil: every other manager), with the fields each
 // owns in the entries put back.
 func changedBy(seen, live map[string]any, entries []string) []Change {
+	// A manager's entry changed when its time or its fields did: the time
+	// has a resolution of a second.
 	before := map[string]string{}
 	for _, m := range managedFields(seen) {
-		before[m.key()] = m.Time
+		before[m.key()] = m.version()
 	}
 	var out []Change
 	for _, m := range managedFields(live) {
 		if ownManager(m.Manager) {
 			continue
 		}
-		if t, ok := before[m.key()]; ok && t == m.Time {
+		if v, ok := before[m.key()]; ok && v == m.version() {
 			continue
 		}
 		out = append(out, Change{Manager: m.Manager, Operation: m.Operation, Time: m.Time, Fields: m.entryFields(entries)})
@@ -177,6 +187,12 @@ type managedField struct {
 }
 
 func (m managedField) key() string { return m.Manager + "/" + m.Operation }
+
+// version is what changes when the manager writes again.
+func (m managedField) version() string {
+	fields, _ := json.Marshal(m.FieldsV1)
+	return m.Time + " " + string(fields)
+}
 
 func managedFields(obj map[string]any) []managedField {
 	if obj == nil {
