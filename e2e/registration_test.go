@@ -124,7 +124,9 @@ func TestStewardKeepsItsRegistration(t *testing.T) {
 			jsonPatch(t, ctx, fmt.Sprintf(`{"op":"add","path":"/webhooks/%d/namespaceSelector/matchExpressions/0/values/-","value":"default"}`, entryIndex(t, ctx, fleet)))
 		}},
 		{name: "RulesNarrowed", entry: flux, kind: "ValidatingWebhookConfiguration", manager: "kubectl-patch", change: func(t *testing.T) {
-			jsonPatch(t, ctx, fmt.Sprintf(`{"op":"replace","path":"/webhooks/%d/rules","value":[]}`, entryIndex(t, ctx, flux)))
+			// Only deletes of the first rule's kinds stay guarded. (An empty
+			// list would be a removal, which no field manager records.)
+			jsonPatch(t, ctx, fmt.Sprintf(`{"op":"replace","path":"/webhooks/%d/rules/0/operations","value":["DELETE"]}`, entryIndex(t, ctx, flux)))
 		}},
 		{name: "ConfigurationDeleted", entry: fleet, kind: "ValidatingWebhookConfiguration", change: func(t *testing.T) {
 			if _, _, err := env.Kubectl(ctx, "", "delete", "validatingwebhookconfiguration", harness.WebhookConfigurationName); err != nil {
