@@ -27,9 +27,12 @@ import (
 
 var env *harness.Env
 
-// admin is the harness's admin user: Steward runs as it here, and it is
-// the installer.
-const admin = "steward-e2e-admin"
+// The harness's admin client, which registers Steward's webhooks, is the
+// installer; Steward runs as the harness's admin kubeconfig's user.
+const (
+	installer = "admin"
+	steward   = "steward-e2e-admin"
+)
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
@@ -52,7 +55,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	files, err := manifests.Static(manifests.StaticOptions{URL: fmt.Sprintf("https://127.0.0.1:%d", port), CABundle: cert.CA, Dir: dir, Writers: []string{admin}})
+	files, err := manifests.Static(manifests.StaticOptions{URL: fmt.Sprintf("https://127.0.0.1:%d", port), CABundle: cert.CA, Dir: dir, Writers: []string{installer, steward}})
 	if err == nil {
 		err = manifests.Write(dir, files)
 	}
