@@ -290,9 +290,15 @@ func (k *keeper) sync(ctx context.Context, c *configuration, live map[string]any
 	if applied, err = k.fillCABundles(ctx, c, applied); err != nil {
 		return err
 	}
-	if found == nil {
-		// The first write (or one for a changed configuration): what it
-		// changed is what the live object lacked.
+	switch {
+	case c.stale.Load() && c.seen != nil:
+		// What Steward renders changed (a reloaded configuration): that
+		// is Steward's own change, not one it put back.
+		if generationOf(applied) != generationOf(live) {
+			k.log.Info("applied the webhook configuration the reloaded configuration renders", "configuration", c.kind+"/"+c.name)
+		}
+	case found == nil:
+		// The first write: what it changed is what the live object lacked.
 		found = repairOf(c, live, applied, owned)
 	}
 	if found != nil {
