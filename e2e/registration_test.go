@@ -3,15 +3,19 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -237,3 +241,114 @@ func registrationLog(log string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// configurationsGone fails unless both of Steward's configurations stay
+// deleted for d.
+func configurationsGone(t *testing.T, ctx context.Context, d time.Duration, why string) {
+	t.Helper()
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		got, err := registrationOf(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) > 0 {
+			t.Fatalf("%s: Steward's configurations are back (%d entries); they must stay deleted", why, len(got))
+		}
+	}
+}
+
+// deleteConfigurations deletes both configurations, as the runbook and an
+// uninstall do.
+func deleteConfigurations(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if _, _, err := env.Kubectl(ctx, "", "delete", "validatingwebhookconfiguration/"+harness.WebhookConfigurationName,
+		"mutatingwebhookconfiguration/"+harness.WebhookConfigurationName); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunbookAndUninstallAreNotUndone proves that keeping the
+// registration leaves the deliberate ways to remove it working: the
+// runbook's emergency removal (scale Steward to zero, delete its
+// configurations) holds while Steward is down, even when the
+// configurations are deleted while its replicas are still terminating,
+// and Steward puts them back once scaled up again; an uninstall, which
+// deletes the configurations and Steward's Deployment in one pass (here
+// the configurations first, the harder order), is never undone.
+func TestRunbookAndUninstallAreNotUndone(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	env.LogOnFailure(t)
+	s, err := env.RestartStewardWith(ctx, harness.StewardOptions{Config: harness.DefaultConfig, ProvideCerts: true, KeepRegistration: true,
+		Args: []string{"--shutdown-delay=5s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := env.RestartSteward(context.Background(), harness.DefaultConfig); err != nil {
+			t.Errorf("restoring the default Steward: %v", err)
+		}
+	})
+
+	t.Run("Runbook", func(t *testing.T) {
+		// kubectl scale --replicas=0: the replica gets SIGTERM and drains
+		// for --shutdown-delay; the configurations are deleted meanwhile.
+		if err := s.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		deleteConfigurations(t, ctx)
+		select {
+		case <-s.Done():
+		case <-time.After(harness.StopTimeout):
+			t.Fatal("Steward did not exit after SIGTERM")
+		}
+		configurationsGone(t, ctx, 2*recreateWait, "after the runbook's removal")
+		// kubectl scale --replicas=3: Steward puts its registration back.
+		if err := s.Restart(ctx); err != nil {
+			t.Fatal(err)
+		}
+		harness.Eventually(t, repairWithin, func() error {
+			got, err := registrationOf(ctx)
+			if err != nil {
+				return err
+			}
+			if len(got) == 0 {
+				return errors.New("Steward scaled up again has not re-created its configurations")
+			}
+			return nil
+		})
+		if err := env.WaitWebhooksEffective(ctx, harness.PropagationTimeout); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("Uninstall", func(t *testing.T) {
+		deployment := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "steward", Namespace: harness.StewardNamespace},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "steward"}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/name": "steward"}},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "steward", Image: "ghcr.io/stewardhq/steward:v0.1.0"}}},
+				},
+			},
+		}
+		if err := env.Client.Create(ctx, deployment); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), deployment) })
+		time.Sleep(time.Second) // the keeper's watch sees the Deployment
+		deleteConfigurations(t, ctx)
+		if err := env.Client.Delete(ctx, deployment); err != nil {
+			t.Fatal(err)
+		}
+		configurationsGone(t, ctx, 3*recreateWait, "after the uninstall")
+		if !strings.Contains(s.Log(), "Steward is being uninstalled") {
+			t.Error("Steward did not log that it stopped keeping its registration for the uninstall")
+		}
+	})
+}
+
+// recreateWait is how long Steward leaves a deleted configuration
+// deleted before it re-creates it (rulessync's recreateAfter).
+const recreateWait = 3 * time.Second
