@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -108,6 +110,33 @@ func TestStewardKeepsItsRegistration(t *testing.T) {
 	if n, err := s.Counter("steward_registration_repairs_total", nil); err != nil || n != 0 {
 		t.Errorf("Steward reported %v repairs (%v) of the configurations the manifests render; want none", n, err)
 	}
+	t.Run("AtRest", func(t *testing.T) {
+		// Keeping the registration is a watch of two objects (and of the
+		// Deployment): at rest it writes nothing and reads nothing (reads
+		// come from the watch; the audit log records writes only).
+		const rest = 15 * time.Second
+		mark := time.Now()
+		cpu0, err := cpuTime(s.PID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(rest)
+		cpu1, err := cpuTime(s.PID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		writes, err := env.AuditEvents(func(ev harness.AuditEvent) bool {
+			at, err := time.Parse(time.RFC3339Nano, ev.StageTimestamp)
+			return err == nil && at.After(mark) && ev.ObjectRef != nil && strings.HasSuffix(ev.ObjectRef.Resource, "webhookconfigurations")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(writes) > 0 {
+			t.Errorf("at rest, %d writes to webhook configurations, the first %s %s by %s", len(writes), writes[0].Verb, writes[0].RequestURI, writes[0].User.Username)
+		}
+		t.Logf("at rest for %s: Steward (every rule's caches, the audit's and the registration's elections, and the keeper) used %s of CPU, and wrote no webhook configuration", rest, cpu1-cpu0)
+	})
 	const fleet, flux, suspend = "fleetguard.steward.dev", "fluxguard.steward.dev", "suspendnotice.steward.dev"
 	tests := []struct {
 		name string
@@ -352,3 +381,28 @@ func TestRunbookAndUninstallAreNotUndone(t *testing.T) {
 // recreateWait is how long Steward leaves a deleted configuration
 // deleted before it re-creates it (rulessync's recreateAfter).
 const recreateWait = 3 * time.Second
+
+// cpuTime is the user and system CPU time a process has used, from
+// /proc/<pid>/stat (in clock ticks of 10 ms, Linux's USER_HZ).
+func cpuTime(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: count fields
+	// after it. utime and stime are fields 14 and 15 of the line.
+	rest := string(data[strings.LastIndexByte(string(data), ')')+2:])
+	fields := strings.Fields(rest)
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
