@@ -237,7 +237,7 @@ func registerRules(mgr manager.Manager, opts serveOptions, cfg config.Config, ru
 			server.Register(wh.Path, served.table.HTTP(wh.Path, serving.HTTPOptions{Limit: limit, Drain: drain, Log: log.WithName("webhook")}))
 		}
 	}
-	keep, err := registrationOptions(mgr, opts, recorder, drain, log)
+	keep, err := registrationOptions(mgr, opts, specs, recorder, drain, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -253,7 +253,7 @@ func registerRules(mgr manager.Manager, opts serveOptions, cfg config.Config, ru
 // through the metric, the log and, when Steward records Events, an Event;
 // with --leader-elect, only by the replica holding the Lease
 // rulessync.LeaseName.
-func registrationOptions(mgr manager.Manager, opts serveOptions, recorderFor func(string) serving.EventRecorder, drain *serving.Drain, log logr.Logger) (rulessync.Options, error) {
+func registrationOptions(mgr manager.Manager, opts serveOptions, specs []rule.Spec, recorderFor func(string) serving.EventRecorder, drain *serving.Drain, log logr.Logger) (rulessync.Options, error) {
 	var out rulessync.Options
 	if opts.leaderElect {
 		kube, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
@@ -282,7 +282,18 @@ func registrationOptions(mgr manager.Manager, opts serveOptions, recorderFor fun
 	if err := ctrlmetrics.Registry.Register(out.Reports); err != nil {
 		return out, fmt.Errorf("registering the registration metrics: %w", err)
 	}
+	var entries []string
+	for _, spec := range specs {
+		for _, wh := range spec.Webhooks {
+			entries = append(entries, wh.Name)
+		}
+	}
+	overrides, err := rulessync.ParseOverrides(opts.registrationOverrides, entries)
+	if err != nil {
+		return out, fmt.Errorf("--registration-overrides: %w", err)
+	}
 	out.Keep = &rulessync.Registration{
+		Overrides:    overrides,
 		Validating:   opts.certs.ValidatingWebhookConfiguration,
 		Mutating:     opts.certs.MutatingWebhookConfiguration,
 		Target:       rule.Target{Namespace: opts.certs.Namespace, Service: opts.certs.ServiceName, URL: opts.registrationURL},

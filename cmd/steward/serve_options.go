@@ -45,10 +45,11 @@ type serveOptions struct {
 	enableHTTP2   bool
 	leaderElect   bool
 	// keepRegistration and registrationURL: see registrationOptions.
-	keepRegistration bool
-	registrationURL  string
-	shutdownDelay    time.Duration
-	shutdownTimeout  time.Duration
+	keepRegistration      bool
+	registrationURL       string
+	registrationOverrides string
+	shutdownDelay         time.Duration
+	shutdownTimeout       time.Duration
 }
 
 const serveUsageText = `Usage: steward serve [flags]
@@ -120,6 +121,7 @@ func serveFlagSet(o *serveOptions, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, error, or a verbosity number (1 logs every allowed request)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect one replica, through the Lease "+audit.LeaseName+" in --namespace, to run the background audit and write its PolicyReports, and one, through the Lease "+rulessync.LeaseName+", to keep the webhook configurations (--keep-registration and the rules that follow the cluster); every replica serves webhooks either way, and one that loses a Lease stops that task until it holds it again. false: this replica does both unconditionally (one replica, or a local run)")
 	fs.BoolVar(&o.keepRegistration, "keep-registration", false, "keep the webhook configurations named by --webhook-config-name as the configuration renders them (entries, rules, selectors, matchConditions, failure policies, timeouts, the Service --service-name in --namespace): a change or a deletion is put back within seconds and reported (metric steward_registration_repairs_total, an Event, a log line); not while --namespace or the Deployment named --service-name is being deleted. The shipped manifests set it")
+	fs.StringVar(&o.registrationOverrides, "registration-overrides", "", `with --keep-registration: what the install changed in webhook entries, kept as well: a JSON object by entry name of failurePolicy, timeoutSeconds, and namespaceSelector and objectSelector matchExpressions added to the entry's (the Helm chart passes its webhooks value), e.g. {"fluxguard.steward.dev":{"timeoutSeconds":5}}`)
 	fs.StringVar(&o.registrationURL, "registration-url", "", "with --keep-registration: the API server reaches Steward at this https:// URL (each webhook adds its path) instead of the Service --service-name, e.g. when Steward runs outside the cluster")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "serve HTTP/2; off by default because of HTTP/2 rapid reset (CVE-2023-44487)")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving this long, reporting unready and closing each connection after its answer, so endpoints stop routing here and the API server moves to other replicas; after it the listener closes and open connections get as long again to carry a last call")

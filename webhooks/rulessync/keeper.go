@@ -60,6 +60,9 @@ type Registration struct {
 	// Deployment names Steward's Deployment in Target.Namespace: once seen,
 	// its deletion means Steward is being uninstalled.
 	Deployment string
+	// Overrides are what the installer changed in the entries (the Helm
+	// chart's webhooks value), by entry name: Steward keeps them.
+	Overrides map[string]Override
 	// ShuttingDown reports that this replica is shutting down; it then
 	// re-creates no deleted configuration, so a Pod terminating because of
 	// an uninstall never writes one back. It still repairs entries until
@@ -209,17 +212,20 @@ func (k *keeper) render(typ rule.Type, name string) map[string]any {
 		}
 		for _, wh := range spec.Webhooks {
 			var entry any
+			o := k.reg.Overrides[wh.Name]
 			if typ == rule.Mutating {
 				e := wh.MutatingWebhook(k.reg.Target)
 				if wh.DynamicRules != nil {
 					e.Rules = nil
 				}
+				o.apply(&e.FailurePolicy, &e.TimeoutSeconds, &e.NamespaceSelector, &e.ObjectSelector)
 				entry = &e
 			} else {
 				e := wh.ValidatingWebhook(k.reg.Target)
 				if wh.DynamicRules != nil {
 					e.Rules = nil
 				}
+				o.apply(&e.FailurePolicy, &e.TimeoutSeconds, &e.NamespaceSelector, &e.ObjectSelector)
 				entry = &e
 			}
 			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(entry)

@@ -228,3 +228,58 @@ func TestRepairNoteNamesWhoAndWhat(t *testing.T) {
 		}
 	}
 }
+
+func TestKeeperKeepsTheInstallsOverrides(t *testing.T) {
+	entries := []string{"v1.steward.dev", "v2.steward.dev", "m.steward.dev"}
+	overrides, err := ParseOverrides(`{"v1.steward.dev":{"failurePolicy":"Ignore","timeoutSeconds":7,"namespaceSelector":{"matchExpressions":[{"key":"team","operator":"NotIn","values":["x"]}]}}}`, entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := newKeeper(fake.NewClientset(), keptSpecs(), Registration{Validating: "steward", Target: rule.Target{Namespace: "steward-system", Service: "steward"}, Overrides: overrides}, nil, logr.Discard())
+	got := map[string]admissionregistrationv1.ValidatingWebhook{}
+	for name, e := range entriesOf(k.render(rule.Validating, "steward")) {
+		var wh admissionregistrationv1.ValidatingWebhook
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(e, &wh); err != nil {
+			t.Fatal(err)
+		}
+		got[name] = wh
+	}
+	v1 := got["v1.steward.dev"]
+	if *v1.FailurePolicy != admissionregistrationv1.Ignore || *v1.TimeoutSeconds != 7 {
+		t.Errorf("v1: failurePolicy %s, timeout %d; want the install's Ignore and 7", *v1.FailurePolicy, *v1.TimeoutSeconds)
+	}
+	exprs := v1.NamespaceSelector.MatchExpressions
+	if len(exprs) != 2 || exprs[0].Key != rule.NamespaceLabel || exprs[1].Key != "team" {
+		t.Errorf("v1: namespaceSelector %v; want Steward's exclusion, then the install's", exprs)
+	}
+	if v2 := got["v2.steward.dev"]; *v2.FailurePolicy != admissionregistrationv1.Fail || *v2.TimeoutSeconds != 5 {
+		t.Errorf("v2, not overridden: failurePolicy %s, timeout %d; want its own Fail and 5", *v2.FailurePolicy, *v2.TimeoutSeconds)
+	}
+}
+
+func TestParseOverridesNamesWhatIsWrong(t *testing.T) {
+	entries := []string{"a.steward.dev"}
+	tests := map[string]struct{ in, want string }{
+		"UnknownEntry":   {`{"b.steward.dev":{}}`, "b.steward.dev: Steward has no webhook entry"},
+		"UnknownField":   {`{"a.steward.dev":{"timeout":5}}`, `unknown field "timeout"`},
+		"BadPolicy":      {`{"a.steward.dev":{"failurePolicy":"ignore"}}`, "a.steward.dev.failurePolicy"},
+		"BadTimeout":     {`{"a.steward.dev":{"timeoutSeconds":31}}`, "a.steward.dev.timeoutSeconds"},
+		"BadSelector":    {`{"a.steward.dev":{"objectSelector":{"matchExpressions":[{"key":"k","operator":"In"}]}}}`, "a.steward.dev.objectSelector"},
+		"NotAnObject":    {`[1]`, "not a JSON object"},
+		"EmptyIsNothing": {``, ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseOverrides(tc.in, entries)
+			if tc.want == "" {
+				if err != nil {
+					t.Errorf("unexpected error %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
