@@ -46,6 +46,17 @@ func TestMonitoringManifests(t *testing.T) {
 		_, _, _ = env.Kubectl(context.Background(), "", "delete", "--ignore-not-found", "-k", monitoring)
 	})
 
+	// Steward runs as the Deployment does, keeping its registration, so
+	// the registration's metric is exported too.
+	if _, err := env.RestartStewardWith(ctx, harness.StewardOptions{Config: harness.DefaultConfig, ProvideCerts: true, KeepRegistration: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := env.RestartSteward(context.Background(), harness.DefaultConfig); err != nil {
+			t.Errorf("restoring the default Steward: %v", err)
+		}
+	})
+
 	// One refusal, so the decision and the API server's rejection metrics
 	// have samples.
 	jane, err := env.As("jane", "system:authenticated")

@@ -113,7 +113,12 @@ func TestStewardRunsOnTheRenderedRBAC(t *testing.T) {
 
 	ns := testNamespace(t, ctx, "rbac-usage")
 	proxy := startAPIProxy(t, anonymous)
-	p := startStewardProc(t, ctx, procOptions{kubeconfig: proxy.kubeconfig})
+	// It keeps the registration as the Deployment does, pointed where the
+	// harness registered it: its watches of the two configurations and of
+	// its Deployment, by name, must be allowed by resourceNames.
+	p := startStewardProc(t, ctx, procOptions{kubeconfig: proxy.kubeconfig, args: []string{
+		"--keep-registration", "--registration-url", fmt.Sprintf("https://127.0.0.1:%d", env.Steward.Port()),
+	}})
 	// Settle: start-up requests are done once Steward is ready.
 	time.Sleep(2 * time.Second)
 

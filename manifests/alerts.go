@@ -89,6 +89,20 @@ func (in install) alerts() []alert {
 		},
 		watchedKindsAlert(sel),
 		{
+			// Every entry's series exists from start-up at 0, so the first
+			// repair is an increase too.
+			Name:     "StewardRegistrationRepaired",
+			Expr:     fmt.Sprintf(`sum by (kind, configuration, entry) (increase(steward_registration_repairs_total{%s}[15m])) > 0`, sel),
+			For:      0,
+			Severity: "warning",
+			Summary:  "Someone changed or deleted Steward's {{ $labels.kind }} {{ $labels.configuration }} (entry {{ $labels.entry }}); Steward put it back.",
+			Description: "Steward's registration was weakened or removed ({{ $value | humanize }} repairs of {{ $labels.entry }} in 15m) and Steward restored it; " +
+				"until then the writes it guards passed unjudged. The RegistrationRepaired Event on the configuration (kubectl get events -n default " +
+				"--field-selector reason=RegistrationRepaired) names the field manager and the fields it changed; the API server's audit log names " +
+				"who. To switch a guard off deliberately set its mode to off in the ConfigMap " + in.configName() + "; to take Steward off the write " +
+				"path, follow the runbook (scale it to zero first).",
+		},
+		{
 			Name:     "StewardDecisionLatencyHigh",
 			Expr:     fmt.Sprintf(`histogram_quantile(0.99, sum by (le, rule) (rate(steward_decision_duration_seconds_bucket{%s}[5m]))) > 0.25`, sel),
 			For:      15 * time.Minute,

@@ -42,6 +42,7 @@ const (
 	tokStartupProbe   = "stewardhelm-startupprobe"
 	tokSpread         = "stewardhelm-topologyspreadconstraints"
 	tokExtraArgs      = "stewardhelm-extraargs"
+	tokRegOverrides   = "stewardhelm-registrationoverrides"
 	tokExtraEnv       = "stewardhelm-extraenvvars"
 	tokExtraVolumes   = "stewardhelm-extravolumes"
 	tokExtraMounts    = "stewardhelm-extravolumemounts"
@@ -546,7 +547,9 @@ func chartDoc(obj map[string]any) (string, error) {
 				}
 			}
 			c["startupProbe"] = tokStartupProbe
-			c["args"] = append(c["args"].([]any), tokExtraArgs)
+			// Steward keeps its registration with what the webhooks value
+			// changed in it, so it never undoes the install's choices.
+			c["args"] = append(c["args"].([]any), "--registration-overrides="+tokRegOverrides, tokExtraArgs)
 			c["env"] = append(c["env"].([]any), tokExtraEnv)
 			c["volumeMounts"] = append(c["volumeMounts"].([]any), tokExtraMounts)
 		}
@@ -834,6 +837,7 @@ var chartReplacements = []chartReplacement{
 	{token: tokStartupProbe, expr: `.Values.startupProbe`, kind: optionalBlock},
 	{token: tokSpread, expr: `include "steward.topologySpreadConstraints" $`, kind: optionalYamlBlock, when: `.Values.topologySpreadConstraints`},
 	{token: tokExtraArgs, expr: `.Values.extraArgs`, kind: listItems},
+	{token: tokRegOverrides, expr: `.Values.webhooks | default dict | toJson`, kind: text},
 	{token: tokExtraEnv, expr: `.Values.extraEnvVars`, kind: listItems},
 	{token: tokExtraVolumes, expr: `.Values.extraVolumes`, kind: listItems},
 	{token: tokExtraMounts, expr: `.Values.extraVolumeMounts`, kind: listItems},

@@ -197,6 +197,7 @@ func (in install) container() corev1.Container {
 			"--health-probe-bind-address=:8081",
 			"--shutdown-delay=" + shutdownDelay,
 			"--shutdown-timeout=" + shutdownTimeout,
+			"--keep-registration",
 		},
 		Env: []corev1.EnvVar{
 			{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{

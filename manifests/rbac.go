@@ -10,6 +10,7 @@ import (
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/audit"
 	"github.com/stewardhq/steward/webhooks/config"
+	"github.com/stewardhq/steward/webhooks/rulessync"
 	"github.com/stewardhq/steward/webhooks/setup"
 )
 
@@ -20,6 +21,7 @@ import (
 func (in install) baseRBAC(cfg config.Config, rules []webhooks.Configured) []any {
 	policy := append(setup.ClusterCacheRBAC(), setup.EventsRBAC(cfg)...)
 	policy = append(policy, audit.RBAC(cfg.Audit)...)
+	policy = append(policy, rulessync.RBAC(in.registration())...)
 	var aggregated []any
 	for _, c := range rules {
 		spec := c.Rule.Spec()
@@ -35,12 +37,21 @@ func (in install) baseRBAC(cfg config.Config, rules []webhooks.Configured) []any
 	out = append(out, aggregated...)
 	out = append(out, in.clusterRole(in.metricsReaderRole(), metricsReaderRules))
 	election := in.name + "-leader-election"
-	return append(out, in.role(election, audit.LeaderElectionRBAC()), in.roleBinding(election))
+	return append(out, in.role(election, uniqueRules(append(audit.LeaderElectionRBAC(), rulessync.NamespaceRBAC(in.registration())...))), in.roleBinding(election))
+}
+
+// registration is what the install's Steward keeps (steward serve
+// --keep-registration): its two configurations, named after the install,
+// and, to tell an uninstall, its namespace and Deployment.
+func (in install) registration() rulessync.Registration {
+	return rulessync.Registration{Validating: in.name, Mutating: in.name, Target: in.target(), Deployment: in.name}
 }
 
 // The Role named <install>-leader-election lets Steward's replicas elect
-// the one that runs the background audit (steward serve --leader-elect):
-// its Lease, in Steward's namespace only.
+// the one that runs the background audit and the one that keeps the
+// registration (steward serve --leader-elect): their Leases, and the
+// Deployment whose deletion tells an uninstall, in Steward's namespace
+// only.
 
 // metricsAuthRules let Steward ask the API server who a metrics scraper is
 // and whether it may read /metrics (steward serve --metrics-secure).

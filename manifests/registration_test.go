@@ -14,6 +14,7 @@ import (
 	"github.com/stewardhq/steward/webhooks/audit"
 	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/rulessync"
 	"github.com/stewardhq/steward/webhooks/setup"
 )
 
@@ -116,10 +117,14 @@ func TestASpecAloneDeterminesTheRegistration(t *testing.T) {
 			bindings = append(bindings, o.RoleRef.Name+" to "+o.Subjects[0].Namespace+"/"+o.Subjects[0].Name)
 		}
 	}
-	wantPolicy := append(append(append(append(setup.ClusterCacheRBAC(), setup.EventsRBAC(config.Defaults())...), audit.RBAC(config.Defaults().Audit)...), readWidgets, rbacv1.PolicyRule{
-		APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"},
-		ResourceNames: []string{Name}, Verbs: []string{"get", "patch"},
-	}), metricsAuthRules...)
+	// The rule's own get, list, watch and patch of the configuration its
+	// dynamic entry is in is the registration keeper's first grant.
+	keep := rulessync.RBAC(in.registration())
+	if !cmp.Equal(keep[0], rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"},
+		ResourceNames: []string{Name}, Verbs: []string{"get", "list", "watch", "patch"}}) {
+		t.Errorf("the registration keeper's first grant is %v", keep[0])
+	}
+	wantPolicy := append(append(append(append(append(setup.ClusterCacheRBAC(), setup.EventsRBAC(config.Defaults())...), audit.RBAC(config.Defaults().Audit)...), keep...), readWidgets), metricsAuthRules...)
 	if diff := cmp.Diff(wantPolicy, roles[0].Rules); diff != "" {
 		t.Errorf("Steward's ClusterRole (-want +got):\n%s", diff)
 	}

@@ -21,6 +21,8 @@ import (
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/audit"
 	"github.com/stewardhq/steward/webhooks/config"
+	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/rulessync"
 	"github.com/stewardhq/steward/webhooks/setup"
 )
 
@@ -94,6 +96,9 @@ func declaredPermissions(overlay string) (cluster, namespaced []rbacv1.PolicyRul
 	cluster = append(cluster, metricsAuthRules...)
 	cluster = append(cluster, audit.RBAC(config.Defaults().Audit)...)
 	namespaced = append(namespaced, audit.LeaderElectionRBAC()...)
+	reg := rulessync.Registration{Validating: Name, Mutating: Name, Target: rule.Target{Namespace: DefaultNamespace, Service: Name}, Deployment: Name}
+	cluster = append(cluster, rulessync.RBAC(reg)...)
+	namespaced = append(namespaced, rulessync.NamespaceRBAC(reg)...)
 	if overlay == "self-managed-certs" {
 		c, n := certs.SelfManagedRBAC()
 		cluster = append(cluster, c...)
@@ -195,6 +200,9 @@ func checkPolicyRule(where string, r rbacv1.PolicyRule, namespaced bool) []strin
 		// them.
 		return problems
 	}
+	if !namespaced && isRegistrationCreate(r) {
+		return problems
+	}
 	if isOwnReports(r) || (namespaced && isOwnLease(r)) {
 		// The audit's own reports, and the Lease that elects the
 		// replica writing them: created (which no name can limit), and
@@ -256,7 +264,16 @@ func isOwnLease(r rbacv1.PolicyRule) bool {
 		return false
 	}
 	return (slices.Equal(r.Verbs, []string{"create"}) && len(r.ResourceNames) == 0) ||
-		(slices.Equal(r.Verbs, []string{"get", "update"}) && slices.Equal(r.ResourceNames, []string{audit.LeaseName}))
+		(slices.Equal(r.Verbs, []string{"get", "update"}) && (slices.Equal(r.ResourceNames, []string{audit.LeaseName}) || slices.Equal(r.ResourceNames, []string{rulessync.LeaseName})))
+}
+
+// isRegistrationCreate says whether r grants only create on the two kinds
+// of webhook configuration: re-creating Steward's own when they were
+// deleted (steward serve --keep-registration). Create is the one write RBAC
+// cannot narrow to a name; docs/security.md says what it allows.
+func isRegistrationCreate(r rbacv1.PolicyRule) bool {
+	return slices.Equal(r.APIGroups, []string{"admissionregistration.k8s.io"}) && slices.Equal(r.Resources, webhookConfigs) &&
+		slices.Equal(r.Verbs, []string{"create"}) && len(r.ResourceNames) == 0
 }
 
 // isReview says whether r grants only create on TokenReviews or

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -52,6 +53,9 @@ Examples:
 // manifestsOptions are the flags of `steward manifests`.
 type manifestsOptions struct {
 	dir, image, namespace, config, chartDir, overlay string
+	// The static admission configuration (manifests.Static).
+	staticDir, staticURL, staticCAFile, staticHostDir string
+	staticWriters                                     []string
 }
 
 // manifestsStdout is the --dir that prints the install instead of writing
@@ -65,6 +69,14 @@ func manifestsFlagSet(o *manifestsOptions, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.image, "image", manifests.DefaultImage, "Steward container image")
 	fs.StringVar(&o.namespace, "namespace", manifests.DefaultNamespace, "namespace Steward runs in; its objects, RBAC, certificate names and the webhooks' exclusion of its own namespace follow")
 	fs.StringVar(&o.config, "config", "", "StewardConfiguration file to render for: its exempt identities in matchConditions, no registration for rules in mode off, and the file in the ConfigMap; the defaults when empty")
+	fs.StringVar(&o.staticDir, "static-dir", "", "also write the static admission configuration into this directory: the webhook configurations and a ValidatingAdmissionPolicy that kube-apiserver reads from its own disk (manifest-based admission control, Kubernetes 1.37), and the AdmissionConfiguration for --admission-control-config-file; copy the directory to --static-host-dir on every control-plane node")
+	fs.StringVar(&o.staticURL, "static-url", "", "with --static-dir: the https://host:port the API server reaches Steward at (static webhooks cannot name a Service)")
+	fs.StringVar(&o.staticCAFile, "static-ca-file", "", "with --static-dir: the PEM CA of Steward's serving certificate, for the static webhooks' caBundle (nothing injects one into a file)")
+	fs.StringVar(&o.staticHostDir, "static-host-dir", "/etc/kubernetes/steward", "with --static-dir: the absolute directory the API server reads the static files from")
+	fs.Func("static-writer", "with --static-dir: a user besides Steward's service account who may change Steward's API-registered webhook configurations, such as the installer (repeatable)", func(v string) error {
+		o.staticWriters = append(o.staticWriters, v)
+		return nil
+	})
 	fs.StringVar(&o.chartDir, "chart-dir", "", "also write the Helm chart into this directory (make generate: "+manifests.ChartDir+"); its values default to --image and --config, and it installs into the release's namespace")
 	return fs
 }
@@ -131,6 +143,11 @@ func runManifests(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(report, "wrote %d files under %s\n", len(files), o.dir)
 	}
+	if o.staticDir != "" {
+		if code := writeStatic(o, opts, report, stderr); code != exitOK {
+			return code
+		}
+	}
 	if chart == nil {
 		return exitOK
 	}
@@ -138,5 +155,28 @@ func runManifests(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "manifests", exitFailed, err)
 	}
 	fmt.Fprintf(report, "wrote %d files under %s\n", len(chart), o.chartDir)
+	return exitOK
+}
+
+// writeStatic writes the static admission configuration (--static-dir).
+func writeStatic(o manifestsOptions, opts manifests.Options, report, stderr io.Writer) int {
+	if o.staticDir == manifestsStdout {
+		return usageError(stderr, "manifests", errors.New("--static-dir -: the static configuration is written as files only; name a directory"))
+	}
+	if o.staticURL == "" || o.staticCAFile == "" {
+		return usageError(stderr, "manifests", errors.New("--static-dir needs --static-url and --static-ca-file: static webhooks are called by URL, with the CA in the file"))
+	}
+	ca, err := os.ReadFile(o.staticCAFile)
+	if err != nil {
+		return fail(stderr, "manifests", exitConfig, fmt.Errorf("--static-ca-file: %w", err))
+	}
+	files, err := manifests.Static(manifests.StaticOptions{Options: opts, URL: o.staticURL, CABundle: ca, Dir: o.staticHostDir, Writers: o.staticWriters})
+	if err != nil {
+		return usageError(stderr, "manifests", err)
+	}
+	if err := manifests.Write(o.staticDir, files); err != nil {
+		return fail(stderr, "manifests", exitFailed, err)
+	}
+	fmt.Fprintf(report, "wrote %d files under %s\n", len(files), o.staticDir)
 	return exitOK
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -159,7 +160,7 @@ func serve(opts serveOptions, restCfg *rest.Config, cfg config.Config, configDat
 			return fmt.Errorf("registering metrics: %w", err)
 		}
 	}
-	served, recorder, err := registerRules(mgr, cfg, rules, limit, drain, log)
+	served, recorder, err := registerRules(mgr, opts, cfg, rules, limit, drain, log)
 	if err != nil {
 		return err
 	}
@@ -208,8 +209,9 @@ func cacheScopes(rules []webhooks.Configured) map[client.Object]cache.ByObject {
 // Once drain has begun, every answer closes its connection.
 // It returns the served rules and the Events recorder (nil when the
 // configuration records no Events).
-func registerRules(mgr manager.Manager, cfg config.Config, rules []webhooks.Configured, limit *serving.InflightLimit, drain *serving.Drain, log logr.Logger) (*servedRules, func(controller string) serving.EventRecorder, error) {
-	if err := setup.WithManager(mgr, rules); err != nil {
+func registerRules(mgr manager.Manager, opts serveOptions, cfg config.Config, rules []webhooks.Configured, limit *serving.InflightLimit, drain *serving.Drain, log logr.Logger) (*servedRules, func(controller string) serving.EventRecorder, error) {
+	cluster, err := setup.WithManagerCache(mgr, rules)
+	if err != nil {
 		return nil, nil, err
 	}
 	events, recorder, err := denialEvents(mgr, cfg)
@@ -235,7 +237,71 @@ func registerRules(mgr manager.Manager, cfg config.Config, rules []webhooks.Conf
 			server.Register(wh.Path, served.table.HTTP(wh.Path, serving.HTTPOptions{Limit: limit, Drain: drain, Log: log.WithName("webhook")}))
 		}
 	}
-	return served, recorder, rulessync.Add(mgr, specs)
+	keep, err := registrationOptions(mgr, opts, specs, recorder, drain, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	keep.Cache = cluster
+	syncer, err := rulessync.Add(mgr, specs, keep)
+	served.registration = syncer
+	return served, recorder, err
+}
+
+// registrationOptions says how Steward keeps its registration: with
+// --keep-registration, its two configurations whole (named and pointed at
+// as the self-managed mode's flags and --registration-url say), reported
+// through the metric, the log and, when Steward records Events, an Event;
+// with --leader-elect, only by the replica holding the Lease
+// rulessync.LeaseName.
+func registrationOptions(mgr manager.Manager, opts serveOptions, specs []rule.Spec, recorderFor func(string) serving.EventRecorder, drain *serving.Drain, log logr.Logger) (rulessync.Options, error) {
+	var out rulessync.Options
+	if opts.leaderElect {
+		kube, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+		if err != nil {
+			return out, fmt.Errorf("registration: kubernetes client: %w", err)
+		}
+		identity, err := audit.Identity()
+		if err != nil {
+			return out, err
+		}
+		election, err := audit.NewLeaseElection(kube.CoordinationV1(), opts.certs.Namespace, rulessync.LeaseName, identity, audit.DefaultTimings)
+		if err != nil {
+			return out, err
+		}
+		elog := log.WithName("registration").WithName("election")
+		out.Elect = func(ctx context.Context, lead func(context.Context)) { election.Campaign(ctx, elog, lead) }
+	}
+	if !opts.keepRegistration {
+		return out, nil
+	}
+	var events rulessync.EventRecorder
+	if recorderFor != nil {
+		events = recorderFor("steward.dev/registration")
+	}
+	out.Reports = rulessync.NewReports(events, log.WithName("registration"))
+	if err := ctrlmetrics.Registry.Register(out.Reports); err != nil {
+		return out, fmt.Errorf("registering the registration metrics: %w", err)
+	}
+	var entries []string
+	for _, spec := range specs {
+		for _, wh := range spec.Webhooks {
+			entries = append(entries, wh.Name)
+		}
+	}
+	overrides, err := rulessync.ParseOverrides(opts.registrationOverrides, entries)
+	if err != nil {
+		return out, fmt.Errorf("--registration-overrides: %w", err)
+	}
+	out.Keep = &rulessync.Registration{
+		Overrides:    overrides,
+		Validating:   opts.certs.ValidatingWebhookConfiguration,
+		Mutating:     opts.certs.MutatingWebhookConfiguration,
+		Target:       rule.Target{Namespace: opts.certs.Namespace, Service: opts.certs.ServiceName, URL: opts.registrationURL},
+		CAFile:       filepath.Join(opts.certs.CertDir, "ca.crt"),
+		Deployment:   opts.certs.ServiceName,
+		ShuttingDown: drain.Draining,
+	}
+	return out, nil
 }
 
 // denialEvents returns the recorder of Events for service accounts'

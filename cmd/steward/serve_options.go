@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"time"
 
 	"github.com/stewardhq/steward/certs"
 	"github.com/stewardhq/steward/webhooks/audit"
+	"github.com/stewardhq/steward/webhooks/rulessync"
 )
 
 // Certificate modes of `steward serve`.
@@ -26,24 +28,28 @@ const (
 
 // serveOptions are the flags of `steward serve`.
 type serveOptions struct {
-	configFile      string
-	kubeconfig      string
-	host            string
-	port            int
-	certMode        string
-	certs           certs.SelfManagedOptions // namespace, cert dir, and the self-managed mode's settings
-	clientCAFile    string
-	metricsAddr     string
-	metricsSecure   bool
-	probeAddr       string
-	pprofAddr       string
-	memoryLimit     string // the container's memory limit; see memlimit.go
-	requestMemory   string // the memory request bodies in flight may hold; see memlimit.go
-	logLevel        string
-	enableHTTP2     bool
-	leaderElect     bool
-	shutdownDelay   time.Duration
-	shutdownTimeout time.Duration
+	configFile    string
+	kubeconfig    string
+	host          string
+	port          int
+	certMode      string
+	certs         certs.SelfManagedOptions // namespace, cert dir, and the self-managed mode's settings
+	clientCAFile  string
+	metricsAddr   string
+	metricsSecure bool
+	probeAddr     string
+	pprofAddr     string
+	memoryLimit   string // the container's memory limit; see memlimit.go
+	requestMemory string // the memory request bodies in flight may hold; see memlimit.go
+	logLevel      string
+	enableHTTP2   bool
+	leaderElect   bool
+	// keepRegistration and registrationURL: see registrationOptions.
+	keepRegistration      bool
+	registrationURL       string
+	registrationOverrides string
+	shutdownDelay         time.Duration
+	shutdownTimeout       time.Duration
 }
 
 const serveUsageText = `Usage: steward serve [flags]
@@ -113,7 +119,10 @@ func serveFlagSet(o *serveOptions, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.memoryLimit, "memory-limit", os.Getenv("MEMORY_LIMIT"), "the container's memory limit (a quantity such as 256Mi, or bytes; $MEMORY_LIMIT by default); Steward sets Go's soft memory limit to 90% of it unless GOMEMLIMIT is set")
 	fs.StringVar(&o.requestMemory, "request-memory", "", "memory the webhook requests being read and decided may hold, counted as 3x their bodies (a third of it kept for reviews up to 256Ki); a request that does not fit is answered 429 at once; 3/8 of --memory-limit by default, or 96Mi")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, error, or a verbosity number (1 logs every allowed request)")
-	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect one replica, through the Lease "+audit.LeaseName+" in --namespace, to run the background audit and write its PolicyReports; only the audit takes part: every replica serves webhooks either way, and one that loses the Lease stops auditing until it holds it again. false: this replica audits unconditionally (one replica, or a local run)")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect one replica, through the Lease "+audit.LeaseName+" in --namespace, to run the background audit and write its PolicyReports, and one, through the Lease "+rulessync.LeaseName+", to keep the webhook configurations (--keep-registration and the rules that follow the cluster); every replica serves webhooks either way, and one that loses a Lease stops that task until it holds it again. false: this replica does both unconditionally (one replica, or a local run)")
+	fs.BoolVar(&o.keepRegistration, "keep-registration", false, "keep the webhook configurations named by --webhook-config-name as the configuration renders them (entries, rules, selectors, matchConditions, failure policies, timeouts, the Service --service-name in --namespace): a change or a deletion is put back within seconds and reported (metric steward_registration_repairs_total, an Event, a log line); not while --namespace or the Deployment named --service-name is being deleted. The shipped manifests set it")
+	fs.StringVar(&o.registrationOverrides, "registration-overrides", "", `with --keep-registration: what the install changed in webhook entries, kept as well: a JSON object by entry name of failurePolicy, timeoutSeconds, and namespaceSelector and objectSelector matchExpressions added to the entry's (the Helm chart passes its webhooks value), e.g. {"fluxguard.steward.dev":{"timeoutSeconds":5}}`)
+	fs.StringVar(&o.registrationURL, "registration-url", "", "with --keep-registration: the API server reaches Steward at this https:// URL (each webhook adds its path) instead of the Service --service-name, e.g. when Steward runs outside the cluster")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "serve HTTP/2; off by default because of HTTP/2 rapid reset (CVE-2023-44487)")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving this long, reporting unready and closing each connection after its answer, so endpoints stop routing here and the API server moves to other replicas; after it the listener closes and open connections get as long again to carry a last call")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 25*time.Second, "after the delay, how long the drain (open connections' last calls, requests in flight) may take")
@@ -161,6 +170,11 @@ func (o serveOptions) validate() error {
 	}
 	if o.shutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout: %s must be positive", o.shutdownTimeout))
+	}
+	if o.registrationURL != "" {
+		if u, err := url.Parse(o.registrationURL); err != nil || u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || (u.Path != "" && u.Path != "/") {
+			errs = append(errs, fmt.Errorf("--registration-url: %q is not an https://host[:port] URL without path, query or fragment", o.registrationURL))
+		}
 	}
 	if o.clientCAFile != "" {
 		if _, err := os.Stat(o.clientCAFile); err != nil {

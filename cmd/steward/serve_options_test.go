@@ -20,6 +20,8 @@ func TestServeFlagsRefuseInvalidValuesNamingTheFlag(t *testing.T) {
 		"BadRequestMemory":           {reason: "the request budget must hold one maximum-size review", args: []string{"--request-memory=1Mi"}, wantErr: "--request-memory: 1Mi is below 32Mi"},
 		"InsecureMetricsOffLoopback": {reason: "metrics without authentication only on loopback", args: []string{"--metrics-secure=false", "--metrics-bind-address=:8080"}, wantErr: "--metrics-secure=false serves metrics to anyone"},
 		"NegativeDelay":              {reason: "a shutdown delay cannot be negative", args: []string{"--shutdown-delay=-1s"}, wantErr: "--shutdown-delay:"},
+		"RegistrationURLNotHTTPS":    {reason: "the API server calls webhooks over HTTPS only", args: []string{"--registration-url=http://127.0.0.1:9443"}, wantErr: "--registration-url:"},
+		"RegistrationURLWithPath":    {reason: "each webhook adds its own path", args: []string{"--registration-url=https://127.0.0.1:9443/validate"}, wantErr: "--registration-url:"},
 		"StrayArgument":              {reason: "positional arguments are a mistake", args: []string{"extra"}, wantErr: "unexpected arguments"},
 		"UnknownFlagFails":           {reason: "unknown flags are errors", args: []string{"--prot=1"}, wantErr: "flag provided but not defined: --prot"},
 	}

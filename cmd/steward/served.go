@@ -12,6 +12,7 @@ import (
 	"github.com/stewardhq/steward/webhooks/audit"
 	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/rulessync"
 	"github.com/stewardhq/steward/webhooks/serving"
 )
 
@@ -27,6 +28,9 @@ type servedRules struct {
 	// audited is what the background audit reads each pass: a copy of
 	// rules and the audit settings, replaced with them on every reload.
 	audited atomic.Pointer[auditView]
+	// registration keeps the webhook configurations; on every reload it
+	// is told the entries of the rules served now (nil: nothing kept).
+	registration *rulessync.Syncer
 }
 
 // auditView is one configuration's rules and audit settings.
@@ -98,6 +102,13 @@ func (s *servedRules) swap(cfg config.Config, next []webhooks.Configured) {
 		}
 	}
 	s.audited.Store(&auditView{rules: slices.Clone(s.rules), audit: cfg.Audit})
+	var specs []rule.Spec
+	for _, c := range s.rules {
+		if c.Mode != rule.Off {
+			specs = append(specs, c.Rule.Spec())
+		}
+	}
+	s.registration.SetSpecs(specs)
 }
 
 // handler is what answers at path: whichever configuration is current.

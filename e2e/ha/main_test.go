@@ -71,10 +71,12 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "ha: installing the PolicyReport CRDs: %v\n", err)
 		return 1
 	}
+	// The replicas keep their registration, as the shipped Deployment's do.
 	r, err := e.StartReplicas(ctx, replicaCount, harness.StewardOptions{
-		Config:       haConfig,
-		ProvideCerts: true,
-		Args:         shutdown.Args(),
+		Config:           haConfig,
+		ProvideCerts:     true,
+		KeepRegistration: true,
+		Args:             shutdown.Args(),
 	}, harness.SpreaderOptions{})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ha: starting %d replicas: %v\n", replicaCount, err)

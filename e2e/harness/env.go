@@ -57,6 +57,9 @@ type Options struct {
 	// everything, instead of exiting with status 1. The sandbox uses it to
 	// finish quietly.
 	OnSignal func(os.Signal)
+	// APIServerFlags are set on kube-apiserver's command line on top of
+	// the harness's own (e.g. admission-control-config-file).
+	APIServerFlags map[string]string
 	// SurviveParent keeps the environment up when the process that started
 	// this one exits. By default the process gets SIGTERM then (and stops
 	// everything), so a killed `go test` leaves nothing behind; the sandbox
@@ -199,6 +202,9 @@ func StartWith(ctx context.Context, opts Options) (env *Env, err error) {
 	apiServer.Set("audit-log-path", e.AuditLog)
 	apiServer.Set("audit-log-format", "json")
 	apiServer.Set("audit-log-mode", "blocking")
+	for name, value := range opts.APIServerFlags {
+		apiServer.Set(name, value)
+	}
 	// Start and Stop of envtest do not take a context; start-up is bounded by
 	// ControlPlaneStartTimeout instead.
 	cfg, err := e.testEnv.Start()

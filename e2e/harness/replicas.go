@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -54,6 +56,9 @@ func (e *Env) StartReplicas(ctx context.Context, n int, opts StewardOptions, spr
 	sp, err := StartSpreader(spreader)
 	if err != nil {
 		return nil, err
+	}
+	if opts.KeepRegistration {
+		opts.RegistrationURL = "https://" + net.JoinHostPort(opts.Host, strconv.Itoa(sp.Port()))
 	}
 	r := &Replicas{Spreader: sp, env: e, opts: opts}
 	e.mu.Lock()

@@ -72,6 +72,17 @@ type StewardOptions struct {
 	// ($MEMORY_LIMIT, $POD_NAME), as a Deployment's env would be, e.g.
 	// KUBE_FEATURE_WatchListClient=false to switch a client-go feature off.
 	Env []string
+	// KeepRegistration runs Steward as the shipped Deployment does, keeping
+	// its webhook configurations (--keep-registration), pointed at the
+	// address the harness registers (--registration-url), so that what it
+	// keeps is what the harness registered.
+	KeepRegistration bool
+	// RegistrationURL is the --registration-url KeepRegistration passes:
+	// Steward's own address when empty (replicas pass their Spreader's).
+	RegistrationURL string
+	// Port is the webhook port, a free one when zero: a test that writes
+	// Steward's address into files before the API server starts picks it.
+	Port int
 	// ReadyTimeout bounds the wait for /readyz; ReadyTimeout when zero.
 	// Caches of hundreds of thousands of objects take longer to sync.
 	ReadyTimeout time.Duration
@@ -219,7 +230,11 @@ func (e *Env) newSteward(ctx context.Context, opts StewardOptions) (*Steward, er
 	if err := os.MkdirAll(s.certDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", s.certDir, err)
 	}
+	s.port = opts.Port
 	for _, p := range []*int{&s.port, &s.metricsPort, &s.healthPort} {
+		if *p != 0 {
+			continue
+		}
 		if *p, err = FreePort(); err != nil {
 			return nil, err
 		}
@@ -266,6 +281,13 @@ func (e *Env) newSteward(ctx context.Context, opts StewardOptions) (*Steward, er
 	}
 	if !opts.ProvideCerts {
 		s.args = append(s.args, "--cert-dns-name", opts.Host)
+	}
+	if opts.KeepRegistration {
+		u := opts.RegistrationURL
+		if u == "" {
+			u = "https://" + net.JoinHostPort(opts.Host, strconv.Itoa(s.port))
+		}
+		s.args = append(s.args, "--keep-registration", "--registration-url", u)
 	}
 	s.args = append(s.args, opts.Args...)
 

@@ -38,25 +38,41 @@ var DefaultTimings = Timings{LeaseDuration: 15 * time.Second, RenewDeadline: 10 
 // while, another replica took it over) keeps serving webhooks.
 type Election struct {
 	lock    resourcelock.Interface
+	lease   string
 	timings Timings
 }
 
 // NewElection campaigns for the Lease LeaseName in namespace as identity
 // (Identity), with timings.
 func NewElection(leases coordinationv1client.LeasesGetter, namespace, identity string, timings Timings) (*Election, error) {
+	return NewLeaseElection(leases, namespace, LeaseName, identity, timings)
+}
+
+// NewLeaseElection campaigns for the Lease lease in namespace: another
+// task than the audit that one replica at a time must do (keeping
+// Steward's registration) campaigns for its own Lease, so neither waits
+// on the other.
+func NewLeaseElection(leases coordinationv1client.LeasesGetter, namespace, lease, identity string, timings Timings) (*Election, error) {
 	e := &Election{
 		lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: namespace, Name: LeaseName},
+			LeaseMeta:  metav1.ObjectMeta{Namespace: namespace, Name: lease},
 			Client:     leases,
 			LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
 		},
+		lease:   lease,
 		timings: timings,
 	}
 	// Checked now, so a campaign never fails on its configuration.
 	if _, err := e.elector(func(context.Context) {}, func() {}); err != nil {
-		return nil, fmt.Errorf("audit leader election: %w", err)
+		return nil, fmt.Errorf("leader election for the Lease %s: %w", lease, err)
 	}
 	return e, nil
+}
+
+// Campaign waits for the Lease and runs lead while this replica holds
+// it (see campaign); it reports whether this replica led.
+func (e *Election) Campaign(ctx context.Context, log logr.Logger, lead func(context.Context)) bool {
+	return e.campaign(ctx, log, lead)
 }
 
 // Identity names this replica in the Lease: its host name (the Pod's
@@ -76,7 +92,7 @@ func Identity() (string, error) {
 func (e *Election) elector(started func(context.Context), stopped func()) (*leaderelection.LeaderElector, error) {
 	return leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            e.lock,
-		Name:            LeaseName,
+		Name:            e.lease,
 		LeaseDuration:   e.timings.LeaseDuration,
 		RenewDeadline:   e.timings.RenewDeadline,
 		RetryPeriod:     e.timings.RetryPeriod,

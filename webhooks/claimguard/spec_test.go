@@ -91,11 +91,11 @@ func TestPolicyRules(t *testing.T) {
 		want   []rbacv1.PolicyRule
 	}{
 		"ManagingRules": {
-			reason: "Read XRDs (CRDs come through the cluster cache); get and patch Steward's own webhook configuration, by name only.",
+			reason: "Read XRDs (CRDs come through the cluster cache); get, list, watch and patch Steward's own webhook configuration, by name only.",
 			cfg:    Config{},
 			want: []rbacv1.PolicyRule{
 				{APIGroups: []string{"apiextensions.crossplane.io"}, Resources: []string{"compositeresourcedefinitions"}, Verbs: []string{"list", "watch"}},
-				{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{"steward"}, Verbs: []string{"get", "patch"}},
+				{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{"steward"}, Verbs: []string{"get", "list", "watch", "patch"}},
 			},
 		},
 		"NotManagingRules": {

@@ -7,9 +7,10 @@ import (
 )
 
 // PolicyRules is everything the rule needs granted in Steward's
-// ClusterRole: its RBAC, then get and patch on each webhook configuration
-// holding entries with DynamicRules (by name only), which rulessync.Syncer reads
-// and applies to.
+// ClusterRole: its RBAC, then get, list, watch and patch on each webhook
+// configuration holding entries with DynamicRules (by name only: a list or
+// watch of one name is authorized by resourceNames), which
+// rulessync.Syncer watches and applies to.
 func (s Spec) PolicyRules() []rbacv1.PolicyRule {
 	out := slices.Clone(s.RBAC)
 	var seen []string
@@ -22,7 +23,7 @@ func (s Spec) PolicyRules() []rbacv1.PolicyRule {
 			APIGroups:     []string{"admissionregistration.k8s.io"},
 			Resources:     []string{s.Type.configurationResource()},
 			ResourceNames: []string{name},
-			Verbs:         []string{"get", "patch"},
+			Verbs:         []string{"get", "list", "watch", "patch"},
 		})
 	}
 	return out

@@ -2,6 +2,7 @@ package rule
 
 import (
 	"slices"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,11 @@ type Target struct {
 	Namespace string
 	// Service is the name of the Service in front of Steward (port 443).
 	Service string
+	// URL, when set, is where the API server reaches Steward instead of
+	// the Service ("https://host:port"; each webhook adds its path): for
+	// a Steward the API server dials directly, outside the cluster's
+	// Service network.
+	URL string
 }
 
 // NamespaceLabel is the label the API server puts on every namespace with
@@ -66,6 +72,9 @@ func (w Webhook) MutatingWebhook(t Target) admissionregistrationv1.MutatingWebho
 }
 
 func (w Webhook) clientConfig(t Target) admissionregistrationv1.WebhookClientConfig {
+	if t.URL != "" {
+		return admissionregistrationv1.WebhookClientConfig{URL: ptr(strings.TrimSuffix(t.URL, "/") + w.Path)}
+	}
 	return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
 		Namespace: t.Namespace,
 		Name:      t.Service,

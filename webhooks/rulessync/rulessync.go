@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -27,20 +28,46 @@ import (
 // a change from their rules.
 const rulesSyncInterval = 30 * time.Second
 
-// Syncer keeps the rules of every webhook entry with DynamicRules in
-// the live webhook configurations equal to what the entry's rule says,
-// with server-side apply under the rule's FieldManager. It owns nothing
-// but those rules lists (webhooks is a list keyed by name, rules an atomic
-// list), so it never touches the caBundle cert-manager's cainjector (or
-// Steward's own certificate manager) writes, nor what the installer
-// applied. It runs on every replica, which is safe without electing a
-// writer: each computes the same rules from the same cluster, applies
-// only when the live rules differ, and an apply of unchanged content is a
-// no-op. (Only while replicas of two versions that compute different
-// rules run side by side, during a rollout, may each restore its own.)
+// Syncer keeps Steward's registration: with a Registration (Options.Keep),
+// its two webhook configurations as a whole (keeper), and always the
+// rules of every webhook entry with DynamicRules equal to what the entry's
+// rule says, with server-side apply under the rule's FieldManager. The
+// rules' managers own nothing but those rules lists (webhooks is a list
+// keyed by name, rules an atomic list), and Steward's own manager
+// (FieldManager) owns every other field it renders except the caBundle,
+// so neither touches the caBundle cert-manager's cainjector (or Steward's
+// own certificate manager) writes.
+//
+// It learns of changes from a watch of the two configurations, by name,
+// through the cluster cache, and from the rules' Changed channels; at rest
+// it makes no API call. With an Election only the replica holding its
+// Lease writes: replicas of two versions that render differently (a
+// rolling upgrade), or that reloaded a changed configuration at different
+// moments, never write against each other.
 type Syncer struct {
 	targets  []*rulesTarget
 	interval time.Duration
+	keep     *keeper
+	opts     Options
+	kick     chan struct{}
+	log      logr.Logger
+	watches  *watches
+}
+
+// Options are what the Syncer needs beyond the rules.
+type Options struct {
+	// Keep, when set, makes the Syncer keep the two configurations whole.
+	Keep *Registration
+	// Cache watches the configurations (and, with Keep, Steward's
+	// namespace and Deployment); without it the Syncer checks every
+	// interval instead.
+	Cache *clustercache.Cache
+	// Elect, when set, runs lead only while this replica holds the
+	// Lease, until ctx ends or it stops holding it; nil: this replica
+	// writes unconditionally.
+	Elect func(ctx context.Context, lead func(context.Context))
+	// Reports counts, logs and records every repair.
+	Reports *Reports
 }
 
 // rulesTarget is one rule's entries with DynamicRules in one webhook
@@ -59,7 +86,12 @@ type rulesTarget struct {
 // New gathers the entries with DynamicRules of specs; it
 // returns nil when there are none. log is named after each rule.
 func New(kube kubernetes.Interface, specs []rule.Spec, log logr.Logger) *Syncer {
-	s := &Syncer{interval: rulesSyncInterval}
+	return NewWith(kube, specs, log, Options{})
+}
+
+// NewWith is New with options; with Options.Keep it never returns nil.
+func NewWith(kube kubernetes.Interface, specs []rule.Spec, log logr.Logger, opts Options) *Syncer {
+	s := &Syncer{interval: rulesSyncInterval, opts: opts, kick: make(chan struct{}, 1), log: log.WithName("registration")}
 	for _, spec := range specs {
 		byConfiguration := map[string]*rulesTarget{}
 		for _, wh := range spec.Webhooks {
@@ -77,56 +109,106 @@ func New(kube kubernetes.Interface, specs []rule.Spec, log logr.Logger) *Syncer 
 			t.entries = append(t.entries, wh)
 		}
 	}
-	if len(s.targets) == 0 {
+	if opts.Keep != nil {
+		s.keep = newKeeper(kube, specs, *opts.Keep, opts.Reports, log)
+		s.keep.retry = s.kickAfter
+	}
+	if len(s.targets) == 0 && s.keep == nil {
 		return nil
 	}
 	return s
 }
 
-// Add adds a Syncer for specs to the manager, if any entry
-// has DynamicRules. Nothing talks to the cluster until the manager starts.
-func Add(mgr manager.Manager, specs []rule.Spec) error {
+// Add adds a Syncer for specs to the manager, if it has anything to keep.
+// Nothing talks to the cluster until the manager starts. It returns the
+// Syncer (nil when there was nothing to keep).
+func Add(mgr manager.Manager, specs []rule.Spec, opts Options) (*Syncer, error) {
 	// The client shares the manager's connections to the API server.
 	kube, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
-		return fmt.Errorf("webhook rules syncer: kubernetes client: %w", err)
+		return nil, fmt.Errorf("webhook rules syncer: kubernetes client: %w", err)
 	}
-	s := New(kube, specs, mgr.GetLogger())
+	s := NewWith(kube, specs, mgr.GetLogger(), opts)
 	if s == nil {
-		return nil
+		return nil, nil
 	}
 	if err := mgr.Add(s); err != nil {
-		return fmt.Errorf("adding the webhook rules syncer: %w", err)
+		return nil, fmt.Errorf("adding the webhook rules syncer: %w", err)
 	}
-	return nil
+	return s, nil
 }
 
-// NeedLeaderElection is false: every replica keeps the rules (see
-// Syncer), so keeping the webhooks' rules never waits on an
-// election.
+// SetSpecs makes the Syncer keep what specs render from now on, when it
+// keeps the whole registration (a reloaded configuration). The rules of
+// entries with DynamicRules stay those it started with.
+func (s *Syncer) SetSpecs(specs []rule.Spec) {
+	if s == nil || s.keep == nil {
+		return
+	}
+	s.keep.setSpecs(specs)
+	s.trigger()
+}
+
+// NeedLeaderElection is false: the manager runs the Syncer on every
+// replica, and the Syncer campaigns for its own Lease (Options.Elect), so
+// keeping the registration never waits on, nor stops, anything else.
 func (s *Syncer) NeedLeaderElection() bool { return false }
 
-// Start syncs on every change of any entry's rules and periodically.
+func (s *Syncer) trigger() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// kickAfter asks for a sync after d.
+func (s *Syncer) kickAfter(d time.Duration) { time.AfterFunc(d, s.trigger) }
+
+// Start watches, and syncs on every change of the configurations, of
+// Steward's namespace or Deployment and of any entry's rules, only while
+// it leads when it campaigns.
 func (s *Syncer) Start(ctx context.Context) error {
-	kick := make(chan struct{}, 1)
 	var watched []<-chan struct{}
 	for _, t := range s.targets {
 		for _, wh := range t.entries {
 			if ch := wh.DynamicRules.Changed; ch != nil && !slices.Contains(watched, ch) {
 				watched = append(watched, ch)
-				go forward(ctx, ch, kick)
+				go forward(ctx, ch, s.kick)
 			}
 		}
 	}
-	tick := time.NewTicker(s.interval)
-	defer tick.Stop()
+	if s.opts.Cache != nil {
+		s.watch(ctx)
+	}
+	if s.opts.Elect == nil {
+		s.run(ctx)
+		return nil
+	}
+	for ctx.Err() == nil {
+		s.opts.Elect(ctx, func(lead context.Context) {
+			s.log.Info("holding the Lease: keeping Steward's registration")
+			s.run(lead)
+		})
+	}
+	return nil
+}
+
+// run syncs at once and then on every kick until ctx ends; without a
+// watch, also every interval.
+func (s *Syncer) run(ctx context.Context) {
+	var tick <-chan time.Time
+	if s.opts.Cache == nil {
+		t := time.NewTicker(s.interval)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		s.syncAll(ctx)
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-kick:
-		case <-tick.C:
+			return
+		case <-s.kick:
+		case <-tick:
 		}
 	}
 }
@@ -146,8 +228,34 @@ func forward(ctx context.Context, from <-chan struct{}, kick chan<- struct{}) {
 	}
 }
 
+// keepAll brings both configurations back to what Steward renders, each
+// as the watch holds it (or, without a watch, as read now).
+func (s *Syncer) keepAll(ctx context.Context) {
+	for _, c := range s.keep.configs {
+		var live map[string]any
+		if s.watches != nil {
+			var ok bool
+			if live, ok = s.watches.live(c.kind, c.name); !ok {
+				continue
+			}
+		} else {
+			var err error
+			if live, err = c.get(ctx); err != nil && !apierrors.IsNotFound(err) {
+				s.keep.log.Error(err, "reading the webhook configuration", "configuration", c.kind+"/"+c.name)
+				continue
+			}
+		}
+		if err := s.keep.sync(ctx, c, live); err != nil && ctx.Err() == nil {
+			s.keep.log.Error(err, "could not keep the webhook configuration", "configuration", c.kind+"/"+c.name)
+		}
+	}
+}
+
 // syncAll brings every target up to date once, logging what fails.
 func (s *Syncer) syncAll(ctx context.Context) {
+	if s.keep != nil {
+		s.keepAll(ctx)
+	}
 	for _, t := range s.targets {
 		if err := t.sync(ctx); err != nil && ctx.Err() == nil {
 			t.log.Error(err, "could not update the webhook rules for "+t.guards)

@@ -271,16 +271,16 @@ func TestPolicyRulesGrantWhatDynamicRulesNeed(t *testing.T) {
 			want:   []rbacv1.PolicyRule{read},
 		},
 		"DynamicValidatingRules": {
-			reason: "get and patch on the one configuration holding the dynamic entries, by name, once",
+			reason: "get, list, watch and patch on the one configuration holding the dynamic entries, by name, once",
 			spec:   rule.Spec{Type: rule.Validating, RBAC: []rbacv1.PolicyRule{read}, Webhooks: dynamicSpec(rule.Validating, newSource(true)).Webhooks},
 			want: []rbacv1.PolicyRule{read, {APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"},
-				ResourceNames: []string{"steward"}, Verbs: []string{"get", "patch"}}},
+				ResourceNames: []string{"steward"}, Verbs: []string{"get", "list", "watch", "patch"}}},
 		},
 		"DynamicMutatingRules": {
 			reason: "a mutating rule's entries live in the mutating configuration",
 			spec:   rule.Spec{Type: rule.Mutating, Webhooks: dynamicSpec(rule.Mutating, newSource(true)).Webhooks},
 			want: []rbacv1.PolicyRule{{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations"},
-				ResourceNames: []string{"steward"}, Verbs: []string{"get", "patch"}}},
+				ResourceNames: []string{"steward"}, Verbs: []string{"get", "list", "watch", "patch"}}},
 		},
 	}
 	for name, tc := range tests {

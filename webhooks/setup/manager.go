@@ -17,21 +17,28 @@ import (
 // HTTP client and run by the manager: one discovery loop and one set of
 // clients for every rule, whatever the number of rules.
 func WithManager(mgr manager.Manager, rules []webhooks.Configured) error {
+	_, err := WithManagerCache(mgr, rules)
+	return err
+}
+
+// WithManagerCache is WithManager, and returns the cluster cache, for the
+// registration keeper (rulessync.Options.Cache), which watches through it.
+func WithManagerCache(mgr manager.Manager, rules []webhooks.Configured) (*clustercache.Cache, error) {
 	cluster, err := clustercache.New(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetLogger().WithName("cluster-cache"))
 	if err != nil {
-		return fmt.Errorf("cluster cache: %w", err)
+		return nil, fmt.Errorf("cluster cache: %w", err)
 	}
 	if err := mgr.Add(cluster); err != nil {
-		return fmt.Errorf("adding the cluster cache to the manager: %w", err)
+		return nil, fmt.Errorf("adding the cluster cache to the manager: %w", err)
 	}
 	for _, c := range rules {
 		if s, ok := c.Rule.(clustercache.ManagerSetup); ok {
 			if err := s.SetupWithManager(mgr, cluster); err != nil {
-				return fmt.Errorf("setting up rule %s: %w", c.Rule.Spec().Name, err)
+				return nil, fmt.Errorf("setting up rule %s: %w", c.Rule.Spec().Name, err)
 			}
 		}
 	}
-	return nil
+	return cluster, nil
 }
 
 // ListsInFlight is how many lists Steward's informers are reading now

@@ -11,6 +11,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -50,6 +51,12 @@ type Spec struct {
 	// list the resource, once each time that starts. Without it the Cache
 	// logs it.
 	OnForbidden func(error)
+	// Namespace, if set, watches that namespace only.
+	Namespace string
+	// Name, if set, watches the one object of that name (a field selector
+	// on metadata.name), which RBAC authorizes by resourceNames: Steward
+	// may watch its own objects without the right to watch their kind.
+	Name string
 }
 
 // Watch is one running informer over one resource at one version.
@@ -316,15 +323,27 @@ func (c *Cache) listWatch(gvr schema.GroupVersionResource, s Spec, w *Watch, que
 	var watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)
 	var client any
 	if s.Metadata {
-		r := c.meta.Resource(gvr)
+		r := c.meta.Resource(gvr).Namespace(s.Namespace)
 		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return r.List(ctx, o) }
 		watchFn = r.Watch
 		client = c.meta
 	} else {
-		r := c.dyn.Resource(gvr)
+		r := c.dyn.Resource(gvr).Namespace(s.Namespace)
 		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return r.List(ctx, o) }
 		watchFn = r.Watch
 		client = c.dyn
+	}
+	if s.Name != "" {
+		selector := fields.OneTermEqualSelector("metadata.name", s.Name).String()
+		list0, watch0 := list, watchFn
+		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return list0(ctx, o)
+		}
+		watchFn = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return watch0(ctx, o)
+		}
 	}
 	stream := clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) && !watchlist.DoesClientNotSupportWatchListSemantics(client)
 	// read lists, streamed if it can be, else in pages.
