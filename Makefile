@@ -186,13 +186,15 @@ $(ARGOCD):
 # The one command that runs every test: unit, golden, fuzz seed corpora,
 # the e2e suite against a real kube-apiserver and etcd, and the replicas'
 # scenarios (e2e/ha: three Stewards upgraded, drained, killed and
-# reconfigured under load, about six minutes), then the e2e suite's core
-# set against the oldest supported API server (e2e-oldest). The e2e
+# reconfigured under load, about six minutes; e2e/staticadmission: an API
+# server started with the rendered static admission configuration), then
+# the e2e suite's core set against the oldest supported API server
+# (e2e-oldest). The e2e
 # packages run after the others and one at a time (-p 1) rather than
 # beside them: their burst and load tests need the machine's cores for the
 # API server and Steward, and sharing them with other tests makes the API
 # server's webhook calls time out.
-E2E_PACKAGES := ./e2e ./e2e/ha
+E2E_PACKAGES := ./e2e ./e2e/ha ./e2e/staticadmission
 test: tools flux-controllers argocd unit ## every test: unit, golden, fuzz corpora, then e2e and the replicas' scenarios against a real API server, and the core set against the oldest (builds tools, Flux's and Argo CD's controllers, promtool and helm first)
 	$(GO) test -p 1 -timeout 45m $(E2E_PACKAGES)
 	@$(MAKE) --no-print-directory e2e-oldest
@@ -235,7 +237,7 @@ e2e-oldest: $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/etcd ## the e2e sui
 # e2e/harness and e2e/sandbox have no API server in their tests and run
 # here).
 unit: $(PROMTOOL) $(HELM) ## the quick tests: unit, golden and fuzz-corpus tests without the API server (builds promtool and helm first, once)
-	$(GO) test $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/ha$$')
+	$(GO) test $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/ha$$' -e '/e2e/staticadmission$$')
 
 e2e: tools flux-controllers argocd $(HELM) ## the e2e suites only, verbose (builds the API server, etcd, Flux's and Argo CD's controllers and helm first)
 	$(GO) test -p 1 ./e2e/... -count=1 -v
