@@ -120,53 +120,17 @@ func newKeeper(kube kubernetes.Interface, specs []rule.Spec, reg Registration, r
 	k := &keeper{reg: reg, log: log.WithName("registration"), report: report, specs: specs, now: time.Now,
 		uninstalling: func() (bool, string) { return false, "" }, retry: func(time.Duration) {}}
 	api := kube.AdmissionregistrationV1()
-	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: ptrTo(true)}
-	restore := metav1.PatchOptions{FieldManager: restoreManager}
 	if reg.Validating != "" {
-		c := api.ValidatingWebhookConfigurations()
-		k.configs = append(k.configs, &configuration{
-			kind: "ValidatingWebhookConfiguration", name: reg.Validating,
-			render: func() map[string]any { return k.render(rule.Validating, reg.Validating) },
-			get: func(ctx context.Context) (map[string]any, error) {
-				return toMap(c.Get(ctx, reg.Validating, metav1.GetOptions{}))
-			},
-			apply: func(ctx context.Context, body []byte) (map[string]any, error) {
-				return toMap(c.Patch(ctx, reg.Validating, types.ApplyPatchType, body, opts))
-			},
-			create: func(ctx context.Context, obj map[string]any) (map[string]any, error) {
-				typed := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, typed); err != nil {
-					return nil, err
-				}
-				return toMap(c.Create(ctx, typed, metav1.CreateOptions{FieldManager: restoreManager}))
-			},
-			patch: func(ctx context.Context, p []byte) (map[string]any, error) {
-				return toMap(c.Patch(ctx, reg.Validating, types.JSONPatchType, p, restore))
-			},
-		})
+		k.configs = append(k.configs, configurationOf(k, "ValidatingWebhookConfiguration", rule.Validating, reg.Validating,
+			api.ValidatingWebhookConfigurations(), func() *admissionregistrationv1.ValidatingWebhookConfiguration {
+				return &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			}))
 	}
 	if reg.Mutating != "" {
-		c := api.MutatingWebhookConfigurations()
-		k.configs = append(k.configs, &configuration{
-			kind: "MutatingWebhookConfiguration", name: reg.Mutating,
-			render: func() map[string]any { return k.render(rule.Mutating, reg.Mutating) },
-			get: func(ctx context.Context) (map[string]any, error) {
-				return toMap(c.Get(ctx, reg.Mutating, metav1.GetOptions{}))
-			},
-			apply: func(ctx context.Context, body []byte) (map[string]any, error) {
-				return toMap(c.Patch(ctx, reg.Mutating, types.ApplyPatchType, body, opts))
-			},
-			create: func(ctx context.Context, obj map[string]any) (map[string]any, error) {
-				typed := &admissionregistrationv1.MutatingWebhookConfiguration{}
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, typed); err != nil {
-					return nil, err
-				}
-				return toMap(c.Create(ctx, typed, metav1.CreateOptions{FieldManager: restoreManager}))
-			},
-			patch: func(ctx context.Context, p []byte) (map[string]any, error) {
-				return toMap(c.Patch(ctx, reg.Mutating, types.JSONPatchType, p, restore))
-			},
-		})
+		k.configs = append(k.configs, configurationOf(k, "MutatingWebhookConfiguration", rule.Mutating, reg.Mutating,
+			api.MutatingWebhookConfigurations(), func() *admissionregistrationv1.MutatingWebhookConfiguration {
+				return &admissionregistrationv1.MutatingWebhookConfiguration{}
+			}))
 	}
 	for _, c := range k.configs {
 		if body := c.render(); body != nil {
@@ -179,6 +143,41 @@ func newKeeper(kube kubernetes.Interface, specs []rule.Spec, reg Registration, r
 func ptrTo[T any](v T) *T { return &v }
 
 // toMap turns what a typed client returned into its unstructured form.
+// configClient is the typed client of one kind of webhook configuration,
+// as client-go serves both.
+type configClient[T runtime.Object] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+}
+
+// configurationOf is the keeper's hold on the configuration name of the
+// given kind, through its typed client c; empty makes an object of it.
+func configurationOf[T runtime.Object](k *keeper, kind string, which rule.Type, name string, c configClient[T], empty func() T) *configuration {
+	apply := metav1.PatchOptions{FieldManager: FieldManager, Force: ptrTo(true)}
+	restore := metav1.PatchOptions{FieldManager: restoreManager}
+	return &configuration{
+		kind: kind, name: name,
+		render: func() map[string]any { return k.render(which, name) },
+		get: func(ctx context.Context) (map[string]any, error) {
+			return toMap(c.Get(ctx, name, metav1.GetOptions{}))
+		},
+		apply: func(ctx context.Context, body []byte) (map[string]any, error) {
+			return toMap(c.Patch(ctx, name, types.ApplyPatchType, body, apply))
+		},
+		create: func(ctx context.Context, obj map[string]any) (map[string]any, error) {
+			typed := empty()
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, typed); err != nil {
+				return nil, err
+			}
+			return toMap(c.Create(ctx, typed, metav1.CreateOptions{FieldManager: restoreManager}))
+		},
+		patch: func(ctx context.Context, p []byte) (map[string]any, error) {
+			return toMap(c.Patch(ctx, name, types.JSONPatchType, p, restore))
+		},
+	}
+}
+
 func toMap[T runtime.Object](obj T, err error) (map[string]any, error) {
 	if err != nil {
 		return nil, err
