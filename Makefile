@@ -133,8 +133,10 @@ $(CACHE_DIR)/kube-%-etcd-$(ETCD_VERSION)/kube-apiserver:
 # Kubernetes' real garbage collector, namespace, deployment and replicaset
 # controllers start it), from the API server's own tool module: the one
 # k8s.io/kubernetes, so the two share the module download and most of the
-# build cache. The oldest version's API server runs without it.
-$(ASSETS)/kube-controller-manager:
+# build cache: it is built after the API server (order only), so that under
+# make -j the two never compile the same packages side by side. The oldest
+# version's API server runs without it.
+$(ASSETS)/kube-controller-manager: | $(ASSETS)/kube-apiserver
 	@mkdir -p $(@D)
 	@echo "building kube-controller-manager $(KUBE_VERSION) from $(call kube_module,$(KUBE_VERSION)) into $(@D) (first time only)"
 	cd $(call kube_module,$(KUBE_VERSION)) && $(GO) build -trimpath -ldflags "$(call kube_ldflags,$(KUBE_VERSION))" -o $@.tmp ./kube-controller-manager && mv $@.tmp $@
