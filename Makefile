@@ -121,13 +121,25 @@ STEWARD_LDFLAGS := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 build: ## bin/steward, stamped with git describe and the commit (steward version)
 	$(GO) build -ldflags "$(STEWARD_LDFLAGS)" -o bin/steward ./cmd/steward
 
-tools: $(ASSETS)/kube-apiserver $(ASSETS)/etcd ## build kube-apiserver and etcd from their Go modules into the cache (once per version)
+tools: $(ASSETS)/kube-apiserver $(ASSETS)/kube-controller-manager $(ASSETS)/etcd ## build kube-apiserver, kube-controller-manager and etcd from their Go modules into the cache (once per version)
 
 # Any version's API server, from its tool module (kube_module).
 $(CACHE_DIR)/kube-%-etcd-$(ETCD_VERSION)/kube-apiserver:
 	@mkdir -p $(@D)
 	@echo "building kube-apiserver $* from $(call kube_module,$*) into $(@D) (first time only, a few minutes)"
 	cd $(call kube_module,$*) && $(GO) build -trimpath -ldflags "$(call kube_ldflags,$*)" -o $@.tmp . && mv $@.tmp $@
+
+# The newest version's controller manager (the e2e tests that need
+# Kubernetes' real garbage collector, namespace, deployment and replicaset
+# controllers start it), from the API server's own tool module: the one
+# k8s.io/kubernetes, so the two share the module download and most of the
+# build cache: it is built after the API server (order only), so that under
+# make -j the two never compile the same packages side by side. The oldest
+# version's API server runs without it.
+$(ASSETS)/kube-controller-manager: | $(ASSETS)/kube-apiserver
+	@mkdir -p $(@D)
+	@echo "building kube-controller-manager $(KUBE_VERSION) from $(call kube_module,$(KUBE_VERSION)) into $(@D) (first time only)"
+	cd $(call kube_module,$(KUBE_VERSION)) && $(GO) build -trimpath -ldflags "$(call kube_ldflags,$(KUBE_VERSION))" -o $@.tmp ./kube-controller-manager && mv $@.tmp $@
 
 $(ASSETS)/etcd:
 	@mkdir -p $(ASSETS)

@@ -41,9 +41,12 @@ const (
 
 // claimguardRules returns the resources of claimguard's create entry, as
 // "resource.group", from the live webhook configuration.
-func claimguardRules(ctx context.Context) ([]string, error) {
+func claimguardRules(ctx context.Context) ([]string, error) { return claimguardRulesOn(ctx, env) }
+
+// claimguardRulesOn is claimguardRules in the environment e.
+func claimguardRulesOn(ctx context.Context, e *harness.Env) ([]string, error) {
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: harness.WebhookConfigurationName}, vwc); err != nil {
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: harness.WebhookConfigurationName}, vwc); err != nil {
 		return nil, err
 	}
 	var out []string
@@ -68,8 +71,14 @@ func claimguardRules(ctx context.Context) ([]string, error) {
 // deletion that refuses it.
 func waitGuarded(t *testing.T, ctx context.Context, probe string, resources ...string) {
 	t.Helper()
+	waitGuardedOn(t, ctx, env, probe, resources...)
+}
+
+// waitGuardedOn is waitGuarded in the environment e.
+func waitGuardedOn(t *testing.T, ctx context.Context, e *harness.Env, probe string, resources ...string) {
+	t.Helper()
 	harness.Eventually(t, claimguardTimeout, func() error {
-		got, err := claimguardRules(ctx)
+		got, err := claimguardRulesOn(ctx, e)
 		if err != nil {
 			return err
 		}
@@ -81,7 +90,7 @@ func waitGuarded(t *testing.T, ctx context.Context, probe string, resources ...s
 		return nil
 	})
 	harness.Eventually(t, claimguardTimeout, func() error {
-		_, stderr, err := env.Kubectl(ctx, probe, "create", "--dry-run=server", "-f", "-")
+		_, stderr, err := e.Kubectl(ctx, probe, "create", "--dry-run=server", "-f", "-")
 		if err == nil || !strings.Contains(stderr, "claimguard: ") {
 			return fmt.Errorf("dry-run create is not refused by claimguard yet: %v %s", err, stderr)
 		}
@@ -91,7 +100,13 @@ func waitGuarded(t *testing.T, ctx context.Context, probe string, resources ...s
 
 func kubectlOK(t *testing.T, ctx context.Context, stdin string, args ...string) (stdout, stderr string) {
 	t.Helper()
-	stdout, stderr, err := env.Kubectl(ctx, stdin, args...)
+	return kubectlOKOn(t, ctx, env, stdin, args...)
+}
+
+// kubectlOKOn is kubectlOK in the environment e.
+func kubectlOKOn(t *testing.T, ctx context.Context, e *harness.Env, stdin string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	stdout, stderr, err := e.Kubectl(ctx, stdin, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +117,13 @@ func kubectlOK(t *testing.T, ctx context.Context, stdin string, args ...string) 
 // checks that the message holds every part.
 func refusedBy(t *testing.T, ctx context.Context, hook, stdin string, args []string, parts ...string) {
 	t.Helper()
-	_, stderr, err := env.Kubectl(ctx, stdin, args...)
+	refusedByOn(t, ctx, env, hook, stdin, args, parts...)
+}
+
+// refusedByOn is refusedBy in the environment e.
+func refusedByOn(t *testing.T, ctx context.Context, e *harness.Env, hook, stdin string, args []string, parts ...string) {
+	t.Helper()
+	_, stderr, err := e.Kubectl(ctx, stdin, args...)
 	if err == nil {
 		t.Fatalf("kubectl %s succeeded; claimguard should have refused it", strings.Join(args, " "))
 	}
@@ -120,15 +141,21 @@ func refusedBy(t *testing.T, ctx context.Context, hook, stdin string, args []str
 // collector do when they are done.
 func dropFinalizers(t *testing.T, ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) {
 	t.Helper()
+	dropFinalizersOn(t, ctx, env, gvk, namespace, name)
+}
+
+// dropFinalizersOn is dropFinalizers in the environment e.
+func dropFinalizersOn(t *testing.T, ctx context.Context, e *harness.Env, gvk schema.GroupVersionKind, namespace, name string) {
+	t.Helper()
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	u.SetNamespace(namespace)
 	u.SetName(name)
-	if err := env.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); client.IgnoreNotFound(err) != nil {
+	if err := e.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); client.IgnoreNotFound(err) != nil {
 		t.Fatalf("removing the finalizers of %s %s: %v", gvk.Kind, name, err)
 	}
 	harness.Eventually(t, claimguardTimeout, func() error {
-		err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u)
+		err := e.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -138,10 +165,13 @@ func dropFinalizers(t *testing.T, ctx context.Context, gvk schema.GroupVersionKi
 
 func createUnstructured(t *testing.T, ctx context.Context, yamlDoc string) *unstructured.Unstructured {
 	t.Helper()
-	stdout := func() string {
-		out, _ := kubectlOK(t, ctx, yamlDoc, "create", "-f", "-", "-o", "json")
-		return out
-	}()
+	return createUnstructuredOn(t, ctx, env, yamlDoc)
+}
+
+// createUnstructuredOn is createUnstructured in the environment e.
+func createUnstructuredOn(t *testing.T, ctx context.Context, e *harness.Env, yamlDoc string) *unstructured.Unstructured {
+	t.Helper()
+	stdout, _ := kubectlOKOn(t, ctx, e, yamlDoc, "create", "-f", "-", "-o", "json")
 	u := &unstructured.Unstructured{}
 	if err := json.Unmarshal([]byte(stdout), &u.Object); err != nil {
 		t.Fatalf("decoding the created object: %v", err)

@@ -33,6 +33,16 @@
 // replacement, and StewardBinary with Steward.UseBinary rolls a replica
 // to another build.
 //
+// # Kubernetes' controllers
+//
+// No controller manager runs by default: a deletion that waits on
+// foregroundDeletion or on a namespace's contents waits until the test plays
+// the garbage collector or the namespace controller. An Env started with
+// Options.ControllerManager runs kube-controller-manager (built by `make
+// tools` from the API server's own k8s.io/kubernetes) with its garbage
+// collector, namespace, deployment and replicaset controllers, each writing
+// as its own service account in kube-system (ControllerManagerUser).
+//
 // # Authorization
 //
 // The API server authorizes with RBAC, and Start binds cluster-admin to every

@@ -70,6 +70,13 @@ type Options struct {
 	// while the API server still runs, also when a signal stops the
 	// environment.
 	Session *Session
+	// ControllerManager runs kube-controller-manager's garbage collector,
+	// namespace, deployment and replicaset controllers against the API
+	// server, each as its own service account, from the end of start-up
+	// until Stop, so that Foreground deletion, ownerReference cascades and
+	// namespace deletion are Kubernetes' own. Off by default: without it,
+	// deletions wait on finalizers nobody removes unless a test does.
+	ControllerManager bool
 }
 
 // Env is a running API server with the sample CRDs, and the Steward serving
@@ -87,6 +94,9 @@ type Env struct {
 	// Steward is the running Steward, nil before StartSteward. RestartSteward
 	// replaces it.
 	Steward *Steward
+	// ControllerManager is the running kube-controller-manager, nil unless
+	// Options.ControllerManager.
+	ControllerManager *ControllerManager
 
 	testEnv  *envtest.Environment
 	dir      string
@@ -96,6 +106,9 @@ type Env struct {
 	probe    *probeServer
 	stopOnce sync.Once
 	stopSig  func()
+	// controllers is what Options.ControllerManager started, ended by Stop
+	// before Steward and the API server.
+	controllers *Session
 
 	binaryAcquired bool
 	stewards       int
@@ -237,6 +250,14 @@ func StartWith(ctx context.Context, opts Options) (env *Env, err error) {
 	if e.probe, err = startProbeServer(); err != nil {
 		return nil, err
 	}
+	if opts.ControllerManager {
+		// After the CRDs and sample objects: the garbage collector finds
+		// their kinds in its first discovery rather than its next resync.
+		e.controllers = &Session{Log: os.Stderr}
+		if e.ControllerManager, err = e.startControllerManager(ctx, e.controllers); err != nil {
+			return nil, err
+		}
+	}
 	e.started.Store(true)
 	return e, nil
 }
@@ -299,13 +320,16 @@ func (e *Env) As(user string, groups ...string) (client.Client, error) {
 // Dir is the Env's work directory, removed by Stop.
 func (e *Env) Dir() string { return e.dir }
 
-// Stop ends Options.Session, stops Steward, kube-apiserver and etcd, and
-// removes the work directory. It is safe to call more than once and from
-// several goroutines.
+// Stop ends Options.Session, stops kube-controller-manager, Steward,
+// kube-apiserver and etcd, and removes the work directory. It is safe to
+// call more than once and from several goroutines.
 func (e *Env) Stop() {
 	e.stopOnce.Do(func() {
 		if e.opts.Session != nil {
 			e.opts.Session.End()
+		}
+		if e.controllers != nil {
+			e.controllers.End()
 		}
 		var errs []error
 		e.mu.Lock()

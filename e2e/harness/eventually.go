@@ -40,13 +40,20 @@ func Poll(ctx context.Context, timeout time.Duration, f func() error) error {
 	}
 }
 
-// LogOnFailure prints the tail of Steward's log when t fails, so a failing
-// test shows what Steward did.
+// LogOnFailure prints the tail of Steward's log (and of
+// kube-controller-manager's, when it runs) when t fails, so a failing test
+// shows what Steward and Kubernetes' controllers did.
 func (e *Env) LogOnFailure(t testing.TB) {
 	t.Helper()
 	t.Cleanup(func() {
-		if t.Failed() && e.Steward != nil {
+		if !t.Failed() {
+			return
+		}
+		if e.Steward != nil {
 			t.Logf("steward log (last lines of %s):\n%s", e.Steward.LogPath(), e.Steward.LogTail(60))
+		}
+		if e.ControllerManager != nil {
+			t.Logf("kube-controller-manager log (last lines):\n%s", e.ControllerManager.LogTail(60))
 		}
 	})
 }

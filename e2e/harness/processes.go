@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -13,7 +14,8 @@ import (
 )
 
 // processes are programs the harness runs beside the API server for one
-// Lifetime (Flux's controllers; Argo CD's and the Redis it caches in),
+// Lifetime (Flux's controllers; Argo CD's and the Redis it caches in;
+// kube-controller-manager),
 // each with its log file and its own home directory under dir, stopped in
 // reverse start order when the Lifetime ends.
 type processes struct {
@@ -37,6 +39,8 @@ type processSpec struct {
 	// readyURL answers 200 once the program is ready; readyAddr, when
 	// readyURL is empty, accepts connections once it is.
 	readyURL, readyAddr string
+	// readyTLS verifies an https readyURL.
+	readyTLS *tls.Config
 }
 
 // newProcesses is an empty group whose files live under a new directory
@@ -93,7 +97,7 @@ func (g *processes) start(ctx context.Context, s processSpec) error {
 	}()
 	exitErr := func() error { return p.exitErr }
 	if s.readyURL != "" {
-		err = waitOK(ctx, s.name, s.readyURL, ReadyTimeout, p.exited, exitErr)
+		err = waitOK(ctx, s.name, s.readyURL, s.readyTLS, ReadyTimeout, p.exited, exitErr)
 	} else {
 		err = waitListening(ctx, s.name, s.readyAddr, ReadyTimeout, p.exited, exitErr)
 	}

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"time"
@@ -9,11 +10,15 @@ import (
 
 // waitOK polls url until it answers 200, within timeout, or until exited
 // closes (the process serving it is gone: exitErr says why). Steward and
-// the Flux controllers are waited for this way.
-func waitOK(ctx context.Context, what, url string, timeout time.Duration, exited <-chan struct{}, exitErr func() error) error {
+// the Flux controllers are waited for this way. An https url is verified
+// with tlsConfig (the serving certificate's CA the harness issued).
+func waitOK(ctx context.Context, what, url string, tlsConfig *tls.Config, timeout time.Duration, exited <-chan struct{}, exitErr func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c := &http.Client{Timeout: 2 * time.Second}
+	if tlsConfig != nil {
+		c.Transport = &http.Transport{TLSClientConfig: tlsConfig}
+	}
 	last := "no answer"
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

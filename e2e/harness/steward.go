@@ -351,7 +351,7 @@ func (s *Steward) waitReady(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", s.healthPort)
-	if err := waitOK(ctx, "steward", url, timeout, s.Done(), s.ExitErr); err != nil {
+	if err := waitOK(ctx, "steward", url, nil, timeout, s.Done(), s.ExitErr); err != nil {
 		return err
 	}
 	mem, _ := ProcessMemory(s.PID())
