@@ -549,7 +549,7 @@ func chartDoc(obj map[string]any) (string, error) {
 			c["startupProbe"] = tokStartupProbe
 			// Steward keeps its registration with what the webhooks value
 			// changed in it, so it never undoes the install's choices.
-			c["args"] = append(c["args"].([]any), "--registration-overrides="+tokRegOverrides, tokExtraArgs)
+			c["args"] = append(c["args"].([]any), tokRegOverrides, tokExtraArgs)
 			c["env"] = append(c["env"].([]any), tokExtraEnv)
 			c["volumeMounts"] = append(c["volumeMounts"].([]any), tokExtraMounts)
 		}
@@ -837,7 +837,9 @@ var chartReplacements = []chartReplacement{
 	{token: tokStartupProbe, expr: `.Values.startupProbe`, kind: optionalBlock},
 	{token: tokSpread, expr: `include "steward.topologySpreadConstraints" $`, kind: optionalYamlBlock, when: `.Values.topologySpreadConstraints`},
 	{token: tokExtraArgs, expr: `.Values.extraArgs`, kind: listItems},
-	{token: tokRegOverrides, expr: `.Values.webhooks | default dict | toJson`, kind: text},
+	// Only where the webhooks value sets anything: the chart's defaults
+	// render what the kustomize base does.
+	{token: tokRegOverrides, expr: `ternary (list (printf "--registration-overrides=%s" (toJson .Values.webhooks))) (list) (not (empty .Values.webhooks))`, kind: listItems},
 	{token: tokExtraEnv, expr: `.Values.extraEnvVars`, kind: listItems},
 	{token: tokExtraVolumes, expr: `.Values.extraVolumes`, kind: listItems},
 	{token: tokExtraMounts, expr: `.Values.extraVolumeMounts`, kind: listItems},

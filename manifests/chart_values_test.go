@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"encoding/json"
 	"os"
 	"testing"
 
@@ -107,6 +108,16 @@ func deploymentValues(t *testing.T, d *unstructured.Unstructured, values map[str
 		c := c.(map[string]any)
 		if c["name"] != Name {
 			continue
+		}
+		// The webhooks value is also what Steward keeps of the install's
+		// choices when it repairs its registration.
+		if w, ok := values["webhooks"].(map[string]any); ok && len(w) > 0 {
+			data, err := json.Marshal(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args, _ := c["args"].([]any)
+			c["args"] = append(args, "--registration-overrides="+string(data))
 		}
 		for value, field := range map[string]string{"extraArgs": "args", "extraEnvVars": "env", "extraVolumeMounts": "volumeMounts"} {
 			if extra, ok := values[value].([]any); ok {
