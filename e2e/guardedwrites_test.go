@@ -272,6 +272,11 @@ func setupGitOpsWrites(t *testing.T, ctx context.Context, ns string) map[string]
 		Labels:      map[string]string{"helm.toolkit.fluxcd.io/name": "redis", "helm.toolkit.fluxcd.io/namespace": ns},
 		Annotations: map[string]string{"meta.helm.sh/release-name": "redis", "meta.helm.sh/release-namespace": ns}}}
 	create(helm, helmManaged)
+	// What source-watcher generates carries its label: the generator entries
+	// are reached whether or not a generator lists the object.
+	generated := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "generated",
+		Labels: map[string]string{"source.extensions.fluxcd.io/generator": "00000000-0000-0000-0000-000000000000"}}}
+	create(userClient(t, sourceWatcher, nil, nil), generated)
 
 	app := &unstructured.Unstructured{}
 	app.SetAPIVersion("argoproj.io/v1alpha1")
@@ -314,6 +319,12 @@ func setupGitOpsWrites(t *testing.T, ctx context.Context, ns string) map[string]
 		},
 		"fluxguard-helm-serviceaccounts.steward.dev": func(ctx context.Context) error {
 			return operator.Patch(ctx, helmManaged.DeepCopy(), edit, client.DryRunAll)
+		},
+		"fluxguard-generator.steward.dev": func(ctx context.Context) error {
+			return jane.Patch(ctx, generated.DeepCopy(), edit, client.DryRunAll)
+		},
+		"fluxguard-generator-serviceaccounts.steward.dev": func(ctx context.Context) error {
+			return operator.Patch(ctx, generated.DeepCopy(), edit, client.DryRunAll)
 		},
 		"fluxguard-scale.steward.dev": scale(fluxWeb.Name),
 		"fluxguard-records.steward.dev": func(ctx context.Context) error {
