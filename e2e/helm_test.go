@@ -101,53 +101,14 @@ func TestKustomizeNamespaceOverrideInstallsAGuardingSteward(t *testing.T) {
 // reaches Steward, and neither does anything in Steward's own namespace.
 func installAndProve(ctx context.Context, t *testing.T, source string, rendered []byte, ns, agentUser string) {
 	t.Helper()
-	webhooks, err := harness.ParseWebhooks(source, rendered)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var install bytes.Buffer
-	var config string
-	var certArgs []string
-	objs, err := harness.ParseObjects(source, rendered)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range objs {
-		switch u.GetKind() {
-		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
-			continue // registered by the harness, pointed at the Steward it runs
-		case "ConfigMap":
-			if u.GetName() == "steward-config" {
-				config, _, _ = unstructured.NestedString(u.Object, "data", "config.yaml")
-			}
-		case "Deployment":
-			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
-			args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
-			for _, a := range args {
-				if strings.HasPrefix(a, "--cert-mode=") || strings.HasPrefix(a, "--cert-secret=") || strings.HasPrefix(a, "--service-name=") {
-					certArgs = append(certArgs, a)
-				}
-			}
-		}
-		if u.GetNamespace() != "" && u.GetNamespace() != ns {
-			t.Errorf("%s %s/%s is not in Steward's namespace %s", u.GetKind(), u.GetNamespace(), u.GetName(), ns)
-		}
-		doc, err := yaml.Marshal(u.Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		install.WriteString("---\n")
-		install.Write(doc)
-	}
-	if config == "" || !strings.Contains(strings.Join(certArgs, " "), "--cert-mode=self-managed") {
-		t.Fatalf("%s renders no configuration (%q) or no self-managed certificate flags (%v)", source, config, certArgs)
-	}
+	in := parseInstall(t, source, rendered, ns)
+	webhooks, config, certArgs, install := in.webhooks, in.config, in.certArgs, in.objects
 
 	// The namespace (helm install --create-namespace), then the objects.
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	if out, errOut, err := env.Kubectl(ctx, install.String(), "apply", "--server-side", "--force-conflicts", "--validate=strict", "-f", "-"); err != nil {
+	if out, errOut, err := env.Kubectl(ctx, install, "apply", "--server-side", "--force-conflicts", "--validate=strict", "-f", "-"); err != nil {
 		t.Fatalf("applying the rendered objects: %v\n%s%s", err, out, errOut)
 	}
 	t.Cleanup(func() {
@@ -156,7 +117,7 @@ func installAndProve(ctx context.Context, t *testing.T, source string, rendered 
 		if _, err := env.RestartSteward(ctx, harness.DefaultConfig); err != nil {
 			t.Errorf("restoring the default Steward: %v", err)
 		}
-		if out, errOut, err := env.Kubectl(ctx, install.String(), "delete", "--ignore-not-found", "--wait=false", "-f", "-"); err != nil {
+		if out, errOut, err := env.Kubectl(ctx, install, "delete", "--ignore-not-found", "--wait=false", "-f", "-"); err != nil {
 			t.Errorf("deleting the rendered objects: %v\n%s%s", err, out, errOut)
 		}
 		_ = env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
@@ -199,6 +160,66 @@ func installAndProve(ctx context.Context, t *testing.T, source string, rendered 
 			t.Errorf("a write in Steward's own namespace %s reached a webhook: %v", ns, err)
 		}
 	})
+}
+
+// renderedInstall is what an install of Steward renders, as the e2e
+// harness runs it: the webhook configurations (registered by the harness,
+// pointed at the Steward it runs), the configuration file, the
+// certificate flags of the Deployment, and every other object as YAML.
+type renderedInstall struct {
+	webhooks harness.Webhooks
+	config   string
+	certArgs []string
+	objects  string
+}
+
+// parseInstall reads rendered, an install of Steward into ns with
+// self-managed certificates; it fails the test when an object lies outside
+// ns or the install renders no configuration or self-managed flags.
+func parseInstall(t *testing.T, source string, rendered []byte, ns string) renderedInstall {
+	t.Helper()
+	var in renderedInstall
+	var err error
+	if in.webhooks, err = harness.ParseWebhooks(source, rendered); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := harness.ParseObjects(source, rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var install bytes.Buffer
+	for _, u := range objs {
+		switch u.GetKind() {
+		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
+			continue // registered by the harness, pointed at the Steward it runs
+		case "ConfigMap":
+			if u.GetName() == "steward-config" {
+				in.config, _, _ = unstructured.NestedString(u.Object, "data", "config.yaml")
+			}
+		case "Deployment":
+			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+			args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+			for _, a := range args {
+				if strings.HasPrefix(a, "--cert-mode=") || strings.HasPrefix(a, "--cert-secret=") || strings.HasPrefix(a, "--service-name=") {
+					in.certArgs = append(in.certArgs, a)
+				}
+			}
+		}
+		if u.GetNamespace() != "" && u.GetNamespace() != ns {
+			t.Errorf("%s %s/%s is not in Steward's namespace %s", u.GetKind(), u.GetNamespace(), u.GetName(), ns)
+		}
+		doc, err := yaml.Marshal(u.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		install.WriteString("---\n")
+		install.Write(doc)
+	}
+	if in.config == "" || !strings.Contains(strings.Join(in.certArgs, " "), "--cert-mode=self-managed") {
+		t.Fatalf("%s renders no configuration (%q) or no self-managed certificate flags (%v)", source, in.config, in.certArgs)
+	}
+	in.objects = install.String()
+	return in
 }
 
 func keys[V any](m map[string]V) []string {
