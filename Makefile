@@ -100,7 +100,21 @@ ARGOCD_VERSION := $(shell awk '/^require github.com\/argoproj\/argo-cd\/v3 / {pr
 ARGOCD_GOTOOLCHAIN := go1.27.3
 export ARGOCD := $(CACHE_DIR)/argocd-$(ARGOCD_VERSION)/argocd
 
-.PHONY: all help build test unit e2e e2e-oldest fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools flux-controllers argocd chart-package chart-push release release-snapshot clean
+# Fleet's controller and agent run as local processes in the e2e tests
+# (e2e/harness StartFleet), so they observe what a real Bundle, its
+# BundleDeployment and the agent's Helm install, drift correction and
+# removal do to what Steward guards. Both are built from the module
+# e2e/tools/fleet pins, into one directory keyed by that version, static
+# and with the version stamps Fleet's own release build sets (requiring
+# the module, rather than building its repository, drops its replace of
+# its own ./pkg/apis for the published module of the same version); the
+# tests read their paths from FLEET_CONTROLLER and FLEET_AGENT.
+FLEET_VERSION := $(shell awk '/^require github.com\/rancher\/fleet / {print $$3}' e2e/tools/fleet/go.mod)
+export FLEET_CONTROLLER := $(CACHE_DIR)/fleet-$(FLEET_VERSION)/fleetcontroller
+export FLEET_AGENT := $(CACHE_DIR)/fleet-$(FLEET_VERSION)/fleetagent
+FLEET := $(FLEET_CONTROLLER) $(FLEET_AGENT)
+
+.PHONY: all help build test unit e2e e2e-oldest fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools flux-controllers argocd fleet chart-package chart-push release release-snapshot clean
 
 all: build ## build bin/steward (the default goal)
 
@@ -195,6 +209,17 @@ $(ARGOCD):
 	cd e2e/tools/argocd && install -m 0755 "$$(GOTOOLCHAIN=$(ARGOCD_GOTOOLCHAIN) $(GO) list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)/hack/git-verify-wrapper.sh" $(@D)/
 	mv $@.tmp $@
 
+fleet: $(FLEET) ## build Fleet's controller and agent from their Go module into the cache (once per version)
+
+# Either of the two: the command's name is the file's. The agent is built
+# after the controller (order only), so that under make -j the two never
+# compile the packages they share side by side.
+$(FLEET_AGENT): | $(FLEET_CONTROLLER)
+$(FLEET):
+	@mkdir -p $(@D)
+	@echo "building $(@F) $(FLEET_VERSION) into $(@D) (first time only, several minutes)"
+	cd e2e/tools/fleet && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/rancher/fleet/pkg/version.Version=$(FLEET_VERSION)" -o $@.tmp github.com/rancher/fleet/cmd/$(@F) && mv $@.tmp $@
+
 # The one command that runs every test: unit, golden, fuzz seed corpora,
 # the e2e suite against a real kube-apiserver and etcd, and the replicas'
 # scenarios (e2e/ha: three Stewards upgraded, drained, killed and
@@ -207,7 +232,7 @@ $(ARGOCD):
 # API server and Steward, and sharing them with other tests makes the API
 # server's webhook calls time out.
 E2E_PACKAGES := ./e2e ./e2e/ha ./e2e/staticadmission
-test: tools flux-controllers argocd unit ## every test: unit, golden, fuzz corpora, then e2e and the replicas' scenarios against a real API server, and the core set against the oldest (builds tools, Flux's and Argo CD's controllers, promtool and helm first)
+test: tools flux-controllers argocd fleet unit ## every test: unit, golden, fuzz corpora, then e2e and the replicas' scenarios against a real API server, and the core set against the oldest (builds tools, Flux's, Argo CD's and Fleet's controllers, promtool and helm first)
 	$(GO) test -p 1 -timeout 45m $(E2E_PACKAGES)
 	@$(MAKE) --no-print-directory e2e-oldest
 
@@ -251,7 +276,7 @@ e2e-oldest: $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/etcd ## the e2e sui
 unit: $(PROMTOOL) $(HELM) ## the quick tests: unit, golden and fuzz-corpus tests without the API server (builds promtool and helm first, once)
 	$(GO) test $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/ha$$' -e '/e2e/staticadmission$$')
 
-e2e: tools flux-controllers argocd $(HELM) ## the e2e suites only, verbose (builds the API server, etcd, Flux's and Argo CD's controllers and helm first)
+e2e: tools flux-controllers argocd fleet $(HELM) ## the e2e suites only, verbose (builds the API server, etcd, Flux's, Argo CD's and Fleet's controllers and helm first)
 	$(GO) test -p 1 ./e2e/... -count=1 -v
 
 # Renders manifests/ and the Helm chart from the typed objects and the

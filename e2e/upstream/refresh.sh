@@ -79,6 +79,10 @@ mkdir -p argocd/3.6
 for crd in application appproject; do
   fetch argoproj/argo-cd v3.6.1 "manifests/crds/${crd}-crd.yaml" "argocd/3.6/${crd}-crd.yaml"
 done
+# Fleet's own CRDs, every kind in one file, of the release e2e runs
+# (e2e/tools/fleet).
+mkdir -p fleet/0.12
+fetch rancher/fleet v0.12.0 charts/fleet-crd/templates/crds.yaml fleet/0.12/crds.yaml
 # cert-manager's Issuer and Certificate, which the cert-manager install renders.
 mkdir -p cert-manager/1.21
 for crd in issuers certificates; do
