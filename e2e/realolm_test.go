@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/e2e/harness"
@@ -113,8 +114,7 @@ func TestRealOLM(t *testing.T) {
 		t.Fatal(err)
 	}
 	holdRealOLMConfigMap(ctx, t, e)
-	olm, err := e.StartOLM(ctx, t, realOLMCatalog, realOLMCatalogFiles(t))
-	if err != nil {
+	if _, err := e.StartOLM(ctx, t, realOLMCatalog, realOLMCatalogFiles(t)); err != nil {
 		t.Fatalf("starting OLM's catalog operator: %v", err)
 	}
 	t.Logf("the API server, Steward, opm and OLM's catalog operator %s started in %s", harness.OLMRelease, time.Since(started).Round(time.Millisecond))
@@ -132,10 +132,24 @@ func TestRealOLM(t *testing.T) {
 		"spec": map[string]any{"channel": "stable", "name": realOLMPackage, "source": realOLMCatalog, "sourceNamespace": harness.OLMNamespace,
 			"installPlanApproval": "Manual", "startingCSV": realOLMCSV},
 	}}
-	for _, obj := range []*unstructured.Unstructured{group, sub} {
-		if err := e.Client.Create(ctx, obj); err != nil {
-			t.Fatalf("creating %s %s: %v", obj.GetKind(), obj.GetName(), err)
-		}
+	if err := e.Client.Create(ctx, group); err != nil {
+		t.Fatalf("creating OperatorGroup %s: %v", group.GetName(), err)
+	}
+	// OLM's olm operator, which does not run here (it hard-codes the
+	// catalog operator's metrics port), writes the namespaces an
+	// OperatorGroup selects into its status; the catalog operator executes
+	// a plan only in a namespace an OperatorGroup's status names. The test
+	// writes it as OLM's service account, as the olm operator would.
+	olmClient, err := e.As(harness.OLMUser())
+	if err != nil {
+		t.Fatal(err)
+	}
+	groupStatus := fmt.Sprintf(`{"status":{"namespaces":[%q],"lastUpdated":%q}}`, realOLMNS, time.Now().UTC().Format(time.RFC3339))
+	if err := olmClient.Status().Patch(ctx, group, client.RawPatch(types.MergePatchType, []byte(groupStatus))); err != nil {
+		t.Fatalf("writing the OperatorGroup's status as OLM: %v", err)
+	}
+	if err := e.Client.Create(ctx, sub); err != nil {
+		t.Fatalf("creating Subscription %s: %v", sub.GetName(), err)
 	}
 
 	// The catalog operator resolves the Subscription into a plan owned by
@@ -150,8 +164,9 @@ func TestRealOLM(t *testing.T) {
 		return realOLMWantPhase(ctx, t, e, plan, "RequiresApproval")
 	})
 	ip := realOLMGet(ctx, t, e, "InstallPlan", plan)
-	t.Logf("the catalog operator created InstallPlan %s: approval %v, approved %v, owners %v, CSVs %v", plan,
-		ip.Object["spec"].(map[string]any)["approval"], ip.Object["spec"].(map[string]any)["approved"], ip.GetOwnerReferences(), ip.Object["spec"].(map[string]any)["clusterServiceVersionNames"])
+	owners, _ := json.Marshal(ip.GetOwnerReferences())
+	spec, _ := json.Marshal(ip.Object["spec"])
+	t.Logf("the catalog operator created InstallPlan %s: spec %s, ownerReferences %s", plan, spec, owners)
 	realOLMNotMissing(ctx, t, e, "while the plan RequiresApproval")
 
 	t.Run("APersonApprovesThePlan", func(t *testing.T) {
@@ -232,7 +247,7 @@ func TestRealOLM(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		done, refused, held := map[string]bool{}, 0, 0
+		done, refused, held, others := map[string]bool{}, 0, 0, map[string]int{}
 		for _, ev := range events {
 			what := fmt.Sprintf("%s %s/%s %s", ev.Verb, ev.ObjectRef.Resource, ev.ObjectRef.Subresource, ev.ObjectRef.Name)
 			if ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 400 {
@@ -246,7 +261,7 @@ func TestRealOLM(t *testing.T) {
 					// A conflict or an AlreadyExists refuses nothing: the
 					// operator acted on an object another write had moved
 					// on, and acts again.
-					t.Logf("%s was answered %d: %s", what, ev.ResponseStatus.Code, ev.ResponseStatus.Message)
+					others[fmt.Sprintf("%s answered %d", what, ev.ResponseStatus.Code)]++
 				}
 				continue
 			}
@@ -260,6 +275,7 @@ func TestRealOLM(t *testing.T) {
 				t.Errorf("the audit log has no successful %q of OLM's; its writes: %v", w, done)
 			}
 		}
+		t.Logf("OLM's successful writes: %v; answered with an error that refuses nothing (count each): %v", done, others)
 		t.Logf("OLM's catalog operator wrote %d times (%d distinct writes; %d creates of the held ConfigMap refused by the test's policy); Steward refused %d", len(events), len(done), held, refused)
 	})
 
@@ -267,13 +283,26 @@ func TestRealOLM(t *testing.T) {
 		if _, _, err := e.Kubectl(ctx, "", "--as", "jane", "-n", realOLMNS, "delete", "installplan", plan); err != nil {
 			t.Fatalf("deleting the Complete plan: %v", err)
 		}
-		// What the catalog operator then does with the Subscription that
-		// still points at the plan.
-		time.Sleep(3 * time.Second)
-		s := realOLMGet(ctx, t, e, "Subscription", realOLMPackage)
-		t.Logf("after the Complete plan's delete: %s", realOLMSubscriptionState(s))
+		// What the catalog operator then does with the Subscription,
+		// which still names the plan in status.installPlanRef: it marks
+		// it InstallPlanMissing (ReferencedInstallPlanNotFound), because
+		// of a delete Steward allowed, not of one it refused. The
+		// operator stays installed.
+		harness.Eventually(t, realOLMTimeout, func() error {
+			s := realOLMGet(ctx, t, e, "Subscription", realOLMPackage)
+			conditions, _, _ := unstructured.NestedSlice(s.Object, "status", "conditions")
+			for _, c := range conditions {
+				if m, _ := c.(map[string]any); m["type"] == "InstallPlanMissing" && m["status"] == "True" && m["reason"] == "ReferencedInstallPlanNotFound" {
+					t.Logf("after the Complete plan's delete: Subscription %s", realOLMSubscriptionState(s))
+					return nil
+				}
+			}
+			return fmt.Errorf("the Subscription is not (yet) InstallPlanMissing after its Complete plan's delete: %s", realOLMSubscriptionState(s))
+		})
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: realOLMNS, Name: realOLMCSV}, realOLMCSVObject()); err != nil {
+			t.Errorf("the installed CSV after the plan's delete: %v", err)
+		}
 	})
-	_ = olm
 }
 
 // holdRealOLMConfigMap refuses the create of the bundle's ConfigMap in
@@ -326,6 +355,14 @@ func holdRealOLMConfigMap(ctx context.Context, t *testing.T, e *harness.Env) {
 		}
 		return fmt.Errorf("a dry-run create of ConfigMap %s is not refused by the policy yet: %v", realOLMHeld, err)
 	})
+}
+
+// realOLMCSVObject is an empty ClusterServiceVersion to read into.
+func realOLMCSVObject() *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion(olmAPIVersion)
+	obj.SetKind("ClusterServiceVersion")
+	return obj
 }
 
 // realOLMGet returns the OLM object kind name in realOLMNS.
