@@ -106,7 +106,8 @@ export ARGOCD := $(CACHE_DIR)/argocd-$(ARGOCD_VERSION)/argocd
 # so they observe what a real approval and install does to what Steward
 # guards. OLM's olm operator (which drives a CSV's phases) is not built:
 # what installplanguard keys on, InstallPlans and Subscriptions, only the
-# catalog operator writes. Each is built from the module its tool module
+# catalog operator writes, and the two hard-code the same metrics port
+# (:8443). Each is built from the module its tool module
 # (e2e/tools/olm, e2e/tools/opm) pins, keyed by that version, static, with
 # the build tags their own release builds use; the tests read their paths
 # from OLM_CATALOG and OPM.
