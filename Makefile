@@ -114,7 +114,23 @@ export FLEET_CONTROLLER := $(CACHE_DIR)/fleet-$(FLEET_VERSION)/fleetcontroller
 export FLEET_AGENT := $(CACHE_DIR)/fleet-$(FLEET_VERSION)/fleetagent
 FLEET := $(FLEET_CONTROLLER) $(FLEET_AGENT)
 
-.PHONY: all help build test unit e2e e2e-oldest fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools flux-controllers argocd fleet chart-package chart-push release release-snapshot clean
+# OLM's catalog operator, the controller that executes InstallPlans, runs as
+# a local process in the e2e tests (e2e/harness StartOLM), beside
+# operator-registry's opm serving a file-based catalog on a loopback port,
+# so they observe what a real approval and install does to what Steward
+# guards. OLM's olm operator (which drives a CSV's phases) is not built:
+# what installplanguard keys on, InstallPlans and Subscriptions, only the
+# catalog operator writes, and the two hard-code the same metrics port
+# (:8443). Each is built from the module its tool module
+# (e2e/tools/olm, e2e/tools/opm) pins, keyed by that version, static, with
+# the build tags their own release builds use; the tests read their paths
+# from OLM_CATALOG and OPM.
+OLM_VERSION := $(shell awk '/^require github.com\/operator-framework\/operator-lifecycle-manager / {print $$3}' e2e/tools/olm/go.mod)
+OPM_VERSION := $(shell awk '/^require github.com\/operator-framework\/operator-registry / {print $$3}' e2e/tools/opm/go.mod)
+export OLM_CATALOG := $(CACHE_DIR)/olm-$(OLM_VERSION)/catalog
+export OPM := $(CACHE_DIR)/opm-$(OPM_VERSION)/opm
+
+.PHONY: all help build test unit e2e e2e-oldest fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools flux-controllers argocd fleet olm chart-package chart-push release release-snapshot clean
 
 all: build ## build bin/steward (the default goal)
 
@@ -220,6 +236,22 @@ $(FLEET):
 	@echo "building $(@F) $(FLEET_VERSION) into $(@D) (first time only, several minutes)"
 	cd e2e/tools/fleet && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/rancher/fleet/pkg/version.Version=$(FLEET_VERSION)" -o $@.tmp github.com/rancher/fleet/cmd/$(@F) && mv $@.tmp $@
 
+olm: $(OLM_CATALOG) $(OPM) ## build OLM's catalog operator and operator-registry's opm from their Go modules into the cache (once per version)
+
+$(OLM_CATALOG):
+	@mkdir -p $(@D)
+	@echo "building OLM's catalog operator $(OLM_VERSION) into $(@D) (first time only, several minutes)"
+	cd e2e/tools/olm && CGO_ENABLED=0 $(GO) build -trimpath -tags json1 \
+		-ldflags "-s -w -X github.com/operator-framework/operator-lifecycle-manager/pkg/version.OLMVersion=$(OLM_VERSION)" \
+		-o $@.tmp github.com/operator-framework/operator-lifecycle-manager/cmd/catalog && mv $@.tmp $@
+
+$(OPM):
+	@mkdir -p $(@D)
+	@echo "building opm $(OPM_VERSION) into $(@D) (first time only, a few minutes)"
+	cd e2e/tools/opm && CGO_ENABLED=0 $(GO) build -trimpath -tags json1,containers_image_openpgp \
+		-ldflags "-s -w -X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$(OPM_VERSION)" \
+		-o $@.tmp github.com/operator-framework/operator-registry/cmd/opm && mv $@.tmp $@
+
 # The one command that runs every test: unit, golden, fuzz seed corpora,
 # the e2e suite against a real kube-apiserver and etcd, and the replicas'
 # scenarios (e2e/ha: three Stewards upgraded, drained, killed and
@@ -232,7 +264,7 @@ $(FLEET):
 # API server and Steward, and sharing them with other tests makes the API
 # server's webhook calls time out.
 E2E_PACKAGES := ./e2e ./e2e/ha ./e2e/staticadmission
-test: tools flux-controllers argocd fleet unit ## every test: unit, golden, fuzz corpora, then e2e and the replicas' scenarios against a real API server, and the core set against the oldest (builds tools, Flux's, Argo CD's and Fleet's controllers, promtool and helm first)
+test: tools flux-controllers argocd fleet olm unit ## every test: unit, golden, fuzz corpora, then e2e and the replicas' scenarios against a real API server, and the core set against the oldest (builds tools, Flux's, Argo CD's, Fleet's and OLM's controllers, promtool and helm first)
 	$(GO) test -p 1 -timeout 45m $(E2E_PACKAGES)
 	@$(MAKE) --no-print-directory e2e-oldest
 
@@ -276,7 +308,7 @@ e2e-oldest: $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/etcd ## the e2e sui
 unit: $(PROMTOOL) $(HELM) ## the quick tests: unit, golden and fuzz-corpus tests without the API server (builds promtool and helm first, once)
 	$(GO) test $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/ha$$' -e '/e2e/staticadmission$$')
 
-e2e: tools flux-controllers argocd fleet $(HELM) ## the e2e suites only, verbose (builds the API server, etcd, Flux's, Argo CD's and Fleet's controllers and helm first)
+e2e: tools flux-controllers argocd fleet olm $(HELM) ## the e2e suites only, verbose (builds the API server, etcd, Flux's, Argo CD's, Fleet's and OLM's controllers and helm first)
 	$(GO) test -p 1 ./e2e/... -count=1 -v
 
 # Renders manifests/ and the Helm chart from the typed objects and the

@@ -50,6 +50,12 @@ fetch fluxcd/source-controller v1.10.0 config/crd/bases/source.toolkit.fluxcd.io
 for crd in installplans subscriptions clusterserviceversions; do
   fetch operator-framework/api v0.45.0 "crds/operators.coreos.com_${crd}.yaml" "olm/operators.coreos.com_${crd}.yaml"
 done
+# OLM v0.33.0: every kind of the release whose catalog operator the e2e tests
+# run (e2e/tools/olm).
+mkdir -p olm-v0.33.0
+for crd in catalogsources clusterserviceversions installplans olmconfigs operatorconditions operatorgroups operators subscriptions; do
+  fetch operator-framework/operator-lifecycle-manager v0.33.0 "deploy/chart/crds/0000_50_olm_00-${crd}.crd.yaml" "olm-v0.33.0/0000_50_olm_00-${crd}.crd.yaml"
+done
 # Crossplane's own kinds, for a v1 and a v2 release.
 crossplane_release() { # release tag, then CRD file names
   local r=$1 t=$2

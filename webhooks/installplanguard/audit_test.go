@@ -65,11 +65,19 @@ func TestAuditSubscriptions(t *testing.T) {
 		want   []rule.Finding
 	}{
 		"InstallPlanMissingCondition": {
+			// OLM's catalog operator (v0.33.0, TestRealOLM) sets it only
+			// on a Subscription that is not UpgradePending (one that is,
+			// it plans again): AtLatestKnown, which a Subscription already
+			// is while its plan installs, once the plan has created the CSV.
 			reason: "OLM's own InstallPlanMissing condition is a failure",
-			sub:    subscriptionWith("install-abc", [4]string{"InstallPlanMissing", "True", "ReferencedInstallPlanNotFound", ago(time.Minute)}),
+			sub: func() *unstructured.Unstructured {
+				s := subscriptionWith("install-abc", [4]string{"InstallPlanMissing", "True", "ReferencedInstallPlanNotFound", ago(time.Minute)})
+				_ = unstructured.SetNestedField(s.Object, "AtLatestKnown", "status", "state")
+				return s
+			}(),
 			want: []rule.Finding{{Check: "installplan-missing", Result: rule.AuditFail, Object: etcd,
 				Message:    "Subscription operators/etcd is InstallPlanMissing: its InstallPlan operators/install-abc no longer exists, so OLM cannot finish installing or upgrading the operator. Delete the Subscription and apply it again to have OLM plan the install anew.",
-				Properties: map[string]string{"installPlan": "operators/install-abc", "state": "UpgradePending", "condition": "InstallPlanMissing", "reason": "ReferencedInstallPlanNotFound"}}},
+				Properties: map[string]string{"installPlan": "operators/install-abc", "state": "AtLatestKnown", "condition": "InstallPlanMissing", "reason": "ReferencedInstallPlanNotFound"}}},
 		},
 		"PlanAbsentFromTheCache": {
 			reason: "a plan the Subscription names that does not exist is missing, even before OLM says so",
