@@ -49,13 +49,13 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "serve", err)
 	}
-	cfg := config.Defaults()
+	cfg := config.Defaults(webhooks.Sections())
 	var configData []byte // what the file held at start-up; reloads compare with it
 	if opts.configFile != "" {
 		if configData, err = os.ReadFile(opts.configFile); err != nil {
 			return fail(stderr, "serve", exitConfig, fmt.Errorf("reading configuration: %w", err))
 		}
-		if cfg, err = config.Parse(configData, opts.configFile); err != nil {
+		if cfg, err = config.Parse(configData, opts.configFile, webhooks.Sections()); err != nil {
 			return fail(stderr, "serve", exitConfig, err)
 		}
 	}
@@ -264,7 +264,7 @@ func registrationOptions(mgr manager.Manager, opts serveOptions, specs []rule.Sp
 		if err != nil {
 			return out, err
 		}
-		election, err := audit.NewLeaseElection(kube.CoordinationV1(), opts.certs.Namespace, rulessync.LeaseName, identity, audit.DefaultTimings)
+		election, err := audit.NewLeaseElection(kube.CoordinationV1(), opts.certs.Namespace, rulessync.LeaseName, identity, audit.DefaultTimings())
 		if err != nil {
 			return out, err
 		}
@@ -390,7 +390,7 @@ func auditElection(mgr manager.Manager, namespace string) (*audit.Election, erro
 	if err != nil {
 		return nil, err
 	}
-	return audit.NewElection(kube.CoordinationV1(), namespace, identity, audit.DefaultTimings)
+	return audit.NewElection(kube.CoordinationV1(), namespace, identity, audit.DefaultTimings())
 }
 
 // addConfigReloader makes the manager reload the configuration file when

@@ -213,10 +213,10 @@ func TestNewElectionRefusesTimingsClientGoWouldRefuse(t *testing.T) {
 	if _, err := NewElection(kube.CoordinationV1(), testNamespace, "this-replica", bad); err == nil {
 		t.Error("a renew deadline longer than the lease must be refused when the election is built, not when it campaigns")
 	}
-	if _, err := NewElection(kube.CoordinationV1(), testNamespace, "", DefaultTimings); err == nil {
+	if _, err := NewElection(kube.CoordinationV1(), testNamespace, "", DefaultTimings()); err == nil {
 		t.Error("an empty identity must be refused")
 	}
-	if _, err := NewElection(kube.CoordinationV1(), testNamespace, "this-replica", DefaultTimings); err != nil {
+	if _, err := NewElection(kube.CoordinationV1(), testNamespace, "this-replica", DefaultTimings()); err != nil {
 		t.Errorf("the default timings: %v", err)
 	}
 }

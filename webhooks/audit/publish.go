@@ -42,7 +42,7 @@ type Publisher struct {
 // is empty.
 func NewPublisher(c dynamic.Interface, apis ...ReportAPI) *Publisher {
 	if len(apis) == 0 {
-		apis = []ReportAPI{PolicyReportAPI}
+		apis = []ReportAPI{PolicyReportAPI()}
 	}
 	return &Publisher{Client: c, APIs: apis, MaxResults: MaxResults, now: time.Now}
 }

@@ -19,7 +19,7 @@ func IdentityClauses(agent Identities) []string {
 		clauses = append(clauses, fmt.Sprintf("(!has(request.userInfo.groups) || !request.userInfo.groups.exists(g, g in %s))", CELList(agent.Groups)))
 	}
 	return append(clauses, fmt.Sprintf("!(request.userInfo.username in %s) && (!has(request.userInfo.groups) || !(%s in request.userInfo.groups))",
-		CELList(KubernetesControllers), strconv.Quote(NodesGroup)))
+		CELList(kubernetesControllers), strconv.Quote(NodesGroup)))
 }
 
 // AllOf joins clauses into the expression of one matchCondition. The API
@@ -41,8 +41,10 @@ const ExcludedResources = `!(request.resource.group in ['authentication.k8s.io',
 // ExcludeStatusKeepingMetadata skips status writes that leave the labels,
 // annotations and owner references as they were: all a guard judges in a
 // status write, and all that a controller's status update changes.
-var ExcludeStatusKeepingMetadata = "!(has(request.subResource) && request.subResource == 'status' &&\n  " +
-	strings.Join([]string{sameMetadata("labels"), sameMetadata("annotations"), sameMetadata("ownerReferences")}, " &&\n  ") + ")"
+func ExcludeStatusKeepingMetadata() string {
+	return "!(has(request.subResource) && request.subResource == 'status' &&\n  " +
+		strings.Join([]string{sameMetadata("labels"), sameMetadata("annotations"), sameMetadata("ownerReferences")}, " &&\n  ") + ")"
+}
 
 // sameMetadata is true when object and oldObject have the same
 // metadata.<field>, or both lack it.

@@ -21,13 +21,13 @@ import (
 // (fleetguard keeps a summary in its workload cache, fluxguard and
 // argocdguard list the objects at audit time).
 
-// KubernetesFieldManagers are the field managers of Kubernetes' own
-// writers among KubernetesControllers: client-go names a manager after the
+// kubernetesFieldManagers are the field managers of Kubernetes' own
+// writers among kubernetesControllers: client-go names a manager after the
 // binary, so every controller of the controller manager writes as
 // kube-controller-manager (the deployment controller's revision
 // annotation, the HorizontalPodAutoscaler's scale), and kubelets as
 // kubelet. Their writes are never drift.
-var KubernetesFieldManagers = []string{"kube-controller-manager", "kube-apiserver", "kubelet"}
+var kubernetesFieldManagers = []string{"kube-controller-manager", "kube-apiserver", "kubelet"}
 
 // Bounds of a Drift, so a drifted object costs a cache a few hundred bytes
 // at most, whatever its managedFields hold.
@@ -75,7 +75,7 @@ func DriftOf(entries []metav1.ManagedFieldsEntry, agent []string, skip []object.
 	total := 0
 	for i := range entries {
 		e := &entries[i]
-		if slices.Contains(agent, e.Manager) || slices.Contains(KubernetesFieldManagers, e.Manager) || e.Time == nil || !e.Time.After(agentLast) || e.FieldsV1 == nil {
+		if slices.Contains(agent, e.Manager) || slices.Contains(kubernetesFieldManagers, e.Manager) || e.Time == nil || !e.Time.After(agentLast) || e.FieldsV1 == nil {
 			continue
 		}
 		w := fieldWalk{limit: MaxDriftFields, skip: skip}
@@ -146,7 +146,7 @@ func (w *fieldWalk) raw(b []byte) {
 }
 
 func (w *fieldWalk) node(tree map[string]any) {
-	if Skipped(w.path, ServerManaged) || Skipped(w.path, w.skip) {
+	if Skipped(w.path, serverManaged) || Skipped(w.path, w.skip) {
 		return
 	}
 	keys := make([]string, 0, len(tree))

@@ -420,7 +420,7 @@ func newSkipMap(list []IgnoredFields) skipMap {
 	for _, f := range list {
 		gk := schema.GroupKind{Group: f.Group, Kind: f.Kind}
 		if m[gk] == nil {
-			m[gk] = append([]object.Pointer(nil), ServerManaged...)
+			m[gk] = append([]object.Pointer(nil), serverManaged...)
 		}
 		for _, s := range f.Paths {
 			if p, err := object.ParsePointer(s); err == nil && len(p) > 0 {
@@ -436,7 +436,7 @@ func (m skipMap) of(gk schema.GroupKind) []object.Pointer {
 	if s, ok := m[gk]; ok {
 		return s
 	}
-	return ServerManaged
+	return serverManaged
 }
 
 // Skipped reports whether p is at or under one of skip.
@@ -485,14 +485,14 @@ func controlPaths(gk schema.GroupKind) []object.Pointer {
 	return controlAnnotations
 }
 
-// KubernetesControllers are Kubernetes' own identities whose writes to
+// kubernetesControllers are Kubernetes' own identities whose writes to
 // GitOps-managed objects are part of how the cluster works; refusing them
 // would break garbage collection, namespace deletion or routine
 // reconciliation, and none of them edits the desired state a GitOps tool
 // deploys.
 // They are excluded in the webhook's matchConditions, so a Steward outage
 // never blocks them, and allowed again in the handler.
-var KubernetesControllers = []string{
+var kubernetesControllers = []string{
 	// Deletes dependents of deleted owners and rewrites ownerReferences.
 	"system:serviceaccount:kube-system:generic-garbage-collector",
 	// Deletes everything in a namespace that is being deleted.
@@ -535,7 +535,7 @@ func (ids Identities) Has(u authenticationv1.UserInfo) bool {
 
 // Kubernetes reports whether u is one of Kubernetes' own controllers.
 func Kubernetes(u authenticationv1.UserInfo) bool {
-	return slices.Contains(KubernetesControllers, u.Username) || slices.Contains(u.Groups, NodesGroup)
+	return slices.Contains(kubernetesControllers, u.Username) || slices.Contains(u.Groups, NodesGroup)
 }
 
 func intersects(a, b []string) bool {
