@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -79,8 +80,8 @@ func TestRunnerAuditsOnlyWhileItHoldsTheLease(t *testing.T) {
 	kube := fake.NewClientset(&coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: LeaseName},
 		Spec: coordinationv1.LeaseSpec{
-			HolderIdentity:       ptr("other-replica"),
-			LeaseDurationSeconds: ptr[int32](3600),
+			HolderIdentity:       ptr.To("other-replica"),
+			LeaseDurationSeconds: ptr.To[int32](3600),
 			RenewTime:            &metav1.MicroTime{Time: time.Now()},
 		},
 	})

@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // IdentityClauses keep a tool's own writes and Kubernetes' controllers'
 // from ever calling Steward: they cost no webhook round trip, and a
 // Steward outage cannot block them. The tool's user names come first:
 // its writes are most of what a guard's webhook matches.
-func IdentityClauses(agent Identities) []string {
+func IdentityClauses(agent rule.Identities) []string {
 	var clauses []string
 	if len(agent.Users) > 0 {
 		clauses = append(clauses, fmt.Sprintf("!(request.userInfo.username in %s)", CELList(agent.Users)))

@@ -126,7 +126,7 @@ func managerName(m string) string {
 
 // fieldWalk lists the leaf fields of a fieldsV1 tree that are neither
 // server-managed nor under skip: the first limit of them, and how many in
-// total.
+// total (a fieldsVisitor).
 type fieldWalk struct {
 	limit int
 	skip  []object.Pointer
@@ -135,45 +135,36 @@ type fieldWalk struct {
 	path  object.Pointer
 }
 
-// raw walks a fieldsV1 document. One that does not decode is no field:
-// the API server only stores valid ones.
+// raw walks a fieldsV1 document. One that is no object is no field: the
+// API server only stores valid ones.
 func (w *fieldWalk) raw(b []byte) {
-	var tree map[string]any
-	if json.Unmarshal(b, &tree) != nil {
+	if w.skipped() {
 		return
 	}
-	w.node(tree)
+	walkFields(b, 0, maxFieldDepth, object.Members, w)
 }
 
-func (w *fieldWalk) node(tree map[string]any) {
-	if Skipped(w.path, serverManaged) || Skipped(w.path, w.skip) {
-		return
-	}
-	keys := make([]string, 0, len(tree))
-	for k := range tree {
-		if k != "." {
-			keys = append(keys, k)
-		}
-	}
-	_, self := tree["."]
-	if len(keys) == 0 || len(w.path) >= maxFieldDepth {
-		// A leaf, or an item owned as a whole ("."), or as deep as the
-		// walk goes.
-		if len(w.path) > 0 || self {
-			w.report()
-		}
-		return
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		child, _ := tree[k].(map[string]any)
-		w.path = append(w.path, fieldToken(k))
-		w.node(child)
-		w.path = w.path[:len(w.path)-1]
-	}
+func (w *fieldWalk) skipped() bool {
+	return Skipped(w.path, serverManaged) || Skipped(w.path, w.skip)
 }
 
-func (w *fieldWalk) report() {
+func (w *fieldWalk) enter(key []byte) bool {
+	w.path = append(w.path, fieldToken(string(key)))
+	if w.skipped() {
+		w.leave()
+		return false
+	}
+	return true
+}
+
+func (w *fieldWalk) leave() { w.path = w.path[:len(w.path)-1] }
+
+// owned reports the fields owned as a whole: an item's own "." beside
+// fields below it is no field of its own.
+func (w *fieldWalk) owned(whole bool) {
+	if !whole {
+		return
+	}
 	w.total++
 	if len(w.first) < w.limit {
 		w.first = append(w.first, w.path.String())

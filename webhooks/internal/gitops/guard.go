@@ -32,7 +32,7 @@ type Options struct {
 	// empty.
 	Applier string
 	// Agent are the identities the tool writes as.
-	Agent Identities
+	Agent rule.Identities
 	// People are service accounts that write people's edits (argocd-server,
 	// for its UI): judged as people, not as the cluster's machinery.
 	People []string
@@ -69,7 +69,7 @@ type OptOut struct {
 // Guard judges writes to objects a GitOps tool deployed.
 type Guard struct {
 	msg      messages
-	agent    Identities
+	agent    rule.Identities
 	resolver Resolver
 	skip     skipMap
 	optOut   OptOut
@@ -252,7 +252,7 @@ func (g *Guard) update(ctx context.Context, req *rule.Request) admission.Respons
 		rest := object.Diff(oldView, curView, append(skip[:len(skip):len(skip)], g.optOut.Paths...), 1)
 		c := listed(all)
 		if rest.Total == 0 { // only opt-out markers changed
-			if intersects(g.optOut.Groups, req.UserInfo.Groups) {
+			if (rule.Identities{Groups: g.optOut.Groups}).Has(req.UserInfo) {
 				return admission.Allowed(fmt.Sprintf("opt-out %s set by %s, a member of an opt-out group", ChangeList(c), req.UserInfo.Username))
 			}
 			return admission.Denied(g.msg.optOutRefused(ref, owners, c, g.optOut.Groups))
@@ -523,28 +523,9 @@ var kubernetesControllers = []string{
 // admission plugin already limits it to its own pods.
 const NodesGroup = "system:nodes"
 
-// Identities are the users and groups a tool writes as.
-type Identities struct {
-	Users, Groups []string
-}
-
-// Has reports whether u is one of the identities.
-func (ids Identities) Has(u authenticationv1.UserInfo) bool {
-	return slices.Contains(ids.Users, u.Username) || intersects(ids.Groups, u.Groups)
-}
-
 // Kubernetes reports whether u is one of Kubernetes' own controllers.
 func Kubernetes(u authenticationv1.UserInfo) bool {
 	return slices.Contains(kubernetesControllers, u.Username) || slices.Contains(u.Groups, NodesGroup)
-}
-
-func intersects(a, b []string) bool {
-	for _, x := range a {
-		if slices.Contains(b, x) {
-			return true
-		}
-	}
-	return false
 }
 
 // ListedPaths is how many changed paths a denial names before "and N
