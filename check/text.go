@@ -16,7 +16,7 @@ func (c *checker) writeText() {
 	fmt.Fprintln(c.stdout, c.summary())
 	switch {
 	case len(c.findings) == 0:
-	case c.opts.Target.AtLeast(apimigration.FluxMigrateSince):
+	case c.opts.Target.AtLeast(apimigration.FluxMigrateSince()):
 		fmt.Fprintln(c.stdout, "steward check: change apiVersion as shown, or let `flux migrate -f <dir>` rewrite the manifests")
 	default: // `flux migrate` first ships in Flux 2.7
 		fmt.Fprintln(c.stdout, "steward check: change apiVersion as shown")

@@ -47,6 +47,9 @@ func TestRefusedFleetguardUpdateVisitsTheDocumentedFiles(t *testing.T) {
 			continue
 		}
 		file := strings.TrimPrefix(block[:strings.LastIndex(block, ":")], "github.com/stewardhq/steward/")
+		if strings.HasPrefix(file, "webhooks/internal/ruletest/") {
+			continue // the test's own driver, which sends the request
+		}
 		if strings.HasPrefix(file, "webhooks/object/raw") {
 			reader = append(reader, file)
 		} else {

@@ -43,7 +43,7 @@ func auditResults(ctx context.Context, namespace string) ([]audit.Result, error)
 	if namespace == "" {
 		kind = "ClusterPolicyReport"
 	}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Group: audit.PolicyReports.Group, Version: audit.PolicyReports.Version, Kind: kind})
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: audit.PolicyReportAPI().Namespaced.Group, Version: audit.PolicyReportAPI().Namespaced.Version, Kind: kind})
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: audit.ReportName}, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil

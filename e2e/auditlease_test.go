@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/e2e/harness"
@@ -80,8 +81,8 @@ func TestAuditStopsWhenAnotherReplicaTakesTheLease(t *testing.T) {
 	// Another replica takes the Lease for an hour.
 	setLease(ctx, t, func(spec *coordinationv1.LeaseSpec) {
 		now := metav1.NewMicroTime(time.Now())
-		spec.HolderIdentity = ptrTo(otherReplica)
-		spec.LeaseDurationSeconds = ptrTo[int32](3600)
+		spec.HolderIdentity = ptr.To(otherReplica)
+		spec.LeaseDurationSeconds = ptr.To[int32](3600)
 		spec.AcquireTime, spec.RenewTime = &now, &now
 	})
 	taken := time.Now()
@@ -133,7 +134,7 @@ func TestAuditStopsWhenAnotherReplicaTakesTheLease(t *testing.T) {
 	// once.
 	setLease(ctx, t, func(spec *coordinationv1.LeaseSpec) {
 		spec.HolderIdentity = nil
-		spec.LeaseDurationSeconds = ptrTo[int32](1)
+		spec.LeaseDurationSeconds = ptr.To[int32](1)
 	})
 	harness.Eventually(t, 30*time.Second, func() error {
 		r, err := policyReport(ctx, ns)

@@ -38,7 +38,7 @@ func (w servedWebhook) failsOpen() bool {
 
 func servedWebhooks() []servedWebhook {
 	var out []servedWebhook
-	for _, c := range webhooks.Rules(config.Defaults()) {
+	for _, c := range webhooks.Rules(config.Defaults(webhooks.Sections())) {
 		spec := c.Rule.Spec()
 		for _, wh := range spec.Webhooks {
 			out = append(out, servedWebhook{Webhook: wh, mutating: spec.Type == rule.Mutating})

@@ -370,8 +370,6 @@ func fluxKustomization(ns, name, version string, suspend bool) *unstructured.Uns
 	return u
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 // webhookCalls is how many requests Steward's webhook server has received
 // at path (controller-runtime's per-path counter).
 func webhookCalls(t testing.TB, s *harness.Steward, path string) float64 {

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/e2e/harness"
@@ -121,7 +122,7 @@ func checkUnaffectedWrites(t *testing.T, ctx context.Context, ns string, hung bo
 	cases := map[string]client.Object{
 		"LabelledConfigMapInStewardNamespace": &corev1.ConfigMap{ObjectMeta: fleetManaged(harness.StewardNamespace, uniqueName("outage"))},
 		"LabelledConfigMapInKubeSystem":       &corev1.ConfigMap{ObjectMeta: fleetManaged(metav1.NamespaceSystem, uniqueName("outage"))},
-		"LabelledLease":                       &coordinationv1.Lease{ObjectMeta: fleetManaged(ns, uniqueName("outage")), Spec: coordinationv1.LeaseSpec{HolderIdentity: ptrTo("node-1")}},
+		"LabelledLease":                       &coordinationv1.Lease{ObjectMeta: fleetManaged(ns, uniqueName("outage")), Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node-1")}},
 		"UnlabelledConfigMap":                 &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: uniqueName("plain")}},
 	}
 	for name, obj := range cases {

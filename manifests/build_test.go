@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/config"
 )
 
@@ -26,7 +27,7 @@ func ids(objs []*unstructured.Unstructured) []string {
 // in the same order, for the default install and for another namespace
 // and configuration.
 func TestBuildIsWhatKustomizeBuilds(t *testing.T) {
-	cfg, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nexemptUsers: [ci-bot]\nrules:\n  installplanguard:\n    mode: \"off\"\n"), "test")
+	cfg, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nexemptUsers: [ci-bot]\nrules:\n  installplanguard:\n    mode: \"off\"\n"), "test", webhooks.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,7 @@ var chartLists = sync.OnceValue(func() []chartList {
 // never by a binary that only imports the package.
 var defaultSpecs = sync.OnceValue(func() []rule.Spec {
 	var specs []rule.Spec
-	for _, c := range webhooks.Rules(config.Defaults()) {
+	for _, c := range webhooks.Rules(config.Defaults(webhooks.Sections())) {
 		specs = append(specs, c.Rule.Spec())
 	}
 	return specs
@@ -167,7 +167,7 @@ func chartSettingPaths() []string {
 	for _, r := range chartRefused() {
 		paths = append(paths, r.path)
 	}
-	for _, name := range sortedKeys(config.Defaults().Rules) {
+	for _, name := range sortedKeys(config.Defaults(webhooks.Sections()).Rules) {
 		paths = append(paths, "rules."+name+".mode")
 	}
 	return paths
@@ -180,7 +180,7 @@ func RenderChart(o Options) (map[string][]byte, error) {
 	if o.Image == "" {
 		o.Image = DefaultImage
 	}
-	cfg := config.Defaults()
+	cfg := config.Defaults(webhooks.Sections())
 	if o.Config != nil {
 		cfg = *o.Config
 	}
@@ -332,11 +332,10 @@ func tokenConfig(cfg config.Config) (config.Config, error) {
 	if err != nil {
 		return config.Config{}, err
 	}
-	var out config.Config
-	if err := json.Unmarshal(data, &out); err != nil {
+	out, err := config.Decode(data, webhooks.Sections())
+	if err != nil {
 		return config.Config{}, fmt.Errorf("chart: %w", err)
 	}
-	out.Default()
 	return out, nil
 }
 

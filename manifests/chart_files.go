@@ -7,6 +7,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -393,7 +394,7 @@ func chartSchema() ([]byte, error) {
 		// Steward's configuration file, as Steward decodes it: helm
 		// lint, template and install refuse what Steward would refuse
 		// at start-up, naming the field.
-		"config": config.Schema(),
+		"config": config.Schema(webhooks.Sections()),
 	})
 	schema["definitions"] = map[string]any{"webhook": webhook}
 	schema["$schema"] = "http://json-schema.org/draft-07/schema#"
@@ -440,7 +441,7 @@ func webhooksSchema() (schema, webhook map[string]any) {
 
 // chartHelpers is templates/_helpers.tpl.
 func chartHelpers() ([]byte, error) {
-	defaults, err := toMap(config.Defaults())
+	defaults, err := toMap(config.Defaults(webhooks.Sections()))
 	if err != nil {
 		return nil, err
 	}
@@ -626,7 +627,7 @@ app.kubernetes.io/part-of: %[1]s
 {{- fail (printf "certificates.mode %q: must be cert-manager or self-managed" .Values.certificates.mode) -}}
 {{- end -}}
 `)
-	for _, name := range sortedKeys(config.Defaults().Rules) {
+	for _, name := range sortedKeys(config.Defaults(webhooks.Sections()).Rules) {
 		// YAML reads an unquoted off as false.
 		fmt.Fprintf(&b, `{{- if has (toString (dig "rules" %[1]q "mode" "" $cfg)) (list %[2]q "false") -}}
 {{- fail "config.rules.%[1]s.mode: off leaves the rule's webhook entries, RBAC and caches out, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders, or use mode audit" -}}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
+	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/config"
 )
 
@@ -44,7 +45,7 @@ var allOptionalObjects = []string{"--set", "monitoring.serviceMonitor.enabled=tr
 // release whose full name is name.
 func configNaming(t *testing.T, name string) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  claimguard:\n    webhookConfigurationName: "+name+"\n"), "test")
+	cfg, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  claimguard:\n    webhookConfigurationName: "+name+"\n"), "test", webhooks.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestChartNameOverrides(t *testing.T) {
 			}
 			cm := find(objs, "ConfigMap", tc.fullname+"-config")
 			data, _, _ := unstructured.NestedString(cm.Object, "data", "config.yaml")
-			cfg, err := config.Parse([]byte(data), "ConfigMap")
+			cfg, err := config.Parse([]byte(data), "ConfigMap", webhooks.Sections())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,6 +18,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/config"
 )
 
@@ -326,7 +327,7 @@ func normalizeConfig(t *testing.T, objs []*unstructured.Unstructured) {
 		if o.GetKind() != "ConfigMap" || !found {
 			continue
 		}
-		cfg, err := config.Parse([]byte(data), "ConfigMap")
+		cfg, err := config.Parse([]byte(data), "ConfigMap", webhooks.Sections())
 		if err != nil {
 			t.Fatalf("Steward would refuse the configuration the install writes: %v\n%s", err, data)
 		}
@@ -439,7 +440,7 @@ rules:
 			if err := os.WriteFile(values, []byte(valuesYAML), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := config.Parse([]byte(file), "test")
+			cfg, err := config.Parse([]byte(file), "test", webhooks.Sections())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -617,7 +618,7 @@ shutdown: {delay: 15s, timeout: 30s, terminationGracePeriodSeconds: 60}
 // starts writing a new setting into its registration fails here until the
 // chart follows it.
 func TestChartTemplatesEverySettingTheRegistrationReads(t *testing.T) {
-	def, err := toMap(config.Defaults())
+	def, err := toMap(config.Defaults(webhooks.Sections()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -635,7 +636,7 @@ func TestChartTemplatesEverySettingTheRegistrationReads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := config.Parse(data, leaf.path)
+			cfg, err := config.Parse(data, leaf.path, webhooks.Sections())
 			if err != nil {
 				continue // Steward refuses it; no install runs with it
 			}
@@ -718,7 +719,7 @@ func TestRenderChartRefusesWhatTheChartRefuses(t *testing.T) {
 		"no Events":         "recordEventsFor: none\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			cfg, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\n"+file), "test")
+			cfg, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\n"+file), "test", webhooks.Sections())
 			if err != nil {
 				t.Fatal(err)
 			}

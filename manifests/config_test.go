@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/config"
 )
 
@@ -20,7 +21,7 @@ rules:
     mode: off
   fleetguard:
     agentUsers: ["system:serviceaccount:gitops:deployer"]
-`), "test")
+`), "test", webhooks.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/stewardhq/steward/webhooks/config"
@@ -131,13 +132,13 @@ func (in install) deployment() *appsv1.Deployment {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: in.meta(in.name),
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr(int32(replicas)),
+			Replicas: ptr.To(int32(replicas)),
 			Selector: &metav1.LabelSelector{MatchLabels: in.selectorLabels()},
 			Strategy: appsv1.DeploymentStrategy{
 				Type: appsv1.RollingUpdateDeploymentStrategyType,
 				RollingUpdate: &appsv1.RollingUpdateDeployment{
-					MaxUnavailable: ptr(intstr.FromInt32(1)),
-					MaxSurge:       ptr(intstr.FromInt32(1)),
+					MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+					MaxSurge:       ptr.To(intstr.FromInt32(1)),
 				},
 			},
 			Template: corev1.PodTemplateSpec{
@@ -154,11 +155,11 @@ func (in install) podSpec() corev1.PodSpec {
 		// Admission is on the path of every guarded write: Steward is as
 		// critical as the control plane it protects.
 		PriorityClassName:             "system-cluster-critical",
-		TerminationGracePeriodSeconds: ptr(int64(shutdownSecs)),
+		TerminationGracePeriodSeconds: ptr.To(int64(shutdownSecs)),
 		SecurityContext: &corev1.PodSecurityContext{
-			RunAsNonRoot:   ptr(true),
-			RunAsUser:      ptr(int64(runAsUser)),
-			RunAsGroup:     ptr(int64(runAsUser)),
+			RunAsNonRoot:   ptr.To(true),
+			RunAsUser:      ptr.To(int64(runAsUser)),
+			RunAsGroup:     ptr.To(int64(runAsUser)),
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{
@@ -234,10 +235,10 @@ func (in install) container() corev1.Container {
 		ReadinessProbe: probe("/readyz", 5),
 		LivenessProbe:  probe("/healthz", 15),
 		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr(false),
-			ReadOnlyRootFilesystem:   ptr(true),
-			RunAsNonRoot:             ptr(true),
-			Privileged:               ptr(false),
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			RunAsNonRoot:             ptr.To(true),
+			Privileged:               ptr.To(false),
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
 		VolumeMounts: []corev1.VolumeMount{
@@ -256,5 +257,3 @@ func probe(path string, period int32) *corev1.Probe {
 		FailureThreshold: 3,
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -106,7 +106,7 @@ func TestASpecAloneDeterminesTheRegistration(t *testing.T) {
 		t.Errorf("a validating rule got mutating entries: %v", mutating.Webhooks)
 	}
 
-	objs := in.baseRBAC(config.Defaults(), rules)
+	objs := in.baseRBAC(config.Defaults(webhooks.Sections()), rules)
 	var roles []*rbacv1.ClusterRole
 	var bindings []string
 	for _, o := range objs {
@@ -124,7 +124,7 @@ func TestASpecAloneDeterminesTheRegistration(t *testing.T) {
 		ResourceNames: []string{Name}, Verbs: []string{"get", "list", "watch", "patch"}}) {
 		t.Errorf("the registration keeper's first grant is %v", keep[0])
 	}
-	wantPolicy := append(append(append(append(append(setup.ClusterCacheRBAC(), setup.EventsRBAC(config.Defaults())...), audit.RBAC(config.Defaults().Audit)...), keep...), readWidgets), metricsAuthRules...)
+	wantPolicy := append(append(append(append(append(setup.ClusterCacheRBAC(), setup.EventsRBAC(config.Defaults(webhooks.Sections()))...), audit.RBAC(config.Defaults(webhooks.Sections()).Audit)...), keep...), readWidgets), metricsAuthRules...)
 	if diff := cmp.Diff(wantPolicy, roles[0].Rules); diff != "" {
 		t.Errorf("Steward's ClusterRole (-want +got):\n%s", diff)
 	}

@@ -78,7 +78,7 @@ func (o Options) install() (install, config.Config) {
 	if o.Name == "" {
 		o.Name = Name
 	}
-	cfg := config.Defaults()
+	cfg := config.Defaults(webhooks.Sections())
 	if o.Config != nil {
 		cfg = *o.Config
 	}

@@ -89,12 +89,12 @@ var overlayNames = []string{"cert-manager", "self-managed-certs"}
 // self-managed mode, what
 // the certificate manager needs, and the Events for refused writes.
 func declaredPermissions(overlay string) (cluster, namespaced []rbacv1.PolicyRule) {
-	cluster = append(setup.ClusterCacheRBAC(), setup.EventsRBAC(config.Defaults())...)
-	for _, c := range webhooks.Rules(config.Defaults()) {
+	cluster = append(setup.ClusterCacheRBAC(), setup.EventsRBAC(config.Defaults(webhooks.Sections()))...)
+	for _, c := range webhooks.Rules(config.Defaults(webhooks.Sections())) {
 		cluster = append(cluster, c.Rule.Spec().PolicyRules()...)
 	}
 	cluster = append(cluster, metricsAuthRules...)
-	cluster = append(cluster, audit.RBAC(config.Defaults().Audit)...)
+	cluster = append(cluster, audit.RBAC(config.Defaults(webhooks.Sections()).Audit)...)
 	namespaced = append(namespaced, audit.LeaderElectionRBAC()...)
 	reg := rulessync.Registration{Validating: Name, Mutating: Name, Target: rule.Target{Namespace: DefaultNamespace, Service: Name}, Deployment: Name}
 	cluster = append(cluster, rulessync.RBAC(reg)...)
@@ -246,7 +246,7 @@ func isEventNotes(r rbacv1.PolicyRule) bool {
 // updated and deleted only under Steward's report name.
 func isOwnReports(r rbacv1.PolicyRule) bool {
 	own := false
-	for _, api := range []audit.ReportAPI{audit.PolicyReportAPI, audit.OpenReportsAPI} {
+	for _, api := range []audit.ReportAPI{audit.PolicyReportAPI(), audit.OpenReportsAPI()} {
 		own = own || (slices.Equal(r.APIGroups, []string{api.Namespaced.Group}) &&
 			slices.Equal(r.Resources, []string{api.Namespaced.Resource, api.Cluster.Resource}))
 	}

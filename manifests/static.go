@@ -9,6 +9,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/rule"
@@ -147,7 +148,7 @@ func (in install) registrationPolicy(writers []string) (*admissionregistrationv1
 				Expression: "request.userInfo.username in " + list,
 				MessageExpression: `"Steward's webhook configuration " + request.name + " may be changed only by Steward and its installer (` +
 					strings.ReplaceAll(strings.Join(writers, ", "), `"`, ``) + `), not by " + request.userInfo.username + ": switch a guard off with mode off in Steward's configuration"`,
-				Reason: ptrTo(metav1.StatusReasonForbidden),
+				Reason: ptr.To(metav1.StatusReasonForbidden),
 			}},
 		},
 	}
@@ -184,5 +185,3 @@ func admissionConfiguration(dir string) map[string]any {
 		},
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }

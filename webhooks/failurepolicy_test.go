@@ -25,7 +25,7 @@ const (
 // 2 s (mutating), and that every webhook states its failure policy and why,
 // so that an outage behaves as designed rather than by default.
 func TestEveryWebhookHasADeliberateFailurePolicyAndShortTimeout(t *testing.T) {
-	rules := Rules(config.Defaults())
+	rules := Rules(config.Defaults(Sections()))
 	if len(rules) == 0 {
 		t.Fatal("no rules are registered")
 	}
@@ -65,7 +65,7 @@ func TestNoWebhookCanInterceptTheControlPlane(t *testing.T) {
 		"authentication.k8s.io": {"tokenreviews"},
 		"authorization.k8s.io":  {"subjectaccessreviews", "selfsubjectaccessreviews", "localsubjectaccessreviews"},
 	}
-	for _, c := range Rules(config.Defaults()) {
+	for _, c := range Rules(config.Defaults(Sections())) {
 		for _, wh := range c.Rule.Spec().Webhooks {
 			for _, r := range wh.Rules {
 				wildcard := slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*")

@@ -16,7 +16,7 @@ import (
 // them.
 func TestWebhookNamesAndPathsComeFromTheRuleName(t *testing.T) {
 	seen := map[string]bool{}
-	for _, c := range Rules(config.Defaults()) {
+	for _, c := range Rules(config.Defaults(Sections())) {
 		spec := c.Rule.Spec()
 		for _, wh := range spec.Webhooks {
 			suffix := strings.TrimPrefix(strings.TrimSuffix(strings.TrimPrefix(wh.Name, spec.Name), ".steward.dev"), "-")

@@ -30,14 +30,16 @@ var list = []entry{
 	newEntry(suspendnotice.Name, alone(suspendnotice.New)),
 }
 
-// The configuration file's rules section has a section for each rule of
-// the list, decoded into the rule's own Config.
-func init() {
-	sections := make([]config.RuleSection, len(list))
+// Sections are the configuration file's rules' sections, one for each
+// rule of the list, in its order, each decoded into the rule's own Config:
+// what every reader of a configuration (config.Parse, config.Load,
+// config.Defaults, config.Schema) is handed.
+func Sections() config.Sections {
+	out := make(config.Sections, len(list))
 	for i, e := range list {
-		sections[i] = e.RuleSection
+		out[i] = e.RuleSection
 	}
-	config.SetRules(sections)
+	return out
 }
 
 // Configured is a rule together with the mode its configuration chose.

@@ -12,7 +12,7 @@ import (
 // server nor the manifests register it.
 func TestModeOffLeavesTheRuleOut(t *testing.T) {
 	for _, mode := range []string{"off", `"off"`} {
-		c, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  suspendnotice:\n    mode: "+mode+"\n"), "test.yaml")
+		c, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  suspendnotice:\n    mode: "+mode+"\n"), "test.yaml", Sections())
 		if err != nil {
 			t.Fatalf("mode: %s: %v", mode, err)
 		}
@@ -30,7 +30,7 @@ func TestModeOffLeavesTheRuleOut(t *testing.T) {
 // configuration's rules: each rule has its section, defaulted, under its
 // name, and nothing else does.
 func TestEveryListedRuleHasASection(t *testing.T) {
-	c := config.Defaults()
+	c := config.Defaults(Sections())
 	var names []string
 	for _, e := range list {
 		names = append(names, e.Name)

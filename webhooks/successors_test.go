@@ -13,8 +13,8 @@ import (
 // over the running rule's state, so no rule silently keeps its old
 // settings after a reload.
 func TestEveryStatefulRuleCanTakeNewSettings(t *testing.T) {
-	running := Rules(config.Defaults())
-	next, err := Successors(config.Defaults(), running)
+	running := Rules(config.Defaults(Sections()))
+	next, err := Successors(config.Defaults(Sections()), running)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,11 +33,11 @@ func TestEveryStatefulRuleCanTakeNewSettings(t *testing.T) {
 // TestSuccessorsOfARuleTurnedOff proves a rule the new configuration turns
 // off gets no successor, and the rest do.
 func TestSuccessorsOfARuleTurnedOff(t *testing.T) {
-	cfg, err := config.Parse([]byte("apiVersion: "+config.APIVersion+"\nkind: "+config.Kind+"\nrules:\n  fleetguard:\n    mode: off\n"), "test")
+	cfg, err := config.Parse([]byte("apiVersion: "+config.APIVersion+"\nkind: "+config.Kind+"\nrules:\n  fleetguard:\n    mode: off\n"), "test", Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, err := Successors(cfg, Rules(config.Defaults()))
+	next, err := Successors(cfg, Rules(config.Defaults(Sections())))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestEveryRuleFollowingKindsReportsThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	following := 0
-	for _, c := range Rules(config.Defaults()) {
+	for _, c := range Rules(config.Defaults(Sections())) {
 		s, ok := c.Rule.(clustercache.ManagerSetup)
 		if !ok {
 			continue

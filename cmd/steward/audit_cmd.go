@@ -102,10 +102,10 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	if o.timeout <= 0 {
 		return usageError(stderr, "audit", fmt.Errorf("--timeout: %s must be positive", o.timeout))
 	}
-	cfg := config.Defaults()
+	cfg := config.Defaults(webhooks.Sections())
 	if o.configPath != "" {
 		var err error
-		if cfg, err = config.Load(o.configPath); err != nil {
+		if cfg, err = config.Load(o.configPath, webhooks.Sections()); err != nil {
 			return fail(stderr, "audit", exitConfig, err)
 		}
 	}
@@ -133,9 +133,9 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	case "json":
 		err = writeAuditJSON(stdout, pass, results, code)
 	case "policyreport":
-		err = writeAuditReports(stdout, audit.PolicyReportAPI, results)
+		err = writeAuditReports(stdout, audit.PolicyReportAPI(), results)
 	case "openreports":
-		err = writeAuditReports(stdout, audit.OpenReportsAPI, results)
+		err = writeAuditReports(stdout, audit.OpenReportsAPI(), results)
 	default:
 		err = writeAuditText(stdout, pass, results)
 	}

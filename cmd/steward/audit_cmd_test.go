@@ -112,7 +112,7 @@ func TestAuditPrintsEitherReportAPI(t *testing.T) {
 	results := audit.Results(pass.Answered(), time.Time{})
 	kinds := map[string][]string{}
 	resultsOf := map[string][]any{}
-	for _, api := range []audit.ReportAPI{audit.PolicyReportAPI, audit.OpenReportsAPI} {
+	for _, api := range []audit.ReportAPI{audit.PolicyReportAPI(), audit.OpenReportsAPI()} {
 		var out bytes.Buffer
 		if err := writeAuditReports(&out, api, results); err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/stewardhq/steward/check"
+	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/apimigration"
 	"github.com/stewardhq/steward/webhooks/config"
 )
@@ -159,7 +160,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 // against check.ExitUsage.
 func checkTarget(configPath, fluxVersion string) (apimigration.Release, int, error) {
 	if configPath != "" {
-		cfg, err := config.Load(configPath)
+		cfg, err := config.Load(configPath, webhooks.Sections())
 		if err != nil {
 			return apimigration.Release{}, exitConfig, err
 		}

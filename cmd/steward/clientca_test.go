@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/stewardhq/steward/webhooks/webhookserver"
 )
 
 // testCA is a CA that signs client certificates.
@@ -63,7 +65,7 @@ func tlsServer(t *testing.T, opts ...func(*tls.Config)) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	srv.TLS = &tls.Config{}
-	for _, o := range append(tlsOptions(serveOptions{}), opts...) {
+	for _, o := range append(webhookserver.TLSOptions(false), opts...) {
 		o(srv.TLS)
 	}
 	srv.StartTLS()

@@ -92,7 +92,7 @@ func (r *configReloader) reload() {
 		return
 	}
 	r.seen = sum
-	cfg, err := config.Parse(data, r.path)
+	cfg, err := config.Parse(data, r.path, webhooks.Sections())
 	if err != nil {
 		r.refuse(err)
 		return
@@ -158,7 +158,7 @@ func registrationFields(old, cfg config.Config, changed []string) []string {
 	before := setup.RegistrationOf(old)
 	var out []string
 	for _, f := range changed {
-		one, err := config.WithField(old, cfg, f)
+		one, err := config.WithField(old, cfg, f, webhooks.Sections())
 		if err != nil || !setup.RegistrationOf(one).Equal(before) {
 			out = append(out, f)
 		}
@@ -193,7 +193,7 @@ func (r *configReloader) restartFields(cfg config.Config) []string {
 		if !ok || !strings.HasPrefix(f, "rules.") || !served[name] || strings.HasSuffix(f, ".mode") {
 			continue
 		}
-		one, err := config.WithField(r.startup, cfg, f)
+		one, err := config.WithField(r.startup, cfg, f, webhooks.Sections())
 		if err != nil || !maps.Equal(synced(one, name), synced(r.startup, name)) {
 			out = append(out, f)
 		}

@@ -138,7 +138,7 @@ func newReloadFixture(t *testing.T, content string) *reloadFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Parse(data, f.volume.path())
+	cfg, err := config.Parse(data, f.volume.path(), webhooks.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +358,7 @@ func TestConfigReloadSaysWhatTakesEffectWhere(t *testing.T) {
 			if got := testutil.ToFloat64(f.metrics.successful); got != 1 {
 				t.Fatalf("the file was refused:\n%s", f.log.take())
 			}
-			next, err := config.Parse([]byte(tc.next), "next")
+			next, err := config.Parse([]byte(tc.next), "next", webhooks.Sections())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -462,7 +462,7 @@ func TestConfigReloadRecordsNoEventsUnderRecordEventsForNone(t *testing.T) {
 func TestConfigReloadReachesTheAudit(t *testing.T) {
 	f := newReloadFixture(t, harnessHeader)
 	rules, cfg := f.served.forAudit()
-	if cfg.Every() != config.DefaultAuditInterval || len(rules) != len(config.Defaults().Rules) {
+	if cfg.Every() != config.DefaultAuditInterval || len(rules) != len(config.Defaults(webhooks.Sections()).Rules) {
 		t.Fatalf("at start-up the audit reads %d rules every %s, want every rule every %s", len(rules), cfg.Every(), config.DefaultAuditInterval)
 	}
 	before := map[string]rule.Rule{}

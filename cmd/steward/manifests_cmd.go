@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/stewardhq/steward/manifests"
+	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/config"
 )
 
@@ -108,7 +109,7 @@ func runManifests(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := manifests.Options{Image: o.image, Namespace: o.namespace}
 	if o.config != "" {
-		cfg, err := config.Load(o.config)
+		cfg, err := config.Load(o.config, webhooks.Sections())
 		if err != nil {
 			return fail(stderr, "manifests", exitConfig, fmt.Errorf("--config: %w", err))
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +38,7 @@ import (
 	"github.com/stewardhq/steward/webhooks/rulessync"
 	"github.com/stewardhq/steward/webhooks/serving"
 	"github.com/stewardhq/steward/webhooks/setup"
+	"github.com/stewardhq/steward/webhooks/webhookserver"
 )
 
 func runServe(args []string, stdout, stderr io.Writer) int {
@@ -49,13 +49,13 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "serve", err)
 	}
-	cfg := config.Defaults()
+	cfg := config.Defaults(webhooks.Sections())
 	var configData []byte // what the file held at start-up; reloads compare with it
 	if opts.configFile != "" {
 		if configData, err = os.ReadFile(opts.configFile); err != nil {
 			return fail(stderr, "serve", exitConfig, fmt.Errorf("reading configuration: %w", err))
 		}
-		if cfg, err = config.Parse(configData, opts.configFile); err != nil {
+		if cfg, err = config.Parse(configData, opts.configFile, webhooks.Sections()); err != nil {
 			return fail(stderr, "serve", exitConfig, err)
 		}
 	}
@@ -91,7 +91,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 }
 
 // serve runs the manager, with the API server at restCfg, until
-// SIGTERM/SIGINT, then shuts down gracefully (shutdownOnSignal): it reports
+// SIGTERM/SIGINT, then shuts down gracefully (webhookserver.ShutdownOnSignal): it reports
 // unready at once and keeps serving for --shutdown-delay, closing each
 // connection after its answer, so the endpoints stop routing here and the
 // API server moves to other replicas; then it closes the listener and
@@ -101,13 +101,13 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 func serve(opts serveOptions, restCfg *rest.Config, cfg config.Config, configData []byte, log logr.Logger) error {
 	timeout := opts.shutdownTimeout
 	rules := webhooks.Rules(cfg)
-	webhookTLS := tlsOptions(opts)
+	webhookTLS := webhookserver.TLSOptions(opts.enableHTTP2)
 	var clientCAs *clientCAs
 	if opts.clientCAFile != "" {
 		clientCAs = newClientCAs(opts.clientCAFile, log.WithName("client-ca"))
 		webhookTLS = append(webhookTLS, clientCAs.configure)
 	}
-	server := newWebhookServer(webhook.Options{
+	server := webhookserver.New(webhook.Options{
 		Host:    opts.host,
 		Port:    opts.port,
 		CertDir: opts.certs.CertDir,
@@ -177,7 +177,7 @@ func serve(opts serveOptions, restCfg *rest.Config, cfg config.Config, configDat
 	defer cancel()
 	signals := make(chan os.Signal, 3)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
-	go shutdownOnSignal(signals, shutdownSteps{delay: opts.shutdownDelay, timeout: opts.shutdownTimeout, drain: drain, server: server, stop: cancel, exit: os.Exit}, log)
+	go webhookserver.ShutdownOnSignal(signals, webhookserver.ShutdownSteps{Delay: opts.shutdownDelay, Timeout: opts.shutdownTimeout, Drain: drain, Server: server, Stop: cancel, Exit: os.Exit}, log)
 	collectHarderUntilStarted(ctx, os.Getenv("GOGC"), started(mgr.ready), liveHeap, 200*time.Millisecond, startupGCFor, log)
 	log.Info("starting steward", "version", build.Version, "revision", build.Revision, "namespace", opts.certs.Namespace, "port", opts.port, "certMode", opts.certMode, "requestMemory", requestMemory)
 	return mgr.Start(ctx)
@@ -264,7 +264,7 @@ func registrationOptions(mgr manager.Manager, opts serveOptions, specs []rule.Sp
 		if err != nil {
 			return out, err
 		}
-		election, err := audit.NewLeaseElection(kube.CoordinationV1(), opts.certs.Namespace, rulessync.LeaseName, identity, audit.DefaultTimings)
+		election, err := audit.NewLeaseElection(kube.CoordinationV1(), opts.certs.Namespace, rulessync.LeaseName, identity, audit.DefaultTimings())
 		if err != nil {
 			return out, err
 		}
@@ -390,7 +390,7 @@ func auditElection(mgr manager.Manager, namespace string) (*audit.Election, erro
 	if err != nil {
 		return nil, err
 	}
-	return audit.NewElection(kube.CoordinationV1(), namespace, identity, audit.DefaultTimings)
+	return audit.NewElection(kube.CoordinationV1(), namespace, identity, audit.DefaultTimings())
 }
 
 // addConfigReloader makes the manager reload the configuration file when
@@ -456,35 +456,8 @@ func metricsOptions(opts serveOptions) metricsserver.Options {
 		BindAddress:    opts.metricsAddr,
 		SecureServing:  true,
 		FilterProvider: metricsAuthFilter,
-		TLSOpts:        tlsOptions(opts),
+		TLSOpts:        webhookserver.TLSOptions(opts.enableHTTP2),
 	}
-}
-
-// aeadSuites are the TLS 1.2 cipher suites Steward accepts: ECDHE key
-// exchange with AES-GCM or ChaCha20-Poly1305, the suites Mozilla's
-// "intermediate" profile keeps. Go's defaults also accept CBC suites with
-// SHA-1, which are open to padding-oracle attacks. TLS 1.3 has only AEAD
-// suites and ignores the list.
-var aeadSuites = []uint16{
-	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
-	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
-	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
-	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
-	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
-	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
-}
-
-// tlsOptions hardens a TLS listener: TLS 1.2 or later with AEAD suites
-// only, and HTTP/1.1 only unless HTTP/2 is asked for.
-func tlsOptions(opts serveOptions) []func(*tls.Config) {
-	tlsOpts := []func(*tls.Config){func(c *tls.Config) {
-		c.MinVersion = tls.VersionTLS12
-		c.CipherSuites = aeadSuites
-	}}
-	if !opts.enableHTTP2 {
-		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
-	}
-	return tlsOpts
 }
 
 // restConfig finds the API server. Steward asks it not to gzip responses:

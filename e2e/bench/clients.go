@@ -66,7 +66,7 @@ func Prepare(ctx context.Context, env *harness.Env, crds ...string) error {
 
 // ProtoFormat is the only exposition format that carries native
 // histograms, whose buckets (about 10% wide) give usable percentiles.
-var ProtoFormat = string(expfmt.NewFormat(expfmt.TypeProtoDelim))
+func ProtoFormat() string { return string(expfmt.NewFormat(expfmt.TypeProtoDelim)) }
 
 // Scrape decodes a metrics response in whatever format it came.
 func Scrape(resp *http.Response, err error) (map[string]*dto.MetricFamily, error) {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -40,26 +41,45 @@ const (
 )
 
 // HumanGroups are HumanUser's groups.
-var HumanGroups = []string{"devs"}
+func HumanGroups() []string { return []string{"devs"} }
+
+// ClaimGVR is the seeded claims' resource.
+func ClaimGVR() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "database.example.org", Version: "v1alpha1", Resource: "postgresqlinstances"}
+}
+
+// ConfigMapsGVR is the ConfigMaps' resource.
+func ConfigMapsGVR() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+}
+
+// DeploymentsGVR is the Deployments' resource.
+func DeploymentsGVR() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+}
+
+// HelmReleaseV2beta1GVR is HelmReleases' resource at a deprecated version.
+func HelmReleaseV2beta1GVR() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2beta1", Resource: "helmreleases"}
+}
+
+// MRResources are the MR kinds seeded XRs compose, by kind: real
+// provider-sql kinds (legacy cluster-scoped group), Database and Role,
+// installed in every environment, and Grant and Schema, from
+// e2e/upstream/provider-sql-scale. The map is the caller's own.
+func MRResources() map[string]schema.GroupVersionResource { return maps.Clone(mrResources) }
 
 // Custom resources.
 var (
-	ClaimGVR              = schema.GroupVersionResource{Group: "database.example.org", Version: "v1alpha1", Resource: "postgresqlinstances"}
-	compositeGVR          = schema.GroupVersionResource{Group: "database.example.org", Version: "v1alpha1", Resource: "xpostgresqlinstances"}
-	ConfigMapsGVR         = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	DeploymentsGVR        = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-	HelmReleaseV2beta1GVR = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2beta1", Resource: "helmreleases"}
+	compositeGVR = schema.GroupVersionResource{Group: "database.example.org", Version: "v1alpha1", Resource: "xpostgresqlinstances"}
 	// fluxResources are the Flux kinds seeded, by kind.
 	fluxResources = map[string]schema.GroupVersionResource{
 		"HelmRelease":   {Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"},
 		"Kustomization": {Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"},
 		"GitRepository": {Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"},
 	}
-	// MRResources are the MR kinds seeded XRs compose, by kind: real
-	// provider-sql kinds (legacy cluster-scoped group), Database and Role,
-	// installed in every environment, and Grant and Schema, from
-	// e2e/upstream/provider-sql-scale.
-	MRResources = map[string]schema.GroupVersionResource{
+	// mrResources is what MRResources returns.
+	mrResources = map[string]schema.GroupVersionResource{
 		"Database": {Group: sqlGroup, Version: "v1alpha1", Resource: "databases"},
 		"Role":     {Group: sqlGroup, Version: "v1alpha1", Resource: "roles"},
 		"Schema":   {Group: sqlGroup, Version: "v1alpha1", Resource: "schemas"},

@@ -82,7 +82,7 @@ func seedComposite(ctx context.Context, dyn dynamic.Interface, xr, claim string,
 		if dying {
 			mr.SetFinalizers([]string{"finalizer.managedresource.crossplane.io"})
 		}
-		res := dyn.Resource(MRResources[mr.GetKind()])
+		res := dyn.Resource(MRResources()[mr.GetKind()])
 		if _, err := createRetry(ctx, res, mr); err != nil {
 			return err
 		}

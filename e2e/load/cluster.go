@@ -53,7 +53,7 @@ func startCluster(ctx context.Context, workDir string) (c *cluster, err error) {
 			c.stop()
 		}
 	}()
-	for user, groups := range map[string][]string{"": nil, bench.AgentUser: nil, bench.HumanUser: bench.HumanGroups, bench.CrossplaneUser: nil, bench.FluxUser: nil} {
+	for user, groups := range map[string][]string{"": nil, bench.AgentUser: nil, bench.HumanUser: bench.HumanGroups(), bench.CrossplaneUser: nil, bench.FluxUser: nil} {
 		c.users[user] = bench.NewClients(env, user, groups, time.Minute)
 	}
 	if c.apiPID, c.etcdPID, err = env.ControlPlanePIDs(); err != nil {

@@ -139,7 +139,7 @@ func (b *loadRun) read() reading {
 	}
 	r.machineBusy, _ = harness.MachineBusy()
 	var err error
-	if r.steward, err = bench.Scrape(b.c.env.Steward.MetricsRequest(bench.ProtoFormat)); err != nil {
+	if r.steward, err = bench.Scrape(b.c.env.Steward.MetricsRequest(bench.ProtoFormat())); err != nil {
 		b.res.Warnf("reading steward's metrics: %v", err)
 	}
 	if r.allowAll, err = bench.Scrape(http.Get(b.c.aa.local("/metrics"))); err != nil {

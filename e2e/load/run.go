@@ -52,7 +52,7 @@ func measureAll(ctx context.Context, opts options, root string) (*results, error
 	time.Sleep(3 * time.Second)
 	mem := &b.res.Memory
 	mem.IdleRSS, _ = b.stewardMemory()
-	if s, err := bench.Scrape(b.c.env.Steward.MetricsRequest(bench.ProtoFormat)); err == nil {
+	if s, err := bench.Scrape(b.c.env.Steward.MetricsRequest(bench.ProtoFormat())); err == nil {
 		// Without a limit the runtime reports math.MaxInt64.
 		if v := harness.SumFamilies(s, "go_gc_gomemlimit_bytes", nil); v > 0 && v < math.MaxInt64 {
 			mem.SoftLimit = int64(v)
@@ -200,7 +200,7 @@ func (b *loadRun) stewardMemory() (rss, peak int64) {
 
 // cachedObjects is what claimguard reports holding in its caches.
 func (b *loadRun) cachedObjects() float64 {
-	s, _ := bench.Scrape(b.c.env.Steward.MetricsRequest(bench.ProtoFormat))
+	s, _ := bench.Scrape(b.c.env.Steward.MetricsRequest(bench.ProtoFormat()))
 	return harness.SumFamilies(s, "steward_claimguard_cached_objects", nil)
 }
 

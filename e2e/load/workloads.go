@@ -53,37 +53,37 @@ var workloads = []*workload{
 			_, err := b.c.users[bench.AgentUser].Kube.CoreV1().ConfigMaps(bench.FleetNamespace).Create(ctx, cm, metav1.CreateOptions{})
 			return err
 		}),
-		cleanup: deleteMarked(bench.ConfigMapsGVR, bench.FleetNamespace, "configmap-create"),
+		cleanup: deleteMarked(bench.ConfigMapsGVR(), bench.FleetNamespace, "configmap-create"),
 	},
 	{
 		Name: "fleet-configmap-update-agent", Short: "CM update (agent)", Title: "Fleet agent updates Fleet-managed ConfigMaps", Phase: 1, Verb: "update", User: bench.AgentUser,
-		prepare: patches(bench.ConfigMapsGVR, "agent-cm", bench.AgentUser, bench.AgentUser, types.MergePatchType, asUnstructured(bench.FleetConfigMap),
+		prepare: patches(bench.ConfigMapsGVR(), "agent-cm", bench.AgentUser, bench.AgentUser, types.MergePatchType, asUnstructured(bench.FleetConfigMap),
 			func(seq int) string { return fmt.Sprintf(`{"data":{"revision":"%d"}}`, seq) }),
 	},
 	{
 		Name: "fleet-deployment-update-agent", Short: "Deploy update (agent)", Title: "Fleet agent updates Fleet-managed Deployments (new image and config checksum)", Phase: 1, Verb: "update", User: bench.AgentUser,
-		prepare: patches(bench.DeploymentsGVR, "agent-web", bench.AgentUser, bench.AgentUser, types.StrategicMergePatchType, asUnstructured(bench.FleetDeployment), func(seq int) string {
+		prepare: patches(bench.DeploymentsGVR(), "agent-web", bench.AgentUser, bench.AgentUser, types.StrategicMergePatchType, asUnstructured(bench.FleetDeployment), func(seq int) string {
 			return fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"checksum/config":"%d"}},"spec":{"containers":[{"name":"web","image":"registry.example.com/shop/web:1.42.%d"}]}}}}`, seq, seq)
 		}),
 	},
 	{
 		Name: "fleet-configmap-update-human", Short: "CM update (person)", Title: "A person edits Fleet-managed ConfigMaps (Steward denies)", Phase: 1, Verb: "update", User: bench.HumanUser, Denies: humanDenied,
-		prepare: patches(bench.ConfigMapsGVR, "human-cm", bench.AgentUser, bench.HumanUser, types.MergePatchType, asUnstructured(bench.FleetConfigMap),
+		prepare: patches(bench.ConfigMapsGVR(), "human-cm", bench.AgentUser, bench.HumanUser, types.MergePatchType, asUnstructured(bench.FleetConfigMap),
 			func(seq int) string { return fmt.Sprintf(`{"data":{"LOG_LEVEL":"debug-%d"}}`, seq) }),
 	},
 	{
 		Name: "fleet-deployment-update-human", Short: "Deploy update (person)", Title: "A person changes the image of Fleet-managed Deployments (Steward denies)", Phase: 1, Verb: "update", User: bench.HumanUser, Denies: humanDenied,
-		prepare: patches(bench.DeploymentsGVR, "human-web", bench.AgentUser, bench.HumanUser, types.StrategicMergePatchType, asUnstructured(bench.FleetDeployment), func(seq int) string {
+		prepare: patches(bench.DeploymentsGVR(), "human-web", bench.AgentUser, bench.HumanUser, types.StrategicMergePatchType, asUnstructured(bench.FleetDeployment), func(seq int) string {
 			return fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"registry.example.com/shop/web:hotfix-%d"}]}}}}`, seq)
 		}),
 	},
 	{
 		Name: "claim-create", Short: "claim create", Title: "A developer creates Crossplane claims (PostgreSQLInstance), large caches present", Phase: 2, Verb: "create", User: bench.HumanUser,
 		prepare: creates(func(ctx context.Context, b *loadRun, w, seq int) error {
-			_, err := b.c.users[bench.HumanUser].Dyn.Resource(bench.ClaimGVR).Namespace(bench.ClaimsNamespace).Create(ctx, bench.Claim(fmt.Sprintf("db-%s-%d-%d", b.nonce, w, seq)), metav1.CreateOptions{})
+			_, err := b.c.users[bench.HumanUser].Dyn.Resource(bench.ClaimGVR()).Namespace(bench.ClaimsNamespace).Create(ctx, bench.Claim(fmt.Sprintf("db-%s-%d-%d", b.nonce, w, seq)), metav1.CreateOptions{})
 			return err
 		}),
-		cleanup: deleteMarked(bench.ClaimGVR, bench.ClaimsNamespace, "claim-create"),
+		cleanup: deleteMarked(bench.ClaimGVR(), bench.ClaimsNamespace, "claim-create"),
 	},
 	{
 		Name: "managed-create", Short: "MR create", Title: "Crossplane composes managed resources (provider-sql Databases with an external name), large caches present", Phase: 2, Verb: "create", User: bench.CrossplaneUser,
@@ -92,15 +92,15 @@ var workloads = []*workload{
 			mr := bench.ComposedMR("Database", fmt.Sprintf("%s-%s-%d-%d", xr, b.nonce, w, seq), xr, claimName, "database")
 			_ = unstructured.SetNestedField(mr.Object, "managed-create", "metadata", "labels", bench.Label)
 			mr.SetFinalizers(nil) // no provider runs to remove it, and the cleanup must delete them
-			_, err := b.c.users[bench.CrossplaneUser].Dyn.Resource(bench.MRResources["Database"]).Create(ctx, mr, metav1.CreateOptions{})
+			_, err := b.c.users[bench.CrossplaneUser].Dyn.Resource(bench.MRResources()["Database"]).Create(ctx, mr, metav1.CreateOptions{})
 			return err
 		}),
-		cleanup: deleteMarked(bench.MRResources["Database"], "", "managed-create"),
+		cleanup: deleteMarked(bench.MRResources()["Database"], "", "managed-create"),
 	},
 	{
 		Name: "helmrelease-update-v2beta1", Short: "HelmRelease v2beta1", Title: "Kustomize-controller applies HelmReleases written as v2beta1 (deprecated)", Phase: 2, Verb: "update", User: bench.FluxUser,
 		// Created as v2 by the admin, written through v2beta1.
-		prepare: patches(bench.HelmReleaseV2beta1GVR, "bench-hr", "", bench.FluxUser, types.MergePatchType, func(name string) *unstructured.Unstructured { return bench.FluxObject("HelmRelease", name, false) },
+		prepare: patches(bench.HelmReleaseV2beta1GVR(), "bench-hr", "", bench.FluxUser, types.MergePatchType, func(name string) *unstructured.Unstructured { return bench.FluxObject("HelmRelease", name, false) },
 			func(seq int) string { return fmt.Sprintf(`{"spec":{"values":{"replicaCount":%d}}}`, seq) }),
 	},
 	{

@@ -272,7 +272,7 @@ func (s *scaler) measure(ctx context.Context, config, scenario string, watchList
 	// GOGC=100 took over two minutes after that).
 	deadline := time.Now().Add(fillTimeout)
 	for ; ; time.Sleep(500 * time.Millisecond) {
-		fams, err := bench.Scrape(st.MetricsRequest(bench.ProtoFormat))
+		fams, err := bench.Scrape(st.MetricsRequest(bench.ProtoFormat()))
 		if err == nil && harness.SumFamilies(fams, "steward_claimguard_cached_objects", nil) >= cached {
 			if time.Since(readyAt) > 5*time.Second {
 				if mem, err := harness.ProcessMemory(st.PID()); err == nil {
@@ -308,7 +308,7 @@ func (s *scaler) measure(ctx context.Context, config, scenario string, watchList
 		}
 	}
 	// The live heap: what is still allocated right after the collection.
-	fams, err := bench.Scrape(st.MetricsRequest(bench.ProtoFormat))
+	fams, err := bench.Scrape(st.MetricsRequest(bench.ProtoFormat()))
 	if err != nil {
 		return fmt.Errorf("reading steward's metrics: %w", err)
 	}

@@ -6,8 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	// The rule list sets the rules the configuration has a section for.
-	_ "github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/apimigration"
 	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/rule"
@@ -78,7 +77,7 @@ func TestConfig(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c, err := config.Parse([]byte(tc.file), "steward.yaml")
+			c, err := config.Parse([]byte(tc.file), "steward.yaml", webhooks.Sections())
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("%s: error = %v, want it to contain %q", tc.reason, err, tc.wantErr)

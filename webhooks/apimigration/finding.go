@@ -75,7 +75,7 @@ func Classify(group, kind, version string, target Release) Finding {
 // migrate reports whether the target's Flux CLI has `flux migrate`, the
 // upstream command the messages advise.
 func (f Finding) migrate() bool {
-	return f.Target.AtLeast(FluxMigrateSince)
+	return f.Target.AtLeast(FluxMigrateSince())
 }
 
 // removal is " and removed in Flux X" for a deprecated version whose

@@ -29,7 +29,7 @@ func TestWarningFitsOnOneLine(t *testing.T) {
 				} else if strings.Contains(w, "removed") {
 					t.Errorf("%s at Flux %s: warning %q names a removal no release of the table makes", f.From(), r, w)
 				}
-				if r.AtLeast(FluxMigrateSince) {
+				if r.AtLeast(FluxMigrateSince()) {
 					parts = append(parts, "(flux migrate)")
 				} else if strings.Contains(w, "flux migrate") {
 					t.Errorf("%s at Flux %s: warning %q advises flux migrate, which Flux %s does not have", f.From(), r, w, r)

@@ -15,7 +15,7 @@ var (
 
 // FluxMigrateSince is the first Flux release whose CLI has `flux
 // migrate`: the messages advise it only for targets at least as new.
-var FluxMigrateSince = flux27
+func FluxMigrateSince() Release { return flux27 }
 
 // in is one release's row: the served versions, the storage version and
 // the deprecated versions, space-separated, as the release's CRD has them.

@@ -118,10 +118,10 @@ func (c *Config) RuleMode() rule.Mode { return c.Mode }
 var _ rule.Settings = (*Config)(nil)
 
 // writers are the identities excluded as Argo CD's own.
-func (c *Config) writers() gitops.Identities {
+func (c *Config) writers() rule.Identities {
 	users := c.AgentUsers
 	if c.UIEditsAreGitOps {
 		users = append(append([]string(nil), users...), c.ServerUsers...)
 	}
-	return gitops.Identities{Users: users, Groups: c.AgentGroups}
+	return rule.Identities{Users: users, Groups: c.AgentGroups}
 }

@@ -54,27 +54,27 @@ func TestWriters(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		in     Config
-		want   gitops.Identities
+		want   rule.Identities
 	}{
 		"Default": {
 			reason: "Only the application controller writes as Argo CD.",
-			want:   gitops.Identities{Users: []string{argoController}, Groups: []string{}},
+			want:   rule.Identities{Users: []string{argoController}, Groups: []string{}},
 		},
 		"UIEditsAreGitOps": {
 			reason: "uiEditsAreGitOps adds argocd-server's identities.",
 			in:     Config{UIEditsAreGitOps: true},
-			want:   gitops.Identities{Users: []string{argoController, argoServer}, Groups: []string{}},
+			want:   rule.Identities{Users: []string{argoController, argoServer}, Groups: []string{}},
 		},
 		"ServerUsersAloneAreNotWriters": {
 			reason: "Naming argocd-server's identities does not trust them.",
 			in:     Config{ServerUsers: []string{"system:serviceaccount:gitops:argocd-server"}},
-			want:   gitops.Identities{Users: []string{argoController}, Groups: []string{}},
+			want:   rule.Identities{Users: []string{argoController}, Groups: []string{}},
 		},
 		"ConfiguredIdentities": {
 			reason: "Configured users and groups are the writers, with configured server users when trusted.",
 			in: Config{AgentUsers: []string{"controller"}, AgentGroups: []string{"argocd"},
 				ServerUsers: []string{"server-a", "server-b"}, UIEditsAreGitOps: true},
-			want: gitops.Identities{Users: []string{"controller", "server-a", "server-b"}, Groups: []string{"argocd"}},
+			want: rule.Identities{Users: []string{"controller", "server-a", "server-b"}, Groups: []string{"argocd"}},
 		},
 	}
 	for name, tc := range cases {

@@ -28,7 +28,7 @@ const Name = "argocdguard"
 // Rule is the argocdguard admission handler.
 type Rule struct {
 	guard    *gitops.Guard
-	writers  gitops.Identities
+	writers  rule.Identities
 	resolver *resolver
 	// people are the service accounts that write people's edits
 	// (argocd-server), unless uiEditsAreGitOps.

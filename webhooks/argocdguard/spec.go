@@ -37,7 +37,7 @@ func (r *Rule) objectWebhook() rule.Webhook {
 		TimeoutSeconds: 3,
 		MatchConditions: []admissionregistrationv1.MatchCondition{{
 			Name:       "tracked-not-argocd-controller-lease-or-event",
-			Expression: gitops.AllOf(append([]string{r.tracked()}, append(gitops.IdentityClauses(r.writers), gitops.ExcludedResources, gitops.ExcludeStatusKeepingMetadata)...)...),
+			Expression: gitops.AllOf(append([]string{r.tracked()}, append(gitops.IdentityClauses(r.writers), gitops.ExcludedResources, gitops.ExcludeStatusKeepingMetadata())...)...),
 		}},
 	}
 }

@@ -29,7 +29,9 @@ type Timings struct {
 // DefaultTimings are those of controller-runtime's and the
 // kube-controller-manager's elections: a replica stops auditing 10 s
 // after it last renewed, 5 s before another may take over.
-var DefaultTimings = Timings{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+func DefaultTimings() Timings {
+	return Timings{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+}
 
 // Election elects, among the replicas of `steward serve`, the one that
 // audits, through the Lease LeaseName in Steward's namespace. Only the

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -79,8 +80,8 @@ func TestRunnerAuditsOnlyWhileItHoldsTheLease(t *testing.T) {
 	kube := fake.NewClientset(&coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: LeaseName},
 		Spec: coordinationv1.LeaseSpec{
-			HolderIdentity:       ptr("other-replica"),
-			LeaseDurationSeconds: ptr[int32](3600),
+			HolderIdentity:       ptr.To("other-replica"),
+			LeaseDurationSeconds: ptr.To[int32](3600),
 			RenewTime:            &metav1.MicroTime{Time: time.Now()},
 		},
 	})
@@ -213,10 +214,10 @@ func TestNewElectionRefusesTimingsClientGoWouldRefuse(t *testing.T) {
 	if _, err := NewElection(kube.CoordinationV1(), testNamespace, "this-replica", bad); err == nil {
 		t.Error("a renew deadline longer than the lease must be refused when the election is built, not when it campaigns")
 	}
-	if _, err := NewElection(kube.CoordinationV1(), testNamespace, "", DefaultTimings); err == nil {
+	if _, err := NewElection(kube.CoordinationV1(), testNamespace, "", DefaultTimings()); err == nil {
 		t.Error("an empty identity must be refused")
 	}
-	if _, err := NewElection(kube.CoordinationV1(), testNamespace, "this-replica", DefaultTimings); err != nil {
+	if _, err := NewElection(kube.CoordinationV1(), testNamespace, "this-replica", DefaultTimings()); err != nil {
 		t.Errorf("the default timings: %v", err)
 	}
 }

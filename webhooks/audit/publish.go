@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -42,7 +43,7 @@ type Publisher struct {
 // is empty.
 func NewPublisher(c dynamic.Interface, apis ...ReportAPI) *Publisher {
 	if len(apis) == 0 {
-		apis = []ReportAPI{PolicyReportAPI}
+		apis = []ReportAPI{PolicyReportAPI()}
 	}
 	return &Publisher{Client: c, APIs: apis, MaxResults: MaxResults, now: time.Now}
 }
@@ -142,7 +143,7 @@ func (p *Publisher) publish(ctx context.Context, api ReportAPI, answered map[str
 			continue
 		}
 		u := existing[ns]
-		pre := metav1.Preconditions{UID: ptr(u.GetUID()), ResourceVersion: ptr(u.GetResourceVersion())}
+		pre := metav1.Preconditions{UID: ptr.To(u.GetUID()), ResourceVersion: ptr.To(u.GetResourceVersion())}
 		err := p.resource(api, ns).Delete(ctx, ReportName, metav1.DeleteOptions{Preconditions: &pre})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting %s: %w", describe(api, ns), err))
@@ -152,8 +153,6 @@ func (p *Publisher) publish(ctx context.Context, api ReportAPI, answered map[str
 	}
 	return done, errors.Join(errs...)
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func (p *Publisher) resource(api ReportAPI, ns string) dynamic.ResourceInterface {
 	gvr, _ := api.resource(ns)

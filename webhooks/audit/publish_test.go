@@ -34,10 +34,10 @@ func newFakePublisher(objs ...runtime.Object) (*Publisher, *dynamicfake.FakeDyna
 // serving both report APIs.
 func newFakePublisherOf(apis []ReportAPI, objs ...runtime.Object) (*Publisher, *dynamicfake.FakeDynamicClient) {
 	c := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		PolicyReports:        "PolicyReportList",
-		ClusterPolicyReports: "ClusterPolicyReportList",
-		OpenReports:          "ReportList",
-		OpenClusterReports:   "ClusterReportList",
+		PolicyReportAPI().Namespaced: "PolicyReportList",
+		PolicyReportAPI().Cluster:    "ClusterPolicyReportList",
+		OpenReportsAPI().Namespaced:  "ReportList",
+		OpenReportsAPI().Cluster:     "ClusterReportList",
 	}, objs...)
 	p := NewPublisher(c, apis...)
 	p.now = func() time.Time { return t0 }
@@ -56,13 +56,13 @@ func finding(check string, result rule.AuditResult, ns, name string) rule.Findin
 
 func report(t *testing.T, c *dynamicfake.FakeDynamicClient, ns string) *unstructured.Unstructured {
 	t.Helper()
-	var res = c.Resource(ClusterPolicyReports)
+	var res = c.Resource(PolicyReportAPI().Cluster)
 	var u *unstructured.Unstructured
 	var err error
 	if ns == "" {
 		u, err = res.Get(context.Background(), ReportName, metav1.GetOptions{})
 	} else {
-		u, err = c.Resource(PolicyReports).Namespace(ns).Get(context.Background(), ReportName, metav1.GetOptions{})
+		u, err = c.Resource(PolicyReportAPI().Namespaced).Namespace(ns).Get(context.Background(), ReportName, metav1.GetOptions{})
 	}
 	if err != nil {
 		return nil
@@ -331,7 +331,7 @@ func TestReportsStayWithinTheirByteBound(t *testing.T) {
 // cluster a ClusterPolicyReport and a ClusterReport; a second pass writes
 // nothing, and a cleared finding clears both.
 func TestPublishWritesBothReportAPIsAlike(t *testing.T) {
-	p, c := newFakePublisherOf([]ReportAPI{PolicyReportAPI, OpenReportsAPI})
+	p, c := newFakePublisherOf([]ReportAPI{PolicyReportAPI(), OpenReportsAPI()})
 	findings := map[string][]rule.Finding{
 		"suspendnotice": {finding("suspended", rule.AuditWarn, "apps", "web")},
 		"apimigration":  {finding("stored-versions", rule.AuditFail, "", "kustomizations.kustomize.toolkit.fluxcd.io")},
@@ -340,8 +340,8 @@ func TestPublishWritesBothReportAPIsAlike(t *testing.T) {
 	if err != nil || done.Created != 4 {
 		t.Fatalf("created %d reports (%v), want 4 (two APIs, apps and the cluster)", done.Created, err)
 	}
-	policyReport, _ := c.Resource(PolicyReports).Namespace("apps").Get(context.Background(), ReportName, metav1.GetOptions{})
-	openReport, err := c.Resource(OpenReports).Namespace("apps").Get(context.Background(), ReportName, metav1.GetOptions{})
+	policyReport, _ := c.Resource(PolicyReportAPI().Namespaced).Namespace("apps").Get(context.Background(), ReportName, metav1.GetOptions{})
+	openReport, err := c.Resource(OpenReportsAPI().Namespaced).Namespace("apps").Get(context.Background(), ReportName, metav1.GetOptions{})
 	if err != nil || policyReport == nil {
 		t.Fatalf("reports in apps: PolicyReport %v, Report %v", policyReport, err)
 	}
@@ -351,7 +351,7 @@ func TestPublishWritesBothReportAPIsAlike(t *testing.T) {
 	if diff := cmp.Diff(resultsOf(policyReport), resultsOf(openReport)); diff != "" || len(resultsOf(openReport)) != 1 {
 		t.Errorf("the two APIs' reports differ (-PolicyReport +Report):\n%s", diff)
 	}
-	if cluster, err := c.Resource(OpenClusterReports).Get(context.Background(), ReportName, metav1.GetOptions{}); err != nil || cluster.GetKind() != "ClusterReport" {
+	if cluster, err := c.Resource(OpenReportsAPI().Cluster).Get(context.Background(), ReportName, metav1.GetOptions{}); err != nil || cluster.GetKind() != "ClusterReport" {
 		t.Errorf("ClusterReport %v: %v", cluster, err)
 	}
 	c.ClearActions()
@@ -368,7 +368,7 @@ func TestPublishWritesBothReportAPIsAlike(t *testing.T) {
 // installed is skipped while the other is written; only when none is
 // served is it ErrNotServed.
 func TestPublishSkipsAReportAPIThatIsNotServed(t *testing.T) {
-	p, c := newFakePublisherOf([]ReportAPI{PolicyReportAPI, OpenReportsAPI})
+	p, c := newFakePublisherOf([]ReportAPI{PolicyReportAPI(), OpenReportsAPI()})
 	c.PrependReactor("list", "policyreports", notServedReactor)
 	findings := map[string][]rule.Finding{"suspendnotice": {finding("suspended", rule.AuditWarn, "apps", "web")}}
 	if done, err := p.Publish(context.Background(), findings, nil); err != nil || done.Created != 1 {

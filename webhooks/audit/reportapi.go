@@ -21,27 +21,28 @@ type ReportAPI struct {
 	TopLevelSource bool
 }
 
-// The report kinds.
-var (
-	PolicyReports        = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}
-	ClusterPolicyReports = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "clusterpolicyreports"}
-	OpenReports          = schema.GroupVersionResource{Group: "openreports.io", Version: "v1alpha1", Resource: "reports"}
-	OpenClusterReports   = schema.GroupVersionResource{Group: "openreports.io", Version: "v1alpha1", Resource: "clusterreports"}
-
-	// PolicyReportAPI is wgpolicyk8s.io/v1alpha2.
-	PolicyReportAPI = ReportAPI{Name: config.ReportAPIPolicyReport, Namespaced: PolicyReports, Cluster: ClusterPolicyReports,
+// PolicyReportAPI is wgpolicyk8s.io/v1alpha2.
+func PolicyReportAPI() ReportAPI {
+	return ReportAPI{Name: config.ReportAPIPolicyReport,
+		Namespaced:     schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"},
+		Cluster:        schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "clusterpolicyreports"},
 		NamespacedKind: "PolicyReport", ClusterKind: "ClusterPolicyReport"}
-	// OpenReportsAPI is openreports.io/v1alpha1.
-	OpenReportsAPI = ReportAPI{Name: config.ReportAPIOpenReports, Namespaced: OpenReports, Cluster: OpenClusterReports,
+}
+
+// OpenReportsAPI is openreports.io/v1alpha1.
+func OpenReportsAPI() ReportAPI {
+	return ReportAPI{Name: config.ReportAPIOpenReports,
+		Namespaced:     schema.GroupVersionResource{Group: "openreports.io", Version: "v1alpha1", Resource: "reports"},
+		Cluster:        schema.GroupVersionResource{Group: "openreports.io", Version: "v1alpha1", Resource: "clusterreports"},
 		NamespacedKind: "Report", ClusterKind: "ClusterReport", TopLevelSource: true}
-)
+}
 
 // ReportAPIs are the report APIs of names (audit.reportAPIs), in that
 // order; unknown names are skipped (the configuration refuses them).
 func ReportAPIs(names []string) []ReportAPI {
 	var out []ReportAPI
 	for _, n := range names {
-		for _, api := range []ReportAPI{PolicyReportAPI, OpenReportsAPI} {
+		for _, api := range []ReportAPI{PolicyReportAPI(), OpenReportsAPI()} {
 			if api.Name == n {
 				out = append(out, api)
 			}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
@@ -204,14 +205,12 @@ func BenchmarkClaimguard(b *testing.B) {
 		{"ManagedCreateAllowed", r, mrCreate0, true},
 		{"ManagedCreateDenied", r, mrDenied, false},
 		{"CompositeDeleteForegroundWarning", r, admissiontest.Delete(pgXRGVR, "XPostgreSQLInstance", realisticXR(deletingEvery*3+1, oneOfEachKind).Object).
-			Options(metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationForeground)}).Build(), true},
+			Options(metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}).Build(), true},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) { runHandler(b, tc.h, tc.req, tc.allowed) })
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // BenchmarkClaimguardCacheBytes measures the heap the caches hold per
 // cached object (10k XRs, 50k MRs, indexes included), reported as

@@ -87,13 +87,13 @@ func (c AuditConfig) Disabled(name string) bool {
 
 // Validate reports a negative or too short interval, and disabled rules
 // that are not Steward's, by field path.
-func (c AuditConfig) Validate(path *field.Path) field.ErrorList {
+func (c AuditConfig) Validate(path *field.Path, rules Sections) field.ErrorList {
 	var errs field.ErrorList
 	if every := c.Every(); every < 0 || (every > 0 && every < MinAuditInterval) {
 		errs = append(errs, field.Invalid(path.Child("interval"), every.String(),
 			"must be 0 (the audit is off) or at least "+MinAuditInterval.String()))
 	}
-	names := ruleNames()
+	names := rules.names()
 	seen := map[string]bool{}
 	for i, name := range c.DisabledRules {
 		p := path.Child("disabledRules").Index(i)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/config"
 )
 
@@ -54,7 +55,7 @@ func TestAuditConfigRefusesBadInputNamingTheField(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			_, err := config.Parse([]byte(header+tc.yaml), "test.yaml")
+			_, err := config.Parse([]byte(header+tc.yaml), "test.yaml", webhooks.Sections())
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("%s\nParse error = %v, want one containing %q", tc.reason, err, tc.wantErr)
 			}
@@ -97,14 +98,14 @@ func TestAuditConfig(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			c, err := config.Parse([]byte(header+tc.yaml), "test.yaml")
+			c, err := config.Parse([]byte(header+tc.yaml), "test.yaml", webhooks.Sections())
 			if err != nil {
 				t.Fatalf("%s: %v", tc.reason, err)
 			}
 			if got := c.Audit.Every(); got != tc.wantEvery {
 				t.Errorf("%s: Every() = %s, want %s", tc.reason, got, tc.wantEvery)
 			}
-			for r := range config.Defaults().Rules {
+			for r := range config.Defaults(webhooks.Sections()).Rules {
 				want := false
 				for _, d := range tc.wantDisabled {
 					want = want || d == r

@@ -55,8 +55,9 @@ func fieldValues(c Config) map[string]any {
 }
 
 // WithField returns base with the one field path (as ChangedFields names
-// it) taken from from, so the effect of each change can be told apart.
-func WithField(base, from Config, path string) (Config, error) {
+// it) taken from from, so the effect of each change can be told apart;
+// rules are the sections the rules section may have.
+func WithField(base, from Config, path string, rules Sections) (Config, error) {
 	b, f := map[string]any{}, fieldValues(from)
 	data, _ := json.Marshal(base)
 	_ = json.Unmarshal(data, &b)
@@ -90,10 +91,9 @@ func WithField(base, from Config, path string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	var out Config
-	if err := json.Unmarshal(data, &out); err != nil {
+	out, err := Decode(data, rules)
+	if err != nil {
 		return Config{}, fmt.Errorf("field %s: %w", path, err)
 	}
-	out.Default()
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/config"
 )
 
@@ -18,18 +19,18 @@ rules:
     fluxVersion: "2.8"
   fleetguard:
     agentGroups: [fleet]
-`), "test")
+`), "test", webhooks.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := config.Defaults()
+	old := config.Defaults(webhooks.Sections())
 	changed := config.ChangedFields(old, next)
 	want := []string{"exemptUsers", "rules.apimigration.fluxVersion", "rules.fleetguard.agentGroups"}
 	if diff := cmp.Diff(want, changed); diff != "" {
 		t.Fatalf("ChangedFields (-want +got):\n%s", diff)
 	}
 	for _, f := range changed {
-		one, err := config.WithField(old, next, f)
+		one, err := config.WithField(old, next, f, webhooks.Sections())
 		if err != nil {
 			t.Fatal(err)
 		}

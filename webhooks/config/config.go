@@ -13,16 +13,20 @@
 //   - changes.go: the fields a reloaded file changes (ChangedFields,
 //     WithField).
 //
-// Which rules there are is the rule list's (package webhooks), which hands
-// their sections over (SetRules): this package names no rule.
+// Which rules there are is the rule list's (package webhooks): every
+// function that reads, defaults, validates or describes a file is handed
+// their sections (webhooks.Sections()), and this package names no rule
+// and keeps no state.
 package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -76,15 +80,17 @@ const (
 // EventsForValues are every EventsFor.
 func EventsForValues() []EventsFor { return []EventsFor{EventsForServiceAccounts, EventsForNone} }
 
-// Defaults is the configuration used when no file is given.
-func Defaults() Config {
+// Defaults is the configuration used when no file is given, with a
+// section for each of rules.
+func Defaults(rules Sections) Config {
 	c := Config{TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind}}
-	c.Default()
+	c.Default(rules)
 	return c
 }
 
-// Default fills every unset field with its default.
-func (c *Config) Default() {
+// Default fills every unset field with its default, and adds the
+// sections of rules the file left out.
+func (c *Config) Default(rules Sections) {
 	if c.BreakGlassGroup == "" {
 		c.BreakGlassGroup = DefaultBreakGlassGroup
 	}
@@ -92,11 +98,12 @@ func (c *Config) Default() {
 		c.RecordEventsFor = EventsForServiceAccounts
 	}
 	c.Audit.Default()
-	c.Rules.Default()
+	c.Rules.Default(rules)
 }
 
-// Validate reports every invalid field, by path.
-func (c *Config) Validate() field.ErrorList {
+// Validate reports every invalid field, by path; rules are the sections
+// the rules section may have.
+func (c *Config) Validate(rules Sections) field.ErrorList {
 	var errs field.ErrorList
 	if c.APIVersion != APIVersion {
 		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), c.APIVersion, []string{APIVersion}))
@@ -111,23 +118,25 @@ func (c *Config) Validate() field.ErrorList {
 		}
 		errs = append(errs, field.NotSupported(field.NewPath("recordEventsFor"), c.RecordEventsFor, names))
 	}
-	errs = append(errs, c.Audit.Validate(field.NewPath("audit"))...)
-	return append(errs, c.Rules.Validate(field.NewPath("rules"))...)
+	errs = append(errs, c.Audit.Validate(field.NewPath("audit"), rules)...)
+	return append(errs, c.Rules.Validate(field.NewPath("rules"), rules)...)
 }
 
-// Load reads, defaults and validates a configuration file. Unknown
-// fields are errors, so a typo never silently falls back to a default.
-func Load(path string) (Config, error) {
+// Load reads, defaults and validates a configuration file whose rules
+// section has rules' sections. Unknown fields are errors, so a typo never
+// silently falls back to a default.
+func Load(path string, rules Sections) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("reading configuration: %w", err)
 	}
-	return Parse(data, path)
+	return Parse(data, path, rules)
 }
 
-// Parse decodes a configuration document; source names it in errors.
-func Parse(data []byte, source string) (Config, error) {
-	var c Config
+// Parse decodes, defaults and validates a configuration document (YAML or
+// JSON) whose rules section has rules' sections; source names it in
+// errors.
+func Parse(data []byte, source string, rules Sections) (Config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return Config{}, fmt.Errorf("configuration %s is empty: it needs at least apiVersion: %s and kind: %s", source, APIVersion, Kind)
 	}
@@ -137,17 +146,51 @@ func Parse(data []byte, source string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("configuration %s: %w", source, err)
 	}
-	strict, err := sigsjson.UnmarshalStrict(js, &c)
+	c, err := Decode(js, rules)
 	if err != nil {
 		return Config{}, fmt.Errorf("configuration %s: %w", source, err)
 	}
-	strict = append(strict, strictRulesErrors(js)...)
-	if len(strict) > 0 {
-		return Config{}, fmt.Errorf("configuration %s: %w", source, errors.Join(strict...))
-	}
-	c.Default()
-	if errs := c.Validate(); len(errs) > 0 {
+	if errs := c.Validate(rules); len(errs) > 0 {
 		return Config{}, fmt.Errorf("configuration %s is invalid: %w", source, errs.ToAggregate())
 	}
 	return c, nil
+}
+
+// Decode decodes a configuration's JSON strictly (every unknown or
+// duplicate key is an error naming its path) and defaults it, without
+// validating it: Parse validates what it decodes.
+func Decode(js []byte, rules Sections) (Config, error) {
+	if len(rules) == 0 {
+		return Config{}, errNoSections
+	}
+	// file is the Config as it is decoded: its rules section is read with
+	// the sections handed over. The type is named Config so that a type
+	// error names the field as decoding a Config would (fileError).
+	type file = Config
+	type Config struct {
+		*file
+		Rules rulesReader `json:"rules"`
+	}
+	var c file
+	strict, err := sigsjson.UnmarshalStrict(js, &Config{file: &c, Rules: rulesReader{Into: &c.Rules, Rules: rules}})
+	if err != nil {
+		return file{}, fileError(err)
+	}
+	if strict = append(strict, strictRulesErrors(js, rules)...); len(strict) > 0 {
+		return file{}, errors.Join(strict...)
+	}
+	c.Default(rules)
+	return c, nil
+}
+
+// fileError names a type error's field by its path in the file, less the
+// embedded field Decode reads the file through.
+func fileError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	fixed := *te
+	fixed.Field = strings.TrimPrefix(fixed.Field, "file.")
+	return &fixed
 }

@@ -1,13 +1,14 @@
 package config_test
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	// The rule list sets the rules the rules section has a section for.
-	_ "github.com/stewardhq/steward/webhooks"
+	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/config"
 )
 
@@ -82,6 +83,16 @@ func TestParseRefusesBadInputNamingTheField(t *testing.T) {
 			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules:\n  fleetguard:\n    agentUsers: 5\n",
 			wantErr: `Go struct field Config.rules.fleetguard.agentUsers of type []string`,
 		},
+		"WrongTypeAtTheTopNamesItsField": {
+			reason:  "a top-level setting of the wrong type is named as the file's field",
+			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nbreakGlassGroup: [ops]\n",
+			wantErr: `Go struct field Config.breakGlassGroup of type string`,
+		},
+		"RulesOfTheWrongType": {
+			reason:  "a rules section that is not a mapping names the section",
+			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrules: [fleetguard]\n",
+			wantErr: `Go struct field Config.rules of type config.RulesConfig`,
+		},
 		"EveryTypoIsReported": {
 			reason:  "typos at the top and inside rules are reported together",
 			yaml:    "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nbreakGlasGroup: ops\nrules:\n  fleetguard:\n    agentUser: [x]\n",
@@ -95,7 +106,7 @@ func TestParseRefusesBadInputNamingTheField(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			_, err := config.Parse([]byte(tc.yaml), "test.yaml")
+			_, err := config.Parse([]byte(tc.yaml), "test.yaml", webhooks.Sections())
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("%s: got error %v, want one containing %q", tc.reason, err, tc.wantErr)
 			}
@@ -104,11 +115,11 @@ func TestParseRefusesBadInputNamingTheField(t *testing.T) {
 }
 
 func TestParseDefaultsWhatIsUnset(t *testing.T) {
-	got, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nexemptUsers: [ci-bot]\n"), "test.yaml")
+	got, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nexemptUsers: [ci-bot]\n"), "test.yaml", webhooks.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config.Defaults()
+	want := config.Defaults(webhooks.Sections())
 	want.ExemptUsers = []string{"ci-bot"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("a minimal file gets every default (-want +got):\n%s", diff)
@@ -116,8 +127,8 @@ func TestParseDefaultsWhatIsUnset(t *testing.T) {
 }
 
 func TestDefaultsAreValid(t *testing.T) {
-	c := config.Defaults()
-	if errs := c.Validate(); len(errs) > 0 {
+	c := config.Defaults(webhooks.Sections())
+	if errs := c.Validate(webhooks.Sections()); len(errs) > 0 {
 		t.Errorf("the default configuration must pass its own validation: %v", errs)
 	}
 }
@@ -126,14 +137,72 @@ func TestDefaultsAreValid(t *testing.T) {
 // the file says none (setup's TestEventsRBAC: turning them off also drops
 // their RBAC).
 func TestRecordEventsFor(t *testing.T) {
-	if got := config.Defaults().RecordEventsFor; got != config.EventsForServiceAccounts {
+	if got := config.Defaults(webhooks.Sections()).RecordEventsFor; got != config.EventsForServiceAccounts {
 		t.Errorf("default recordEventsFor = %q, want %q", got, config.EventsForServiceAccounts)
 	}
-	c, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrecordEventsFor: none\n"), "test.yaml")
+	c, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrecordEventsFor: none\n"), "test.yaml", webhooks.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.RecordEventsFor != config.EventsForNone {
 		t.Errorf("recordEventsFor = %q, want none", c.RecordEventsFor)
+	}
+}
+
+// TestReadingNeedsTheRulesSections: the reader knows only the sections it
+// is handed; without them reading a file is an error that says what is
+// missing, never a panic, and a section it was not handed is unknown.
+func TestReadingNeedsTheRulesSections(t *testing.T) {
+	const header = "apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\n"
+	var fleetguardOnly config.Sections
+	for _, s := range webhooks.Sections() {
+		if s.Name == "fleetguard" {
+			fleetguardOnly = append(fleetguardOnly, s)
+		}
+	}
+	tests := map[string]struct {
+		reason  string
+		yaml    string
+		rules   config.Sections
+		wantErr string
+	}{
+		"NoSectionsMinimalFile": {
+			reason:  "even a file without a rules section needs the sections to default every rule",
+			yaml:    header,
+			wantErr: "configuration test.yaml: no rules' sections to read the rules section with",
+		},
+		"NoSectionsWithRules": {
+			reason:  "a rules section read without the sections is an error, not a panic",
+			yaml:    header + "rules:\n  fleetguard:\n    mode: warn\n",
+			rules:   config.Sections{},
+			wantErr: "configuration test.yaml: no rules' sections to read the rules section with",
+		},
+		"SectionNotHandedIsUnknown": {
+			reason:  "the reader knows only the sections it is handed",
+			yaml:    header + "rules:\n  claimguard:\n    mode: warn\n",
+			rules:   fleetguardOnly,
+			wantErr: `unknown field "rules.claimguard"`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := config.Parse([]byte(tc.yaml), "test.yaml", tc.rules)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: got error %v, want one containing %q", tc.reason, err, tc.wantErr)
+			}
+		})
+	}
+	if _, err := config.Decode([]byte(`{"apiVersion":"config.steward.dev/v1alpha1","kind":"StewardConfiguration"}`), nil); err == nil {
+		t.Error("decoding without the rules' sections must be an error")
+	}
+	if len(fleetguardOnly) != 1 {
+		t.Fatalf("the rule list has %d fleetguard sections, want 1", len(fleetguardOnly))
+	}
+	c, err := config.Parse([]byte(header), "test.yaml", fleetguardOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"fleetguard"}, slices.Sorted(maps.Keys(c.Rules))); diff != "" {
+		t.Errorf("the defaults hold a section for each section handed, no more (-want +got):\n%s", diff)
 	}
 }

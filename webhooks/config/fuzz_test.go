@@ -44,14 +44,14 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := config.Parse(data, "fuzz.yaml")
+		c, err := config.Parse(data, "fuzz.yaml", webhooks.Sections())
 		if err != nil {
 			if !strings.Contains(err.Error(), "fuzz.yaml") {
 				t.Fatalf("error does not name the file: %v", err)
 			}
 			return
 		}
-		if errs := c.Validate(); len(errs) > 0 {
+		if errs := c.Validate(webhooks.Sections()); len(errs) > 0 {
 			t.Fatalf("accepted configuration does not validate: %v", errs.ToAggregate())
 		}
 		if c.BreakGlassGroup == "" {
@@ -67,7 +67,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("writing the accepted configuration back out: %v", err)
 		}
-		again, err := config.Parse(out, "roundtrip.yaml")
+		again, err := config.Parse(out, "roundtrip.yaml", webhooks.Sections())
 		if err != nil {
 			t.Fatalf("accepted configuration does not parse after a round trip: %v\n%s", err, out)
 		}

@@ -25,43 +25,30 @@ type RuleSection struct {
 	NewSettings func() rule.Settings
 }
 
-// known are every rule's section, in the rule list's order: the order
-// they are defaulted, validated and described in.
-var known []RuleSection
+// Sections are the rules' sections of the configuration file, in the rule
+// list's order: the order they are defaulted, validated and described in.
+// The rule list (package webhooks), which alone knows which rules exist,
+// hands them to every function that reads or describes a file
+// (webhooks.Sections()).
+type Sections []RuleSection
 
-// SetRules sets the rules the rules section holds a section for. The rule
-// list (package webhooks), which alone knows which rules exist, sets them
-// once, as it is initialised; a program that reads configuration files
-// imports it.
-func SetRules(s []RuleSection) {
-	if known != nil {
-		panic("config: the rules are set twice")
-	}
-	known = s
-}
+// errNoSections is reading a configuration with no rules' sections to
+// decode its rules section into.
+var errNoSections = errors.New("no rules' sections to read the rules section with: the rule list hands them over (webhooks.Sections())")
 
-// ruleSections are the rules' sections, set by the rule list.
-func ruleSections() []RuleSection {
-	if known == nil {
-		panic("config: no rules: the rule list (package webhooks) sets them as it is initialised; import it")
-	}
-	return known
-}
-
-// ruleNames are the names of every rule, in the list's order.
-func ruleNames() []string {
-	var out []string
-	for _, s := range ruleSections() {
-		out = append(out, s.Name)
+// names are the names of every rule, in the list's order.
+func (s Sections) names() []string {
+	out := make([]string, 0, len(s))
+	for _, r := range s {
+		out = append(out, r.Name)
 	}
 	return out
 }
 
-func lookup(name string) *RuleSection {
-	all := ruleSections()
-	for i := range all {
-		if all[i].Name == name {
-			return &all[i]
+func (s Sections) lookup(name string) *RuleSection {
+	for i := range s {
+		if s[i].Name == name {
+			return &s[i]
 		}
 	}
 	return nil
@@ -74,11 +61,11 @@ type RulesConfig map[string]rule.Settings
 
 // Default fills every rule's unset settings, adding the sections the file
 // left out.
-func (c *RulesConfig) Default() {
+func (c *RulesConfig) Default(rules Sections) {
 	if *c == nil {
 		*c = RulesConfig{}
 	}
-	for _, sec := range ruleSections() {
+	for _, sec := range rules {
 		s := (*c)[sec.Name]
 		if s == nil {
 			s = sec.NewSettings()
@@ -89,9 +76,9 @@ func (c *RulesConfig) Default() {
 }
 
 // Validate checks every rule's settings, in the list's order.
-func (c RulesConfig) Validate(path *field.Path) field.ErrorList {
+func (c RulesConfig) Validate(path *field.Path, rules Sections) field.ErrorList {
 	var errs field.ErrorList
-	for _, sec := range ruleSections() {
+	for _, sec := range rules {
 		if s := c[sec.Name]; s != nil {
 			errs = append(errs, s.Validate(path.Child(sec.Name))...)
 		}
@@ -110,11 +97,18 @@ func SettingsOf[C any](c RulesConfig) C {
 	return zero
 }
 
+// rulesReader decodes the rules section into Into with the sections it
+// was handed: the rules section of the file as Parse decodes it.
+type rulesReader struct {
+	Into  *RulesConfig
+	Rules Sections
+}
+
 // UnmarshalJSON decodes each rule's section into the rule's Config,
 // case-sensitively, and reports a section of the wrong type as the field
 // it is. Unknown and duplicate keys are left to strictRulesErrors, so
 // Parse reports them with the rest of the file's.
-func (c *RulesConfig) UnmarshalJSON(data []byte) error {
+func (r rulesReader) UnmarshalJSON(data []byte) error {
 	if string(bytes.TrimSpace(data)) == "null" {
 		return nil
 	}
@@ -124,7 +118,7 @@ func (c *RulesConfig) UnmarshalJSON(data []byte) error {
 	}
 	out := RulesConfig{}
 	for _, sec := range sections {
-		rs := lookup(sec.name)
+		rs := r.Rules.lookup(sec.name)
 		if rs == nil {
 			continue
 		}
@@ -134,14 +128,14 @@ func (c *RulesConfig) UnmarshalJSON(data []byte) error {
 		}
 		out[sec.name] = s
 	}
-	*c = out
+	*r.Into = out
 	return nil
 }
 
 // strictRulesErrors are the unknown and duplicate keys of the rules
 // section of the configuration document js, named by their full path as
 // the rest of the file's are.
-func strictRulesErrors(js []byte) []error {
+func strictRulesErrors(js []byte, rules Sections) []error {
 	var file struct {
 		Rules json.RawMessage `json:"rules"`
 	}
@@ -155,7 +149,7 @@ func strictRulesErrors(js []byte) []error {
 	var errs []error
 	for _, sec := range sections {
 		path := rulesKey + "." + sec.name
-		rs := lookup(sec.name)
+		rs := rules.lookup(sec.name)
 		if rs == nil {
 			errs = append(errs, fmt.Errorf("unknown field %q", path))
 			continue

@@ -28,8 +28,8 @@ const durationPattern = `^\+?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s
 // Steward, which refuses it at start-up naming the field. The Helm chart
 // embeds it under config in values.schema.json. Each type and field is
 // described by its Go doc comment (schemaDocs).
-func Schema() map[string]any {
-	r := schemaReflector{descriptions: schemaDocs}
+func Schema(rules Sections) map[string]any {
+	r := schemaReflector{descriptions: schemaDocs, rules: rules}
 	return r.schema(reflect.TypeFor[Config]())
 }
 
@@ -38,6 +38,8 @@ func Schema() map[string]any {
 // (the path less Steward's module), and
 // every key looked up is added to looked, when it is not nil.
 type schemaReflector struct {
+	// rules are the sections the rules section describes.
+	rules        Sections
 	descriptions map[string]string
 	looked       map[string]bool
 }
@@ -79,7 +81,7 @@ func (r schemaReflector) reflect(t reflect.Type) map[string]any {
 		return s
 	case reflect.TypeFor[RulesConfig]():
 		props := map[string]any{}
-		for _, sec := range ruleSections() {
+		for _, sec := range r.rules {
 			props[sec.Name] = nullable(r.schema(reflect.TypeOf(sec.NewSettings()).Elem()))
 		}
 		return map[string]any{"type": "object", "additionalProperties": false, "properties": props}
@@ -108,7 +110,7 @@ func (r schemaReflector) reflect(t reflect.Type) map[string]any {
 		s := r.object(t)
 		rules := s["properties"].(map[string]any)["disabledRules"].(map[string]any)
 		names := []any{}
-		for _, n := range ruleNames() {
+		for _, n := range r.rules.names() {
 			names = append(names, n)
 		}
 		rules["items"] = map[string]any{"enum": names}

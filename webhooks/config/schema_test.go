@@ -21,6 +21,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/yaml"
 
+	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/config"
 )
 
@@ -30,7 +31,7 @@ var update = flag.Bool("update", false, "rewrite schemadocs.go from the doc comm
 // doc comments of the types and fields Schema describes, as the source
 // has them: run make generate (which runs this test with -update).
 func TestSchemaDocsMatchTheSource(t *testing.T) {
-	docs, err := sourceDocs(filepath.Join("..", ".."), config.DocKeys())
+	docs, err := sourceDocs(filepath.Join("..", ".."), config.DocKeys(webhooks.Sections()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ var schemaDocs = map[string]string{
 // compiledSchema is Schema, ready to validate documents.
 func compiledSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	data, err := json.Marshal(config.Schema())
+	data, err := json.Marshal(config.Schema(webhooks.Sections()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +244,7 @@ func TestSchemaRefusesWhatParseRefuses(t *testing.T) {
 	s := compiledSchema(t)
 	for _, tc := range refusedConfigs(t) {
 		t.Run(tc.Name, func(t *testing.T) {
-			if _, err := config.Parse([]byte(tc.File), "test.yaml"); err == nil {
+			if _, err := config.Parse([]byte(tc.File), "test.yaml", webhooks.Sections()); err == nil {
 				t.Errorf("Steward accepts it: the case proves nothing")
 			}
 			err := schemaValidate(t, s, tc.File)
@@ -263,7 +264,7 @@ func TestSchemaRefusesWhatParseRefuses(t *testing.T) {
 // the default configuration changed in turn to values Steward accepts.
 func TestSchemaAcceptsWhatParseAccepts(t *testing.T) {
 	s := compiledSchema(t)
-	def, err := yaml.Marshal(config.Defaults())
+	def, err := yaml.Marshal(config.Defaults(webhooks.Sections()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +294,7 @@ rules:
 `,
 	}
 	for name, file := range files {
-		if _, err := config.Parse([]byte(file), name); err != nil {
+		if _, err := config.Parse([]byte(file), name, webhooks.Sections()); err != nil {
 			t.Fatalf("%s: Steward refuses it: %v", name, err)
 		}
 		if err := schemaValidate(t, s, file); err != nil {
@@ -315,7 +316,7 @@ rules:
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := config.Parse(data, l); err != nil {
+			if _, err := config.Parse(data, l, webhooks.Sections()); err != nil {
 				continue
 			}
 			checked++

@@ -30,15 +30,15 @@ func (r *Rule) Audit(ctx context.Context, api client.Reader) ([]rule.Finding, er
 	if r.parents == nil {
 		return nil, errors.New("the workload metadata cache is not set up")
 	}
-	resources := make([]string, 0, len(gitops.ScaledKinds))
-	for res := range gitops.ScaledKinds {
+	resources := make([]string, 0, len(gitops.ScaledKinds()))
+	for res := range gitops.ScaledKinds() {
 		resources = append(resources, res)
 	}
 	sort.Strings(resources)
 	var out []rule.Finding
 	var declared []gitops.GitReplicas
 	for _, res := range resources {
-		gvk := gitops.ScaledKinds[res]
+		gvk := gitops.ScaledKinds()[res]
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		// The cache's own objects, not copies: only the drift annotation

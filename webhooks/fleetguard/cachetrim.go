@@ -16,7 +16,7 @@ var readAnnotations = []string{AnnotationID, AnnotationOwnerGVK, AnnotationRelea
 // object instead of each keeping the strings it was decoded with.
 var cachedTypes = func() map[metav1.TypeMeta]metav1.TypeMeta {
 	m := map[metav1.TypeMeta]metav1.TypeMeta{}
-	for _, gvk := range gitops.ScaledKinds {
+	for _, gvk := range gitops.ScaledKinds() {
 		t := metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}
 		m[t] = t
 	}

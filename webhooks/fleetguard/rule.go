@@ -25,7 +25,7 @@ import (
 // metadata cache.
 type Rule struct {
 	guard *gitops.Guard
-	agent gitops.Identities
+	agent rule.Identities
 	// parents reads workloads' metadata for scale requests; it is the
 	// manager's cache once SetupWithManager ran.
 	parents client.Reader
@@ -45,7 +45,7 @@ var (
 // do not parse are skipped; Validate reports them before New is called.
 func New(c Config, breakGlassGroup string) *Rule {
 	c.Default()
-	agent := gitops.Identities{Users: c.AgentUsers, Groups: c.AgentGroups}
+	agent := rule.Identities{Users: c.AgentUsers, Groups: c.AgentGroups}
 	r := &Rule{agent: agent, lookupTimeout: time.Second}
 	r.guard = gitops.New(gitops.Options{
 		Rule: Name, Tool: "Fleet", AgentName: "the Fleet agent",

@@ -25,7 +25,7 @@ import (
 // the manager's cache, not the cluster cache: built-in kinds, always served
 // at apps/v1 and v1, narrowed by the label selector of CacheByObject.
 func (r *Rule) SetupWithManager(mgr manager.Manager, _ *clustercache.Cache) error {
-	for _, gvk := range gitops.ScaledKinds {
+	for _, gvk := range gitops.ScaledKinds() {
 		if _, err := mgr.GetCache().GetInformer(context.Background(), partialObject(gvk)); err != nil {
 			return fmt.Errorf("fleetguard: starting the %s metadata informer: %w", gvk.Kind, err)
 		}
@@ -43,7 +43,7 @@ func (r *Rule) SetupWithManager(mgr manager.Manager, _ *clustercache.Cache) erro
 // scale decision reads.
 func (r *Rule) CacheByObject() map[client.Object]cache.ByObject {
 	out := map[client.Object]cache.ByObject{}
-	for _, gvk := range gitops.ScaledKinds {
+	for _, gvk := range gitops.ScaledKinds() {
 		out[partialObject(gvk)] = cache.ByObject{Label: fleetManaged, Transform: trimWorkload}
 	}
 	return out

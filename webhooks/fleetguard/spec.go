@@ -43,7 +43,7 @@ func (r *Rule) mainWebhook() rule.Webhook {
 		}},
 		MatchConditions: []admissionregistrationv1.MatchCondition{{
 			Name:       "not-agent-controller-lease-event-or-owned",
-			Expression: gitops.AllOf(append(gitops.IdentityClauses(r.agent), gitops.ExcludedResources, excludeAppliedWithOwner, gitops.ExcludeStatusKeepingMetadata)...),
+			Expression: gitops.AllOf(append(gitops.IdentityClauses(r.agent), gitops.ExcludedResources, excludeAppliedWithOwner, gitops.ExcludeStatusKeepingMetadata())...),
 		}},
 	}
 }

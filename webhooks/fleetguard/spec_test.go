@@ -187,8 +187,8 @@ func TestPolicyRules(t *testing.T) {
 
 func TestCacheHoldsOnlyFleetManagedWorkloads(t *testing.T) {
 	scopes := New(Config{}, "steward:break-glass").CacheByObject()
-	if len(scopes) != len(gitops.ScaledKinds) {
-		t.Fatalf("%d cache scopes, want one per scaled kind (%d)", len(scopes), len(gitops.ScaledKinds))
+	if len(scopes) != len(gitops.ScaledKinds()) {
+		t.Fatalf("%d cache scopes, want one per scaled kind (%d)", len(scopes), len(gitops.ScaledKinds()))
 	}
 	managed := labels.Set{LabelHash: "3e4c9a2f", "app": "web"}
 	unmanaged := labels.Set{"app": "web"}

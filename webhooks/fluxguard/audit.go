@@ -75,7 +75,7 @@ func (r resolver) auditLists() ([]gitops.KindList, error) {
 			if !o.hasInventory && o.kind == kindHelmRelease {
 				// Its Helm release is its record (owner.lists); the
 				// workloads are what the audit may list of it.
-				for _, gvk := range gitops.ScaledKinds {
+				for _, gvk := range gitops.ScaledKinds() {
 					kinds = append(kinds, gvk)
 				}
 			}

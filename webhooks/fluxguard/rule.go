@@ -24,7 +24,7 @@ const Name = "fluxguard"
 // Rule is the fluxguard admission handler.
 type Rule struct {
 	guard    *gitops.Guard
-	agent    gitops.Identities
+	agent    rule.Identities
 	resolver *resolver
 }
 
@@ -41,7 +41,7 @@ var (
 func New(c Config, breakGlassGroup string) *Rule {
 	c.Default()
 	r := &Rule{
-		agent:    gitops.Identities{Users: c.AgentUsers, Groups: c.AgentGroups},
+		agent:    rule.Identities{Users: c.AgentUsers, Groups: c.AgentGroups},
 		resolver: newResolver(c),
 	}
 	r.guard = gitops.New(gitops.Options{

@@ -49,7 +49,7 @@ func (r *Rule) objectWebhook(suffix, label, controller string) rule.Webhook {
 		}},
 		MatchConditions: []admissionregistrationv1.MatchCondition{{
 			Name:       "not-flux-controller-lease-or-event",
-			Expression: gitops.AllOf(append(gitops.IdentityClauses(r.agent), gitops.ExcludedResources, gitops.ExcludeStatusKeepingMetadata)...),
+			Expression: gitops.AllOf(append(gitops.IdentityClauses(r.agent), gitops.ExcludedResources, gitops.ExcludeStatusKeepingMetadata())...),
 		}},
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // Target says where the API server reaches Steward.
@@ -37,12 +38,12 @@ func (w Webhook) ValidatingWebhook(t Target) admissionregistrationv1.ValidatingW
 		Name:                    w.Name,
 		ClientConfig:            w.clientConfig(t),
 		Rules:                   w.Rules,
-		FailurePolicy:           ptr(w.FailurePolicy),
-		MatchPolicy:             ptr(w.matchPolicy()),
+		FailurePolicy:           ptr.To(w.FailurePolicy),
+		MatchPolicy:             ptr.To(w.matchPolicy()),
 		NamespaceSelector:       w.namespaceSelector(t),
 		ObjectSelector:          w.objectSelector(),
-		SideEffects:             ptr(admissionregistrationv1.SideEffectClassNone),
-		TimeoutSeconds:          ptr(w.TimeoutSeconds),
+		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+		TimeoutSeconds:          ptr.To(w.TimeoutSeconds),
 		AdmissionReviewVersions: []string{"v1"},
 		MatchConditions:         w.MatchConditions,
 	}
@@ -73,13 +74,13 @@ func (w Webhook) MutatingWebhook(t Target) admissionregistrationv1.MutatingWebho
 
 func (w Webhook) clientConfig(t Target) admissionregistrationv1.WebhookClientConfig {
 	if t.URL != "" {
-		return admissionregistrationv1.WebhookClientConfig{URL: ptr(strings.TrimSuffix(t.URL, "/") + w.Path)}
+		return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(strings.TrimSuffix(t.URL, "/") + w.Path)}
 	}
 	return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
 		Namespace: t.Namespace,
 		Name:      t.Service,
-		Path:      ptr(w.Path),
-		Port:      ptr(int32(443)),
+		Path:      ptr.To(w.Path),
+		Port:      ptr.To(int32(443)),
 	}}
 }
 
@@ -110,5 +111,3 @@ func (w Webhook) objectSelector() *metav1.LabelSelector {
 	}
 	return w.ObjectSelector.DeepCopy()
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -1,6 +1,9 @@
 package rule
 
 import (
+	"slices"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/object"
@@ -40,3 +43,17 @@ func (r *Request) View() *object.View { return &r.object }
 // OldView returns the view of the stored object (request.oldObject): not
 // Present on CREATE.
 func (r *Request) OldView() *object.View { return &r.oldObject }
+
+// Identities are users and groups a setting names as a request's sender:
+// the identities a GitOps tool writes as, those Steward's configuration
+// exempts, those who may set an opt-out marker.
+type Identities struct {
+	Users, Groups []string
+}
+
+// Has reports whether u is one of the identities: its name is one of
+// Users, or one of its groups one of Groups.
+func (ids Identities) Has(u authenticationv1.UserInfo) bool {
+	return slices.Contains(ids.Users, u.Username) ||
+		slices.ContainsFunc(u.Groups, func(g string) bool { return slices.Contains(ids.Groups, g) })
+}

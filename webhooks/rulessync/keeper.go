@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -140,8 +141,6 @@ func newKeeper(kube kubernetes.Interface, specs []rule.Spec, reg Registration, r
 	return k
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 // toMap turns what a typed client returned into its unstructured form.
 // configClient is the typed client of one kind of webhook configuration,
 // as client-go serves both.
@@ -154,7 +153,7 @@ type configClient[T runtime.Object] interface {
 // configurationOf is the keeper's hold on the configuration name of the
 // given kind, through its typed client c; empty makes an object of it.
 func configurationOf[T runtime.Object](k *keeper, kind string, which rule.Type, name string, c configClient[T], empty func() T) *configuration {
-	apply := metav1.PatchOptions{FieldManager: FieldManager, Force: ptrTo(true)}
+	apply := metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)}
 	restore := metav1.PatchOptions{FieldManager: restoreManager}
 	return &configuration{
 		kind: kind, name: name,

@@ -154,7 +154,7 @@ func (w *wrapped) finish(req *rule.Request, resp admission.Response) admission.R
 func (w *wrapped) soften(req *rule.Request, verdict string, denied admission.Response) (Decision, admission.Response) {
 	user := req.UserInfo.Username
 	switch {
-	case slices.Contains(w.opts.ExemptUsers, user) || intersects(w.opts.ExemptGroups, req.UserInfo.Groups):
+	case rule.Identities{Users: w.opts.ExemptUsers, Groups: w.opts.ExemptGroups}.Has(req.UserInfo):
 		resp := admission.Allowed(verdict).WithWarnings(fmt.Sprintf("%s: allowed because %s is exempt; without the exemption: %s", w.name, user, verdict))
 		return Bypassed, withAnnotation(resp, "bypassed-by", user)
 	case w.opts.BreakGlassGroup != "" && slices.Contains(req.UserInfo.Groups, w.opts.BreakGlassGroup):
@@ -190,15 +190,6 @@ func message(resp admission.Response) string {
 		return resp.Result.Message
 	}
 	return string(resp.Result.Reason)
-}
-
-func intersects(a, b []string) bool {
-	for _, x := range a {
-		if slices.Contains(b, x) {
-			return true
-		}
-	}
-	return false
 }
 
 // withAudit records the decision in the audit log; the API server prefixes

@@ -3,6 +3,7 @@ package setup
 import (
 	"testing"
 
+	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/config"
 )
 
@@ -10,15 +11,15 @@ import (
 // the manifests render (a rule turned off, Events no longer recorded)
 // changes it.
 func TestRegistrationOf(t *testing.T) {
-	def := RegistrationOf(config.Defaults())
-	if !def.Equal(RegistrationOf(config.Defaults())) {
+	def := RegistrationOf(config.Defaults(webhooks.Sections()))
+	if !def.Equal(RegistrationOf(config.Defaults(webhooks.Sections()))) {
 		t.Error("the registrations of one configuration differ")
 	}
 	for _, file := range []string{
 		"rules:\n  fleetguard:\n    mode: \"off\"\n",
 		"recordEventsFor: none\n",
 	} {
-		c, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\n"+file), "test.yaml")
+		c, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\n"+file), "test.yaml", webhooks.Sections())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -113,12 +113,12 @@ func SortFindings(out []rule.Finding) {
 // deploy, so fluxguard's and argocdguard's audits list them. RBAC has no
 // metadata-only verb, and list on every resource would include Secrets,
 // which Steward is never granted; so a guard's audit lists only the kinds
-// its rule is granted: the workloads of ScaledKinds (AuditRBAC), which
+// its rule is granted: the workloads of scaledKinds (AuditRBAC), which
 // every GitOps tool deploys, and the tool's own kinds its owner cache
 // already lists (a Kustomization applied by another, an app of apps).
 
 // AuditRBAC is what the audit's lists of workloads need, list across the
-// cluster of ScaledKinds' resources, what a scale request's check of who
+// cluster of scaledKinds' resources, what a scale request's check of who
 // declares the replicas and the fight check's read of them need, get
 // (APIWorkloads, AutoscalerFights), and the fight check's list of the
 // HorizontalPodAutoscalers.
@@ -137,9 +137,9 @@ func AutoscalerRBAC() rbacv1.PolicyRule {
 }
 
 // Audited reports whether a guard's audit lists objects of the kind gk:
-// a workload of ScaledKinds, or one of the tool's own kinds.
+// a workload of scaledKinds, or one of the tool's own kinds.
 func Audited(gk schema.GroupKind, own ...schema.GroupKind) bool {
-	for _, gvk := range ScaledKinds {
+	for _, gvk := range scaledKinds {
 		if gvk.GroupKind() == gk {
 			return true
 		}

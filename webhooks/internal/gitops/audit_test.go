@@ -149,7 +149,7 @@ func TestAuditRBACCoversTheAuditedWorkloads(t *testing.T) {
 			}
 		}
 	}
-	for res, gvk := range ScaledKinds {
+	for res, gvk := range scaledKinds {
 		if !granted[schema.GroupResource{Group: gvk.Group, Resource: res}] {
 			t.Errorf("the audit lists %s, but AuditRBAC does not grant list on %s", gvk.Kind, res)
 		}

@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // IdentityClauses keep a tool's own writes and Kubernetes' controllers'
 // from ever calling Steward: they cost no webhook round trip, and a
 // Steward outage cannot block them. The tool's user names come first:
 // its writes are most of what a guard's webhook matches.
-func IdentityClauses(agent Identities) []string {
+func IdentityClauses(agent rule.Identities) []string {
 	var clauses []string
 	if len(agent.Users) > 0 {
 		clauses = append(clauses, fmt.Sprintf("!(request.userInfo.username in %s)", CELList(agent.Users)))
@@ -19,7 +21,7 @@ func IdentityClauses(agent Identities) []string {
 		clauses = append(clauses, fmt.Sprintf("(!has(request.userInfo.groups) || !request.userInfo.groups.exists(g, g in %s))", CELList(agent.Groups)))
 	}
 	return append(clauses, fmt.Sprintf("!(request.userInfo.username in %s) && (!has(request.userInfo.groups) || !(%s in request.userInfo.groups))",
-		CELList(KubernetesControllers), strconv.Quote(NodesGroup)))
+		CELList(kubernetesControllers), strconv.Quote(NodesGroup)))
 }
 
 // AllOf joins clauses into the expression of one matchCondition. The API
@@ -41,8 +43,10 @@ const ExcludedResources = `!(request.resource.group in ['authentication.k8s.io',
 // ExcludeStatusKeepingMetadata skips status writes that leave the labels,
 // annotations and owner references as they were: all a guard judges in a
 // status write, and all that a controller's status update changes.
-var ExcludeStatusKeepingMetadata = "!(has(request.subResource) && request.subResource == 'status' &&\n  " +
-	strings.Join([]string{sameMetadata("labels"), sameMetadata("annotations"), sameMetadata("ownerReferences")}, " &&\n  ") + ")"
+func ExcludeStatusKeepingMetadata() string {
+	return "!(has(request.subResource) && request.subResource == 'status' &&\n  " +
+		strings.Join([]string{sameMetadata("labels"), sameMetadata("annotations"), sameMetadata("ownerReferences")}, " &&\n  ") + ")"
+}
 
 // sameMetadata is true when object and oldObject have the same
 // metadata.<field>, or both lack it.

@@ -21,13 +21,13 @@ import (
 // (fleetguard keeps a summary in its workload cache, fluxguard and
 // argocdguard list the objects at audit time).
 
-// KubernetesFieldManagers are the field managers of Kubernetes' own
-// writers among KubernetesControllers: client-go names a manager after the
+// kubernetesFieldManagers are the field managers of Kubernetes' own
+// writers among kubernetesControllers: client-go names a manager after the
 // binary, so every controller of the controller manager writes as
 // kube-controller-manager (the deployment controller's revision
 // annotation, the HorizontalPodAutoscaler's scale), and kubelets as
 // kubelet. Their writes are never drift.
-var KubernetesFieldManagers = []string{"kube-controller-manager", "kube-apiserver", "kubelet"}
+var kubernetesFieldManagers = []string{"kube-controller-manager", "kube-apiserver", "kubelet"}
 
 // Bounds of a Drift, so a drifted object costs a cache a few hundred bytes
 // at most, whatever its managedFields hold.
@@ -75,7 +75,7 @@ func DriftOf(entries []metav1.ManagedFieldsEntry, agent []string, skip []object.
 	total := 0
 	for i := range entries {
 		e := &entries[i]
-		if slices.Contains(agent, e.Manager) || slices.Contains(KubernetesFieldManagers, e.Manager) || e.Time == nil || !e.Time.After(agentLast) || e.FieldsV1 == nil {
+		if slices.Contains(agent, e.Manager) || slices.Contains(kubernetesFieldManagers, e.Manager) || e.Time == nil || !e.Time.After(agentLast) || e.FieldsV1 == nil {
 			continue
 		}
 		w := fieldWalk{limit: MaxDriftFields, skip: skip}
@@ -126,7 +126,7 @@ func managerName(m string) string {
 
 // fieldWalk lists the leaf fields of a fieldsV1 tree that are neither
 // server-managed nor under skip: the first limit of them, and how many in
-// total.
+// total (a fieldsVisitor).
 type fieldWalk struct {
 	limit int
 	skip  []object.Pointer
@@ -135,45 +135,36 @@ type fieldWalk struct {
 	path  object.Pointer
 }
 
-// raw walks a fieldsV1 document. One that does not decode is no field:
-// the API server only stores valid ones.
+// raw walks a fieldsV1 document. One that is no object is no field: the
+// API server only stores valid ones.
 func (w *fieldWalk) raw(b []byte) {
-	var tree map[string]any
-	if json.Unmarshal(b, &tree) != nil {
+	if w.skipped() {
 		return
 	}
-	w.node(tree)
+	walkFields(b, 0, maxFieldDepth, object.Members, w)
 }
 
-func (w *fieldWalk) node(tree map[string]any) {
-	if Skipped(w.path, ServerManaged) || Skipped(w.path, w.skip) {
-		return
-	}
-	keys := make([]string, 0, len(tree))
-	for k := range tree {
-		if k != "." {
-			keys = append(keys, k)
-		}
-	}
-	_, self := tree["."]
-	if len(keys) == 0 || len(w.path) >= maxFieldDepth {
-		// A leaf, or an item owned as a whole ("."), or as deep as the
-		// walk goes.
-		if len(w.path) > 0 || self {
-			w.report()
-		}
-		return
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		child, _ := tree[k].(map[string]any)
-		w.path = append(w.path, fieldToken(k))
-		w.node(child)
-		w.path = w.path[:len(w.path)-1]
-	}
+func (w *fieldWalk) skipped() bool {
+	return Skipped(w.path, serverManaged) || Skipped(w.path, w.skip)
 }
 
-func (w *fieldWalk) report() {
+func (w *fieldWalk) enter(key []byte) bool {
+	w.path = append(w.path, fieldToken(string(key)))
+	if w.skipped() {
+		w.leave()
+		return false
+	}
+	return true
+}
+
+func (w *fieldWalk) leave() { w.path = w.path[:len(w.path)-1] }
+
+// owned reports the fields owned as a whole: an item's own "." beside
+// fields below it is no field of its own.
+func (w *fieldWalk) owned(whole bool) {
+	if !whole {
+		return
+	}
 	w.total++
 	if len(w.first) < w.limit {
 		w.first = append(w.first, w.path.String())

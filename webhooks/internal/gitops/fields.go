@@ -540,30 +540,30 @@ func rewritten(old, cur *object.View, before, after []entry, managers []string, 
 // main resource own (entries of v's managedFields): every leaf, and every
 // item owned as itself (".").
 func ownedKeys(v *object.View, entries []entry, managers []string) [][]string {
-	var out [][]string
-	var walk func(node []byte, path []string)
-	walk = func(node []byte, path []string) {
-		members := v.Members(node, nil)
-		leaf := true
-		for _, m := range members {
-			if string(m.Key) == "." {
-				out = append(out, slices.Clone(path))
-				continue
-			}
-			leaf = false
-			walk(m.Value, append(path[:len(path):len(path)], string(m.Key)))
-		}
-		if leaf && len(path) > 0 {
-			out = append(out, slices.Clone(path))
-		}
-	}
+	var k keyPaths
 	for _, e := range entries {
 		if e.of(managers) && e.FieldsV1 != nil {
-			walk(e.FieldsV1, nil)
+			walkFields(e.FieldsV1, 0, 0, v.Members, &k)
 		}
 	}
-	return out
+	return k.out
 }
+
+// keyPaths collects the key paths of the fields a fieldsV1 tree owns (a
+// fieldsVisitor).
+type keyPaths struct {
+	path []string
+	out  [][]string
+}
+
+func (k *keyPaths) enter(key []byte) bool {
+	k.path = append(k.path, string(key))
+	return true
+}
+
+func (k *keyPaths) leave() { k.path = k.path[:len(k.path)-1] }
+
+func (k *keyPaths) owned(bool) { k.out = append(k.out, slices.Clone(k.path)) }
 
 // pointerOf turns a fieldsV1 key path into a pointer into v, finding
 // list items known by keys or values among v's; false when v has no such

@@ -32,7 +32,7 @@ type Options struct {
 	// empty.
 	Applier string
 	// Agent are the identities the tool writes as.
-	Agent Identities
+	Agent rule.Identities
 	// People are service accounts that write people's edits (argocd-server,
 	// for its UI): judged as people, not as the cluster's machinery.
 	People []string
@@ -69,7 +69,7 @@ type OptOut struct {
 // Guard judges writes to objects a GitOps tool deployed.
 type Guard struct {
 	msg      messages
-	agent    Identities
+	agent    rule.Identities
 	resolver Resolver
 	skip     skipMap
 	optOut   OptOut
@@ -252,7 +252,7 @@ func (g *Guard) update(ctx context.Context, req *rule.Request) admission.Respons
 		rest := object.Diff(oldView, curView, append(skip[:len(skip):len(skip)], g.optOut.Paths...), 1)
 		c := listed(all)
 		if rest.Total == 0 { // only opt-out markers changed
-			if intersects(g.optOut.Groups, req.UserInfo.Groups) {
+			if (rule.Identities{Groups: g.optOut.Groups}).Has(req.UserInfo) {
 				return admission.Allowed(fmt.Sprintf("opt-out %s set by %s, a member of an opt-out group", ChangeList(c), req.UserInfo.Username))
 			}
 			return admission.Denied(g.msg.optOutRefused(ref, owners, c, g.optOut.Groups))
@@ -420,7 +420,7 @@ func newSkipMap(list []IgnoredFields) skipMap {
 	for _, f := range list {
 		gk := schema.GroupKind{Group: f.Group, Kind: f.Kind}
 		if m[gk] == nil {
-			m[gk] = append([]object.Pointer(nil), ServerManaged...)
+			m[gk] = append([]object.Pointer(nil), serverManaged...)
 		}
 		for _, s := range f.Paths {
 			if p, err := object.ParsePointer(s); err == nil && len(p) > 0 {
@@ -436,7 +436,7 @@ func (m skipMap) of(gk schema.GroupKind) []object.Pointer {
 	if s, ok := m[gk]; ok {
 		return s
 	}
-	return ServerManaged
+	return serverManaged
 }
 
 // Skipped reports whether p is at or under one of skip.
@@ -485,14 +485,14 @@ func controlPaths(gk schema.GroupKind) []object.Pointer {
 	return controlAnnotations
 }
 
-// KubernetesControllers are Kubernetes' own identities whose writes to
+// kubernetesControllers are Kubernetes' own identities whose writes to
 // GitOps-managed objects are part of how the cluster works; refusing them
 // would break garbage collection, namespace deletion or routine
 // reconciliation, and none of them edits the desired state a GitOps tool
 // deploys.
 // They are excluded in the webhook's matchConditions, so a Steward outage
 // never blocks them, and allowed again in the handler.
-var KubernetesControllers = []string{
+var kubernetesControllers = []string{
 	// Deletes dependents of deleted owners and rewrites ownerReferences.
 	"system:serviceaccount:kube-system:generic-garbage-collector",
 	// Deletes everything in a namespace that is being deleted.
@@ -523,28 +523,9 @@ var KubernetesControllers = []string{
 // admission plugin already limits it to its own pods.
 const NodesGroup = "system:nodes"
 
-// Identities are the users and groups a tool writes as.
-type Identities struct {
-	Users, Groups []string
-}
-
-// Has reports whether u is one of the identities.
-func (ids Identities) Has(u authenticationv1.UserInfo) bool {
-	return slices.Contains(ids.Users, u.Username) || intersects(ids.Groups, u.Groups)
-}
-
 // Kubernetes reports whether u is one of Kubernetes' own controllers.
 func Kubernetes(u authenticationv1.UserInfo) bool {
-	return slices.Contains(KubernetesControllers, u.Username) || slices.Contains(u.Groups, NodesGroup)
-}
-
-func intersects(a, b []string) bool {
-	for _, x := range a {
-		if slices.Contains(b, x) {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(kubernetesControllers, u.Username) || slices.Contains(u.Groups, NodesGroup)
 }
 
 // ListedPaths is how many changed paths a denial names before "and N

@@ -61,7 +61,7 @@ func (g *Guard) record(req *rule.Request, r Record) admission.Response {
 // RecordWebhook registers a guard's records: updates of the resources
 // that hold them, by anyone but the tool (matchConditions keep the tool's
 // own writes away from Steward).
-func RecordWebhook(ruleName string, agent Identities, records []Record) rule.Webhook {
+func RecordWebhook(ruleName string, agent rule.Identities, records []Record) rule.Webhook {
 	update := rule.Operations(admissionregistrationv1.Update)
 	var rules []admissionregistrationv1.RuleWithOperations
 	for _, r := range records {

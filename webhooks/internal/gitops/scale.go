@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 
@@ -19,8 +20,11 @@ import (
 )
 
 // ScaledKinds maps the resources whose scale subresource the guards
-// guard to their kinds.
-var ScaledKinds = map[string]schema.GroupVersionKind{
+// guard to their kinds; the map is the caller's own.
+func ScaledKinds() map[string]schema.GroupVersionKind { return maps.Clone(scaledKinds) }
+
+// scaledKinds is what ScaledKinds returns, read on every scale request.
+var scaledKinds = map[string]schema.GroupVersionKind{
 	"deployments":  {Group: "apps", Version: "v1", Kind: "Deployment"},
 	"statefulsets": {Group: "apps", Version: "v1", Kind: "StatefulSet"},
 	"replicasets":  {Group: "apps", Version: "v1", Kind: "ReplicaSet"},
@@ -45,7 +49,7 @@ func Autoscalers() []string {
 }
 
 // ScaleRules are the webhook rules of the scale subresource of
-// ScaledKinds.
+// scaledKinds.
 func ScaleRules() []admissionregistrationv1.RuleWithOperations {
 	update := rule.Operations(admissionregistrationv1.Update)
 	return []admissionregistrationv1.RuleWithOperations{
@@ -69,7 +73,7 @@ func (g *Guard) scale(ctx context.Context, req *rule.Request, sr ScaleResolver) 
 	if req.Operation != admissionv1.Update {
 		return admission.Allowed("")
 	}
-	gvk, ok := ScaledKinds[req.Resource.Resource]
+	gvk, ok := scaledKinds[req.Resource.Resource]
 	if !ok || req.Resource.Group != gvk.Group {
 		return admission.Allowed("")
 	}

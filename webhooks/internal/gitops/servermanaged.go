@@ -6,10 +6,10 @@ import (
 	"github.com/stewardhq/steward/webhooks/object"
 )
 
-// ServerManaged are the paths an UPDATE may change without being a manual
+// serverManaged are the paths an UPDATE may change without being a manual
 // edit of the desired state: bookkeeping the API server, controllers or
 // client tools maintain. Fleet's own drift detection ignores them as well.
-var ServerManaged = MustPointers(
+var serverManaged = MustPointers(
 	"/metadata/managedFields",
 	"/metadata/resourceVersion",
 	"/metadata/generation",

@@ -33,7 +33,7 @@ func ObjectRules() []admissionregistrationv1.RuleWithOperations {
 
 // ScaleWebhook is a guard's webhook for the scale subresource of the
 // workloads GitOps tools commonly deploy.
-func ScaleWebhook(ruleName, tool string, agent Identities) rule.Webhook {
+func ScaleWebhook(ruleName, tool string, agent rule.Identities) rule.Webhook {
 	return rule.Webhook{
 		Name:          rule.WebhookName(ruleName, "scale"),
 		Path:          rule.Path(rule.Validating, ruleName, "scale"),

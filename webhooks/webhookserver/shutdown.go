@@ -1,4 +1,4 @@
-package main
+package webhookserver
 
 import (
 	"context"
@@ -10,21 +10,21 @@ import (
 	"github.com/stewardhq/steward/webhooks/serving"
 )
 
-// shutdownSteps are what shutdownOnSignal does, in order.
-type shutdownSteps struct {
-	// delay is --shutdown-delay, timeout --shutdown-timeout.
-	delay, timeout time.Duration
-	drain          *serving.Drain
-	server         interface {
+// ShutdownSteps are what ShutdownOnSignal does, in order.
+type ShutdownSteps struct {
+	// Delay is --shutdown-delay, Timeout --shutdown-timeout.
+	Delay, Timeout time.Duration
+	Drain          *serving.Drain
+	Server         interface {
 		Shutdown(ctx context.Context, linger time.Duration) error
 	}
-	// stop stops the manager: everything but the webhook server.
-	stop func()
-	// exit ends the process at once (os.Exit).
-	exit func(int)
+	// Stop stops the manager: everything but the webhook server.
+	Stop func()
+	// Exit ends the process at once (os.Exit).
+	Exit func(int)
 }
 
-// shutdownOnSignal waits for the first signal, then shuts Steward down in
+// ShutdownOnSignal waits for the first signal, then shuts Steward down in
 // the order that fails no call of the API server:
 //
 //  1. At once, /readyz fails, so the endpoints drop this replica, and
@@ -34,20 +34,20 @@ type shutdownSteps struct {
 //  3. The webhook listener closes. The connections still open get up to
 //     delay again to carry one more call, whose answer closes them; then
 //     the idle ones are closed, and the requests in flight answered, from
-//     caches that still follow the cluster (webhookServer.Shutdown). All
+//     caches that still follow the cluster (Server.Shutdown). All
 //     of it within timeout.
 //  4. The manager stops the rest: audit, reloader, informers, probes and
 //     metrics.
 //
 // A second signal cuts the delay short; another one after that exits at
 // once.
-func shutdownOnSignal(signals <-chan os.Signal, steps shutdownSteps, log logr.Logger) {
+func ShutdownOnSignal(signals <-chan os.Signal, steps ShutdownSteps, log logr.Logger) {
 	sig := <-signals
-	steps.drain.Begin()
-	log.Info("shutdown requested: reporting unready and closing each connection after its answer", "signal", sig.String(), "delay", steps.delay.String())
-	linger := steps.delay
+	steps.Drain.Begin()
+	log.Info("shutdown requested: reporting unready and closing each connection after its answer", "signal", sig.String(), "delay", steps.Delay.String())
+	linger := steps.Delay
 	select {
-	case <-time.After(steps.delay):
+	case <-time.After(steps.Delay):
 	case <-signals:
 		log.Info("second signal: ending the shutdown delay now")
 		linger = 0
@@ -55,14 +55,14 @@ func shutdownOnSignal(signals <-chan os.Signal, steps shutdownSteps, log logr.Lo
 	go func() {
 		<-signals
 		log.Info("another signal during the drain: exiting now")
-		steps.exit(1)
+		steps.Exit(1)
 	}()
-	log.Info("closing the webhook listener; draining connections and requests in flight", "linger", linger.String(), "timeout", steps.timeout.String())
-	ctx, cancel := context.WithTimeout(context.Background(), steps.timeout)
-	if err := steps.server.Shutdown(ctx, linger); err != nil {
+	log.Info("closing the webhook listener; draining connections and requests in flight", "linger", linger.String(), "timeout", steps.Timeout.String())
+	ctx, cancel := context.WithTimeout(context.Background(), steps.Timeout)
+	if err := steps.Server.Shutdown(ctx, linger); err != nil {
 		log.Error(err, "requests in flight were still unanswered at the shutdown timeout")
 	}
 	cancel()
 	log.Info("webhook server stopped; stopping the rest")
-	steps.stop()
+	steps.Stop()
 }

@@ -1,4 +1,8 @@
-package main
+// Package webhookserver is the webhook server's life cycle: it listens
+// with TLS (TLSOptions), reloads its certificate, reports when it accepts
+// connections, and shuts down on a signal without failing a call of the
+// API server (ShutdownOnSignal, with the serving layer's Drain).
+package webhookserver
 
 import (
 	"context"
@@ -18,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
-// webhookServer serves Steward's webhooks as controller-runtime's webhook
+// Server serves Steward's webhooks as controller-runtime's webhook
 // server does (the same TLS settings, certificate reloading, timeouts,
 // per-path metrics), and shuts down in a way that fails no call of the
 // API server (Shutdown), which controller-runtime's cannot:
@@ -40,7 +44,7 @@ import (
 //     call is closed cleanly, by its answer. Those the API server opened
 //     but has not used yet (it dials a spare when all are busy) are the
 //     ones at risk, and http.Server.Shutdown would close them at once.
-type webhookServer struct {
+type Server struct {
 	// Server registers the webhooks, instrumented with controller-runtime's
 	// metrics, on mux.
 	webhook.Server
@@ -63,7 +67,9 @@ type shutdownRequest struct {
 	linger time.Duration
 }
 
-func newWebhookServer(opts webhook.Options, log logr.Logger) *webhookServer {
+// New returns the Server of opts; its webhooks are registered with its
+// embedded webhook.Server's Register.
+func New(opts webhook.Options, log logr.Logger) *Server {
 	mux := http.NewServeMux()
 	opts.WebhookMux = mux
 	if opts.CertName == "" {
@@ -72,7 +78,7 @@ func newWebhookServer(opts webhook.Options, log logr.Logger) *webhookServer {
 	if opts.KeyName == "" {
 		opts.KeyName = "tls.key"
 	}
-	return &webhookServer{
+	return &Server{
 		Server:  webhook.NewServer(opts),
 		opts:    opts,
 		mux:     mux,
@@ -85,7 +91,7 @@ func newWebhookServer(opts webhook.Options, log logr.Logger) *webhookServer {
 
 // Start serves until ctx ends or Shutdown is called, and returns once the
 // server has drained.
-func (s *webhookServer) Start(ctx context.Context) error {
+func (s *Server) Start(ctx context.Context) error {
 	defer close(s.stopped)
 	cfg := &tls.Config{NextProtos: []string{"h2"}}
 	for _, op := range s.opts.TLSOpts {
@@ -157,7 +163,7 @@ func (s *webhookServer) Start(ctx context.Context) error {
 // connections still open to be closed by the answers to their next calls,
 // then closes the idle ones and waits for the requests in flight to be
 // answered; ctx bounds it all.
-func (s *webhookServer) Shutdown(ctx context.Context, linger time.Duration) error {
+func (s *Server) Shutdown(ctx context.Context, linger time.Duration) error {
 	s.stopOnce.Do(func() { s.stop <- shutdownRequest{ctx: ctx, linger: linger} })
 	s.mu.Lock()
 	started := s.started
@@ -174,7 +180,7 @@ func (s *webhookServer) Shutdown(ctx context.Context, linger time.Duration) erro
 }
 
 // track follows the connections' states.
-func (s *webhookServer) track(c net.Conn, state http.ConnState) {
+func (s *Server) track(c net.Conn, state http.ConnState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch state {
@@ -185,7 +191,7 @@ func (s *webhookServer) track(c net.Conn, state http.ConnState) {
 	}
 }
 
-func (s *webhookServer) openConns() int {
+func (s *Server) openConns() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.conns)
@@ -193,7 +199,7 @@ func (s *webhookServer) openConns() int {
 
 // waitConnsClosed waits until no connection is open, linger has passed or
 // ctx ends, and returns how long it waited.
-func (s *webhookServer) waitConnsClosed(ctx context.Context, linger time.Duration) time.Duration {
+func (s *Server) waitConnsClosed(ctx context.Context, linger time.Duration) time.Duration {
 	start := time.Now()
 	deadline := time.NewTimer(linger)
 	defer deadline.Stop()
@@ -212,7 +218,7 @@ func (s *webhookServer) waitConnsClosed(ctx context.Context, linger time.Duratio
 }
 
 // StartedChecker passes once the server accepts TLS connections.
-func (s *webhookServer) StartedChecker() healthz.Checker {
+func (s *Server) StartedChecker() healthz.Checker {
 	return func(*http.Request) error {
 		s.mu.Lock()
 		started := s.started
