@@ -180,14 +180,19 @@ func TestRealFleet(t *testing.T) {
 		if got := d.Spec.RevisionHistoryLimit; got == nil || *got != 3 || d.Spec.Template.Spec.DNSPolicy != corev1.DNSDefault {
 			t.Errorf("the agent's rollback changed fields its chart does not declare: revisionHistoryLimit %v, dnsPolicy %s; want 3 and Default kept", got, d.Spec.Template.Spec.DNSPolicy)
 		}
-		cur := &unstructured.Unstructured{}
-		cur.SetGroupVersionKind(bd.GroupVersionKind())
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&bd), cur); err != nil {
-			t.Fatal(err)
-		}
-		if nonModified, _, _ := unstructured.NestedBool(cur.Object, "status", "nonModified"); !nonModified {
-			t.Errorf("the BundleDeployment reports its objects modified: %v", cur.Object["status"])
-		}
+		// The agent reports the rollback in the BundleDeployment's status
+		// at its next status update, which may come after the revert.
+		harness.Eventually(t, realFleetTimeout, func() error {
+			cur := &unstructured.Unstructured{}
+			cur.SetGroupVersionKind(bd.GroupVersionKind())
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&bd), cur); err != nil {
+				return err
+			}
+			if nonModified, _, _ := unstructured.NestedBool(cur.Object, "status", "nonModified"); !nonModified {
+				return fmt.Errorf("the BundleDeployment reports its objects modified: %v", cur.Object["status"])
+			}
+			return nil
+		})
 	})
 
 	t.Run("TheAutoscalersScalePasses", func(t *testing.T) {
