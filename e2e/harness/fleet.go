@@ -157,7 +157,7 @@ func fleetAgentPortsFree() error {
 	for _, addr := range fleetAgentAddrs {
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			return fmt.Errorf("Fleet's agent binds %s, which is taken (%v): another Fleet agent, or another program, is running on this machine; Fleet's e2e tests run one agent at a time", addr, err)
+			return fmt.Errorf("the Fleet agent binds %s, which is taken (%v): another Fleet agent, or another program, is running on this machine; Fleet's e2e tests run one agent at a time", addr, err)
 		}
 		if err := l.Close(); err != nil {
 			return err
