@@ -249,12 +249,19 @@ func helmTemplate(ctx context.Context, t *testing.T, helm, release string, args 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, helm, append([]string{"template", release, filepath.Join(root, "charts", "steward")}, args...)...)
+	return runHelm(ctx, t, helm, append([]string{"template", release, filepath.Join(root, "charts", "steward")}, args...)...)
+}
+
+// runHelm runs helm with args and returns what it printed, failing the
+// test with helm's own error output when it fails.
+func runHelm(ctx context.Context, t *testing.T, helm string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, helm, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	rendered, err := cmd.Output()
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("helm template: %v\n%s", err, stderr.String())
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
-	return rendered
+	return out
 }

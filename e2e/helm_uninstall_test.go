@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -47,14 +46,7 @@ func TestHelmUninstallIsNotUndone(t *testing.T) {
 	}
 	run := func(args ...string) string {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, helm, append(args, "--kubeconfig", env.Kubeconfig)...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-		}
-		return string(out)
+		return string(runHelm(ctx, t, helm, append(args, "--kubeconfig", env.Kubeconfig)...))
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
