@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -155,11 +154,7 @@ func (e *Env) StartFleet(ctx context.Context, lt Lifetime) (*Fleet, error) {
 // report it.
 func fleetAgentPortsFree() error {
 	for _, addr := range fleetAgentAddrs {
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("the Fleet agent binds %s, which is taken (%v): another Fleet agent, or another program, is running on this machine; Fleet's e2e tests run one agent at a time", addr, err)
-		}
-		if err := l.Close(); err != nil {
+		if err := portFree(addr, "the Fleet agent binds it whatever it is told; Fleet's e2e tests run one agent at a time"); err != nil {
 			return err
 		}
 	}

@@ -25,7 +25,7 @@ func TestFleetAgentPortsFreeNamesATakenPort(t *testing.T) {
 				defer l.Close()
 			}
 			err := fleetAgentPortsFree()
-			if err == nil || !strings.Contains(err.Error(), "the Fleet agent binds "+addr+", which is taken") {
+			if err == nil || !strings.Contains(err.Error(), addr+" is taken (the Fleet agent binds it") {
 				t.Fatalf("with %s taken, the check answered %v; want an error naming it", addr, err)
 			}
 		})

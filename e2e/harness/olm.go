@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -213,14 +212,3 @@ func (e *Env) installOLMCRDs() error {
 // Log returns everything program ("catalog-operator" or "opm") has
 // written so far.
 func (o *OLM) Log(program string) string { return o.procs.log(program) }
-
-// portFree fails, saying why the port is needed, when addr cannot be
-// listened on: a program with a hard-coded port would otherwise start
-// without its endpoint, or take it from another test's program.
-func portFree(addr, why string) error {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("%s is taken (%s): stop what listens there first: %w", addr, why, err)
-	}
-	return l.Close()
-}

@@ -20,3 +20,14 @@ func FreePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// portFree fails, saying why the port is needed, when addr cannot be
+// listened on: a program with a hard-coded port would otherwise start
+// without its endpoint, or take it from another test's program.
+func portFree(addr, why string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s is taken (%s): stop what listens there first: %w", addr, why, err)
+	}
+	return l.Close()
+}
