@@ -160,14 +160,15 @@ func (w *fieldWalk) enter(key []byte) bool {
 func (w *fieldWalk) leave() { w.path = w.path[:len(w.path)-1] }
 
 // owned reports the fields owned as a whole: an item's own "." beside
-// fields below it is no field of its own.
+// fields below it is no field of its own. A field is kept as valid UTF-8,
+// as a Drift's JSON reads back (fieldsV1 keys are raw bytes).
 func (w *fieldWalk) owned(whole bool) {
 	if !whole {
 		return
 	}
 	w.total++
 	if len(w.first) < w.limit {
-		w.first = append(w.first, w.path.String())
+		w.first = append(w.first, strings.ToValidUTF8(w.path.String(), "\uFFFD"))
 	}
 }
 
