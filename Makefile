@@ -159,17 +159,16 @@ $(CACHE_DIR)/kube-%-etcd-$(ETCD_VERSION)/kube-apiserver:
 	@echo "building kube-apiserver $* from $(call kube_module,$*) into $(@D) (first time only, a few minutes)"
 	cd $(call kube_module,$*) && $(GO) build -trimpath -ldflags "$(call kube_ldflags,$*)" -o $@.tmp . && mv $@.tmp $@
 
-# The newest version's controller manager (the e2e tests that need
-# Kubernetes' real garbage collector, namespace, deployment and replicaset
-# controllers start it), from the API server's own tool module: the one
+# Any version's controller manager (the e2e environment runs Kubernetes'
+# real garbage collector, namespace, deployment and replicaset controllers
+# beside its API server), from the API server's own tool module: the one
 # k8s.io/kubernetes, so the two share the module download and most of the
 # build cache: it is built after the API server (order only), so that under
-# make -j the two never compile the same packages side by side. The oldest
-# version's API server runs without it.
-$(ASSETS)/kube-controller-manager: | $(ASSETS)/kube-apiserver
+# make -j the two never compile the same packages side by side.
+$(CACHE_DIR)/kube-%-etcd-$(ETCD_VERSION)/kube-controller-manager: | $(CACHE_DIR)/kube-%-etcd-$(ETCD_VERSION)/kube-apiserver
 	@mkdir -p $(@D)
-	@echo "building kube-controller-manager $(KUBE_VERSION) from $(call kube_module,$(KUBE_VERSION)) into $(@D) (first time only)"
-	cd $(call kube_module,$(KUBE_VERSION)) && $(GO) build -trimpath -ldflags "$(call kube_ldflags,$(KUBE_VERSION))" -o $@.tmp ./kube-controller-manager && mv $@.tmp $@
+	@echo "building kube-controller-manager $* from $(call kube_module,$*) into $(@D) (first time only)"
+	cd $(call kube_module,$*) && $(GO) build -trimpath -ldflags "$(call kube_ldflags,$*)" -o $@.tmp ./kube-controller-manager && mv $@.tmp $@
 
 $(ASSETS)/etcd:
 	@mkdir -p $(ASSETS)
@@ -293,7 +292,7 @@ E2E_CORE := \
 	TestChartWithEveryValueAppliesOnTheServer
 empty :=
 E2E_CORE_RUN := ^($(subst $(empty) $(empty),|,$(strip $(E2E_CORE))))$$
-e2e-oldest: $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/etcd ## the e2e suite's core set (E2E_CORE) against the oldest supported API server, KUBE_OLDEST_VERSION (builds it first, once)
+e2e-oldest: $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/kube-controller-manager $(OLDEST_ASSETS)/etcd ## the e2e suite's core set (E2E_CORE) against the oldest supported API server, KUBE_OLDEST_VERSION (builds it first, once)
 	@echo "the e2e core set against kube-apiserver $(KUBE_OLDEST_VERSION)"
 	@out=$$(mktemp); rc=$$(mktemp); trap 'rm -f "$$out" "$$rc"' EXIT; \
 	{ KUBEBUILDER_ASSETS=$(OLDEST_ASSETS) $(GO) test -p 1 -timeout 20m -v -run '$(E2E_CORE_RUN)' ./e2e; echo $$? >"$$rc"; } 2>&1 | tee "$$out"; \

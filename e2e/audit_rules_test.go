@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -173,7 +174,7 @@ func TestAuditRuleChecks(t *testing.T) {
 			t.Errorf("no deletingSince: %v", r.Properties)
 		}
 		wantMessage(t, r, "claimguard: XPostgreSQLInstance audit-fg has been deleting with Foreground propagation for more than 1s and is still held by 1 composed resource: ",
-			`Database audit-fg-db (external name "audit-fg"; finalizers: finalizer.managedresource.crossplane.io)`,
+			`Database audit-fg-db (external name "audit-fg"; being deleted; finalizers: finalizer.managedresource.crossplane.io)`,
 			"(kubectl get xpostgresqlinstances.database.example.org audit-fg)")
 	})
 	t.Run("ClaimguardExternalNameCollision", func(t *testing.T) {
@@ -322,6 +323,19 @@ spec:
 	kubectlOK(t, ctx, composedDB("audit-fg-db", "database.example.org/v1alpha1", "XPostgreSQLInstance", "audit-fg", xr.GetUID(), "audit-fg", "", false),
 		"--as", crossplaneUser, "create", "-f", "-")
 	kubectlOK(t, ctx, "", "delete", "xpostgresqlinstance", "audit-fg", "--cascade=foreground", "--wait=false")
+	// The garbage collector deletes the XR's dependent; the provider's
+	// finalizer keeps it, and it holds the XR.
+	harness.Eventually(t, claimguardTimeout, func() error {
+		db := &unstructured.Unstructured{}
+		db.SetGroupVersionKind(legacyDBGVK)
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "audit-fg-db"}, db); err != nil {
+			return err
+		}
+		if db.GetDeletionTimestamp() == nil {
+			return errors.New("the garbage collector has not deleted Database audit-fg-db yet")
+		}
+		return nil
+	})
 }
 
 // seedExternalNameCollision creates two live Databases with one external

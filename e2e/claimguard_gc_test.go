@@ -26,8 +26,8 @@ var kubeControllers = []string{
 
 // TestClaimguardForegroundDeletionByTheGarbageCollector runs claimguard's
 // scenario against Kubernetes' real garbage collector (kube-controller-
-// manager, in an environment of its own so that the package's other tests
-// keep deletions that only they finish): a claim's XR composing two MRs,
+// manager, in an environment of its own, whose audit log holds only this
+// scenario's writes): a claim's XR composing two MRs,
 // each owned by the XR with blockOwnerDeletion and held by the provider's
 // finalizer, is deleted with Foreground propagation as Crossplane's claim
 // controller does. The garbage collector, not the test, deletes the MRs and,

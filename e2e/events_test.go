@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/e2e/harness"
@@ -98,13 +99,17 @@ func TestDenialEvents(t *testing.T) {
 			t.Fatalf("the Fleet agent deploys %s: %v", name, err)
 		}
 	}
+	// The deployment controller writes the Deployment's status meanwhile:
+	// an update that lost that race is retried, as kubectl edit would.
 	imageChange := func(c client.Client, name string) error {
-		d := &appsv1.Deployment{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
-			return err
-		}
-		d.Spec.Template.Spec.Containers[0].Image = "ghcr.io/example/web:9.9.9"
-		return c.Update(ctx, d)
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			d := &appsv1.Deployment{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+				return err
+			}
+			d.Spec.Template.Spec.Containers[0].Image = "ghcr.io/example/web:9.9.9"
+			return c.Update(ctx, d)
+		})
 	}
 
 	t.Run("AgentsRefusedUpdateIsAnEventOnTheObject", func(t *testing.T) {

@@ -426,9 +426,12 @@ func TestFleetguardWatchesOnlyFleetManagedWorkloads(t *testing.T) {
 		if err := agent.Create(ctx, rs); err != nil {
 			t.Fatal(err)
 		}
+		// Patches, not updates: the replicaset controller writes the
+		// ReplicaSet's status meanwhile.
 		for i := range 5 {
+			before := rs.DeepCopy()
 			rs.Annotations = map[string]string{"example.com/revision": fmt.Sprint(i)}
-			if err := agent.Update(ctx, rs); err != nil {
+			if err := agent.Patch(ctx, rs, client.MergeFrom(before)); err != nil {
 				t.Fatal(err)
 			}
 		}

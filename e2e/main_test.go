@@ -14,7 +14,10 @@ import (
 )
 
 // env is the environment every test in the package shares: one API server
-// with the sample CRDs, and one Steward running harness.DefaultConfig. A test
+// with the sample CRDs, kube-controller-manager's garbage collector,
+// namespace, deployment and replicaset controllers (so Foreground deletion,
+// ownerReference cascades and namespace deletion are Kubernetes' own), and
+// one Steward running harness.DefaultConfig. A test
 // that restarts Steward with another configuration must restore the default
 // (env.RestartSteward(ctx, harness.DefaultConfig)) before it returns.
 var env *harness.Env
@@ -26,7 +29,7 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	e, err := harness.Start(ctx)
+	e, err := harness.StartWith(ctx, harness.Options{ControllerManager: true})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: starting the API server: %v\n", err)
 		return 1

@@ -35,13 +35,14 @@
 //
 // # Kubernetes' controllers
 //
-// No controller manager runs by default: a deletion that waits on
-// foregroundDeletion or on a namespace's contents waits until the test plays
-// the garbage collector or the namespace controller. An Env started with
-// Options.ControllerManager runs kube-controller-manager (built by `make
-// tools` from the API server's own k8s.io/kubernetes) with its garbage
-// collector, namespace, deployment and replicaset controllers, each writing
-// as its own service account in kube-system (ControllerManagerUser).
+// An Env started with Options.ControllerManager (the e2e package's shared
+// one is) runs kube-controller-manager (built by `make tools` from the API
+// server's own k8s.io/kubernetes) with its garbage collector, namespace,
+// deployment and replicaset controllers, each writing as its own service
+// account in kube-system (ControllerManagerUser). In an Env without it, a
+// deletion that waits on foregroundDeletion or on a namespace's contents
+// waits until the test plays the garbage collector or the namespace
+// controller.
 //
 // # Authorization
 //
