@@ -1,6 +1,8 @@
 package fleetguard
 
 import (
+	"encoding/binary"
+	"strings"
 	"unique"
 
 	"github.com/stewardhq/steward/webhooks/internal/gitops"
@@ -91,44 +93,56 @@ func trimWorkload(obj any) (any, error) {
 // packed slots (packCached).
 var cachedKeys = [...]string{cachedHashAnnotation, AnnotationID, AnnotationOwnerGVK, AnnotationReleaseName, AnnotationReleaseNamespace, cachedReplicasAnnotation, driftAnnotation}
 
-// packedMark is the first slot of a packed workload, and unset marks a
-// slot whose key the workload lacks (every value the cache keeps is an
-// annotation value or a label value, neither of which holds a NUL).
-const (
-	packedMark = "fleetguard.steward.dev/cached"
-	unset      = "\x00"
-)
+// packedMark begins a packed workload's one finalizer.
+const packedMark = "fleetguard.steward.dev/cached:"
 
-// packCached packs the kept values into a list of strings, held where
-// the cached object has one anyway: its finalizers, never written back
-// to the cluster. A map of annotations would cost a cached workload
-// about 340 bytes (a Go map of up to eight entries allocates room for
-// eight); the packed list costs 16 bytes a slot, and the values are
-// interned.
+// packCached packs the kept values into one string, held where the cached
+// object has a list anyway: its finalizers, never written back to the
+// cluster. After packedMark each slot of cachedKeys is its value's length
+// plus one as a uvarint, 0 for a key the workload lacks, then the value:
+// no byte a value may hold (an annotation's may hold any) can shift the
+// slots. The string is interned, so the workloads of one bundle, whose
+// kept values are the same, share it: a cached workload pays for one
+// 16-byte slot instead of a slot per value (a Go map of the annotations
+// would cost about 340 bytes).
 func packCached(kept map[string]string) []string {
-	slots := make([]string, 1+len(cachedKeys))
-	slots[0] = packedMark
-	for i, k := range cachedKeys {
+	n := len(packedMark)
+	for _, k := range cachedKeys {
+		n += binary.MaxVarintLen64 + len(kept[k])
+	}
+	b := make([]byte, 0, n)
+	b = append(b, packedMark...)
+	for _, k := range cachedKeys {
 		v, ok := kept[k]
 		if !ok {
-			v = unset
+			b = binary.AppendUvarint(b, 0)
+			continue
 		}
-		slots[1+i] = v
+		b = binary.AppendUvarint(b, uint64(len(v))+1)
+		b = append(b, v...)
 	}
-	return slots
+	return []string{intern(string(b))}
 }
 
 // unpackCached reads a packed workload's kept values back as
-// annotations; nil for an object that is not packed.
+// annotations, substrings of the packed string; nil for an object that is
+// not packed (or whose packing does not parse).
 func unpackCached(o *metav1.PartialObjectMetadata) map[string]string {
 	if !packed(o) {
 		return nil
 	}
+	rest := o.Finalizers[0][len(packedMark):]
 	out := make(map[string]string, len(cachedKeys))
-	for i, k := range cachedKeys {
-		if v := o.Finalizers[1+i]; v != unset {
-			out[k] = v
+	for _, k := range cachedKeys {
+		n, w := binary.Uvarint([]byte(rest[:min(len(rest), binary.MaxVarintLen64)]))
+		if w <= 0 || n > uint64(len(rest)-w)+1 {
+			return nil
 		}
+		rest = rest[w:]
+		if n == 0 {
+			continue
+		}
+		out[k], rest = rest[:n-1], rest[n-1:]
 	}
 	return out
 }
@@ -136,7 +150,7 @@ func unpackCached(o *metav1.PartialObjectMetadata) map[string]string {
 // packed reports whether o is trimWorkload's output: the API server's
 // objects in the cache all carry the hash label the informers select on.
 func packed(o *metav1.PartialObjectMetadata) bool {
-	return o.Labels == nil && len(o.Finalizers) == 1+len(cachedKeys) && o.Finalizers[0] == packedMark
+	return o.Labels == nil && len(o.Finalizers) == 1 && strings.HasPrefix(o.Finalizers[0], packedMark)
 }
 
 // cachedReplicasAnnotation marks a cached workload whose replicas Git

@@ -72,15 +72,18 @@ func TestTrimWorkloadKeepsWhatScaleDecisionsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := got.(*metav1.PartialObjectMetadata)
-	// What is kept is packed into the finalizers: the hash, the id, no
+	// What is kept is packed into one finalizer: the hash, the id, no
 	// owner kind, the release, the replicas marker (the agent's entry
 	// owns the replicas: Git declares them), no drift.
 	want := &metav1.PartialObjectMetadata{TypeMeta: in.TypeMeta, ObjectMeta: metav1.ObjectMeta{
 		Name: "web-1", Namespace: "apps", ResourceVersion: "1",
-		Finalizers: []string{packedMark, in.Labels[LabelHash], "default-web-app", unset, "web-app", "apps", "", unset},
+		Finalizers: packCached(map[string]string{cachedHashAnnotation: in.Labels[LabelHash], AnnotationID: "default-web-app", AnnotationReleaseName: "web-app", AnnotationReleaseNamespace: "apps", cachedReplicasAnnotation: ""}),
 	}}
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("trimmed workload (-want +got):\n%s", diff)
+	}
+	if len(out.Finalizers) != 1 {
+		t.Errorf("the kept values take %d finalizers, want one packed string", len(out.Finalizers))
 	}
 	wantRead := map[string]string{cachedHashAnnotation: in.Labels[LabelHash], AnnotationID: "default-web-app", AnnotationReleaseName: "web-app", AnnotationReleaseNamespace: "apps",
 		cachedReplicasAnnotation: ""}
@@ -119,6 +122,33 @@ func TestTrimWorkloadKeepsWhatScaleDecisionsRead(t *testing.T) {
 	tombstone := cache.DeletedFinalStateUnknown{Key: "apps/web-1", Obj: in}
 	if passed, _ := trimWorkload(tombstone); passed != tombstone {
 		t.Errorf("a value that is no object's metadata is passed through, got %T", passed)
+	}
+}
+
+// TestPackedValuesReadBackWhateverTheyHold: an annotation's value may
+// hold any byte, NULs and the bytes of a length among them; no value
+// shifts another's slot, and a packing cut short reads as nothing kept.
+func TestPackedValuesReadBackWhateverTheyHold(t *testing.T) {
+	long := strings.Repeat("x", 300) // a length of two varint bytes
+	for name, kept := range map[string]map[string]string{
+		"NULs and length bytes": {AnnotationID: "a\x00b", AnnotationOwnerGVK: "\x00", AnnotationReleaseName: "\x01\x02\x80", cachedReplicasAnnotation: ""},
+		"a long value":          {AnnotationID: long, driftAnnotation: long + "!"},
+		"nothing":               {},
+	} {
+		o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Finalizers: packCached(kept)}}
+		if diff := cmp.Diff(kept, unpackCached(o)); diff != "" {
+			t.Errorf("%s: read back (-packed +read):\n%s", name, diff)
+		}
+		whole := o.Finalizers[0]
+		for cut := len(packedMark); cut < len(whole); cut++ {
+			o.Finalizers[0] = whole[:cut]
+			if got := unpackCached(o); got != nil {
+				t.Errorf("%s: a packing cut at %d of %d reads back as %v, want nothing", name, cut, len(whole), got)
+			}
+		}
+	}
+	if got := unpackCached(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{packedMark + "\x05ab"}}}); got != nil {
+		t.Errorf("a length past the end reads as %v, want nothing", got)
 	}
 }
 
