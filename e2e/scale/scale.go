@@ -95,7 +95,18 @@ func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
 			bench.Logf("creating %d Fleet-managed Deployments", opts.fleetWorkloads)
 			return opts.fleetWorkloads, 0, bench.SeedFleet(ctx, s.agent.Kube, s.admin.Kube, opts.fleetWorkloads, opts.seedWorkers)
 		}, func() error {
-			return s.admin.Kube.AppsV1().Deployments(bench.FleetNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: bench.Label + "=" + scenarioFleet})
+			// One DeleteCollection of thousands of Deployments can outlast
+			// the API server's request timeout on a busy machine, which
+			// resets the stream; what it deleted stays deleted, so the
+			// next call removes the rest.
+			var err error
+			for range 3 {
+				if err = s.admin.Kube.AppsV1().Deployments(bench.FleetNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: bench.Label + "=" + scenarioFleet}); err == nil {
+					return nil
+				}
+				bench.Logf("removing the Fleet-managed Deployments: %v; again", err)
+			}
+			return err
 		})
 		if err != nil {
 			return nil, err
