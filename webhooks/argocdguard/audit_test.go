@@ -155,7 +155,7 @@ func TestAudit(t *testing.T) {
 		},
 		"IgnoredFieldsAreNoDrift": {
 			reason: "With /spec/replicas configured as ignored for Deployments, a scale is no drift.",
-			config: Config{IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}},
+			config: Config{Settings: gitops.Settings{IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}}},
 			apps:   []*unstructured.Unstructured{app("web", nil, resource(deployments, "web", false))},
 			objects: []*metav1.PartialObjectMetadata{tracked(deployments, "web", idOf("web", deployments, "web"), synced,
 				gitopstest.Entry("kubectl", edited, replicasField))},

@@ -319,7 +319,7 @@ func TestHandle(t *testing.T) {
 		},
 		"ConfiguredIgnoredFields": {
 			reason: "ignoredFields add paths for every Application.",
-			args: args{newRule(Config{IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/template/spec/containers/0/image"}}}}, obj(guestbookApp)),
+			args: args{newRule(Config{Settings: gitops.Settings{IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/template/spec/containers/0/image"}}}}}, obj(guestbookApp)),
 				imageChange().Build()},
 			want: admission.Allowed(noChange),
 		},

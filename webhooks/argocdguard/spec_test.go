@@ -13,6 +13,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/celtest"
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -97,13 +98,13 @@ func TestPolicyRules(t *testing.T) {
 }
 
 func TestMatchConditionsCompile(t *testing.T) {
-	celtest.CheckCompile(t, New(Config{AgentUsers: []string{`odd"name\`}, AgentGroups: []string{`g"\`}, ServerUsers: []string{`s"\`}, UIEditsAreGitOps: true}, "").Spec().Webhooks)
+	celtest.CheckCompile(t, New(Config{Settings: gitops.Settings{AgentUsers: []string{`odd"name\`}, AgentGroups: []string{`g"\`}}, ServerUsers: []string{`s"\`}, UIEditsAreGitOps: true}, "").Spec().Webhooks)
 	celtest.CheckCompile(t, New(Config{TrackingLabel: "app.kubernetes.io/instance"}, "").Spec().Webhooks)
-	celtest.CheckCompile(t, New(Config{AgentUsers: []string{}, AgentGroups: []string{}}, "").Spec().Webhooks)
+	celtest.CheckCompile(t, New(Config{Settings: gitops.Settings{AgentUsers: []string{}, AgentGroups: []string{}}}, "").Spec().Webhooks)
 }
 
 func TestSpecWithoutAgentListsHasNoEmptyConditions(t *testing.T) {
-	spec := New(Config{AgentUsers: []string{}, AgentGroups: []string{}}, "").Spec()
+	spec := New(Config{Settings: gitops.Settings{AgentUsers: []string{}, AgentGroups: []string{}}}, "").Spec()
 	for _, wh := range spec.Webhooks {
 		for _, c := range wh.MatchConditions {
 			if strings.Contains(c.Expression, "[]") || strings.Contains(c.Expression, "argocd-application-controller") {

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -18,12 +19,12 @@ func TestConfigDefault(t *testing.T) {
 		"Empty": {
 			reason: "An empty section enforces and trusts Fleet's agent identities.",
 			in:     Config{},
-			want:   Config{Mode: rule.Enforce, AgentUsers: defaultAgentUsers, AgentGroups: defaultAgentGroups},
+			want:   Config{Settings: gitops.Settings{Mode: rule.Enforce, AgentUsers: defaultAgentUsers, AgentGroups: defaultAgentGroups}},
 		},
 		"ExplicitListsReplaceDefaults": {
 			reason: "Lists that are set, even empty, are kept as they are.",
-			in:     Config{Mode: rule.Warn, AgentUsers: []string{"u"}, AgentGroups: []string{}},
-			want:   Config{Mode: rule.Warn, AgentUsers: []string{"u"}, AgentGroups: []string{}},
+			in:     Config{Settings: gitops.Settings{Mode: rule.Warn, AgentUsers: []string{"u"}, AgentGroups: []string{}}},
+			want:   Config{Settings: gitops.Settings{Mode: rule.Warn, AgentUsers: []string{"u"}, AgentGroups: []string{}}},
 		},
 	}
 	for name, tc := range cases {
@@ -46,21 +47,25 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		"Valid": {
 			reason: "Escaped pointers and the core group are fine.",
-			in: Config{Mode: rule.Audit, IgnoredFields: []IgnoredFields{
-				{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas", "/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt"}},
-				{Group: "", Kind: "ConfigMap", Paths: []string{"/data/generated"}},
-			}},
+			in: Config{
+				Settings: gitops.Settings{Mode: rule.Audit, IgnoredFields: []IgnoredFields{
+					{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas", "/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt"}},
+					{Group: "", Kind: "ConfigMap", Paths: []string{"/data/generated"}},
+				}},
+			},
 		},
 		"BadMode": {
 			reason: "Only enforce, warn and audit exist.",
-			in:     Config{Mode: "block"},
+			in:     Config{Settings: gitops.Settings{Mode: "block"}},
 			want:   field.ErrorList{field.NotSupported(p.Child("mode"), rule.Mode("block"), []string{"enforce", "warn", "audit", "off"})},
 		},
 		"BadPointersAreNamedByPath": {
 			reason: "Each invalid pointer is reported at its own index.",
-			in: Config{Mode: rule.Enforce, IgnoredFields: []IgnoredFields{
-				{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas", "spec/template", "/a~2"}},
-			}},
+			in: Config{
+				Settings: gitops.Settings{Mode: rule.Enforce, IgnoredFields: []IgnoredFields{
+					{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas", "spec/template", "/a~2"}},
+				}},
+			},
 			want: field.ErrorList{
 				field.Invalid(p.Child("ignoredFields").Index(0).Child("paths").Index(1), "spec/template", `not an RFC 6901 JSON pointer: a JSON pointer starts with "/"`),
 				field.Invalid(p.Child("ignoredFields").Index(0).Child("paths").Index(2), "/a~2", `not an RFC 6901 JSON pointer: "~" must be followed by "0" or "1" (token "a~2")`),
@@ -68,14 +73,14 @@ func TestConfigValidate(t *testing.T) {
 		},
 		"WholeObjectPointer": {
 			reason: "The empty pointer would ignore every change.",
-			in:     Config{Mode: rule.Enforce, IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{""}}}},
+			in:     Config{Settings: gitops.Settings{Mode: rule.Enforce, IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{""}}}}},
 			want: field.ErrorList{
 				field.Invalid(p.Child("ignoredFields").Index(0).Child("paths").Index(0), "", "the empty pointer is the whole object and would ignore every change"),
 			},
 		},
 		"MissingKindAndPaths": {
 			reason: "An entry needs a kind and at least one path.",
-			in:     Config{Mode: rule.Enforce, IgnoredFields: []IgnoredFields{{Group: "apps"}}},
+			in:     Config{Settings: gitops.Settings{Mode: rule.Enforce, IgnoredFields: []IgnoredFields{{Group: "apps"}}}},
 			want: field.ErrorList{
 				field.Required(p.Child("ignoredFields").Index(0).Child("kind"), "the kind the paths belong to, e.g. Deployment"),
 				field.Required(p.Child("ignoredFields").Index(0).Child("paths"), "at least one JSON pointer, e.g. /spec/replicas"),
@@ -83,7 +88,7 @@ func TestConfigValidate(t *testing.T) {
 		},
 		"EmptyIdentities": {
 			reason: "An empty user or group name is a mistake.",
-			in:     Config{Mode: rule.Enforce, AgentUsers: []string{"a", ""}, AgentGroups: []string{""}},
+			in:     Config{Settings: gitops.Settings{Mode: rule.Enforce, AgentUsers: []string{"a", ""}, AgentGroups: []string{""}}},
 			want: field.ErrorList{
 				field.Required(p.Child("agentUsers").Index(1), "a user name"),
 				field.Required(p.Child("agentGroups").Index(0), "a group name"),
@@ -101,7 +106,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestValidateErrorNamesTheField(t *testing.T) {
-	c := Config{Mode: rule.Enforce, IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas", "spec"}}}}
+	c := Config{Settings: gitops.Settings{Mode: rule.Enforce, IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas", "spec"}}}}}
 	errs := c.Validate(field.NewPath("rules", "fleetguard"))
 	want := `rules.fleetguard.ignoredFields[0].paths[1]: Invalid value: "spec": not an RFC 6901 JSON pointer: a JSON pointer starts with "/"`
 	if got := errs.ToAggregate().Error(); got != want {

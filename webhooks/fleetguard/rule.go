@@ -45,7 +45,7 @@ var (
 // do not parse are skipped; Validate reports them before New is called.
 func New(c Config, breakGlassGroup string) *Rule {
 	c.Default()
-	agent := rule.Identities{Users: c.AgentUsers, Groups: c.AgentGroups}
+	agent := c.Agent()
 	r := &Rule{agent: agent, lookupTimeout: time.Second}
 	r.guard = gitops.New(gitops.Options{
 		Rule: Name, Tool: "Fleet", AgentName: "the Fleet agent",

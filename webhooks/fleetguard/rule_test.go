@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -32,7 +33,7 @@ func defaultRule() *Rule {
 }
 
 func ignoringReplicas() *Rule {
-	return New(Config{IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}}, "steward:break-glass").WithParents(parents)
+	return New(Config{Settings: gitops.Settings{IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}}}, "steward:break-glass").WithParents(parents)
 }
 
 func TestHandle(t *testing.T) {
@@ -66,13 +67,13 @@ func TestHandle(t *testing.T) {
 		},
 		"ConfiguredAgentUserIsAllowed": {
 			reason: "agentUsers can name further identities the agent writes as.",
-			args: args{New(Config{AgentUsers: []string{"system:serviceaccount:apps:deployer"}}, "steward:break-glass"),
+			args: args{New(Config{Settings: gitops.Settings{AgentUsers: []string{"system:serviceaccount:apps:deployer"}}}, "steward:break-glass"),
 				admissiontest.Delete(deploymentsGVR, "Deployment", obj(webDeployment)).User("system:serviceaccount:apps:deployer").Build()},
 			want: admission.Allowed("written by the Fleet agent"),
 		},
 		"ReplacedAgentUsersNoLongerAllowTheDefault": {
 			reason: "Setting agentUsers (and agentGroups) replaces the defaults.",
-			args: args{New(Config{AgentUsers: []string{"someone"}, AgentGroups: []string{"some-group"}}, "steward:break-glass"),
+			args: args{New(Config{Settings: gitops.Settings{AgentUsers: []string{"someone"}, AgentGroups: []string{"some-group"}}}, "steward:break-glass"),
 				admissiontest.Delete(deploymentsGVR, "Deployment", obj(webDeployment)).User(fleetAgent).Build()},
 			want: admission.Denied(managedBy + " Deleting it is refused: Fleet would re-create it. Remove it from the Git repository instead; in an emergency repeat the request as a member of steward:break-glass."),
 		},
@@ -244,14 +245,14 @@ func TestHandle(t *testing.T) {
 		},
 		"IgnoredPointerCoversEverythingBelowIt": {
 			reason: "Ignoring pod template annotations allows kubectl rollout restart, even when the annotations map is new.",
-			args: args{New(Config{IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/template/metadata/annotations"}}}}, "steward:break-glass"),
+			args: args{New(Config{Settings: gitops.Settings{IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/template/metadata/annotations"}}}}}, "steward:break-glass"),
 				admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
 					obj(webDeployment, set("2026-01-12T10:00:00Z", "spec", "template", "metadata", "annotations", "kubectl.kubernetes.io/restartedAt"))).Build()},
 			want: admission.Allowed("no change to fields Fleet deploys (status, metadata bookkeeping and ignored fields are not guarded)"),
 		},
 		"IgnoredFieldInsideAnAddedSubtreeIsExamined": {
 			reason: "When a subtree is added whole and an ignored path lies inside it, only the paths beside the ignored one count.",
-			args: args{New(Config{IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt"}}}}, "steward:break-glass"),
+			args: args{New(Config{Settings: gitops.Settings{IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt"}}}}}, "steward:break-glass"),
 				admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
 					obj(webDeployment, set(map[string]any{"kubectl.kubernetes.io/restartedAt": "now", "team": "a"}, "spec", "template", "metadata", "annotations"))).Build()},
 			want: admission.Denied(keptBy + " Changed: /spec/template/metadata/annotations/team" + notInGit),
@@ -264,7 +265,7 @@ func TestHandle(t *testing.T) {
 		},
 		"IgnoredFieldsApplyToTheirKindOnly": {
 			reason: "Ignoring /spec/replicas of StatefulSets leaves Deployments guarded.",
-			args: args{New(Config{IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "StatefulSet", Paths: []string{"/spec/replicas"}}}}, "steward:break-glass"),
+			args: args{New(Config{Settings: gitops.Settings{IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "StatefulSet", Paths: []string{"/spec/replicas"}}}}}, "steward:break-glass"),
 				admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment), obj(webDeployment, set(5, "spec", "replicas"))).Build()},
 			want: admission.Denied(managedBy + " Changed: /spec/replicas." + inGit),
 		},
@@ -395,7 +396,7 @@ func TestHandle(t *testing.T) {
 		},
 		"ScaleWithSpecIgnoredIsAllowed": {
 			reason: "An ignored pointer above /spec/replicas covers it.",
-			args: args{New(Config{IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec"}}}}, "steward:break-glass").WithParents(parents),
+			args: args{New(Config{Settings: gitops.Settings{IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec"}}}}}, "steward:break-glass").WithParents(parents),
 				scaleRequest(deploymentsGVR, "web", 3, 5).Build()},
 			want: admission.Allowed("only the ignored field /spec/replicas changed"),
 		},

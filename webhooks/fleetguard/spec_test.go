@@ -71,7 +71,7 @@ func TestSpecRegistration(t *testing.T) {
 }
 
 func TestSpecWithoutAgentListsHasNoEmptyConditions(t *testing.T) {
-	spec := New(Config{AgentUsers: []string{}, AgentGroups: []string{}}, "").Spec()
+	spec := New(Config{Settings: gitops.Settings{AgentUsers: []string{}, AgentGroups: []string{}}}, "").Spec()
 	for _, wh := range spec.Webhooks {
 		for _, c := range wh.MatchConditions {
 			if strings.Contains(c.Expression, "[]") || strings.Contains(c.Expression, "cattle-fleet") {
@@ -85,7 +85,7 @@ func TestSpecWithoutAgentListsHasNoEmptyConditions(t *testing.T) {
 // requests shaped like the API server's. true means "call Steward". The
 // e2e tests run the same expressions in a real API server.
 func TestMatchConditions(t *testing.T) {
-	r := New(Config{AgentUsers: []string{`odd"name\`, fleetAgent}}, "steward:break-glass")
+	r := New(Config{Settings: gitops.Settings{AgentUsers: []string{`odd"name\`, fleetAgent}}}, "steward:break-glass")
 	env, err := cel.NewEnv(
 		cel.Variable("request", cel.DynType),
 		cel.Variable("object", cel.DynType),

@@ -170,7 +170,7 @@ func TestAudit(t *testing.T) {
 		},
 		"IgnoredFieldsAreNoDrift": {
 			reason: "With /spec/replicas configured as ignored for Deployments (an autoscaler's), a scale is no drift.",
-			config: Config{IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}},
+			config: Config{Settings: gitops.Settings{IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}}},
 			owners: []*unstructured.Unstructured{apps(nil, entry(deployments, "apps", "web"))},
 			objects: []*metav1.PartialObjectMetadata{listed(deployments, "web", applyLabels("apps"), nil, appliedBy("kustomize-controller"),
 				gitopstest.Entry("kubectl", edited, replicasField))},

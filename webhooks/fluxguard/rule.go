@@ -41,7 +41,7 @@ var (
 func New(c Config, breakGlassGroup string) *Rule {
 	c.Default()
 	r := &Rule{
-		agent:    rule.Identities{Users: c.AgentUsers, Groups: c.AgentGroups},
+		agent:    c.Agent(),
 		resolver: newResolver(c),
 	}
 	r.guard = gitops.New(gitops.Options{

@@ -201,14 +201,14 @@ func TestHandle(t *testing.T) {
 		},
 		"SSAMergeObjectsAreNeverStripped": {
 			reason: "kustomize-controller skips its cleanup of kubectl's managers on ssa: Merge objects: a person's key is not in Git, but it is kept.",
-			args: args{New(Config{UndeclaredFields: gitops.UndeclaredMirror}, breakGlass).WithOwners(fluxOwners), admissiontest.Update(configmapsGVR, "ConfigMap",
+			args: args{New(Config{Settings: gitops.Settings{UndeclaredFields: gitops.UndeclaredMirror}}, breakGlass).WithOwners(fluxOwners), admissiontest.Update(configmapsGVR, "ConfigMap",
 				configMap("apps", "podinfo-config", "flux-system/apps", set("Merge", "metadata", "labels", MarkerSSA)),
 				configMap("apps", "podinfo-config", "flux-system/apps", set("Merge", "metadata", "labels", MarkerSSA), set("mine", "data", "extra"), patchedBy("kubectl-patch"))).Build()},
 			want: admission.Allowed("jane changed only fields Git does not declare (/data/extra), as kubectl-patch: kustomize-controller keeps fields others set on an ssa: Merge object"),
 		},
 		"KubectlsFieldsAreStripped": {
 			reason: "Elsewhere kustomize-controller strips what a kubectl manager wrote: refused even with mirror.",
-			args: args{New(Config{UndeclaredFields: gitops.UndeclaredMirror}, breakGlass).WithOwners(fluxOwners), admissiontest.Update(configmapsGVR, "ConfigMap",
+			args: args{New(Config{Settings: gitops.Settings{UndeclaredFields: gitops.UndeclaredMirror}}, breakGlass).WithOwners(fluxOwners), admissiontest.Update(configmapsGVR, "ConfigMap",
 				configMap("apps", "podinfo-config", "flux-system/apps"),
 				configMap("apps", "podinfo-config", "flux-system/apps", set("mine", "data", "extra"), patchedBy("kubectl-patch"))).Build()},
 			want: admission.Denied("fluxguard: ConfigMap apps/podinfo-config is managed by " + appsOwner + ". Changed: /data/extra, which Git does not declare, written by the field manager kubectl-patch: kustomize-controller removes what that manager writes at its next reconcile. Declare it in the Git repository instead; to pause Flux, suspend Kustomization flux-system/apps (flux suspend); in an emergency repeat the request as a member of steward:break-glass."),
@@ -469,7 +469,7 @@ func TestHandle(t *testing.T) {
 		},
 		"ConfiguredIgnoredFieldsAreAllowed": {
 			reason: "ignoredFields add paths any owner's objects of a kind may change.",
-			args: args{withConfig(Config{IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/template/spec/containers/0/image"}}}}),
+			args: args{withConfig(Config{Settings: gitops.Settings{IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/template/spec/containers/0/image"}}}}}),
 				admissiontest.Update(deploymentsGVR, "Deployment", obj(podinfoDeployment), newImage()).Build()},
 			want: admission.Allowed("no change to fields Flux deploys (status, metadata bookkeeping and ignored fields are not guarded)"),
 		},
@@ -532,7 +532,7 @@ func TestHandle(t *testing.T) {
 		},
 		"ScaleWithReplicasIgnoredByConfigIsAllowed": {
 			reason: "ignoredFields apply on the scale path too.",
-			args: args{withConfig(Config{IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}}),
+			args: args{withConfig(Config{Settings: gitops.Settings{IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}}}),
 				scaleRequest(deploymentsGVR, "apps", "podinfo", 2, 5).Build()},
 			want: admission.Allowed("only the ignored field /spec/replicas changed"),
 		},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/celtest"
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -142,8 +143,8 @@ func TestPolicyRules(t *testing.T) {
 func TestMatchConditionsCompile(t *testing.T) {
 	// Configured names are rendered into CEL; quotes and backslashes must
 	// be escaped.
-	celtest.CheckCompile(t, New(Config{AgentUsers: []string{`odd"name\`, kustomizeController}, AgentGroups: []string{`flux'ops`}}, "").Spec().Webhooks)
-	celtest.CheckCompile(t, New(Config{AgentUsers: []string{}, AgentGroups: []string{}}, "").Spec().Webhooks)
+	celtest.CheckCompile(t, New(Config{Settings: gitops.Settings{AgentUsers: []string{`odd"name\`, kustomizeController}, AgentGroups: []string{`flux'ops`}}}, "").Spec().Webhooks)
+	celtest.CheckCompile(t, New(Config{Settings: gitops.Settings{AgentUsers: []string{}, AgentGroups: []string{}}}, "").Spec().Webhooks)
 }
 
 // TestFluxControllersAreNeverSent runs every kind of write Flux's
