@@ -16,7 +16,7 @@ func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
 		Name:       Name,
 		Type:       rule.Validating,
-		Webhooks:   append(gitops.ByWriter(r.objectWebhook(), r.people...), gitops.ScaleWebhook(Name, "Argo CD", r.writers), gitops.RecordWebhook(Name, r.writers, records)),
+		Webhooks:   append(gitops.ByWriter(r.objectWebhook(), r.people...), gitops.ScaleWebhook(Name, "Argo CD", r.guard.Agent()), gitops.RecordWebhook(Name, r.guard.Agent(), records)),
 		RBAC:       rbac(),
 		ChartLists: gitops.ChartLists("serverUsers"),
 		Monitoring: rule.Monitoring{Unsynced: "argocdguard cannot tell whether an object's Application exists, answers with an error, and the object webhook's failure policy (Fail) refuses the write"},
@@ -28,7 +28,7 @@ func (r *Rule) objectWebhook() rule.Webhook {
 		Rule: Name, Tool: "Argo CD",
 		Reach: "matchConditions only send objects carrying Argo CD's tracking id, written by someone other than Argo CD's application controller, " +
 			"the garbage collector, the namespace controller and the other Kubernetes controllers, so syncs and namespace deletion keep working during an outage.",
-		Condition: "tracked-not-argocd-controller-lease-or-event", Agent: r.writers, Select: []string{r.tracked()},
+		Condition: "tracked-not-argocd-controller-lease-or-event", Agent: r.guard.Agent(), Select: []string{r.tracked()},
 	}.Webhook()
 }
 

@@ -15,7 +15,7 @@ func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
 		Name:       Name,
 		Type:       rule.Validating,
-		Webhooks:   append(gitops.ByWriter(r.mainWebhook()), gitops.ScaleWebhook(Name, "Fleet", r.agent)),
+		Webhooks:   append(gitops.ByWriter(r.mainWebhook()), gitops.ScaleWebhook(Name, "Fleet", r.guard.Agent())),
 		RBAC:       scaleRBAC(),
 		ChartLists: gitops.ChartLists(),
 	}
@@ -26,7 +26,7 @@ func (r *Rule) mainWebhook() rule.Webhook {
 		Rule: Name, Tool: "Fleet", Label: LabelHash,
 		Reach: "the objectSelector only sends objects carrying Fleet's label, and matchConditions keep the Fleet agent, the garbage collector, " +
 			"the namespace controller and the other Kubernetes controllers away from Steward, so deployments by Fleet and namespace deletion keep working during an outage.",
-		Condition: "not-agent-controller-lease-event-or-owned", Agent: r.agent, Exclude: []string{excludeAppliedWithOwner},
+		Condition: "not-agent-controller-lease-event-or-owned", Agent: r.guard.Agent(), Exclude: []string{excludeAppliedWithOwner},
 	}.Webhook()
 }
 

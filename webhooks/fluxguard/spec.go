@@ -21,7 +21,7 @@ func (r *Rule) Spec() rule.Spec {
 			gitops.ByWriter(r.objectWebhook("", LabelKustomizationName, "kustomize-controller")),
 			gitops.ByWriter(r.objectWebhook("helm", LabelHelmReleaseName, "helm-controller")),
 			gitops.ByWriter(r.objectWebhook("generator", LabelArtifactGenerator, "source-watcher")),
-			[]rule.Webhook{gitops.ScaleWebhook(Name, "Flux", r.agent), gitops.RecordWebhook(Name, r.agent, records)},
+			[]rule.Webhook{gitops.ScaleWebhook(Name, "Flux", r.guard.Agent()), gitops.RecordWebhook(Name, r.guard.Agent(), records)},
 		),
 		RBAC:       rbac(),
 		ChartLists: gitops.ChartLists(),
@@ -34,6 +34,6 @@ func (r *Rule) objectWebhook(suffix, label, controller string) rule.Webhook {
 		Rule: Name, Suffix: suffix, Tool: "Flux", Label: label,
 		Reach: "the objectSelector only sends objects carrying " + label + ", set by " + controller + ", and matchConditions keep Flux's controllers, the garbage collector, " +
 			"the namespace controller and the other Kubernetes controllers away from Steward, so Flux's reconciles and namespace deletion keep working during an outage.",
-		Condition: "not-flux-controller-lease-or-event", Agent: r.agent,
+		Condition: "not-flux-controller-lease-or-event", Agent: r.guard.Agent(),
 	}.Webhook()
 }
