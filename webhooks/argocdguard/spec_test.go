@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
@@ -20,28 +19,10 @@ import (
 
 func TestSpecRegistration(t *testing.T) {
 	spec := New(Config{}, "steward:break-glass").Spec()
-	type registration struct {
-		Name, Path     string
-		Rules          []admissionregistrationv1.RuleWithOperations
-		FailurePolicy  admissionregistrationv1.FailurePolicyType
-		TimeoutSeconds int32
-		ObjectSelector *metav1.LabelSelector
-		Conditions     []string
-	}
-	got := []registration{}
-	for _, wh := range spec.Webhooks {
-		var names []string
-		for _, c := range wh.MatchConditions {
-			names = append(names, c.Name)
-		}
-		got = append(got, registration{wh.Name, wh.Path, wh.Rules, wh.FailurePolicy, wh.TimeoutSeconds, wh.ObjectSelector, names})
-		if wh.FailurePolicyReason == "" {
-			t.Errorf("webhook %s states no reason for its failure policy", wh.Name)
-		}
-	}
+	got := gitopstest.Registrations(t, spec)
 	namespaced := admissionregistrationv1.NamespacedScope
 	objectRules := gitopstest.ObjectRules()
-	want := []registration{{
+	want := []gitopstest.Registration{{
 		Name: "argocdguard.steward.dev", Path: "/validate/argocdguard",
 		Rules: objectRules,
 		// An annotation selects the objects: no objectSelector, the
@@ -56,13 +37,7 @@ func TestSpecRegistration(t *testing.T) {
 		Conditions: []string{"tracked-not-argocd-controller-lease-or-event"},
 	}, {
 		Name: "argocdguard-scale.steward.dev", Path: "/validate/argocdguard/scale",
-		Rules: []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"*"}, Resources: []string{"deployments/scale", "statefulsets/scale", "replicasets/scale"}, Scope: &namespaced},
-		}, {
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"replicationcontrollers/scale"}, Scope: &namespaced},
-		}},
+		Rules:         gitopstest.ScaleRules(),
 		FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 2,
 		Conditions: []string{"not-argocd-agent-autoscaler-or-kubernetes-controller"},
 	}, {

@@ -3,10 +3,10 @@ package fleetguard
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
@@ -28,13 +28,7 @@ func TestConfigDefault(t *testing.T) {
 		},
 	}
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := tc.in
-			got.Default()
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nDefault(): -want, +got:\n%s", tc.reason, diff)
-			}
-		})
+		t.Run(name, func(t *testing.T) { gitopstest.CheckDefault(t, tc.reason, tc.in, tc.want) })
 	}
 }
 
@@ -96,12 +90,7 @@ func TestConfigValidate(t *testing.T) {
 		},
 	}
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := tc.in.Validate(p)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nValidate(): -want, +got:\n%s", tc.reason, diff)
-			}
-		})
+		t.Run(name, func(t *testing.T) { gitopstest.CheckValidate(t, tc.reason, p, tc.in, tc.want) })
 	}
 }
 

@@ -19,29 +19,10 @@ import (
 
 func TestSpecRegistration(t *testing.T) {
 	spec := New(Config{}, "steward:break-glass").Spec()
-	type registration struct {
-		Name, Path     string
-		Rules          []admissionregistrationv1.RuleWithOperations
-		FailurePolicy  admissionregistrationv1.FailurePolicyType
-		TimeoutSeconds int32
-		ObjectSelector *metav1.LabelSelector
-		Conditions     []string
-	}
-	got := []registration{}
-	for _, wh := range spec.Webhooks {
-		var names []string
-		for _, c := range wh.MatchConditions {
-			names = append(names, c.Name)
-		}
-		got = append(got, registration{wh.Name, wh.Path, wh.Rules, wh.FailurePolicy, wh.TimeoutSeconds, wh.ObjectSelector, names})
-		if wh.FailurePolicyReason == "" {
-			t.Errorf("webhook %s states no reason for its failure policy", wh.Name)
-		}
-	}
-	namespaced := admissionregistrationv1.NamespacedScope
+	got := gitopstest.Registrations(t, spec)
 	objectRules := gitopstest.ObjectRules()
-	labelled := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "objectset.rio.cattle.io/hash", Operator: metav1.LabelSelectorOpExists}}}
-	want := []registration{{
+	labelled := gitopstest.Labelled("objectset.rio.cattle.io/hash")
+	want := []gitopstest.Registration{{
 		Name: "fleetguard.steward.dev", Path: "/validate/fleetguard",
 		Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
 		ObjectSelector: labelled, Conditions: []string{"not-agent-controller-lease-event-or-owned"},
@@ -52,13 +33,7 @@ func TestSpecRegistration(t *testing.T) {
 		ObjectSelector: labelled, Conditions: []string{"not-agent-controller-lease-event-or-owned"},
 	}, {
 		Name: "fleetguard-scale.steward.dev", Path: "/validate/fleetguard/scale",
-		Rules: []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"*"}, Resources: []string{"deployments/scale", "statefulsets/scale", "replicasets/scale"}, Scope: &namespaced},
-		}, {
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"replicationcontrollers/scale"}, Scope: &namespaced},
-		}},
+		Rules:         gitopstest.ScaleRules(),
 		FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 2,
 		Conditions: []string{"not-fleet-agent-autoscaler-or-kubernetes-controller"},
 	}}

@@ -6,7 +6,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -27,34 +26,14 @@ const (
 
 func TestSpecRegistration(t *testing.T) {
 	spec := New(Config{}, breakGlass).Spec()
-	type registration struct {
-		Name, Path     string
-		Rules          []admissionregistrationv1.RuleWithOperations
-		FailurePolicy  admissionregistrationv1.FailurePolicyType
-		TimeoutSeconds int32
-		ObjectSelector *metav1.LabelSelector
-		Conditions     []string
-	}
-	got := []registration{}
-	for _, wh := range spec.Webhooks {
-		var names []string
-		for _, c := range wh.MatchConditions {
-			names = append(names, c.Name)
-		}
-		got = append(got, registration{wh.Name, wh.Path, wh.Rules, wh.FailurePolicy, wh.TimeoutSeconds, wh.ObjectSelector, names})
-		if wh.FailurePolicyReason == "" {
-			t.Errorf("webhook %s states no reason for its failure policy", wh.Name)
-		}
-	}
+	got := gitopstest.Registrations(t, spec)
 	namespaced := admissionregistrationv1.NamespacedScope
 	objectRules := gitopstest.ObjectRules()
-	labelled := func(key string) *metav1.LabelSelector {
-		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpExists}}}
-	}
+	labelled := gitopstest.Labelled
 	// A label selector cannot say "either label", so Kustomizations' and
 	// HelmReleases' objects have a webhook each, split by writer: people's
 	// edits fail closed, service accounts' (the cluster's machinery) open.
-	want := []registration{{
+	want := []gitopstest.Registration{{
 		Name: "fluxguard.steward.dev", Path: "/validate/fluxguard",
 		Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
 		ObjectSelector: labelled("kustomize.toolkit.fluxcd.io/name"),
@@ -91,13 +70,7 @@ func TestSpecRegistration(t *testing.T) {
 		// scale request, the HorizontalPodAutoscaler's included: it fails
 		// open.
 		Name: "fluxguard-scale.steward.dev", Path: "/validate/fluxguard/scale",
-		Rules: []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"*"}, Resources: []string{"deployments/scale", "statefulsets/scale", "replicasets/scale"}, Scope: &namespaced},
-		}, {
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"replicationcontrollers/scale"}, Scope: &namespaced},
-		}},
+		Rules:         gitopstest.ScaleRules(),
 		FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 2,
 		Conditions: []string{"not-flux-agent-autoscaler-or-kubernetes-controller"},
 	}, {
