@@ -3,7 +3,6 @@ package argocdguard
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -19,19 +18,12 @@ import (
 
 // applied is when Argo CD last synced the tests' objects; edited is an
 // hour later.
-var (
-	applied = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	edited  = applied.Add(time.Hour)
-)
+var applied, edited = gitopstest.Applied, gitopstest.Edited
 
 var (
-	deployments  = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-	statefulSets = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
-	configMaps   = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
-	apps         = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
-
-	imageField    = []string{"f:spec", "f:template", "f:spec", "f:containers", `k:{"name":"web"}`, "f:image"}
-	replicasField = []string{"f:spec", "f:replicas"}
+	deployments, statefulSets, configMaps = gitopstest.Deployments, gitopstest.StatefulSets, gitopstest.ConfigMaps
+	apps                                  = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
+	imageField, replicasField             = gitopstest.ImageField, gitopstest.ReplicasField
 )
 
 // appCache is a gitops.OwnerCache over Applications built as the

@@ -19,54 +19,44 @@ import (
 
 func TestSpecRegistration(t *testing.T) {
 	spec := New(Config{}, "steward:break-glass").Spec()
-	got := gitopstest.Registrations(t, spec)
-	namespaced := admissionregistrationv1.NamespacedScope
 	objectRules := gitopstest.ObjectRules()
-	want := []gitopstest.Registration{{
-		Name: "argocdguard.steward.dev", Path: "/validate/argocdguard",
-		Rules: objectRules,
-		// An annotation selects the objects: no objectSelector, the
-		// matchCondition does.
-		FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
-		Conditions: []string{"tracked-not-argocd-controller-lease-or-event"},
-	}, {
-		// The same writes by service accounts, the cluster's machinery: an
-		// outage must not stop them.
-		Name: "argocdguard-serviceaccounts.steward.dev", Path: "/validate/argocdguard/serviceaccounts",
-		Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
-		Conditions: []string{"tracked-not-argocd-controller-lease-or-event"},
-	}, {
-		Name: "argocdguard-scale.steward.dev", Path: "/validate/argocdguard/scale",
-		Rules:         gitopstest.ScaleRules(),
-		FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 2,
-		Conditions: []string{"not-argocd-agent-autoscaler-or-kubernetes-controller"},
-	}, {
-		// Applications' status.resources, which the guard reads, written
-		// with the object (Applications have no status subresource).
-		Name: "argocdguard-records.steward.dev", Path: "/validate/argocdguard/records",
-		Rules: []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"argoproj.io"}, APIVersions: []string{"*"}, Resources: []string{"applications"}, Scope: &namespaced},
-		}},
-		FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
-		Conditions: []string{"not-the-tool-or-kubernetes-controller"},
-	}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Spec().Webhooks: -want, +got:\n%s", diff)
+	want := []gitopstest.Registration{
+		{
+			Name: "argocdguard.steward.dev", Path: "/validate/argocdguard",
+			Rules: objectRules,
+			// An annotation selects the objects: no objectSelector, the
+			// matchCondition does.
+			FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
+			Conditions: []string{"tracked-not-argocd-controller-lease-or-event"},
+		},
+		{
+			// The same writes by service accounts, the cluster's machinery: an
+			// outage must not stop them.
+			Name: "argocdguard-serviceaccounts.steward.dev", Path: "/validate/argocdguard/serviceaccounts",
+			Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
+			Conditions: []string{"tracked-not-argocd-controller-lease-or-event"},
+		},
+		gitopstest.ScaleRegistration("argocdguard-scale.steward.dev", "/validate/argocdguard/scale", "not-argocd-agent-autoscaler-or-kubernetes-controller"),
+		{
+			// Applications' status.resources, which the guard reads, written
+			// with the object (Applications have no status subresource).
+			Name: "argocdguard-records.steward.dev", Path: "/validate/argocdguard/records",
+			Rules: []admissionregistrationv1.RuleWithOperations{
+				gitopstest.UpdateRule("argoproj.io", "applications"),
+			},
+			FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
+			Conditions: []string{"not-the-tool-or-kubernetes-controller"},
+		},
 	}
-	if spec.Name != Name || spec.Type != rule.Validating {
-		t.Errorf("Spec() = %s/%s, want %s/%s", spec.Name, spec.Type, Name, rule.Validating)
-	}
+	gitopstest.CheckSpec(t, spec, Name, want)
 }
 
 func TestPolicyRules(t *testing.T) {
 	got := New(Config{}, "").Spec().RBAC
 	want := []rbacv1.PolicyRule{
 		{APIGroups: []string{"argoproj.io"}, Resources: []string{"applications", "appprojects"}, Verbs: []string{"list", "watch"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"list"}},
 	}
+	want = append(want, gitopstest.AuditRules()...)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Spec().RBAC: want list and watch (the cache's verbs) on Applications and AppProjects, get (a scale's check of who declares the replicas) and list (the audit's) on the workloads, list of the autoscalers (the fight check's), nothing more; -want, +got:\n%s", diff)
 	}

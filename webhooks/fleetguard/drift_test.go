@@ -23,7 +23,7 @@ import (
 )
 
 // agentApplied is when the Fleet agent last applied the tests' workloads.
-var agentApplied = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+var agentApplied = gitopstest.Applied
 
 // entry is one managedFields entry as the API server records it; a zero
 // time is none.

@@ -14,35 +14,27 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
-	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 func TestSpecRegistration(t *testing.T) {
 	spec := New(Config{}, "steward:break-glass").Spec()
-	got := gitopstest.Registrations(t, spec)
 	objectRules := gitopstest.ObjectRules()
 	labelled := gitopstest.Labelled("objectset.rio.cattle.io/hash")
-	want := []gitopstest.Registration{{
-		Name: "fleetguard.steward.dev", Path: "/validate/fleetguard",
-		Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
-		ObjectSelector: labelled, Conditions: []string{"not-agent-controller-lease-event-or-owned"},
-	}, {
-		// People's writes fail closed; the cluster's machinery's open.
-		Name: "fleetguard-serviceaccounts.steward.dev", Path: "/validate/fleetguard/serviceaccounts",
-		Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
-		ObjectSelector: labelled, Conditions: []string{"not-agent-controller-lease-event-or-owned"},
-	}, {
-		Name: "fleetguard-scale.steward.dev", Path: "/validate/fleetguard/scale",
-		Rules:         gitopstest.ScaleRules(),
-		FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 2,
-		Conditions: []string{"not-fleet-agent-autoscaler-or-kubernetes-controller"},
-	}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Spec().Webhooks: -want, +got:\n%s", diff)
+	want := []gitopstest.Registration{
+		{
+			Name: "fleetguard.steward.dev", Path: "/validate/fleetguard",
+			Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
+			ObjectSelector: labelled, Conditions: []string{"not-agent-controller-lease-event-or-owned"},
+		},
+		{
+			// People's writes fail closed; the cluster's machinery's open.
+			Name: "fleetguard-serviceaccounts.steward.dev", Path: "/validate/fleetguard/serviceaccounts",
+			Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
+			ObjectSelector: labelled, Conditions: []string{"not-agent-controller-lease-event-or-owned"},
+		},
+		gitopstest.ScaleRegistration("fleetguard-scale.steward.dev", "/validate/fleetguard/scale", "not-fleet-agent-autoscaler-or-kubernetes-controller"),
 	}
-	if spec.Name != Name || spec.Type != rule.Validating {
-		t.Errorf("Spec() = %s/%s, want %s/%s", spec.Name, spec.Type, Name, rule.Validating)
-	}
+	gitopstest.CheckSpec(t, spec, Name, want)
 }
 
 func TestSpecWithoutAgentListsHasNoEmptyConditions(t *testing.T) {

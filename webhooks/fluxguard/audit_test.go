@@ -18,19 +18,12 @@ import (
 
 // applied is when Flux last applied the tests' objects; edited is an
 // hour later.
-var (
-	applied = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	edited  = applied.Add(time.Hour)
-)
+var applied, edited = gitopstest.Applied, gitopstest.Edited
 
 var (
-	deployments    = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-	statefulSets   = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
-	configMaps     = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
-	kustomizationK = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
-
-	imageField    = []string{"f:spec", "f:template", "f:spec", "f:containers", `k:{"name":"web"}`, "f:image"}
-	replicasField = []string{"f:spec", "f:replicas"}
+	deployments, statefulSets, configMaps = gitopstest.Deployments, gitopstest.StatefulSets, gitopstest.ConfigMaps
+	kustomizationK                        = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
+	imageField, replicasField             = gitopstest.ImageField, gitopstest.ReplicasField
 )
 
 // ownerCache is a gitops.OwnerCache over owners built as the informers'

@@ -26,76 +26,68 @@ const (
 
 func TestSpecRegistration(t *testing.T) {
 	spec := New(Config{}, breakGlass).Spec()
-	got := gitopstest.Registrations(t, spec)
-	namespaced := admissionregistrationv1.NamespacedScope
 	objectRules := gitopstest.ObjectRules()
 	labelled := gitopstest.Labelled
 	// A label selector cannot say "either label", so Kustomizations' and
 	// HelmReleases' objects have a webhook each, split by writer: people's
 	// edits fail closed, service accounts' (the cluster's machinery) open.
-	want := []gitopstest.Registration{{
-		Name: "fluxguard.steward.dev", Path: "/validate/fluxguard",
-		Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
-		ObjectSelector: labelled("kustomize.toolkit.fluxcd.io/name"),
-		Conditions:     []string{"not-flux-controller-lease-or-event"},
-	}, {
-		Name: "fluxguard-serviceaccounts.steward.dev", Path: "/validate/fluxguard/serviceaccounts",
-		Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
-		ObjectSelector: labelled("kustomize.toolkit.fluxcd.io/name"),
-		Conditions:     []string{"not-flux-controller-lease-or-event"},
-	}, {
-		Name: "fluxguard-helm.steward.dev", Path: "/validate/fluxguard/helm",
-		Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
-		ObjectSelector: labelled("helm.toolkit.fluxcd.io/name"),
-		Conditions:     []string{"not-flux-controller-lease-or-event"},
-	}, {
-		Name: "fluxguard-helm-serviceaccounts.steward.dev", Path: "/validate/fluxguard/helm-serviceaccounts",
-		Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
-		ObjectSelector: labelled("helm.toolkit.fluxcd.io/name"),
-		Conditions:     []string{"not-flux-controller-lease-or-event"},
-	}, {
-		// What source-watcher's ArtifactGenerators generate carries their
-		// UID in a label of its own.
-		Name: "fluxguard-generator.steward.dev", Path: "/validate/fluxguard/generator",
-		Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
-		ObjectSelector: labelled("source.extensions.fluxcd.io/generator"),
-		Conditions:     []string{"not-flux-controller-lease-or-event"},
-	}, {
-		Name: "fluxguard-generator-serviceaccounts.steward.dev", Path: "/validate/fluxguard/generator-serviceaccounts",
-		Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
-		ObjectSelector: labelled("source.extensions.fluxcd.io/generator"),
-		Conditions:     []string{"not-flux-controller-lease-or-event"},
-	}, {
+	want := []gitopstest.Registration{
+		{
+			Name: "fluxguard.steward.dev", Path: "/validate/fluxguard",
+			Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
+			ObjectSelector: labelled("kustomize.toolkit.fluxcd.io/name"),
+			Conditions:     []string{"not-flux-controller-lease-or-event"},
+		},
+		{
+			Name: "fluxguard-serviceaccounts.steward.dev", Path: "/validate/fluxguard/serviceaccounts",
+			Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
+			ObjectSelector: labelled("kustomize.toolkit.fluxcd.io/name"),
+			Conditions:     []string{"not-flux-controller-lease-or-event"},
+		},
+		{
+			Name: "fluxguard-helm.steward.dev", Path: "/validate/fluxguard/helm",
+			Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
+			ObjectSelector: labelled("helm.toolkit.fluxcd.io/name"),
+			Conditions:     []string{"not-flux-controller-lease-or-event"},
+		},
+		{
+			Name: "fluxguard-helm-serviceaccounts.steward.dev", Path: "/validate/fluxguard/helm-serviceaccounts",
+			Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
+			ObjectSelector: labelled("helm.toolkit.fluxcd.io/name"),
+			Conditions:     []string{"not-flux-controller-lease-or-event"},
+		},
+		{
+			// What source-watcher's ArtifactGenerators generate carries their
+			// UID in a label of its own.
+			Name: "fluxguard-generator.steward.dev", Path: "/validate/fluxguard/generator",
+			Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
+			ObjectSelector: labelled("source.extensions.fluxcd.io/generator"),
+			Conditions:     []string{"not-flux-controller-lease-or-event"},
+		},
+		{
+			Name: "fluxguard-generator-serviceaccounts.steward.dev", Path: "/validate/fluxguard/generator-serviceaccounts",
+			Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
+			ObjectSelector: labelled("source.extensions.fluxcd.io/generator"),
+			Conditions:     []string{"not-flux-controller-lease-or-event"},
+		},
 		// A Scale has no labels to select on, so this webhook sees every
 		// scale request, the HorizontalPodAutoscaler's included: it fails
 		// open.
-		Name: "fluxguard-scale.steward.dev", Path: "/validate/fluxguard/scale",
-		Rules:         gitopstest.ScaleRules(),
-		FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 2,
-		Conditions: []string{"not-flux-agent-autoscaler-or-kubernetes-controller"},
-	}, {
-		// Flux's records of what it applied, the owners' inventories, are
-		// written by Flux alone.
-		Name: "fluxguard-records.steward.dev", Path: "/validate/fluxguard/records",
-		Rules: []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"kustomize.toolkit.fluxcd.io"}, APIVersions: []string{"*"}, Resources: []string{"kustomizations/status"}, Scope: &namespaced},
-		}, {
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"helm.toolkit.fluxcd.io"}, APIVersions: []string{"*"}, Resources: []string{"helmreleases/status"}, Scope: &namespaced},
-		}, {
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"source.extensions.fluxcd.io"}, APIVersions: []string{"*"}, Resources: []string{"artifactgenerators/status"}, Scope: &namespaced},
-		}},
-		FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
-		Conditions: []string{"not-the-tool-or-kubernetes-controller"},
-	}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Spec().Webhooks: -want, +got:\n%s", diff)
+		gitopstest.ScaleRegistration("fluxguard-scale.steward.dev", "/validate/fluxguard/scale", "not-flux-agent-autoscaler-or-kubernetes-controller"),
+		{
+			// Flux's records of what it applied, the owners' inventories, are
+			// written by Flux alone.
+			Name: "fluxguard-records.steward.dev", Path: "/validate/fluxguard/records",
+			Rules: []admissionregistrationv1.RuleWithOperations{
+				gitopstest.UpdateRule("kustomize.toolkit.fluxcd.io", "kustomizations/status"),
+				gitopstest.UpdateRule("helm.toolkit.fluxcd.io", "helmreleases/status"),
+				gitopstest.UpdateRule("source.extensions.fluxcd.io", "artifactgenerators/status"),
+			},
+			FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
+			Conditions: []string{"not-the-tool-or-kubernetes-controller"},
+		},
 	}
-	if spec.Name != Name || spec.Type != rule.Validating {
-		t.Errorf("Spec() = %s/%s, want %s/%s", spec.Name, spec.Type, Name, rule.Validating)
-	}
+	gitopstest.CheckSpec(t, spec, Name, want)
 }
 
 func TestPolicyRules(t *testing.T) {
@@ -104,10 +96,8 @@ func TestPolicyRules(t *testing.T) {
 		{APIGroups: []string{"kustomize.toolkit.fluxcd.io"}, Resources: []string{"kustomizations"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"helm.toolkit.fluxcd.io"}, Resources: []string{"helmreleases"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"source.extensions.fluxcd.io"}, Resources: []string{"artifactgenerators"}, Verbs: []string{"list", "watch"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"list"}},
 	}
+	want = append(want, gitopstest.AuditRules()...)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Spec().RBAC: want list and watch (the owners' cache) on Kustomizations, HelmReleases and ArtifactGenerators, get (a scale request's check of who declares the replicas) and list (the drift audit) on the scalable workloads, and list of the autoscalers (the fight check's), nothing more; -want, +got:\n%s", diff)
 	}

@@ -3,7 +3,9 @@ package gitopstest
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stewardhq/steward/webhooks/rule"
@@ -73,4 +75,48 @@ func Registrations(t testing.TB, spec rule.Spec) []Registration {
 // Labelled is an objectSelector that requires the label key.
 func Labelled(key string) *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpExists}}}
+}
+
+// CheckSpec fails t unless spec registers the validating rule name with
+// the webhooks want.
+func CheckSpec(t testing.TB, spec rule.Spec, name string, want []Registration) {
+	t.Helper()
+	if diff := cmp.Diff(want, Registrations(t, spec)); diff != "" {
+		t.Errorf("Spec().Webhooks: -want, +got:\n%s", diff)
+	}
+	if spec.Name != name || spec.Type != rule.Validating {
+		t.Errorf("Spec() = %s/%s, want %s/%s", spec.Name, spec.Type, name, rule.Validating)
+	}
+}
+
+// AuditRules are what every guard's audit is granted, written out as the
+// guards' RBAC tests expect them: get (a scale's check of who declares
+// the replicas) and list (the audit's) on the workloads, and list of the
+// autoscalers (the fight check's).
+func AuditRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"list"}},
+	}
+}
+
+// ScaleRegistration is a guard's scale webhook, named name at path, with
+// its one condition: it fails open, every guard's the same way.
+func ScaleRegistration(name, path, condition string) Registration {
+	return Registration{
+		Name: name, Path: path, Rules: ScaleRules(),
+		FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 2,
+		Conditions: []string{condition},
+	}
+}
+
+// UpdateRule is a rule of a guard's record webhook: updates of a
+// namespaced resource of group, at any version.
+func UpdateRule(group, resource string) admissionregistrationv1.RuleWithOperations {
+	namespaced := admissionregistrationv1.NamespacedScope
+	return admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{"UPDATE"},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}, Scope: &namespaced},
+	}
 }
