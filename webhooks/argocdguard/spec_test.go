@@ -37,16 +37,11 @@ func TestSpecRegistration(t *testing.T) {
 			Conditions: []string{"tracked-not-argocd-controller-lease-or-event"},
 		},
 		gitopstest.ScaleRegistration("argocdguard-scale.steward.dev", "/validate/argocdguard/scale", "not-argocd-agent-autoscaler-or-kubernetes-controller"),
-		{
-			// Applications' status.resources, which the guard reads, written
-			// with the object (Applications have no status subresource).
-			Name: "argocdguard-records.steward.dev", Path: "/validate/argocdguard/records",
-			Rules: []admissionregistrationv1.RuleWithOperations{
-				gitopstest.UpdateRule("argoproj.io", "applications"),
-			},
-			FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
-			Conditions: []string{"not-the-tool-or-kubernetes-controller"},
-		},
+		// Applications' status.resources, which the guard reads, written
+		// with the object (Applications have no status subresource).
+		gitopstest.RecordRegistration("argocdguard-records.steward.dev", "/validate/argocdguard/records",
+			gitopstest.UpdateRule("argoproj.io", "applications"),
+		),
 	}
 	gitopstest.CheckSpec(t, spec, Name, want)
 }

@@ -74,18 +74,13 @@ func TestSpecRegistration(t *testing.T) {
 		// scale request, the HorizontalPodAutoscaler's included: it fails
 		// open.
 		gitopstest.ScaleRegistration("fluxguard-scale.steward.dev", "/validate/fluxguard/scale", "not-flux-agent-autoscaler-or-kubernetes-controller"),
-		{
-			// Flux's records of what it applied, the owners' inventories, are
-			// written by Flux alone.
-			Name: "fluxguard-records.steward.dev", Path: "/validate/fluxguard/records",
-			Rules: []admissionregistrationv1.RuleWithOperations{
-				gitopstest.UpdateRule("kustomize.toolkit.fluxcd.io", "kustomizations/status"),
-				gitopstest.UpdateRule("helm.toolkit.fluxcd.io", "helmreleases/status"),
-				gitopstest.UpdateRule("source.extensions.fluxcd.io", "artifactgenerators/status"),
-			},
-			FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
-			Conditions: []string{"not-the-tool-or-kubernetes-controller"},
-		},
+		// Flux's records of what it applied, the owners' inventories, are
+		// written by Flux alone.
+		gitopstest.RecordRegistration("fluxguard-records.steward.dev", "/validate/fluxguard/records",
+			gitopstest.UpdateRule("kustomize.toolkit.fluxcd.io", "kustomizations/status"),
+			gitopstest.UpdateRule("helm.toolkit.fluxcd.io", "helmreleases/status"),
+			gitopstest.UpdateRule("source.extensions.fluxcd.io", "artifactgenerators/status"),
+		),
 	}
 	gitopstest.CheckSpec(t, spec, Name, want)
 }

@@ -120,3 +120,25 @@ func UpdateRule(group, resource string) admissionregistrationv1.RuleWithOperatio
 		Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}, Scope: &namespaced},
 	}
 }
+
+// RecordRegistration is a guard's record webhook, named name at path, for
+// the updates of rules (UpdateRule): it fails closed, every guard's the
+// same way.
+func RecordRegistration(name, path string, rules ...admissionregistrationv1.RuleWithOperations) Registration {
+	return Registration{
+		Name: name, Path: path, Rules: rules,
+		FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
+		Conditions: []string{"not-the-tool-or-kubernetes-controller"},
+	}
+}
+
+// Scale is an autoscaling/v1 Scale of a workload in namespace as the API
+// server sends it, with the replicas asked for.
+func Scale(namespace, name string, replicas int) map[string]any {
+	return map[string]any{
+		"apiVersion": "autoscaling/v1", "kind": "Scale",
+		"metadata": map[string]any{"name": name, "namespace": namespace, "resourceVersion": "48213"},
+		"spec":     map[string]any{"replicas": replicas},
+		"status":   map[string]any{"replicas": 3, "selector": "app.kubernetes.io/name=" + name},
+	}
+}
