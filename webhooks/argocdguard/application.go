@@ -1,7 +1,6 @@
 package argocdguard
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"unique"
@@ -63,17 +62,8 @@ func (a *application) DeepCopyObject() runtime.Object {
 	return &out
 }
 
-// keepApplication is the informer's transform. It accepts its own
-// output, as informers require.
-func keepApplication(obj any) (any, error) {
-	switch o := obj.(type) {
-	case *application:
-		return o, nil
-	case *unstructured.Unstructured:
-		return applicationOf(o), nil
-	}
-	return nil, fmt.Errorf("argocdguard cache: unexpected object type %T", obj)
-}
+// keepApplication is the informer's transform.
+var keepApplication = gitops.Keep(Name, applicationOf)
 
 // KeepApplication is the Applications' informer transform
 // (keepApplication): it trims an Application, as the API server sends
@@ -113,14 +103,7 @@ func applicationOf(u *unstructured.Unstructured) *application {
 		kind, _ := m["kind"].(string)
 		d.name, _ = m["name"].(string)
 		d.namespace, _ = m["namespace"].(string)
-		pointers, _ := m["jsonPointers"].([]any)
-		for _, p := range pointers {
-			if s, ok := p.(string); ok {
-				if ptr, err := object.ParsePointer(s); err == nil && len(ptr) > 0 {
-					d.paths = append(d.paths, ptr)
-				}
-			}
-		}
+		d.paths = gitops.IgnorePaths(m["jsonPointers"])
 		if len(d.paths) > 0 {
 			d.group, d.kind = newPattern(group), newPattern(kind)
 			a.ignore = append(a.ignore, d)

@@ -2,7 +2,6 @@ package argocdguard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,14 +36,7 @@ var applicationKind = schema.GroupKind{Group: applications.Group, Kind: "Applica
 // ignoreDifferences (JSON pointers) and the configured ignoredFields are
 // left out.
 func (r *Rule) Audit(ctx context.Context, api client.Reader) ([]rule.Finding, error) {
-	if _, ok := r.resolver.apps.(gitops.NoOwners); ok {
-		return nil, errors.New("the Applications' cache is not set up")
-	}
-	lists, err := r.resolver.auditLists()
-	if err != nil {
-		return nil, err
-	}
-	return r.guard.AuditListed(ctx, api, lists, func(ref gitops.Ref, o *metav1.PartialObjectMetadata) ([]gitops.Owner, error) {
+	return r.guard.AuditCached(ctx, api, &r.resolver.Caches, "the Applications'", r.resolver.auditLists, func(ref gitops.Ref, o *metav1.PartialObjectMetadata) ([]gitops.Owner, error) {
 		if len(o.Annotations) == 0 && r.resolver.trackingLabel == "" {
 			return nil, nil // most objects of a kind: not Argo CD's
 		}
@@ -55,7 +47,7 @@ func (r *Rule) Audit(ctx context.Context, api client.Reader) ([]rule.Finding, er
 // auditLists are the lists the audit makes: each kind an Application's
 // status.resources holds that argocdguard may list.
 func (r resolver) auditLists() ([]gitops.KindList, error) {
-	objs, err := r.apps.List(applications)
+	objs, err := r.Cache.List(applications)
 	if err != nil {
 		return nil, fmt.Errorf("listing Argo CD Applications: %w", err)
 	}
@@ -65,13 +57,7 @@ func (r resolver) auditLists() ([]gitops.KindList, error) {
 			kinds = append(kinds, a.kinds...)
 		}
 	}
-	var out []gitops.KindList
-	for _, gvk := range gitops.DistinctKinds(kinds) {
-		if gitops.Audited(gvk.GroupKind(), applicationKind) {
-			out = append(out, gitops.KindList{GroupVersionKind: gvk})
-		}
-	}
-	return out, nil
+	return gitops.KindLists(kinds, "", applicationKind), nil
 }
 
 // listing returns the owner of an object the audit listed, as Owners
@@ -83,14 +69,9 @@ func (r resolver) listing(ref gitops.Ref, v *object.View) ([]gitops.Owner, error
 	if instance == "" {
 		return nil, nil
 	}
-	ns, name := r.application(instance)
-	obj, found, err := r.apps.Lookup(applications, ns, name)
-	if err != nil {
-		return nil, fmt.Errorf("looking up Argo CD Application %s/%s: %w", ns, name, err)
-	}
-	a, ok := obj.(*application)
-	if !found || !ok || !a.resources.Lists(ref) {
-		return nil, nil
+	a, _, _, err := r.lookup(instance)
+	if err != nil || a == nil || !a.resources.Lists(ref) {
+		return nil, err
 	}
 	return []gitops.Owner{r.ownerFor(a, ref)}, nil
 }

@@ -2,13 +2,9 @@ package argocdguard
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,19 +18,12 @@ import (
 
 // applied is when Argo CD last synced the tests' objects; edited is an
 // hour later.
-var (
-	applied = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	edited  = applied.Add(time.Hour)
-)
+var applied, edited = gitopstest.Applied, gitopstest.Edited
 
 var (
-	deployments  = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-	statefulSets = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
-	configMaps   = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
-	apps         = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
-
-	imageField    = []string{"f:spec", "f:template", "f:spec", "f:containers", `k:{"name":"web"}`, "f:image"}
-	replicasField = []string{"f:spec", "f:replicas"}
+	deployments, statefulSets, configMaps = gitopstest.Deployments, gitopstest.StatefulSets, gitopstest.ConfigMaps
+	apps                                  = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
+	imageField, replicasField             = gitopstest.ImageField, gitopstest.ReplicasField
 )
 
 // appCache is a gitops.OwnerCache over Applications built as the
@@ -155,7 +144,7 @@ func TestAudit(t *testing.T) {
 		},
 		"IgnoredFieldsAreNoDrift": {
 			reason: "With /spec/replicas configured as ignored for Deployments, a scale is no drift.",
-			config: Config{IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}},
+			config: Config{Settings: gitops.Settings{IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}}},
 			apps:   []*unstructured.Unstructured{app("web", nil, resource(deployments, "web", false))},
 			objects: []*metav1.PartialObjectMetadata{tracked(deployments, "web", idOf("web", deployments, "web"), synced,
 				gitopstest.Entry("kubectl", edited, replicasField))},
@@ -264,26 +253,9 @@ func TestAudit(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			r := gitopstest.NewReader(tc.objects...)
-			if tc.reader != nil {
-				tc.reader(r)
-			}
+			r := gitopstest.ReaderWith(tc.reader, tc.objects...)
 			got, err := New(tc.config, "").WithApplications(cacheOf(t, tc.apps...)).Audit(context.Background(), r)
-			if err != nil {
-				t.Fatalf("%s\nAudit(...): %v", tc.reason, err)
-			}
-			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(rule.Finding{}, "Message")); diff != "" {
-				t.Errorf("%s\nAudit(...) (-want +got):\n%s", tc.reason, diff)
-			}
-			if tc.wantLists != nil {
-				var lists []string
-				for _, req := range r.Requests() {
-					lists = append(lists, req[:strings.Index(req, " limit=")])
-				}
-				if diff := cmp.Diff(tc.wantLists, lists, cmpopts.EquateEmpty()); diff != "" {
-					t.Errorf("%s\nlist requests (-want +got):\n%s", tc.reason, diff)
-				}
-			}
+			gitopstest.CheckAudit(t, tc.reason, r, got, err, tc.want, tc.wantLists)
 		})
 	}
 }
@@ -291,15 +263,10 @@ func TestAudit(t *testing.T) {
 func TestAuditMessage(t *testing.T) {
 	r := gitopstest.NewReader(tracked(deployments, "web", idOf("web", deployments, "web"), synced, gitopstest.Entry("kubectl-edit", edited, imageField)))
 	got, err := New(Config{}, "").WithApplications(cacheOf(t, app("web", nil, resource(deployments, "web", false)))).Audit(context.Background(), r)
-	if err != nil || len(got) != 1 {
-		t.Fatalf("Audit(...) = %v, %v; want one finding", got, err)
-	}
 	want := "argocdguard: Deployment apps/web is managed by Argo CD Application argocd/web (repo https://git.example.org/apps.git, path web, target main, revision 1a2b3c4); it is reverted at Argo CD's next self-heal (self-heal is on). " +
 		"Changed since Argo CD last applied it, by kubectl-edit: /spec/template/spec/containers/[name=web]/image. Change it in the Git repository instead; " +
 		"if the change is meant to stay, ignore the field in the Application's spec.ignoreDifferences and in argocdguard's ignoredFields."
-	if got[0].Message != want {
-		t.Errorf("message:\n got %s\nwant %s", got[0].Message, want)
-	}
+	gitopstest.CheckMessages(t, got, err, want)
 }
 
 func TestAuditFailsWhenItCannotAnswer(t *testing.T) {
@@ -312,18 +279,10 @@ func TestAuditFailsWhenItCannotAnswer(t *testing.T) {
 	if _, err := New(Config{}, "").WithApplications(apps).Audit(context.Background(), r); err == nil {
 		t.Error("Audit that could list no kind succeeded; it must fail so the previous findings stand")
 	}
-	if _, err := New(Config{}, "").WithApplications(unsynced{}).Audit(context.Background(), gitopstest.NewReader()); err == nil {
+	if _, err := New(Config{}, "").WithApplications(gitopstest.Unsynced{}).Audit(context.Background(), gitopstest.NewReader()); err == nil {
 		t.Error("Audit over an Applications' cache that cannot answer succeeded")
 	}
 }
-
-// unsynced is an Applications' cache whose informer has not synced.
-type unsynced struct{}
-
-func (unsynced) Lookup(schema.GroupResource, string, string) (any, bool, error) {
-	return nil, false, fmt.Errorf("not synced")
-}
-func (unsynced) List(schema.GroupResource) ([]any, error) { return nil, fmt.Errorf("not synced") }
 
 func TestApplicationKeepsTheResourcesKinds(t *testing.T) {
 	a := applicationOf(app("web", nil, resource(deployments, "web", false), resource(deployments, "api", false), resource(configMaps, "settings", true),

@@ -7,39 +7,19 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
 	"github.com/stewardhq/steward/webhooks/internal/ruletest"
-	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // Benchmarks of the handler on a realistic Deployment, against an
 // allow-all handler as the baseline, and of what the Applications' cache
 // keeps. Run with: go test -run '^$' -bench . -benchmem ./webhooks/argocdguard/
 
-func benchmark(b *testing.B, h rule.Rule, req admission.Request, allowed bool) {
-	b.Helper()
-	ruletest.BenchmarkVerdict(b, h, req, func(got admission.Response) error {
-		if got.Allowed != allowed {
-			return fmt.Errorf("Handle(...).Allowed = %v, want %v: %v", got.Allowed, allowed, got.Result)
-		}
-		return nil
-	})
-}
-
-// written appends the managedFields entry the API server records for a
-// write by manager at time t: the new object of an update differs from
-// the old in its metadata even when nothing guarded changed.
-func written(manager, t string, fields map[string]any) func(map[string]any) {
-	return func(o map[string]any) {
-		e := map[string]any{"manager": manager, "operation": "Update", "apiVersion": "apps/v1", "time": t, "fieldsType": "FieldsV1", "fieldsV1": fields}
-		md := at(o, "metadata")
-		mf, _ := md["managedFields"].([]any)
-		md["managedFields"] = append(mf, e)
-	}
-}
+// benchmark times h on req, which it allows or refuses as allowed says.
+var benchmark = gitopstest.Benchmark
 
 // benchImageChange is kubectl set image of the web Deployment as the API
 // server sends it: the new object has a new generation and kubectl's
@@ -49,7 +29,7 @@ func benchImageChange() *admissiontest.Request {
 		`k:{"name":"web"}`: map[string]any{"f:image": map[string]any{}}}}}}}
 	return admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment),
 		obj(webDeployment, container(0, "image", "ghcr.io/example/web:1.5.0"), set(4, "metadata", "generation"),
-			written("kubectl-set", "2026-01-12T10:00:00Z", imageField)))
+			gitopstest.Written("kubectl-set", "2026-01-12T10:00:00Z", "", imageField)))
 }
 
 // clientSide makes the stored Deployment one Argo CD's default
@@ -81,7 +61,7 @@ func benchClientSideImageChange() *admissiontest.Request {
 		`k:{"name":"web"}`: map[string]any{"f:image": map[string]any{}}}}}}}
 	return admissiontest.Update(deploymentsGVR, "Deployment", obj(webDeployment, clientSide),
 		obj(webDeployment, clientSide, container(0, "image", "ghcr.io/example/web:1.5.0"), set(4, "metadata", "generation"),
-			written("kubectl-set", "2026-01-12T10:00:00Z", imageField)))
+			gitopstest.Written("kubectl-set", "2026-01-12T10:00:00Z", "", imageField)))
 }
 
 func BenchmarkArgocdguardHumanImageChangeClientSide(b *testing.B) {

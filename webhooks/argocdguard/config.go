@@ -1,6 +1,8 @@
 package argocdguard
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -11,16 +13,9 @@ import (
 // Config is the argocdguard section of Steward's configuration file. It
 // has fleetguard's shape, with Argo CD's defaults.
 type Config struct {
-	// Mode is how denials take effect: enforce, warn or audit; or off.
-	Mode rule.Mode `json:"mode,omitempty"`
-	// AgentUsers are the identities Argo CD's application controller
-	// writes as. Their requests never reach Steward (the webhooks'
-	// matchConditions exclude them). Setting the list replaces the
-	// defaults.
-	AgentUsers []string `json:"agentUsers"`
-	// AgentGroups are groups whose members count as Argo CD. None by
-	// default.
-	AgentGroups []string `json:"agentGroups"`
+	// Settings are every GitOps guard's; settingsDocs says what they mean
+	// for Argo CD.
+	gitops.Settings
 	// ControlPlaneNamespace is the namespace Argo CD runs in: an
 	// Application there is named in tracking ids by its name alone, one
 	// elsewhere as "<namespace>_<name>".
@@ -41,9 +36,6 @@ type Config struct {
 	// (argocd.argoproj.io/compare-options, argocd.argoproj.io/sync-options)
 	// to a managed object in the cluster, each as a change of its own.
 	OptOutGroups []string `json:"optOutGroups,omitempty"`
-	// IgnoredFields are JSON pointers, per group and kind, that may be
-	// changed by hand, besides the Applications' ignoreDifferences.
-	IgnoredFields []gitops.IgnoredFields `json:"ignoredFields,omitempty"`
 	// InstallationID is the guarded Argo CD's installationID (argocd-cm),
 	// where several instances manage one cluster: a tracking id counts only
 	// on objects whose argocd.argoproj.io/installation-id is the same
@@ -56,12 +48,21 @@ type Config struct {
 	// destination (spec.destinationServiceAccounts, the first match) then
 	// writes that Application's objects, and only those.
 	SyncImpersonation bool `json:"syncImpersonation,omitempty"`
-	// UndeclaredFields is what a person's change of fields Git does not
-	// declare gets: refuse (the default), or mirror, which allows it, as
-	// Argo CD keeps it. Service accounts may always change fields Git does
-	// not declare.
-	UndeclaredFields gitops.Undeclared `json:"undeclaredFields,omitempty"`
 }
+
+// settingsDocs describe the settings Config embeds for Argo CD, as the
+// configuration's schema shows them.
+var settingsDocs = map[string]string{
+	"agentUsers": "AgentUsers are the identities Argo CD's application controller writes as. Their requests never reach Steward " +
+		"(the webhooks' matchConditions exclude them). Setting the list replaces the defaults.",
+	"agentGroups":   "AgentGroups are groups whose members count as Argo CD. None by default.",
+	"ignoredFields": "IgnoredFields are JSON pointers, per group and kind, that may be changed by hand, besides the Applications' ignoreDifferences.",
+	"undeclaredFields": "UndeclaredFields is what a person's change of fields Git does not declare gets: refuse (the default), " +
+		"or mirror, which allows it, as Argo CD keeps it. Service accounts may always change fields Git does not declare.",
+}
+
+// RefineSchema describes the embedded settings for Argo CD.
+func (Config) RefineSchema(s map[string]any) { gitops.Describe(s, settingsDocs) }
 
 // Argo CD's identities, as its install manifests create them in the argocd
 // namespace.
@@ -74,17 +75,9 @@ const defaultControlPlaneNamespace = "argocd"
 
 // Default fills unset settings.
 func (c *Config) Default() {
-	if c.Mode == "" {
-		c.Mode = rule.Enforce
-	}
-	if c.AgentUsers == nil {
-		c.AgentUsers = append([]string(nil), defaultAgentUsers...)
-	}
-	if c.AgentGroups == nil {
-		c.AgentGroups = []string{}
-	}
+	c.DefaultTo(defaultAgentUsers, []string{})
 	if c.ServerUsers == nil {
-		c.ServerUsers = append([]string(nil), defaultServerUsers...)
+		c.ServerUsers = slices.Clone(defaultServerUsers)
 	}
 	if c.ControlPlaneNamespace == "" {
 		c.ControlPlaneNamespace = defaultControlPlaneNamespace
@@ -93,29 +86,19 @@ func (c *Config) Default() {
 
 // Validate reports every invalid setting by its field path.
 func (c *Config) Validate(p *field.Path) field.ErrorList {
-	errs := c.Mode.Validate(p.Child("mode"))
-	errs = append(errs, gitops.ValidateNames(p.Child("agentUsers"), c.AgentUsers, "a user name")...)
-	errs = append(errs, gitops.ValidateNames(p.Child("agentGroups"), c.AgentGroups, "a group name")...)
+	errs := c.ValidateAgent(p)
 	errs = append(errs, gitops.ValidateNames(p.Child("serverUsers"), c.ServerUsers, "a user name")...)
 	errs = append(errs, gitops.ValidateNames(p.Child("optOutGroups"), c.OptOutGroups, "a group name")...)
-	if ns := c.ControlPlaneNamespace; ns != "" {
-		for _, msg := range validation.IsDNS1123Label(ns) {
-			errs = append(errs, field.Invalid(p.Child("controlPlaneNamespace"), ns, "a namespace name: "+msg))
-		}
-	}
-	if l := c.TrackingLabel; l != "" {
-		for _, msg := range validation.IsQualifiedName(l) {
-			errs = append(errs, field.Invalid(p.Child("trackingLabel"), l, "a label key: "+msg))
-		}
-	}
-	errs = append(errs, c.UndeclaredFields.Validate(p.Child("undeclaredFields"))...)
-	return append(errs, gitops.ValidateIgnored(p.Child("ignoredFields"), c.IgnoredFields)...)
+	errs = append(errs, gitops.ValidateName(p.Child("controlPlaneNamespace"), c.ControlPlaneNamespace, validation.IsDNS1123Label, "a namespace name")...)
+	errs = append(errs, gitops.ValidateName(p.Child("trackingLabel"), c.TrackingLabel, validation.IsQualifiedName, "a label key")...)
+	errs = append(errs, c.ValidateUndeclared(p)...)
+	return append(errs, c.ValidateIgnored(p)...)
 }
 
-// RuleMode is the configured mode (rule.Settings).
-func (c *Config) RuleMode() rule.Mode { return c.Mode }
-
-var _ rule.Settings = (*Config)(nil)
+var (
+	_ rule.Settings      = (*Config)(nil)
+	_ rule.SchemaRefiner = Config{}
+)
 
 // writers are the identities excluded as Argo CD's own.
 func (c *Config) writers() rule.Identities {

@@ -14,26 +14,47 @@ func TestConfig(t *testing.T) {
 	ruletest.TestConfig(t, Name, map[string]ruletest.ConfigCase[Config]{
 		"EmptyConfigGetsArgoCDsDefaults": {
 			Reason: "An unconfigured rule enforces, trusts the application controller, knows argocd-server, and looks Applications up in argocd.",
-			Want: Config{Mode: rule.Enforce, AgentUsers: []string{argoController}, AgentGroups: []string{},
-				ServerUsers: []string{argoServer}, ControlPlaneNamespace: "argocd"},
+			Want: Config{
+				Settings:              gitops.Settings{Mode: rule.Enforce, AgentUsers: []string{argoController}, AgentGroups: []string{}},
+				ServerUsers:           []string{argoServer},
+				ControlPlaneNamespace: "argocd",
+			},
 		},
 		"GivenSettingsReplaceTheDefaults": {
 			Reason: "Lists that are set, even empty, are kept as they are; an Argo CD installed elsewhere is named by the operator.",
-			Config: Config{Mode: rule.Warn, AgentUsers: []string{"system:serviceaccount:gitops:argocd-application-controller"}, AgentGroups: []string{"argocd-controllers"},
-				ServerUsers: []string{}, ControlPlaneNamespace: "gitops", UIEditsAreGitOps: true, TrackingLabel: "app.kubernetes.io/instance",
-				OptOutGroups: []string{"platform-admins"}, IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}},
-			Want: Config{Mode: rule.Warn, AgentUsers: []string{"system:serviceaccount:gitops:argocd-application-controller"}, AgentGroups: []string{"argocd-controllers"},
-				ServerUsers: []string{}, ControlPlaneNamespace: "gitops", UIEditsAreGitOps: true, TrackingLabel: "app.kubernetes.io/instance",
-				OptOutGroups: []string{"platform-admins"}, IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}},
+			Config: Config{
+				Settings:              gitops.Settings{Mode: rule.Warn, AgentUsers: []string{"system:serviceaccount:gitops:argocd-application-controller"}, AgentGroups: []string{"argocd-controllers"}, IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}},
+				ServerUsers:           []string{},
+				ControlPlaneNamespace: "gitops",
+				UIEditsAreGitOps:      true,
+				TrackingLabel:         "app.kubernetes.io/instance",
+				OptOutGroups:          []string{"platform-admins"},
+			},
+			Want: Config{
+				Settings:              gitops.Settings{Mode: rule.Warn, AgentUsers: []string{"system:serviceaccount:gitops:argocd-application-controller"}, AgentGroups: []string{"argocd-controllers"}, IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}},
+				ServerUsers:           []string{},
+				ControlPlaneNamespace: "gitops",
+				UIEditsAreGitOps:      true,
+				TrackingLabel:         "app.kubernetes.io/instance",
+				OptOutGroups:          []string{"platform-admins"},
+			},
 		},
 		"BadEntriesAreNamedByPath": {
 			Reason: "A typo must stop start-up with the field that holds it.",
-			Config: Config{Mode: "block", AgentUsers: []string{"a", ""}, AgentGroups: []string{""}, ServerUsers: []string{""}, OptOutGroups: []string{"ok", ""},
-				ControlPlaneNamespace: "Argo_CD", TrackingLabel: "app.kubernetes.io/instance name",
-				IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Paths: []string{"/spec/replicas", "spec", ""}}}},
-			Want: Config{Mode: "block", AgentUsers: []string{"a", ""}, AgentGroups: []string{""}, ServerUsers: []string{""}, OptOutGroups: []string{"ok", ""},
-				ControlPlaneNamespace: "Argo_CD", TrackingLabel: "app.kubernetes.io/instance name",
-				IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Paths: []string{"/spec/replicas", "spec", ""}}}},
+			Config: Config{
+				Settings:              gitops.Settings{Mode: "block", AgentUsers: []string{"a", ""}, AgentGroups: []string{""}, IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Paths: []string{"/spec/replicas", "spec", ""}}}},
+				ServerUsers:           []string{""},
+				OptOutGroups:          []string{"ok", ""},
+				ControlPlaneNamespace: "Argo_CD",
+				TrackingLabel:         "app.kubernetes.io/instance name",
+			},
+			Want: Config{
+				Settings:              gitops.Settings{Mode: "block", AgentUsers: []string{"a", ""}, AgentGroups: []string{""}, IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Paths: []string{"/spec/replicas", "spec", ""}}}},
+				ServerUsers:           []string{""},
+				OptOutGroups:          []string{"ok", ""},
+				ControlPlaneNamespace: "Argo_CD",
+				TrackingLabel:         "app.kubernetes.io/instance name",
+			},
 			WantErrs: []string{
 				`rules.argocdguard.mode: Unsupported value: "block": supported values: "enforce", "warn", "audit", "off"`,
 				`rules.argocdguard.agentUsers[1]: Required value: a user name`,
@@ -72,8 +93,11 @@ func TestWriters(t *testing.T) {
 		},
 		"ConfiguredIdentities": {
 			reason: "Configured users and groups are the writers, with configured server users when trusted.",
-			in: Config{AgentUsers: []string{"controller"}, AgentGroups: []string{"argocd"},
-				ServerUsers: []string{"server-a", "server-b"}, UIEditsAreGitOps: true},
+			in: Config{
+				Settings:         gitops.Settings{AgentUsers: []string{"controller"}, AgentGroups: []string{"argocd"}},
+				ServerUsers:      []string{"server-a", "server-b"},
+				UIEditsAreGitOps: true,
+			},
 			want: rule.Identities{Users: []string{"controller", "server-a", "server-b"}, Groups: []string{"argocd"}},
 		},
 	}
@@ -93,7 +117,7 @@ func TestWriters(t *testing.T) {
 func TestWritersLeaveTheConfiguredListAlone(t *testing.T) {
 	agents := make([]string, 1, 4)
 	agents[0] = "controller"
-	c := Config{AgentUsers: agents, UIEditsAreGitOps: true}
+	c := Config{Settings: gitops.Settings{AgentUsers: agents}, UIEditsAreGitOps: true}
 	c.Default()
 	if got := c.writers().Users; !cmp.Equal(got, []string{"controller", argoServer}) {
 		t.Errorf("writers().Users = %q", got)

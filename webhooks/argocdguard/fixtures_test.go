@@ -10,6 +10,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
 )
 
 // The fixture edits every rule's tests share.
@@ -286,12 +287,8 @@ func (f *fakeApps) List(gr schema.GroupResource) ([]any, error) {
 	return slices.Clone(f.list), nil
 }
 
-// scaleObject is an autoscaling/v1 Scale as the API server sends it.
+// scaleObject is an autoscaling/v1 Scale of a workload in default as the
+// API server sends it.
 func scaleObject(name string, replicas int) map[string]any {
-	return map[string]any{
-		"apiVersion": "autoscaling/v1", "kind": "Scale",
-		"metadata": map[string]any{"name": name, "namespace": "default", "resourceVersion": "48213"},
-		"spec":     map[string]any{"replicas": replicas},
-		"status":   map[string]any{"replicas": 3, "selector": "app.kubernetes.io/name=" + name},
-	}
+	return gitopstest.Scale("default", name, replicas)
 }

@@ -1,7 +1,6 @@
 package argocdguard
 
 import (
-	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -9,8 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/stewardhq/steward/webhooks/admissiontest"
-	"github.com/stewardhq/steward/webhooks/rule"
+	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
 )
 
 // FuzzParseTrackingID holds the parser to Argo CD's format: it never
@@ -78,28 +76,17 @@ func FuzzHandle(f *testing.F) {
 	for _, s := range handleSeeds {
 		f.Add(s, webDeployment, uint8(0))
 		f.Add(webDeployment, s, uint8(1))
-		f.Add(s, s, uint8(3))
+		f.Add(s, s, gitopstest.FuzzScale)
 	}
 	r := newRule(Config{TrackingLabel: "app.kubernetes.io/instance", OptOutGroups: []string{"platform-admins"}},
 		obj(guestbookApp, ignoring(map[string]any{"group": "apps", "kind": "Deployment", "jsonPointers": []any{"/spec/replicas"}})))
 	f.Fuzz(func(t *testing.T, oldObj, newObj string, op uint8) {
-		var req *admissiontest.Request
-		switch op % 5 {
-		case 0:
-			req = admissiontest.Create(deploymentsGVR, "Deployment", []byte(newObj))
-		case 1:
-			req = admissiontest.Update(deploymentsGVR, "Deployment", []byte(oldObj), []byte(newObj))
-		case 2:
-			req = admissiontest.Delete(deploymentsGVR, "Deployment", []byte(oldObj))
-		case 3:
-			req = admissiontest.Update(deploymentsGVR, "Scale", []byte(oldObj), []byte(newObj)).SubResource("scale")
-		case 4:
-			req = admissiontest.Update(deploymentsGVR, "Deployment", []byte(oldObj), []byte(newObj)).SubResource("status").User("jane", "platform-admins")
+		req := gitopstest.FuzzRequest(op, oldObj, newObj)
+		if op%gitopstest.FuzzOps == gitopstest.FuzzStatus {
+			// A member of the opt-out group, whose opt-outs are judged.
+			req.User("jane", "platform-admins")
 		}
-		resp := r.Handle(context.Background(), rule.NewRequest(req.Build()))
-		if resp.Result == nil {
-			t.Fatal("response without a result")
-		}
+		gitopstest.CheckAnswers(t, r, req)
 	})
 }
 

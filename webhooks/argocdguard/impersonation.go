@@ -1,13 +1,14 @@
 package argocdguard
 
 import (
-	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 )
 
 // Argo CD's sync impersonation (application.sync.impersonation.enabled in
@@ -20,6 +21,9 @@ import (
 // same identity, and neither is refused.
 
 var appProjects = schema.GroupResource{Group: "argoproj.io", Resource: "appprojects"}
+
+// keepProject is the AppProjects' informer transform.
+var keepProject = gitops.Keep(Name, projectOf)
 
 // project is what the cache keeps of an AppProject: its destinations'
 // service accounts, in order.
@@ -43,28 +47,20 @@ func (p *project) DeepCopyObject() runtime.Object {
 	return &out
 }
 
-// keepProject is the AppProjects' informer transform. It accepts its own
-// output, as informers require.
-func keepProject(obj any) (any, error) {
-	switch o := obj.(type) {
-	case *project:
-		return o, nil
-	case *unstructured.Unstructured:
-		p := &project{}
-		p.Namespace, p.Name, p.ResourceVersion = o.GetNamespace(), o.GetName(), o.GetResourceVersion()
-		list, _, _ := unstructured.NestedSlice(o.Object, "spec", "destinationServiceAccounts")
-		for _, item := range list {
-			m, _ := item.(map[string]any)
-			server, _ := m["server"].(string)
-			namespace, _ := m["namespace"].(string)
-			account, _ := m["defaultServiceAccount"].(string)
-			if account != "" {
-				p.accounts = append(p.accounts, destinationAccount{server: newPattern(server), namespace: newPattern(namespace), account: account})
-			}
+func projectOf(o *unstructured.Unstructured) *project {
+	p := &project{}
+	p.Namespace, p.Name, p.ResourceVersion = o.GetNamespace(), o.GetName(), o.GetResourceVersion()
+	list, _, _ := unstructured.NestedSlice(o.Object, "spec", "destinationServiceAccounts")
+	for _, item := range list {
+		m, _ := item.(map[string]any)
+		server, _ := m["server"].(string)
+		namespace, _ := m["namespace"].(string)
+		account, _ := m["defaultServiceAccount"].(string)
+		if account != "" {
+			p.accounts = append(p.accounts, destinationAccount{server: newPattern(server), namespace: newPattern(namespace), account: account})
 		}
-		return p, nil
 	}
-	return nil, fmt.Errorf("argocdguard cache: unexpected object type %T", obj)
+	return p
 }
 
 // syncUser is the user a sync to server and namespace runs as: the first
@@ -86,12 +82,11 @@ func (p *project) syncUser(server, namespace string) string {
 // syncWriter is the impersonated user of the Application's syncs, when
 // the guard follows impersonation and the AppProject names one.
 func (r resolver) syncWriter(a *application) string {
-	if !r.impersonation || r.projects == nil {
+	if !r.impersonation {
 		return ""
 	}
-	obj, found, err := r.projects.Lookup(appProjects, a.Namespace, a.project)
-	p, ok := obj.(*project)
-	if err != nil || !found || !ok {
+	p, found, err := gitops.Lookup[*project](r.Cache, appProjects, a.Namespace, a.project)
+	if err != nil || !found {
 		return ""
 	}
 	return p.syncUser(a.destServer, a.destNamespace)

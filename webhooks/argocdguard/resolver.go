@@ -56,7 +56,9 @@ var optOutPaths = []object.Pointer{
 // object it sits on (Argo CD ignores a copied one), and the Application
 // it names must exist and not list the object for pruning.
 type resolver struct {
-	apps          gitops.OwnerCache
+	// Caches hold the Applications and AppProjects, and read a scaled
+	// workload's managedFields.
+	gitops.Caches
 	controlPlane  string
 	trackingLabel string
 	// markerKeys are the tracking annotation's and label's Claim.Keys.
@@ -64,17 +66,14 @@ type resolver struct {
 	// installationID is the guarded instance's installationID.
 	installationID string
 	// impersonation follows Argo CD's sync impersonation, reading the
-	// AppProjects in projects.
+	// AppProjects.
 	impersonation bool
-	projects      gitops.OwnerCache
-	// APIWorkloads reads a scaled workload's managedFields.
-	gitops.APIWorkloads
 }
 
 // newResolver builds the resolver of a configuration.
 func newResolver(c Config) *resolver {
 	return &resolver{
-		apps: gitops.NoOwners{}, controlPlane: c.ControlPlaneNamespace, trackingLabel: c.TrackingLabel,
+		Caches: gitops.NewCaches(), controlPlane: c.ControlPlaneNamespace, trackingLabel: c.TrackingLabel,
 		markerKeys:     []string{"annotation " + AnnotationTrackingID, "label " + c.TrackingLabel},
 		installationID: c.InstallationID,
 		impersonation:  c.SyncImpersonation,
@@ -184,13 +183,11 @@ func (r resolver) Owners(_ context.Context, ref gitops.Ref, v *object.View) ([]g
 	if instance == "" {
 		return nil, nil
 	}
-	ns, name := r.application(instance)
-	obj, found, err := r.apps.Lookup(applications, ns, name)
+	a, ns, name, err := r.lookup(instance)
 	if err != nil {
-		return nil, fmt.Errorf("looking up Argo CD Application %s/%s: %w", ns, name, err)
+		return nil, err
 	}
-	a, ok := obj.(*application)
-	if !found || !ok {
+	if a == nil {
 		what := "Argo CD Application " + ns + "/" + name
 		return []gitops.Owner{{Name: what, Why: "owner not found: " + what + " does not exist, so Argo CD does not manage the object"}}, nil
 	}
@@ -199,6 +196,20 @@ func (r resolver) Owners(_ context.Context, ref gitops.Ref, v *object.View) ([]g
 		o.Manages, o.Why = false, fmt.Sprintf("Argo CD Application %s/%s does not list the object in its status.resources: %s", a.Namespace, a.Name, unlisted)
 	}
 	return []gitops.Owner{o}, nil
+}
+
+// lookup finds the Application an instance name means in the cache; nil
+// when there is none.
+func (r resolver) lookup(instance string) (a *application, namespace, name string, err error) {
+	namespace, name = r.application(instance)
+	a, found, err := gitops.Lookup[*application](r.Cache, applications, namespace, name)
+	if err != nil {
+		return nil, namespace, name, fmt.Errorf("looking up Argo CD Application %s/%s: %w", namespace, name, err)
+	}
+	if !found {
+		return nil, namespace, name, nil
+	}
+	return a, namespace, name, nil
 }
 
 // ownerFor describes an Application's hold on the object ref names.
@@ -225,7 +236,7 @@ func (r resolver) ownerFor(a *application, ref gitops.Ref) gitops.Owner {
 // OwnersOf finds the Applications whose status lists an object, for a
 // scale request, whose Scale carries no annotations.
 func (r resolver) OwnersOf(_ context.Context, ref gitops.Ref) ([]gitops.Owner, error) {
-	objs, err := r.apps.List(applications)
+	objs, err := r.Cache.List(applications)
 	if err != nil {
 		return nil, fmt.Errorf("listing Argo CD Applications: %w", err)
 	}

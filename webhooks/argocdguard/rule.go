@@ -8,7 +8,6 @@ package argocdguard
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -28,19 +27,13 @@ const Name = "argocdguard"
 // Rule is the argocdguard admission handler.
 type Rule struct {
 	guard    *gitops.Guard
-	writers  rule.Identities
 	resolver *resolver
 	// people are the service accounts that write people's edits
 	// (argocd-server), unless uiEditsAreGitOps.
 	people []string
 }
 
-var (
-	_ rule.Rule                 = (*Rule)(nil)
-	_ clustercache.ManagerSetup = (*Rule)(nil)
-	_ rule.Inheritor            = (*Rule)(nil)
-	_ rule.MetricsCollector     = (*Rule)(nil)
-)
+var _ rule.Rule = (*Rule)(nil)
 
 // New builds the rule from its configuration and the global break-glass
 // group, which denial messages name. It touches no cluster: until
@@ -48,17 +41,14 @@ var (
 // cache, every Application is "not found".
 func New(c Config, breakGlassGroup string) *Rule {
 	c.Default()
-	r := &Rule{
-		writers:  c.writers(),
-		resolver: newResolver(c),
-	}
+	r := &Rule{resolver: newResolver(c)}
 	if !c.UIEditsAreGitOps {
 		// argocd-server writes people's UI edits.
 		r.people = c.ServerUsers
 	}
 	r.guard = gitops.New(gitops.Options{
 		Rule: Name, Tool: "Argo CD", AgentName: "Argo CD's application controller", Applier: "Argo CD",
-		Agent: r.writers, People: r.people, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup, Undeclared: c.UndeclaredFields, Markers: markers(c),
+		Settings: c.Settings, Agent: c.writers(), People: r.people, BreakGlassGroup: breakGlassGroup, Markers: markers(c),
 		OptOut:  gitops.OptOut{Paths: optOutPaths, Groups: c.OptOutGroups},
 		Records: records,
 	}, r.resolver)
@@ -73,7 +63,7 @@ func (r *Rule) Handle(ctx context.Context, req *rule.Request) admission.Response
 // WithApplications sets where Applications are looked up; tests and
 // offline use pass their own.
 func (r *Rule) WithApplications(c gitops.OwnerCache) *Rule {
-	r.resolver.apps, r.resolver.projects = c, c // AppProjects too
+	r.resolver.Cache = c // AppProjects too
 	return r
 }
 
@@ -86,33 +76,27 @@ func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache
 	// AppProjects are few and small; they are cached whether or not
 	// syncImpersonation is set, so that setting it takes effect on a
 	// configuration reload and the RBAC does not follow the setting.
-	set := cluster.Follow(Name, map[schema.GroupResource]clustercache.Spec{
+	return r.resolver.SetUp(mgr, cluster, Name, "applications", map[schema.GroupResource]clustercache.Spec{
 		applications: {Transform: keepApplication},
 		appProjects:  {Transform: keepProject},
 	})
-	r.resolver.apps, r.resolver.projects = set, set
-	r.resolver.Reader = mgr.GetAPIReader()
-	return mgr.AddReadyzCheck(Name+"-applications", set.Ready)
 }
+
+var _ clustercache.ManagerSetup = (*Rule)(nil)
 
 // Inherit makes r read Applications from the cache running was set up
 // with; everything else is r's own settings.
 func (r *Rule) Inherit(running rule.Rule) error {
-	old, ok := running.(*Rule)
-	if !ok {
-		return fmt.Errorf("argocdguard cannot take over from a %T", running)
-	}
-	r.resolver.apps, r.resolver.projects = old.resolver.apps, old.resolver.projects
-	r.resolver.APIWorkloads = old.resolver.APIWorkloads
-	return nil
+	return gitops.Inherit(Name, running, func(old *Rule) { r.resolver.Caches = old.resolver.Caches })
 }
+
+var _ rule.Inheritor = (*Rule)(nil)
 
 // Collector reports the Applications' informer as
 // steward_watched_kinds{rule="argocdguard",...}.
-func (r *Rule) Collector() prometheus.Collector {
-	set, _ := r.resolver.apps.(*clustercache.Set)
-	return set.Collector()
-}
+func (r *Rule) Collector() prometheus.Collector { return r.resolver.Collector() }
+
+var _ rule.MetricsCollector = (*Rule)(nil)
 
 // rbac is what the cache reads, Applications and AppProjects, and what the audit lists
 // besides them: the workloads (gitops.AuditRBAC), read-only. The audit

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strconv"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-
 	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -18,28 +16,20 @@ func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
 		Name:       Name,
 		Type:       rule.Validating,
-		Webhooks:   append(gitops.ByWriter(r.objectWebhook(), r.people...), gitops.ScaleWebhook(Name, "Argo CD", r.writers), gitops.RecordWebhook(Name, r.writers, records)),
+		Webhooks:   append(gitops.ByWriter(r.objectWebhook(), r.people...), gitops.ScaleWebhook(Name, "Argo CD", r.guard.Agent()), gitops.RecordWebhook(Name, r.guard.Agent(), records)),
 		RBAC:       rbac(),
-		ChartLists: []rule.ChartList{{Key: "agentUsers", OmitWhenEmpty: true}, {Key: "agentGroups", OmitWhenEmpty: true}, {Key: "serverUsers", OmitWhenEmpty: true}},
+		ChartLists: gitops.ChartLists("serverUsers"),
 		Monitoring: rule.Monitoring{Unsynced: "argocdguard cannot tell whether an object's Application exists, answers with an error, and the object webhook's failure policy (Fail) refuses the write"},
 	}
 }
 
 func (r *Rule) objectWebhook() rule.Webhook {
-	return rule.Webhook{
-		Name:          rule.WebhookName(Name, ""),
-		Path:          rule.Path(rule.Validating, Name, ""),
-		Rules:         gitops.ObjectRules(),
-		FailurePolicy: admissionregistrationv1.Fail,
-		FailurePolicyReason: "A guard that fails open is a silent bypass: while Steward is unreachable, hand edits of Argo CD-managed objects would go through unrecorded. " +
-			"The blast radius is small: matchConditions only send objects carrying Argo CD's tracking id, written by someone other than Argo CD's application controller, " +
+	return gitops.ObjectWebhook{
+		Rule: Name, Tool: "Argo CD",
+		Reach: "matchConditions only send objects carrying Argo CD's tracking id, written by someone other than Argo CD's application controller, " +
 			"the garbage collector, the namespace controller and the other Kubernetes controllers, so syncs and namespace deletion keep working during an outage.",
-		TimeoutSeconds: 3,
-		MatchConditions: []admissionregistrationv1.MatchCondition{{
-			Name:       "tracked-not-argocd-controller-lease-or-event",
-			Expression: gitops.AllOf(append([]string{r.tracked()}, append(gitops.IdentityClauses(r.writers), gitops.ExcludedResources, gitops.ExcludeStatusKeepingMetadata())...)...),
-		}},
-	}
+		Condition: "tracked-not-argocd-controller-lease-or-event", Agent: r.guard.Agent(), Select: []string{r.tracked()},
+	}.Webhook()
 }
 
 // tracked selects requests in which either object carries the tracking id

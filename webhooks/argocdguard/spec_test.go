@@ -8,102 +8,63 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/celtest"
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 func TestSpecRegistration(t *testing.T) {
 	spec := New(Config{}, "steward:break-glass").Spec()
-	type registration struct {
-		Name, Path     string
-		Rules          []admissionregistrationv1.RuleWithOperations
-		FailurePolicy  admissionregistrationv1.FailurePolicyType
-		TimeoutSeconds int32
-		ObjectSelector *metav1.LabelSelector
-		Conditions     []string
-	}
-	got := []registration{}
-	for _, wh := range spec.Webhooks {
-		var names []string
-		for _, c := range wh.MatchConditions {
-			names = append(names, c.Name)
-		}
-		got = append(got, registration{wh.Name, wh.Path, wh.Rules, wh.FailurePolicy, wh.TimeoutSeconds, wh.ObjectSelector, names})
-		if wh.FailurePolicyReason == "" {
-			t.Errorf("webhook %s states no reason for its failure policy", wh.Name)
-		}
-	}
-	namespaced := admissionregistrationv1.NamespacedScope
 	objectRules := gitopstest.ObjectRules()
-	want := []registration{{
-		Name: "argocdguard.steward.dev", Path: "/validate/argocdguard",
-		Rules: objectRules,
-		// An annotation selects the objects: no objectSelector, the
-		// matchCondition does.
-		FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
-		Conditions: []string{"tracked-not-argocd-controller-lease-or-event"},
-	}, {
-		// The same writes by service accounts, the cluster's machinery: an
-		// outage must not stop them.
-		Name: "argocdguard-serviceaccounts.steward.dev", Path: "/validate/argocdguard/serviceaccounts",
-		Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
-		Conditions: []string{"tracked-not-argocd-controller-lease-or-event"},
-	}, {
-		Name: "argocdguard-scale.steward.dev", Path: "/validate/argocdguard/scale",
-		Rules: []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"*"}, Resources: []string{"deployments/scale", "statefulsets/scale", "replicasets/scale"}, Scope: &namespaced},
-		}, {
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"replicationcontrollers/scale"}, Scope: &namespaced},
-		}},
-		FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 2,
-		Conditions: []string{"not-argocd-agent-autoscaler-or-kubernetes-controller"},
-	}, {
+	want := []gitopstest.Registration{
+		{
+			Name: "argocdguard.steward.dev", Path: "/validate/argocdguard",
+			Rules: objectRules,
+			// An annotation selects the objects: no objectSelector, the
+			// matchCondition does.
+			FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
+			Conditions: []string{"tracked-not-argocd-controller-lease-or-event"},
+		},
+		{
+			// The same writes by service accounts, the cluster's machinery: an
+			// outage must not stop them.
+			Name: "argocdguard-serviceaccounts.steward.dev", Path: "/validate/argocdguard/serviceaccounts",
+			Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
+			Conditions: []string{"tracked-not-argocd-controller-lease-or-event"},
+		},
+		gitopstest.ScaleRegistration("argocdguard-scale.steward.dev", "/validate/argocdguard/scale", "not-argocd-agent-autoscaler-or-kubernetes-controller"),
 		// Applications' status.resources, which the guard reads, written
 		// with the object (Applications have no status subresource).
-		Name: "argocdguard-records.steward.dev", Path: "/validate/argocdguard/records",
-		Rules: []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"argoproj.io"}, APIVersions: []string{"*"}, Resources: []string{"applications"}, Scope: &namespaced},
-		}},
-		FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
-		Conditions: []string{"not-the-tool-or-kubernetes-controller"},
-	}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Spec().Webhooks: -want, +got:\n%s", diff)
+		gitopstest.RecordRegistration("argocdguard-records.steward.dev", "/validate/argocdguard/records",
+			gitopstest.UpdateRule("argoproj.io", "applications"),
+		),
 	}
-	if spec.Name != Name || spec.Type != rule.Validating {
-		t.Errorf("Spec() = %s/%s, want %s/%s", spec.Name, spec.Type, Name, rule.Validating)
-	}
+	gitopstest.CheckSpec(t, spec, Name, want)
 }
 
 func TestPolicyRules(t *testing.T) {
 	got := New(Config{}, "").Spec().RBAC
 	want := []rbacv1.PolicyRule{
 		{APIGroups: []string{"argoproj.io"}, Resources: []string{"applications", "appprojects"}, Verbs: []string{"list", "watch"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"list"}},
 	}
+	want = append(want, gitopstest.AuditRules()...)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Spec().RBAC: want list and watch (the cache's verbs) on Applications and AppProjects, get (a scale's check of who declares the replicas) and list (the audit's) on the workloads, list of the autoscalers (the fight check's), nothing more; -want, +got:\n%s", diff)
 	}
 }
 
 func TestMatchConditionsCompile(t *testing.T) {
-	celtest.CheckCompile(t, New(Config{AgentUsers: []string{`odd"name\`}, AgentGroups: []string{`g"\`}, ServerUsers: []string{`s"\`}, UIEditsAreGitOps: true}, "").Spec().Webhooks)
+	celtest.CheckCompile(t, New(Config{Settings: gitops.Settings{AgentUsers: []string{`odd"name\`}, AgentGroups: []string{`g"\`}}, ServerUsers: []string{`s"\`}, UIEditsAreGitOps: true}, "").Spec().Webhooks)
 	celtest.CheckCompile(t, New(Config{TrackingLabel: "app.kubernetes.io/instance"}, "").Spec().Webhooks)
-	celtest.CheckCompile(t, New(Config{AgentUsers: []string{}, AgentGroups: []string{}}, "").Spec().Webhooks)
+	celtest.CheckCompile(t, New(Config{Settings: gitops.Settings{AgentUsers: []string{}, AgentGroups: []string{}}}, "").Spec().Webhooks)
 }
 
 func TestSpecWithoutAgentListsHasNoEmptyConditions(t *testing.T) {
-	spec := New(Config{AgentUsers: []string{}, AgentGroups: []string{}}, "").Spec()
+	spec := New(Config{Settings: gitops.Settings{AgentUsers: []string{}, AgentGroups: []string{}}}, "").Spec()
 	for _, wh := range spec.Webhooks {
 		for _, c := range wh.MatchConditions {
 			if strings.Contains(c.Expression, "[]") || strings.Contains(c.Expression, "argocd-application-controller") {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
@@ -124,7 +125,7 @@ func (r rulesReader) UnmarshalJSON(data []byte) error {
 		}
 		s := rs.NewSettings()
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(sec.raw, s); err != nil {
-			return sectionError(sec.name, err)
+			return sectionError(sec.name, reflect.TypeOf(s), err)
 		}
 		out[sec.name] = s
 	}
@@ -214,10 +215,10 @@ func jsonKind(data []byte) string {
 	}
 }
 
-// sectionError names a type error in a rule's section by its path from
-// the top of the file, as decoding the whole file names it, and keeps the
-// file's decoder from renaming it.
-func sectionError(name string, err error) error {
+// sectionError names a type error in a rule's section, whose settings
+// are of type t, by its path from the top of the file, as decoding the
+// whole file names it, and keeps the file's decoder from renaming it.
+func sectionError(name string, t reflect.Type, err error) error {
 	var te *json.UnmarshalTypeError
 	if !errors.As(err, &te) {
 		return err
@@ -226,7 +227,43 @@ func sectionError(name string, err error) error {
 	if fixed.Field == "" {
 		fixed.Struct, fixed.Field = "RulesConfig", rulesKey+"."+name
 	} else {
-		fixed.Field = rulesKey + "." + name + "." + fixed.Field
+		fixed.Field = rulesKey + "." + name + "." + fileNames(t, fixed.Field)
 	}
 	return errors.New(fixed.Error())
+}
+
+// fileNames is a field path of the settings type t as the file writes
+// it. encoding/json names a field of an embedded struct after the struct
+// too ("Settings.agentUsers"), which the file never writes: the GitOps
+// guards' Configs embed the settings they share.
+func fileNames(t reflect.Type, path string) string {
+	var out []string
+	for _, name := range strings.Split(path, ".") {
+		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map) {
+			t = t.Elem()
+		}
+		if t == nil || t.Kind() != reflect.Struct {
+			t = nil
+			out = append(out, name)
+			continue
+		}
+		if f, ok := t.FieldByName(name); ok && f.Anonymous && f.Tag.Get("json") == "" {
+			t = f.Type
+			continue
+		}
+		t = fieldType(t, name)
+		out = append(out, name)
+	}
+	return strings.Join(out, ".")
+}
+
+// fieldType is the type of t's field that the file names name (its json
+// name), nil when there is none.
+func fieldType(t reflect.Type, name string) reflect.Type {
+	for _, f := range reflect.VisibleFields(t) {
+		if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag == name || (tag == "" && f.Name == name) {
+			return f.Type
+		}
+	}
+	return nil
 }

@@ -55,13 +55,7 @@ func (r *Rule) Audit(ctx context.Context, api client.Reader) ([]rule.Finding, er
 			}
 		}
 	}
-	fights, err := r.guard.AutoscalerFights(ctx, api, declared)
-	if err != nil {
-		return nil, err
-	}
-	out = append(out, fights...)
-	gitops.SortFindings(out)
-	return out, nil
+	return r.guard.WithFights(ctx, api, out, declared)
 }
 
 // replicasOwned reports a cached workload whose chart declares its

@@ -1,29 +1,19 @@
 package fleetguard
 
 import (
-	"fmt"
 	"testing"
 
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
 	"github.com/stewardhq/steward/webhooks/internal/ruletest"
-	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // Benchmarks of the handler on a realistic Deployment, against an
 // allow-all handler as the baseline. Run with: go test -bench . -benchmem
 // ./webhooks/fleetguard/
 
-func benchmark(b *testing.B, h rule.Rule, req admission.Request, allowed bool) {
-	b.Helper()
-	ruletest.BenchmarkVerdict(b, h, req, func(got admission.Response) error {
-		if got.Allowed != allowed {
-			return fmt.Errorf("Handle(...).Allowed = %v, want %v: %v", got.Allowed, allowed, got.Result)
-		}
-		return nil
-	})
-}
+// benchmark times h on req, which it allows or refuses as allowed says.
+var benchmark = gitopstest.Benchmark
 
 // The new objects below are what the API server sends a validating
 // webhook: it has already recorded the writer in managedFields and, for a
@@ -32,17 +22,7 @@ func benchmark(b *testing.B, h rule.Rule, req admission.Request, allowed bool) {
 
 // written appends the managedFields entry the API server records for a
 // write by manager at time t.
-func written(manager, t, subresource string, fields map[string]any) func(map[string]any) {
-	return func(o map[string]any) {
-		e := map[string]any{"manager": manager, "operation": "Update", "apiVersion": "apps/v1", "time": t, "fieldsType": "FieldsV1", "fieldsV1": fields}
-		if subresource != "" {
-			e["subresource"] = subresource
-		}
-		md := at(o, "metadata")
-		mf, _ := md["managedFields"].([]any)
-		md["managedFields"] = append(mf, e)
-	}
-}
+var written = gitopstest.Written
 
 // fields builds a fieldsV1 set from paths of field keys.
 func fields(paths ...[]string) map[string]any {

@@ -9,31 +9,29 @@ import (
 
 // Config is the fleetguard section of Steward's configuration file.
 type Config struct {
-	// Mode is how denials take effect: enforce, warn or audit; or off.
-	Mode rule.Mode `json:"mode,omitempty"`
-	// AgentUsers are the identities the Fleet agent writes as. Their
-	// requests never reach Steward (the webhook's matchConditions exclude
-	// them). Setting the list replaces the defaults. A service account the
-	// agent impersonates (fleet.yaml serviceAccount) arrives as that
-	// service account, so it belongs here or in AgentGroups. An empty
-	// list (no agent users) is kept when the configuration is written out,
-	// as `steward manifests` does into the ConfigMap: dropped, it would
-	// read back as the defaults.
-	AgentUsers []string `json:"agentUsers"`
-	// AgentGroups are groups whose members count as the Fleet agent. The
-	// defaults are the service-account groups of Fleet's agent namespaces:
-	// Fleet only impersonates service accounts in its own namespace.
-	AgentGroups []string `json:"agentGroups"`
-	// IgnoredFields are JSON pointers, per group and kind, that may be
-	// changed by hand (Fleet's diff.comparePatches idea), e.g.
-	// /spec/replicas of a Deployment scaled by a HorizontalPodAutoscaler.
-	IgnoredFields []IgnoredFields `json:"ignoredFields,omitempty"`
-	// UndeclaredFields is what a person's change of fields Git does not
-	// declare gets: refuse (the default), or mirror, which allows it, as
-	// Fleet keeps it. Service accounts may always change fields Git does
-	// not declare.
-	UndeclaredFields gitops.Undeclared `json:"undeclaredFields,omitempty"`
+	// Settings are every GitOps guard's; settingsDocs says what they mean
+	// for Fleet.
+	gitops.Settings
 }
+
+// settingsDocs describe the settings Config embeds for Fleet, as the
+// configuration's schema shows them.
+var settingsDocs = map[string]string{
+	"agentUsers": "AgentUsers are the identities the Fleet agent writes as. Their requests never reach Steward " +
+		"(the webhook's matchConditions exclude them). Setting the list replaces the defaults. " +
+		"A service account the agent impersonates (fleet.yaml serviceAccount) arrives as that service account, " +
+		"so it belongs here or in AgentGroups. An empty list (no agent users) is kept when the configuration is written out, " +
+		"as `steward manifests` does into the ConfigMap: dropped, it would read back as the defaults.",
+	"agentGroups": "AgentGroups are groups whose members count as the Fleet agent. The defaults are the service-account groups " +
+		"of Fleet's agent namespaces: Fleet only impersonates service accounts in its own namespace.",
+	"ignoredFields": "IgnoredFields are JSON pointers, per group and kind, that may be changed by hand " +
+		"(Fleet's diff.comparePatches idea), e.g. /spec/replicas of a Deployment scaled by a HorizontalPodAutoscaler.",
+	"undeclaredFields": "UndeclaredFields is what a person's change of fields Git does not declare gets: refuse (the default), " +
+		"or mirror, which allows it, as Fleet keeps it. Service accounts may always change fields Git does not declare.",
+}
+
+// RefineSchema describes the embedded settings for Fleet.
+func (Config) RefineSchema(s map[string]any) { gitops.Describe(s, settingsDocs) }
 
 // IgnoredFields lists the paths of one kind that changes may touch.
 type IgnoredFields = gitops.IgnoredFields
@@ -53,29 +51,16 @@ var (
 )
 
 // Default fills unset settings.
-func (c *Config) Default() {
-	if c.Mode == "" {
-		c.Mode = rule.Enforce
-	}
-	if c.AgentUsers == nil {
-		c.AgentUsers = append([]string(nil), defaultAgentUsers...)
-	}
-	if c.AgentGroups == nil {
-		c.AgentGroups = append([]string(nil), defaultAgentGroups...)
-	}
-}
+func (c *Config) Default() { c.DefaultTo(defaultAgentUsers, defaultAgentGroups) }
 
 // Validate reports every invalid setting by its field path.
 func (c *Config) Validate(p *field.Path) field.ErrorList {
-	errs := c.Mode.Validate(p.Child("mode"))
-	errs = append(errs, gitops.ValidateNames(p.Child("agentUsers"), c.AgentUsers, "a user name")...)
-	errs = append(errs, gitops.ValidateNames(p.Child("agentGroups"), c.AgentGroups, "a group name")...)
-	errs = append(errs, gitops.ValidateIgnored(p.Child("ignoredFields"), c.IgnoredFields)...)
-	errs = append(errs, c.UndeclaredFields.Validate(p.Child("undeclaredFields"))...)
-	return errs
+	errs := c.ValidateAgent(p)
+	errs = append(errs, c.ValidateIgnored(p)...)
+	return append(errs, c.ValidateUndeclared(p)...)
 }
 
-// RuleMode is the configured mode (rule.Settings).
-func (c *Config) RuleMode() rule.Mode { return c.Mode }
-
-var _ rule.Settings = (*Config)(nil)
+var (
+	_ rule.Settings      = (*Config)(nil)
+	_ rule.SchemaRefiner = Config{}
+)

@@ -3,105 +3,87 @@ package fleetguard
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 func TestConfigDefault(t *testing.T) {
-	cases := map[string]struct {
-		reason string
-		in     Config
-		want   Config
-	}{
+	cases := map[string]gitopstest.DefaultCase[Config]{
 		"Empty": {
-			reason: "An empty section enforces and trusts Fleet's agent identities.",
-			in:     Config{},
-			want:   Config{Mode: rule.Enforce, AgentUsers: defaultAgentUsers, AgentGroups: defaultAgentGroups},
+			Reason: "An empty section enforces and trusts Fleet's agent identities.",
+			In:     Config{},
+			Want:   Config{Settings: gitops.Settings{Mode: rule.Enforce, AgentUsers: defaultAgentUsers, AgentGroups: defaultAgentGroups}},
 		},
 		"ExplicitListsReplaceDefaults": {
-			reason: "Lists that are set, even empty, are kept as they are.",
-			in:     Config{Mode: rule.Warn, AgentUsers: []string{"u"}, AgentGroups: []string{}},
-			want:   Config{Mode: rule.Warn, AgentUsers: []string{"u"}, AgentGroups: []string{}},
+			Reason: "Lists that are set, even empty, are kept as they are.",
+			In:     Config{Settings: gitops.Settings{Mode: rule.Warn, AgentUsers: []string{"u"}, AgentGroups: []string{}}},
+			Want:   Config{Settings: gitops.Settings{Mode: rule.Warn, AgentUsers: []string{"u"}, AgentGroups: []string{}}},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := tc.in
-			got.Default()
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nDefault(): -want, +got:\n%s", tc.reason, diff)
-			}
-		})
-	}
+	gitopstest.TestDefault(t, cases)
 }
 
 func TestConfigValidate(t *testing.T) {
 	p := field.NewPath("rules", "fleetguard")
-	cases := map[string]struct {
-		reason string
-		in     Config
-		want   field.ErrorList
-	}{
+	cases := map[string]gitopstest.ValidateCase[Config]{
 		"Valid": {
-			reason: "Escaped pointers and the core group are fine.",
-			in: Config{Mode: rule.Audit, IgnoredFields: []IgnoredFields{
-				{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas", "/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt"}},
-				{Group: "", Kind: "ConfigMap", Paths: []string{"/data/generated"}},
-			}},
+			Reason: "Escaped pointers and the core group are fine.",
+			In: Config{
+				Settings: gitops.Settings{Mode: rule.Audit, IgnoredFields: []IgnoredFields{
+					{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas", "/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt"}},
+					{Group: "", Kind: "ConfigMap", Paths: []string{"/data/generated"}},
+				}},
+			},
 		},
 		"BadMode": {
-			reason: "Only enforce, warn and audit exist.",
-			in:     Config{Mode: "block"},
-			want:   field.ErrorList{field.NotSupported(p.Child("mode"), rule.Mode("block"), []string{"enforce", "warn", "audit", "off"})},
+			Reason: "Only enforce, warn and audit exist.",
+			In:     Config{Settings: gitops.Settings{Mode: "block"}},
+			Want:   field.ErrorList{field.NotSupported(p.Child("mode"), rule.Mode("block"), []string{"enforce", "warn", "audit", "off"})},
 		},
 		"BadPointersAreNamedByPath": {
-			reason: "Each invalid pointer is reported at its own index.",
-			in: Config{Mode: rule.Enforce, IgnoredFields: []IgnoredFields{
-				{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas", "spec/template", "/a~2"}},
-			}},
-			want: field.ErrorList{
+			Reason: "Each invalid pointer is reported at its own index.",
+			In: Config{
+				Settings: gitops.Settings{Mode: rule.Enforce, IgnoredFields: []IgnoredFields{
+					{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas", "spec/template", "/a~2"}},
+				}},
+			},
+			Want: field.ErrorList{
 				field.Invalid(p.Child("ignoredFields").Index(0).Child("paths").Index(1), "spec/template", `not an RFC 6901 JSON pointer: a JSON pointer starts with "/"`),
 				field.Invalid(p.Child("ignoredFields").Index(0).Child("paths").Index(2), "/a~2", `not an RFC 6901 JSON pointer: "~" must be followed by "0" or "1" (token "a~2")`),
 			},
 		},
 		"WholeObjectPointer": {
-			reason: "The empty pointer would ignore every change.",
-			in:     Config{Mode: rule.Enforce, IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{""}}}},
-			want: field.ErrorList{
+			Reason: "The empty pointer would ignore every change.",
+			In:     Config{Settings: gitops.Settings{Mode: rule.Enforce, IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{""}}}}},
+			Want: field.ErrorList{
 				field.Invalid(p.Child("ignoredFields").Index(0).Child("paths").Index(0), "", "the empty pointer is the whole object and would ignore every change"),
 			},
 		},
 		"MissingKindAndPaths": {
-			reason: "An entry needs a kind and at least one path.",
-			in:     Config{Mode: rule.Enforce, IgnoredFields: []IgnoredFields{{Group: "apps"}}},
-			want: field.ErrorList{
+			Reason: "An entry needs a kind and at least one path.",
+			In:     Config{Settings: gitops.Settings{Mode: rule.Enforce, IgnoredFields: []IgnoredFields{{Group: "apps"}}}},
+			Want: field.ErrorList{
 				field.Required(p.Child("ignoredFields").Index(0).Child("kind"), "the kind the paths belong to, e.g. Deployment"),
 				field.Required(p.Child("ignoredFields").Index(0).Child("paths"), "at least one JSON pointer, e.g. /spec/replicas"),
 			},
 		},
 		"EmptyIdentities": {
-			reason: "An empty user or group name is a mistake.",
-			in:     Config{Mode: rule.Enforce, AgentUsers: []string{"a", ""}, AgentGroups: []string{""}},
-			want: field.ErrorList{
+			Reason: "An empty user or group name is a mistake.",
+			In:     Config{Settings: gitops.Settings{Mode: rule.Enforce, AgentUsers: []string{"a", ""}, AgentGroups: []string{""}}},
+			Want: field.ErrorList{
 				field.Required(p.Child("agentUsers").Index(1), "a user name"),
 				field.Required(p.Child("agentGroups").Index(0), "a group name"),
 			},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := tc.in.Validate(p)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nValidate(): -want, +got:\n%s", tc.reason, diff)
-			}
-		})
-	}
+	gitopstest.TestValidate(t, p, cases)
 }
 
 func TestValidateErrorNamesTheField(t *testing.T) {
-	c := Config{Mode: rule.Enforce, IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas", "spec"}}}}
+	c := Config{Settings: gitops.Settings{Mode: rule.Enforce, IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas", "spec"}}}}}
 	errs := c.Validate(field.NewPath("rules", "fleetguard"))
 	want := `rules.fleetguard.ignoredFields[0].paths[1]: Invalid value: "spec": not an RFC 6901 JSON pointer: a JSON pointer starts with "/"`
 	if got := errs.ToAggregate().Error(); got != want {

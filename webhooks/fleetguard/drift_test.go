@@ -23,7 +23,7 @@ import (
 )
 
 // agentApplied is when the Fleet agent last applied the tests' workloads.
-var agentApplied = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+var agentApplied = gitopstest.Applied
 
 // entry is one managedFields entry as the API server records it; a zero
 // time is none.
@@ -196,15 +196,10 @@ func TestAuditDrift(t *testing.T) {
 func TestAuditDriftMessage(t *testing.T) {
 	c := cacheOf(t, workload("web", agentEntry, entry("kubectl-edit", "Update", "", agentApplied.Add(time.Hour), imageField)))
 	got, err := defaultRule().WithParents(c).Audit(context.Background(), nil)
-	if err != nil || len(got) != 1 {
-		t.Fatalf("Audit(...) = %v, %v; want one finding", got, err)
-	}
 	want := "fleetguard: Deployment default/web is managed by Fleet (bundle deployment web-app, Helm release default/web-app); manual changes diverge from Git and Fleet reverts them. " +
 		"Changed since the Fleet agent last applied it, by kubectl-edit: /spec/template/spec/containers/[name=web]/image. Change it in the Git repository instead; " +
 		"if the change is meant to stay, ignore the field in fleet.yaml (diff.comparePatches) and in fleetguard's ignoredFields."
-	if got[0].Message != want {
-		t.Errorf("message:\n got %s\nwant %s", got[0].Message, want)
-	}
+	gitopstest.CheckMessages(t, got, err, want)
 }
 
 func TestAuditDriftNeedsTheCache(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
 )
 
 // The fixture edits every rule's tests share.
@@ -45,14 +46,10 @@ const (
 	garbageCollectr = "system:serviceaccount:kube-system:generic-garbage-collector"
 )
 
-// scaleObject is an autoscaling/v1 Scale as the API server sends it.
+// scaleObject is an autoscaling/v1 Scale of a workload in default as the
+// API server sends it.
 func scaleObject(name string, replicas int) map[string]any {
-	return map[string]any{
-		"apiVersion": "autoscaling/v1", "kind": "Scale",
-		"metadata": map[string]any{"name": name, "namespace": "default", "resourceVersion": "48213"},
-		"spec":     map[string]any{"replicas": replicas},
-		"status":   map[string]any{"replicas": 3, "selector": "app.kubernetes.io/name=" + name},
-	}
+	return gitopstest.Scale("default", name, replicas)
 }
 
 // fakeParents is a client.Reader over a fixed set of workload metadata.

@@ -1,14 +1,12 @@
 package fleetguard
 
 import (
-	"context"
 	"strings"
 	"testing"
 
-	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
 	"github.com/stewardhq/steward/webhooks/object"
-	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // fuzzSeeds are committed seeds: realistic objects, odd JSON, and deeply
@@ -52,21 +50,7 @@ func FuzzHandle(f *testing.F) {
 	}
 	r := ignoringReplicas()
 	f.Fuzz(func(t *testing.T, oldObj, newObj string, op uint8) {
-		var req *admissiontest.Request
-		switch op % 4 {
-		case 0:
-			req = admissiontest.Create(deploymentsGVR, "Deployment", []byte(newObj))
-		case 1:
-			req = admissiontest.Update(deploymentsGVR, "Deployment", []byte(oldObj), []byte(newObj))
-		case 2:
-			req = admissiontest.Delete(deploymentsGVR, "Deployment", []byte(oldObj))
-		case 3:
-			req = admissiontest.Update(deploymentsGVR, "Scale", []byte(oldObj), []byte(newObj)).SubResource("scale")
-		}
-		resp := r.Handle(context.Background(), rule.NewRequest(req.Build()))
-		if resp.Result == nil {
-			t.Fatal("response without a result")
-		}
+		gitopstest.CheckAnswers(t, r, gitopstest.FuzzRequest(op, oldObj, newObj))
 	})
 }
 

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/object"
 	"github.com/stewardhq/steward/webhooks/rule"
@@ -25,7 +24,6 @@ import (
 // metadata cache.
 type Rule struct {
 	guard *gitops.Guard
-	agent rule.Identities
 	// parents reads workloads' metadata for scale requests; it is the
 	// manager's cache once SetupWithManager ran.
 	parents client.Reader
@@ -33,23 +31,17 @@ type Rule struct {
 	lookupTimeout time.Duration
 }
 
-var (
-	_ rule.Rule                 = (*Rule)(nil)
-	_ clustercache.ManagerSetup = (*Rule)(nil)
-	_ rule.Inheritor            = (*Rule)(nil)
-	_ rule.CacheScope           = (*Rule)(nil)
-)
+var _ rule.Rule = (*Rule)(nil)
 
 // New builds the rule from its configuration and the global break-glass
 // group, which denial messages name. It touches no cluster. Pointers that
 // do not parse are skipped; Validate reports them before New is called.
 func New(c Config, breakGlassGroup string) *Rule {
 	c.Default()
-	agent := rule.Identities{Users: c.AgentUsers, Groups: c.AgentGroups}
-	r := &Rule{agent: agent, lookupTimeout: time.Second}
+	r := &Rule{lookupTimeout: time.Second}
 	r.guard = gitops.New(gitops.Options{
 		Rule: Name, Tool: "Fleet", AgentName: "the Fleet agent",
-		Agent: agent, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup, Undeclared: c.UndeclaredFields, Markers: markers,
+		Settings: c.Settings, Agent: c.Agent(), BreakGlassGroup: breakGlassGroup, Markers: markers,
 	}, resolver{r})
 	return r
 }

@@ -34,6 +34,8 @@ func (r *Rule) SetupWithManager(mgr manager.Manager, _ *clustercache.Cache) erro
 	return nil
 }
 
+var _ clustercache.ManagerSetup = (*Rule)(nil)
+
 // CacheByObject narrows the workload metadata informers to objects with
 // Fleet's hash label: only those can make a scale request fleetguard's
 // business, and without the selector every Deployment, StatefulSet and
@@ -48,6 +50,8 @@ func (r *Rule) CacheByObject() map[client.Object]cache.ByObject {
 	}
 	return out
 }
+
+var _ rule.CacheScope = (*Rule)(nil)
 
 // fleetManaged selects objects that carry Fleet's hash label.
 var fleetManaged = func() labels.Selector {
@@ -125,13 +129,10 @@ func (r *Rule) lookupParent(ctx context.Context, gvk schema.GroupVersionKind, na
 // Inherit makes r read workloads' metadata from the cache running was set
 // up with; everything else is r's own settings.
 func (r *Rule) Inherit(running rule.Rule) error {
-	old, ok := running.(*Rule)
-	if !ok {
-		return fmt.Errorf("fleetguard cannot take over from a %T", running)
-	}
-	r.parents = old.parents
-	return nil
+	return gitops.Inherit(Name, running, func(old *Rule) { r.parents = old.parents })
 }
+
+var _ rule.Inheritor = (*Rule)(nil)
 
 // ReplicasDeclared reads from the metadata cache whether the chart
 // declares a workload's replicas (trimWorkload's marker).

@@ -14,64 +14,31 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
-	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 func TestSpecRegistration(t *testing.T) {
 	spec := New(Config{}, "steward:break-glass").Spec()
-	type registration struct {
-		Name, Path     string
-		Rules          []admissionregistrationv1.RuleWithOperations
-		FailurePolicy  admissionregistrationv1.FailurePolicyType
-		TimeoutSeconds int32
-		ObjectSelector *metav1.LabelSelector
-		Conditions     []string
-	}
-	got := []registration{}
-	for _, wh := range spec.Webhooks {
-		var names []string
-		for _, c := range wh.MatchConditions {
-			names = append(names, c.Name)
-		}
-		got = append(got, registration{wh.Name, wh.Path, wh.Rules, wh.FailurePolicy, wh.TimeoutSeconds, wh.ObjectSelector, names})
-		if wh.FailurePolicyReason == "" {
-			t.Errorf("webhook %s states no reason for its failure policy", wh.Name)
-		}
-	}
-	namespaced := admissionregistrationv1.NamespacedScope
 	objectRules := gitopstest.ObjectRules()
-	labelled := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "objectset.rio.cattle.io/hash", Operator: metav1.LabelSelectorOpExists}}}
-	want := []registration{{
-		Name: "fleetguard.steward.dev", Path: "/validate/fleetguard",
-		Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
-		ObjectSelector: labelled, Conditions: []string{"not-agent-controller-lease-event-or-owned"},
-	}, {
-		// People's writes fail closed; the cluster's machinery's open.
-		Name: "fleetguard-serviceaccounts.steward.dev", Path: "/validate/fleetguard/serviceaccounts",
-		Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
-		ObjectSelector: labelled, Conditions: []string{"not-agent-controller-lease-event-or-owned"},
-	}, {
-		Name: "fleetguard-scale.steward.dev", Path: "/validate/fleetguard/scale",
-		Rules: []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"*"}, Resources: []string{"deployments/scale", "statefulsets/scale", "replicasets/scale"}, Scope: &namespaced},
-		}, {
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"replicationcontrollers/scale"}, Scope: &namespaced},
-		}},
-		FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 2,
-		Conditions: []string{"not-fleet-agent-autoscaler-or-kubernetes-controller"},
-	}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Spec().Webhooks: -want, +got:\n%s", diff)
+	labelled := gitopstest.Labelled("objectset.rio.cattle.io/hash")
+	want := []gitopstest.Registration{
+		{
+			Name: "fleetguard.steward.dev", Path: "/validate/fleetguard",
+			Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
+			ObjectSelector: labelled, Conditions: []string{"not-agent-controller-lease-event-or-owned"},
+		},
+		{
+			// People's writes fail closed; the cluster's machinery's open.
+			Name: "fleetguard-serviceaccounts.steward.dev", Path: "/validate/fleetguard/serviceaccounts",
+			Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
+			ObjectSelector: labelled, Conditions: []string{"not-agent-controller-lease-event-or-owned"},
+		},
+		gitopstest.ScaleRegistration("fleetguard-scale.steward.dev", "/validate/fleetguard/scale", "not-fleet-agent-autoscaler-or-kubernetes-controller"),
 	}
-	if spec.Name != Name || spec.Type != rule.Validating {
-		t.Errorf("Spec() = %s/%s, want %s/%s", spec.Name, spec.Type, Name, rule.Validating)
-	}
+	gitopstest.CheckSpec(t, spec, Name, want)
 }
 
 func TestSpecWithoutAgentListsHasNoEmptyConditions(t *testing.T) {
-	spec := New(Config{AgentUsers: []string{}, AgentGroups: []string{}}, "").Spec()
+	spec := New(Config{Settings: gitops.Settings{AgentUsers: []string{}, AgentGroups: []string{}}}, "").Spec()
 	for _, wh := range spec.Webhooks {
 		for _, c := range wh.MatchConditions {
 			if strings.Contains(c.Expression, "[]") || strings.Contains(c.Expression, "cattle-fleet") {
@@ -85,7 +52,7 @@ func TestSpecWithoutAgentListsHasNoEmptyConditions(t *testing.T) {
 // requests shaped like the API server's. true means "call Steward". The
 // e2e tests run the same expressions in a real API server.
 func TestMatchConditions(t *testing.T) {
-	r := New(Config{AgentUsers: []string{`odd"name\`, fleetAgent}}, "steward:break-glass")
+	r := New(Config{Settings: gitops.Settings{AgentUsers: []string{`odd"name\`, fleetAgent}}}, "steward:break-glass")
 	env, err := cel.NewEnv(
 		cel.Variable("request", cel.DynType),
 		cel.Variable("object", cel.DynType),

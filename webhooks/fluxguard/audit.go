@@ -2,7 +2,6 @@ package fluxguard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,14 +35,7 @@ var fluxKinds = []schema.GroupKind{
 // opt-outs, server-managed fields, control writes, the owner's ignore
 // rules and the configured ignoredFields are left out.
 func (r *Rule) Audit(ctx context.Context, api client.Reader) ([]rule.Finding, error) {
-	if _, ok := r.resolver.owners.(gitops.NoOwners); ok {
-		return nil, errors.New("the Kustomizations' and HelmReleases' cache is not set up")
-	}
-	lists, err := r.resolver.auditLists()
-	if err != nil {
-		return nil, err
-	}
-	return r.guard.AuditListed(ctx, api, lists, func(ref gitops.Ref, o *metav1.PartialObjectMetadata) ([]gitops.Owner, error) {
+	return r.guard.AuditCached(ctx, api, &r.resolver.Caches, "the Kustomizations' and HelmReleases'", r.resolver.auditLists, func(ref gitops.Ref, o *metav1.PartialObjectMetadata) ([]gitops.Owner, error) {
 		v := gitops.MetaView(o)
 		if claims(v).n == 0 {
 			return nil, nil // a label without the other
@@ -61,7 +53,7 @@ func (r resolver) auditLists() ([]gitops.KindList, error) {
 		gr    schema.GroupResource
 		label string
 	}{{kustomizations, LabelKustomizationName}, {helmReleases, LabelHelmReleaseName}} {
-		objs, err := r.owners.List(c.gr)
+		objs, err := r.Cache.List(c.gr)
 		if err != nil {
 			return nil, fmt.Errorf("listing Flux owners: %w", err)
 		}
@@ -80,11 +72,7 @@ func (r resolver) auditLists() ([]gitops.KindList, error) {
 				}
 			}
 		}
-		for _, gvk := range gitops.DistinctKinds(kinds) {
-			if gitops.Audited(gvk.GroupKind(), fluxKinds...) {
-				out = append(out, gitops.KindList{GroupVersionKind: gvk, Label: c.label})
-			}
-		}
+		out = append(out, gitops.KindLists(kinds, c.label, fluxKinds...)...)
 	}
 	return out, nil
 }

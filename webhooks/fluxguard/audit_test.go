@@ -2,13 +2,10 @@ package fluxguard
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,19 +18,12 @@ import (
 
 // applied is when Flux last applied the tests' objects; edited is an
 // hour later.
-var (
-	applied = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	edited  = applied.Add(time.Hour)
-)
+var applied, edited = gitopstest.Applied, gitopstest.Edited
 
 var (
-	deployments    = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-	statefulSets   = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
-	configMaps     = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
-	kustomizationK = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
-
-	imageField    = []string{"f:spec", "f:template", "f:spec", "f:containers", `k:{"name":"web"}`, "f:image"}
-	replicasField = []string{"f:spec", "f:replicas"}
+	deployments, statefulSets, configMaps = gitopstest.Deployments, gitopstest.StatefulSets, gitopstest.ConfigMaps
+	kustomizationK                        = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
+	imageField, replicasField             = gitopstest.ImageField, gitopstest.ReplicasField
 )
 
 // ownerCache is a gitops.OwnerCache over owners built as the informers'
@@ -170,7 +160,7 @@ func TestAudit(t *testing.T) {
 		},
 		"IgnoredFieldsAreNoDrift": {
 			reason: "With /spec/replicas configured as ignored for Deployments (an autoscaler's), a scale is no drift.",
-			config: Config{IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}},
+			config: Config{Settings: gitops.Settings{IgnoredFields: []gitops.IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}}},
 			owners: []*unstructured.Unstructured{apps(nil, entry(deployments, "apps", "web"))},
 			objects: []*metav1.PartialObjectMetadata{listed(deployments, "web", applyLabels("apps"), nil, appliedBy("kustomize-controller"),
 				gitopstest.Entry("kubectl", edited, replicasField))},
@@ -252,26 +242,9 @@ func TestAudit(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			r := gitopstest.NewReader(tc.objects...)
-			if tc.reader != nil {
-				tc.reader(r)
-			}
+			r := gitopstest.ReaderWith(tc.reader, tc.objects...)
 			got, err := New(tc.config, "").WithOwners(cacheOf(t, tc.owners...)).Audit(context.Background(), r)
-			if err != nil {
-				t.Fatalf("%s\nAudit(...): %v", tc.reason, err)
-			}
-			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(rule.Finding{}, "Message")); diff != "" {
-				t.Errorf("%s\nAudit(...) (-want +got):\n%s", tc.reason, diff)
-			}
-			if tc.wantLists != nil {
-				var lists []string
-				for _, req := range r.Requests() {
-					lists = append(lists, req[:strings.Index(req, " limit=")])
-				}
-				if diff := cmp.Diff(tc.wantLists, lists, cmpopts.EquateEmpty()); diff != "" {
-					t.Errorf("%s\nlist requests (-want +got):\n%s", tc.reason, diff)
-				}
-			}
+			gitopstest.CheckAudit(t, tc.reason, r, got, err, tc.want, tc.wantLists)
 		})
 	}
 }
@@ -284,22 +257,14 @@ func TestAuditMessage(t *testing.T) {
 			gitopstest.Entry("helm-controller", applied, replicasField), gitopstest.Entry("kubectl", edited, replicasField)),
 	)
 	got, err := New(Config{}, "").WithOwners(owners).Audit(context.Background(), r)
-	if err != nil || len(got) != 2 {
-		t.Fatalf("Audit(...) = %v, %v; want two findings", got, err)
-	}
-	want := []string{
-		"fluxguard: Deployment apps/cache is managed by Flux HelmRelease flux-system/cache (chart cache from HelmRepository flux-system/charts, revision 1.2.3); it is reverted at the next reconcile (interval 5m). " +
-			"Changed since Flux last applied it, by kubectl: /spec/replicas. Change it in the Git repository instead; " +
+	gitopstest.CheckMessages(t, got, err,
+		"fluxguard: Deployment apps/cache is managed by Flux HelmRelease flux-system/cache (chart cache from HelmRepository flux-system/charts, revision 1.2.3); it is reverted at the next reconcile (interval 5m). "+
+			"Changed since Flux last applied it, by kubectl: /spec/replicas. Change it in the Git repository instead; "+
 			"if the change is meant to stay, ignore the field in the HelmRelease's spec.driftDetection.ignore and in fluxguard's ignoredFields.",
-		"fluxguard: Deployment apps/web is managed by Flux Kustomization flux-system/apps (GitRepository flux-system/flux-system, path ./apps, revision main@sha1:1a2b3c4); it is reverted at the next reconcile (interval 10m). " +
-			"Changed since Flux last applied it, by kubectl-edit: /spec/template/spec/containers/[name=web]/image. Change it in the Git repository instead; " +
+		"fluxguard: Deployment apps/web is managed by Flux Kustomization flux-system/apps (GitRepository flux-system/flux-system, path ./apps, revision main@sha1:1a2b3c4); it is reverted at the next reconcile (interval 10m). "+
+			"Changed since Flux last applied it, by kubectl-edit: /spec/template/spec/containers/[name=web]/image. Change it in the Git repository instead; "+
 			"if the change is meant to stay, ignore the field in the Kustomization's spec.ignore and in fluxguard's ignoredFields.",
-	}
-	for i, f := range got {
-		if f.Message != want[i] {
-			t.Errorf("message %d:\n got %s\nwant %s", i, f.Message, want[i])
-		}
-	}
+	)
 }
 
 func TestAuditFailsWhenItCannotAnswer(t *testing.T) {
@@ -312,18 +277,10 @@ func TestAuditFailsWhenItCannotAnswer(t *testing.T) {
 	if _, err := New(Config{}, "").WithOwners(owners).Audit(context.Background(), r); err == nil {
 		t.Error("Audit that could list no kind succeeded; it must fail so the previous findings stand")
 	}
-	if _, err := New(Config{}, "").WithOwners(unsynced{}).Audit(context.Background(), gitopstest.NewReader()); err == nil {
+	if _, err := New(Config{}, "").WithOwners(gitopstest.Unsynced{}).Audit(context.Background(), gitopstest.NewReader()); err == nil {
 		t.Error("Audit over an owners' cache that cannot answer succeeded")
 	}
 }
-
-// unsynced is an owners' cache whose informers have not synced.
-type unsynced struct{}
-
-func (unsynced) Lookup(schema.GroupResource, string, string) (any, bool, error) {
-	return nil, false, fmt.Errorf("not synced")
-}
-func (unsynced) List(schema.GroupResource) ([]any, error) { return nil, fmt.Errorf("not synced") }
 
 func TestOwnerKeepsTheInventorysKinds(t *testing.T) {
 	o := ownerOf(kustomization("apps", nil, entry(deployments, "apps", "web"), entry(deployments, "apps", "api"),

@@ -6,26 +6,18 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
 	"github.com/stewardhq/steward/webhooks/internal/ruletest"
-	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // Benchmarks of the handler on the podinfo Deployment, against an
 // allow-all handler as the baseline, and of the owners' cache. Run with:
 // go test -run '^$' -bench . -benchmem ./webhooks/fluxguard/
 
-func benchmark(b *testing.B, h rule.Rule, req admission.Request, allowed bool) {
-	b.Helper()
-	ruletest.BenchmarkVerdict(b, h, req, func(got admission.Response) error {
-		if got.Allowed != allowed {
-			return fmt.Errorf("Handle(...).Allowed = %v, want %v: %v", got.Allowed, allowed, got.Result)
-		}
-		return nil
-	})
-}
+// benchmark times h on req, which it allows or refuses as allowed says.
+var benchmark = gitopstest.Benchmark
 
 // imageChange is a kubectl set image of the podinfo Deployment as the API
 // server sends it: the writer already recorded in managedFields and the

@@ -19,26 +19,25 @@ import (
 // after Steward started is guarded once its informers sync, without a
 // restart. The kinds served at start-up gate readiness.
 func (r *Rule) SetupWithManager(mgr manager.Manager, cluster *clustercache.Cache) error {
-	set := cluster.Follow(Name, map[schema.GroupResource]clustercache.Spec{
+	return r.resolver.SetUp(mgr, cluster, Name, "owners", map[schema.GroupResource]clustercache.Spec{
 		kustomizations: {Transform: keepOwner},
 		helmReleases:   {Transform: keepOwner},
 		// source-watcher's, which name what they generate by UID.
 		artifactGenerators: {Transform: keepOwner},
 	})
-	r.resolver.owners = set
-	r.resolver.Reader = mgr.GetAPIReader()
-	return mgr.AddReadyzCheck(Name+"-owners", set.Ready)
 }
+
+var _ clustercache.ManagerSetup = (*Rule)(nil)
 
 // Collector reports the owners' informers as
 // steward_watched_kinds{rule="fluxguard",...}. A rule that was never set
 // up reports nothing; an heir keeps the running rule's cache.
-func (r *Rule) Collector() prometheus.Collector {
-	set, _ := r.resolver.owners.(*clustercache.Set)
-	return set.Collector()
-}
+func (r *Rule) Collector() prometheus.Collector { return r.resolver.Collector() }
 
 var _ rule.MetricsCollector = (*Rule)(nil)
+
+// keepOwner is the owners' informers' transform.
+var keepOwner = gitops.Keep(Name, ownerOf)
 
 // KeepOwner is the owners' informer transform (keepOwner): it trims a
 // Kustomization or HelmRelease, as the API server sends it, to what the

@@ -11,18 +11,9 @@ import (
 // Config is the fluxguard section of Steward's configuration file. It has
 // fleetguard's shape, with Flux's defaults.
 type Config struct {
-	// Mode is how denials take effect: enforce, warn or audit; or off.
-	Mode rule.Mode `json:"mode,omitempty"`
-	// AgentUsers are the identities Flux's controllers write as. Their
-	// requests never reach Steward (the webhooks' matchConditions exclude
-	// them). Setting the list replaces the defaults.
-	AgentUsers []string `json:"agentUsers"`
-	// AgentGroups are groups whose members count as Flux. None by
-	// default: a tenant's service account writes only for its own
-	// Kustomizations and HelmReleases (their spec.serviceAccountName), and
-	// exempting a whole namespace's service accounts would exempt every
-	// workload in it.
-	AgentGroups []string `json:"agentGroups"`
+	// Settings are every GitOps guard's; settingsDocs says what they mean
+	// for Flux.
+	gitops.Settings
 	// DefaultServiceAccount is the service account Flux's controllers
 	// impersonate for owners without spec.serviceAccountName (their
 	// --default-service-account flag; Flux sets none). It writes only for
@@ -34,20 +25,28 @@ type Config struct {
 	// object in the cluster, each as a change of its own. None by default:
 	// opt-outs then come from Git (or break-glass).
 	OptOutGroups []string `json:"optOutGroups,omitempty"`
-	// IgnoredFields are JSON pointers, per group and kind, that may be
-	// changed by hand, besides the owners' own ignore rules.
-	IgnoredFields []gitops.IgnoredFields `json:"ignoredFields,omitempty"`
-	// UndeclaredFields is what a person's change of fields Git does not
-	// declare gets: refuse (the default), or mirror, which allows it where
-	// Flux keeps it and refuses it where kustomize-controller strips it (a
-	// kubectl field manager wrote it). Service accounts may always change
-	// fields Git does not declare: Flux keeps them.
-	UndeclaredFields gitops.Undeclared `json:"undeclaredFields,omitempty"`
 	// OverrideManagers are kustomize-controller's --override-manager list:
 	// field managers whose fields it removes at each reconcile, like
 	// kubectl's.
 	OverrideManagers []string `json:"overrideManagers,omitempty"`
 }
+
+// settingsDocs describe the settings Config embeds for Flux, as the
+// configuration's schema shows them.
+var settingsDocs = map[string]string{
+	"agentUsers": "AgentUsers are the identities Flux's controllers write as. Their requests never reach Steward " +
+		"(the webhooks' matchConditions exclude them). Setting the list replaces the defaults.",
+	"agentGroups": "AgentGroups are groups whose members count as Flux. None by default: a tenant's service account writes " +
+		"only for its own Kustomizations and HelmReleases (their spec.serviceAccountName), and exempting a whole namespace's " +
+		"service accounts would exempt every workload in it.",
+	"ignoredFields": "IgnoredFields are JSON pointers, per group and kind, that may be changed by hand, besides the owners' own ignore rules.",
+	"undeclaredFields": "UndeclaredFields is what a person's change of fields Git does not declare gets: refuse (the default), " +
+		"or mirror, which allows it where Flux keeps it and refuses it where kustomize-controller strips it " +
+		"(a kubectl field manager wrote it). Service accounts may always change fields Git does not declare: Flux keeps them.",
+}
+
+// RefineSchema describes the embedded settings for Flux.
+func (Config) RefineSchema(s map[string]any) { gitops.Describe(s, settingsDocs) }
 
 // Flux's controllers, as Flux installs them: every one of them writes
 // Flux-labelled objects (source-controller the finalizers of the sources a
@@ -65,35 +64,19 @@ var defaultAgentUsers = []string{
 }
 
 // Default fills unset settings.
-func (c *Config) Default() {
-	if c.Mode == "" {
-		c.Mode = rule.Enforce
-	}
-	if c.AgentUsers == nil {
-		c.AgentUsers = append([]string(nil), defaultAgentUsers...)
-	}
-	if c.AgentGroups == nil {
-		c.AgentGroups = []string{}
-	}
-}
+func (c *Config) Default() { c.DefaultTo(defaultAgentUsers, []string{}) }
 
 // Validate reports every invalid setting by its field path.
 func (c *Config) Validate(p *field.Path) field.ErrorList {
-	errs := c.Mode.Validate(p.Child("mode"))
-	errs = append(errs, gitops.ValidateNames(p.Child("agentUsers"), c.AgentUsers, "a user name")...)
-	errs = append(errs, gitops.ValidateNames(p.Child("agentGroups"), c.AgentGroups, "a group name")...)
+	errs := c.ValidateAgent(p)
 	errs = append(errs, gitops.ValidateNames(p.Child("optOutGroups"), c.OptOutGroups, "a group name")...)
 	errs = append(errs, gitops.ValidateNames(p.Child("overrideManagers"), c.OverrideManagers, "a field manager name")...)
-	errs = append(errs, c.UndeclaredFields.Validate(p.Child("undeclaredFields"))...)
-	if sa := c.DefaultServiceAccount; sa != "" {
-		for _, msg := range validation.IsDNS1123Subdomain(sa) {
-			errs = append(errs, field.Invalid(p.Child("defaultServiceAccount"), sa, "a service account name: "+msg))
-		}
-	}
-	return append(errs, gitops.ValidateIgnored(p.Child("ignoredFields"), c.IgnoredFields)...)
+	errs = append(errs, c.ValidateUndeclared(p)...)
+	errs = append(errs, gitops.ValidateName(p.Child("defaultServiceAccount"), c.DefaultServiceAccount, validation.IsDNS1123Subdomain, "a service account name")...)
+	return append(errs, c.ValidateIgnored(p)...)
 }
 
-// RuleMode is the configured mode (rule.Settings).
-func (c *Config) RuleMode() rule.Mode { return c.Mode }
-
-var _ rule.Settings = (*Config)(nil)
+var (
+	_ rule.Settings      = (*Config)(nil)
+	_ rule.SchemaRefiner = Config{}
+)

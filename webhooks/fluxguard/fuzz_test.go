@@ -1,17 +1,15 @@
 package fluxguard
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
-	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
 	"github.com/stewardhq/steward/webhooks/object"
-	"github.com/stewardhq/steward/webhooks/rule"
 )
 
 // fuzzSeeds are committed seeds for the objects of a request: realistic
@@ -39,30 +37,19 @@ var fuzzSeeds = []string{
 // panic.
 func FuzzHandle(f *testing.F) {
 	for _, s := range fuzzSeeds {
-		for op := range uint8(5) {
+		for op := range gitopstest.FuzzOps {
 			f.Add(s, podinfoDeployment, op)
 			f.Add(podinfoDeployment, s, op)
 		}
 	}
 	r := optOutRule()
 	f.Fuzz(func(t *testing.T, oldObj, newObj string, op uint8) {
-		var req *admissiontest.Request
-		switch op % 5 {
-		case 0:
-			req = admissiontest.Create(deploymentsGVR, "Deployment", []byte(newObj))
-		case 1:
-			req = admissiontest.Update(deploymentsGVR, "Deployment", []byte(oldObj), []byte(newObj))
-		case 2:
-			req = admissiontest.Delete(deploymentsGVR, "Deployment", []byte(oldObj))
-		case 3:
-			req = admissiontest.Update(deploymentsGVR, "Deployment", []byte(oldObj), []byte(newObj)).SubResource("status")
-		case 4:
-			req = admissiontest.Update(deploymentsGVR, "Scale", []byte(oldObj), []byte(newObj)).SubResource("scale").Namespace("apps")
+		req := gitopstest.FuzzRequest(op, oldObj, newObj)
+		if op%gitopstest.FuzzOps == gitopstest.FuzzScale {
+			// The owners' inventories list the workload in apps.
+			req.Namespace("apps")
 		}
-		resp := r.Handle(context.Background(), rule.NewRequest(req.Build()))
-		if resp.Result == nil {
-			t.Fatal("response without a result")
-		}
+		gitopstest.CheckAnswers(t, r, req)
 	})
 }
 

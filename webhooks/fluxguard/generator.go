@@ -95,7 +95,7 @@ func generatorClaim(v *object.View) (string, bool) {
 // generatorOwner finds the ArtifactGenerator of uid among the cached ones
 // and describes its hold on the object.
 func (r resolver) generatorOwner(_ context.Context, uid string, ref gitops.Ref, v *object.View) (gitops.Owner, error) {
-	objs, err := r.owners.List(artifactGenerators)
+	objs, err := r.Cache.List(artifactGenerators)
 	if err != nil {
 		return gitops.Owner{}, fmt.Errorf("listing Flux ArtifactGenerators: %w", err)
 	}

@@ -35,15 +35,7 @@ func ignoreRules(list []any) []ignoreRule {
 		if !ok {
 			continue
 		}
-		var r ignoreRule
-		paths, _ := m["paths"].([]any)
-		for _, p := range paths {
-			if s, ok := p.(string); ok {
-				if ptr, err := object.ParsePointer(s); err == nil && len(ptr) > 0 {
-					r.paths = append(r.paths, ptr)
-				}
-			}
-		}
+		r := ignoreRule{paths: gitops.IgnorePaths(m["paths"])}
 		if t, ok := m["target"].(map[string]any); ok {
 			var valid bool
 			if r.target, valid = targetOf(t); !valid {

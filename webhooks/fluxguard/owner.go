@@ -3,7 +3,6 @@ package fluxguard
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"strings"
 	"unique"
 
@@ -64,18 +63,6 @@ func (o *owner) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKin
 func (o *owner) DeepCopyObject() runtime.Object {
 	out := *o
 	return &out
-}
-
-// keepOwner is the informers' transform. It accepts its own output, as
-// informers require.
-func keepOwner(obj any) (any, error) {
-	switch o := obj.(type) {
-	case *owner:
-		return o, nil
-	case *unstructured.Unstructured:
-		return ownerOf(o), nil
-	}
-	return nil, fmt.Errorf("fluxguard cache: unexpected object type %T", obj)
 }
 
 func ownerOf(u *unstructured.Unstructured) *owner {

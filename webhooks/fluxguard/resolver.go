@@ -94,7 +94,9 @@ var optOutPaths = func() []object.Pointer {
 // HelmRelease, whose own record (its inventory, or for a HelmRelease
 // without one its Helm release) must list the object.
 type resolver struct {
-	owners    gitops.OwnerCache
+	// Caches hold the Kustomizations, HelmReleases and
+	// ArtifactGenerators, and read a scaled workload's managedFields.
+	gitops.Caches
 	defaultSA string
 	// optOutHint and helmOptOutHint say who may pause Flux for an object
 	// of a Kustomization or a HelmRelease; empty without opt-out groups.
@@ -102,13 +104,11 @@ type resolver struct {
 	// strips are the prefixes of the field managers kustomize-controller
 	// removes the fields of: kubectlStrips and the overrideManagers.
 	strips []string
-	// APIWorkloads reads a scaled workload's managedFields.
-	gitops.APIWorkloads
 }
 
 // newResolver builds the resolver of a configuration.
 func newResolver(c Config) *resolver {
-	r := &resolver{owners: gitops.NoOwners{}, defaultSA: c.DefaultServiceAccount,
+	r := &resolver{Caches: gitops.NewCaches(), defaultSA: c.DefaultServiceAccount,
 		strips: append(slices.Clip(kubectlStrips), c.OverrideManagers...)}
 	if len(c.OptOutGroups) > 0 {
 		who := "to pause Flux for this object, a member of " + strings.Join(c.OptOutGroups, " or ") + " can set "
@@ -207,12 +207,11 @@ func (r resolver) Owners(_ context.Context, ref gitops.Ref, v *object.View) ([]g
 		if c.kind == kindHelmRelease {
 			gr = helmReleases
 		}
-		obj, found, err := r.owners.Lookup(gr, c.namespace, c.name)
+		o, found, err := gitops.Lookup[*owner](r.Cache, gr, c.namespace, c.name)
 		if err != nil {
 			return nil, fmt.Errorf("looking up Flux %s: %w", c, err)
 		}
-		o, ok := obj.(*owner)
-		if !found || !ok {
+		if !found {
 			out = append(out, gitops.Owner{Name: "Flux " + c.String(),
 				Why: fmt.Sprintf("owner not found: Flux %s does not exist, so no Flux controller reverts the object", c)})
 			continue
@@ -379,7 +378,7 @@ func (r resolver) hint(o *owner) string {
 func (r resolver) OwnersOf(_ context.Context, ref gitops.Ref) ([]gitops.Owner, error) {
 	var out []gitops.Owner
 	for _, gr := range []schema.GroupResource{kustomizations, helmReleases} {
-		objs, err := r.owners.List(gr)
+		objs, err := r.Cache.List(gr)
 		if err != nil {
 			return nil, fmt.Errorf("listing Flux owners: %w", err)
 		}

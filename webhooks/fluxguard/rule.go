@@ -9,11 +9,9 @@ package fluxguard
 
 import (
 	"context"
-	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/stewardhq/steward/webhooks/internal/clustercache"
 	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -24,15 +22,10 @@ const Name = "fluxguard"
 // Rule is the fluxguard admission handler.
 type Rule struct {
 	guard    *gitops.Guard
-	agent    rule.Identities
 	resolver *resolver
 }
 
-var (
-	_ rule.Rule                 = (*Rule)(nil)
-	_ clustercache.ManagerSetup = (*Rule)(nil)
-	_ rule.Inheritor            = (*Rule)(nil)
-)
+var _ rule.Rule = (*Rule)(nil)
 
 // New builds the rule from its configuration and the global break-glass
 // group, which denial messages name. It touches no cluster: until
@@ -40,18 +33,15 @@ var (
 // owner is "not found".
 func New(c Config, breakGlassGroup string) *Rule {
 	c.Default()
-	r := &Rule{
-		agent:    rule.Identities{Users: c.AgentUsers, Groups: c.AgentGroups},
-		resolver: newResolver(c),
-	}
+	r := &Rule{resolver: newResolver(c)}
 	r.guard = gitops.New(gitops.Options{
 		// The agent is named in the singular, as the engine's sentences
 		// expect: "written by a Flux controller", "which only a Flux
 		// controller sets".
 		Rule: Name, Tool: "Flux", AgentName: "a Flux controller", Applier: "Flux",
-		Agent: r.agent, Ignored: c.IgnoredFields, BreakGlassGroup: breakGlassGroup,
+		Settings: c.Settings, Agent: c.Agent(), BreakGlassGroup: breakGlassGroup,
 		OptOut:  gitops.OptOut{Paths: optOutPaths, Groups: c.OptOutGroups},
-		Records: records, Undeclared: c.UndeclaredFields, Markers: markers,
+		Records: records, Markers: markers,
 	}, r.resolver)
 	return r
 }
@@ -64,18 +54,14 @@ func (r *Rule) Handle(ctx context.Context, req *rule.Request) admission.Response
 // WithOwners sets where owners are looked up; tests and offline use pass
 // their own.
 func (r *Rule) WithOwners(l gitops.OwnerCache) *Rule {
-	r.resolver.owners = l
+	r.resolver.Cache = l
 	return r
 }
 
 // Inherit makes r read owners from the cache running was set up with;
 // everything else is r's own settings.
 func (r *Rule) Inherit(running rule.Rule) error {
-	old, ok := running.(*Rule)
-	if !ok {
-		return fmt.Errorf("fluxguard cannot take over from a %T", running)
-	}
-	r.resolver.owners = old.resolver.owners
-	r.resolver.APIWorkloads = old.resolver.APIWorkloads
-	return nil
+	return gitops.Inherit(Name, running, func(old *Rule) { r.resolver.Caches = old.resolver.Caches })
 }
+
+var _ rule.Inheritor = (*Rule)(nil)

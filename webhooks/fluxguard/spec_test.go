@@ -6,12 +6,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/celtest"
+	"github.com/stewardhq/steward/webhooks/internal/gitops"
 	"github.com/stewardhq/steward/webhooks/internal/gitops/gitopstest"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
@@ -26,102 +26,63 @@ const (
 
 func TestSpecRegistration(t *testing.T) {
 	spec := New(Config{}, breakGlass).Spec()
-	type registration struct {
-		Name, Path     string
-		Rules          []admissionregistrationv1.RuleWithOperations
-		FailurePolicy  admissionregistrationv1.FailurePolicyType
-		TimeoutSeconds int32
-		ObjectSelector *metav1.LabelSelector
-		Conditions     []string
-	}
-	got := []registration{}
-	for _, wh := range spec.Webhooks {
-		var names []string
-		for _, c := range wh.MatchConditions {
-			names = append(names, c.Name)
-		}
-		got = append(got, registration{wh.Name, wh.Path, wh.Rules, wh.FailurePolicy, wh.TimeoutSeconds, wh.ObjectSelector, names})
-		if wh.FailurePolicyReason == "" {
-			t.Errorf("webhook %s states no reason for its failure policy", wh.Name)
-		}
-	}
-	namespaced := admissionregistrationv1.NamespacedScope
 	objectRules := gitopstest.ObjectRules()
-	labelled := func(key string) *metav1.LabelSelector {
-		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpExists}}}
-	}
+	labelled := gitopstest.Labelled
 	// A label selector cannot say "either label", so Kustomizations' and
 	// HelmReleases' objects have a webhook each, split by writer: people's
 	// edits fail closed, service accounts' (the cluster's machinery) open.
-	want := []registration{{
-		Name: "fluxguard.steward.dev", Path: "/validate/fluxguard",
-		Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
-		ObjectSelector: labelled("kustomize.toolkit.fluxcd.io/name"),
-		Conditions:     []string{"not-flux-controller-lease-or-event"},
-	}, {
-		Name: "fluxguard-serviceaccounts.steward.dev", Path: "/validate/fluxguard/serviceaccounts",
-		Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
-		ObjectSelector: labelled("kustomize.toolkit.fluxcd.io/name"),
-		Conditions:     []string{"not-flux-controller-lease-or-event"},
-	}, {
-		Name: "fluxguard-helm.steward.dev", Path: "/validate/fluxguard/helm",
-		Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
-		ObjectSelector: labelled("helm.toolkit.fluxcd.io/name"),
-		Conditions:     []string{"not-flux-controller-lease-or-event"},
-	}, {
-		Name: "fluxguard-helm-serviceaccounts.steward.dev", Path: "/validate/fluxguard/helm-serviceaccounts",
-		Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
-		ObjectSelector: labelled("helm.toolkit.fluxcd.io/name"),
-		Conditions:     []string{"not-flux-controller-lease-or-event"},
-	}, {
-		// What source-watcher's ArtifactGenerators generate carries their
-		// UID in a label of its own.
-		Name: "fluxguard-generator.steward.dev", Path: "/validate/fluxguard/generator",
-		Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
-		ObjectSelector: labelled("source.extensions.fluxcd.io/generator"),
-		Conditions:     []string{"not-flux-controller-lease-or-event"},
-	}, {
-		Name: "fluxguard-generator-serviceaccounts.steward.dev", Path: "/validate/fluxguard/generator-serviceaccounts",
-		Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
-		ObjectSelector: labelled("source.extensions.fluxcd.io/generator"),
-		Conditions:     []string{"not-flux-controller-lease-or-event"},
-	}, {
+	want := []gitopstest.Registration{
+		{
+			Name: "fluxguard.steward.dev", Path: "/validate/fluxguard",
+			Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
+			ObjectSelector: labelled("kustomize.toolkit.fluxcd.io/name"),
+			Conditions:     []string{"not-flux-controller-lease-or-event"},
+		},
+		{
+			Name: "fluxguard-serviceaccounts.steward.dev", Path: "/validate/fluxguard/serviceaccounts",
+			Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
+			ObjectSelector: labelled("kustomize.toolkit.fluxcd.io/name"),
+			Conditions:     []string{"not-flux-controller-lease-or-event"},
+		},
+		{
+			Name: "fluxguard-helm.steward.dev", Path: "/validate/fluxguard/helm",
+			Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
+			ObjectSelector: labelled("helm.toolkit.fluxcd.io/name"),
+			Conditions:     []string{"not-flux-controller-lease-or-event"},
+		},
+		{
+			Name: "fluxguard-helm-serviceaccounts.steward.dev", Path: "/validate/fluxguard/helm-serviceaccounts",
+			Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
+			ObjectSelector: labelled("helm.toolkit.fluxcd.io/name"),
+			Conditions:     []string{"not-flux-controller-lease-or-event"},
+		},
+		{
+			// What source-watcher's ArtifactGenerators generate carries their
+			// UID in a label of its own.
+			Name: "fluxguard-generator.steward.dev", Path: "/validate/fluxguard/generator",
+			Rules: objectRules, FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
+			ObjectSelector: labelled("source.extensions.fluxcd.io/generator"),
+			Conditions:     []string{"not-flux-controller-lease-or-event"},
+		},
+		{
+			Name: "fluxguard-generator-serviceaccounts.steward.dev", Path: "/validate/fluxguard/generator-serviceaccounts",
+			Rules: objectRules, FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 3,
+			ObjectSelector: labelled("source.extensions.fluxcd.io/generator"),
+			Conditions:     []string{"not-flux-controller-lease-or-event"},
+		},
 		// A Scale has no labels to select on, so this webhook sees every
 		// scale request, the HorizontalPodAutoscaler's included: it fails
 		// open.
-		Name: "fluxguard-scale.steward.dev", Path: "/validate/fluxguard/scale",
-		Rules: []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"*"}, Resources: []string{"deployments/scale", "statefulsets/scale", "replicasets/scale"}, Scope: &namespaced},
-		}, {
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"replicationcontrollers/scale"}, Scope: &namespaced},
-		}},
-		FailurePolicy: admissionregistrationv1.Ignore, TimeoutSeconds: 2,
-		Conditions: []string{"not-flux-agent-autoscaler-or-kubernetes-controller"},
-	}, {
+		gitopstest.ScaleRegistration("fluxguard-scale.steward.dev", "/validate/fluxguard/scale", "not-flux-agent-autoscaler-or-kubernetes-controller"),
 		// Flux's records of what it applied, the owners' inventories, are
 		// written by Flux alone.
-		Name: "fluxguard-records.steward.dev", Path: "/validate/fluxguard/records",
-		Rules: []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"kustomize.toolkit.fluxcd.io"}, APIVersions: []string{"*"}, Resources: []string{"kustomizations/status"}, Scope: &namespaced},
-		}, {
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"helm.toolkit.fluxcd.io"}, APIVersions: []string{"*"}, Resources: []string{"helmreleases/status"}, Scope: &namespaced},
-		}, {
-			Operations: []admissionregistrationv1.OperationType{"UPDATE"},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"source.extensions.fluxcd.io"}, APIVersions: []string{"*"}, Resources: []string{"artifactgenerators/status"}, Scope: &namespaced},
-		}},
-		FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 3,
-		Conditions: []string{"not-the-tool-or-kubernetes-controller"},
-	}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Spec().Webhooks: -want, +got:\n%s", diff)
+		gitopstest.RecordRegistration("fluxguard-records.steward.dev", "/validate/fluxguard/records",
+			gitopstest.UpdateRule("kustomize.toolkit.fluxcd.io", "kustomizations/status"),
+			gitopstest.UpdateRule("helm.toolkit.fluxcd.io", "helmreleases/status"),
+			gitopstest.UpdateRule("source.extensions.fluxcd.io", "artifactgenerators/status"),
+		),
 	}
-	if spec.Name != Name || spec.Type != rule.Validating {
-		t.Errorf("Spec() = %s/%s, want %s/%s", spec.Name, spec.Type, Name, rule.Validating)
-	}
+	gitopstest.CheckSpec(t, spec, Name, want)
 }
 
 func TestPolicyRules(t *testing.T) {
@@ -130,10 +91,8 @@ func TestPolicyRules(t *testing.T) {
 		{APIGroups: []string{"kustomize.toolkit.fluxcd.io"}, Resources: []string{"kustomizations"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"helm.toolkit.fluxcd.io"}, Resources: []string{"helmreleases"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"source.extensions.fluxcd.io"}, Resources: []string{"artifactgenerators"}, Verbs: []string{"list", "watch"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"list"}},
 	}
+	want = append(want, gitopstest.AuditRules()...)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Spec().RBAC: want list and watch (the owners' cache) on Kustomizations, HelmReleases and ArtifactGenerators, get (a scale request's check of who declares the replicas) and list (the drift audit) on the scalable workloads, and list of the autoscalers (the fight check's), nothing more; -want, +got:\n%s", diff)
 	}
@@ -142,8 +101,8 @@ func TestPolicyRules(t *testing.T) {
 func TestMatchConditionsCompile(t *testing.T) {
 	// Configured names are rendered into CEL; quotes and backslashes must
 	// be escaped.
-	celtest.CheckCompile(t, New(Config{AgentUsers: []string{`odd"name\`, kustomizeController}, AgentGroups: []string{`flux'ops`}}, "").Spec().Webhooks)
-	celtest.CheckCompile(t, New(Config{AgentUsers: []string{}, AgentGroups: []string{}}, "").Spec().Webhooks)
+	celtest.CheckCompile(t, New(Config{Settings: gitops.Settings{AgentUsers: []string{`odd"name\`, kustomizeController}, AgentGroups: []string{`flux'ops`}}}, "").Spec().Webhooks)
+	celtest.CheckCompile(t, New(Config{Settings: gitops.Settings{AgentUsers: []string{}, AgentGroups: []string{}}}, "").Spec().Webhooks)
 }
 
 // TestFluxControllersAreNeverSent runs every kind of write Flux's

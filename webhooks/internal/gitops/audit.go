@@ -285,11 +285,45 @@ func (g *Guard) AuditListed(ctx context.Context, api client.Reader, lists []Kind
 	if err != nil {
 		return nil, err
 	}
+	return g.WithFights(ctx, api, out, declared)
+}
+
+// WithFights are the drift findings drifted and the fights over the
+// replicas of declared with an autoscaler (AutoscalerFights), in report
+// order: every guard's audit ends with them.
+func (g *Guard) WithFights(ctx context.Context, api client.Reader, drifted []rule.Finding, declared []GitReplicas) ([]rule.Finding, error) {
 	fights, err := g.AutoscalerFights(ctx, api, declared)
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, fights...)
+	out := append(drifted, fights...)
 	SortFindings(out)
 	return out, nil
+}
+
+// AuditCached is AuditListed for a guard whose resolver reads the tool's
+// records from c: the audit fails, naming them (what), until they are set
+// up, and lists reads from them the kinds to list.
+func (g *Guard) AuditCached(ctx context.Context, api client.Reader, c *Caches, what string, lists func() ([]KindList, error), owners func(Ref, *metav1.PartialObjectMetadata) ([]Owner, error)) ([]rule.Finding, error) {
+	if !c.IsSetUp() {
+		return nil, errors.New(what + " cache is not set up")
+	}
+	l, err := lists()
+	if err != nil {
+		return nil, err
+	}
+	return g.AuditListed(ctx, api, l, owners)
+}
+
+// KindLists are the lists of kinds an audit makes, with label: those of
+// kinds (the kinds the tool's records hold, once each) that it may list,
+// a workload or one of own, the tool's own kinds.
+func KindLists(kinds []schema.GroupVersionKind, label string, own ...schema.GroupKind) []KindList {
+	var out []KindList
+	for _, gvk := range DistinctKinds(kinds) {
+		if Audited(gvk.GroupKind(), own...) {
+			out = append(out, KindList{GroupVersionKind: gvk, Label: label})
+		}
+	}
+	return out
 }

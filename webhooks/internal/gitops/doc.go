@@ -11,4 +11,12 @@
 // the subresources that store an object), stripping and forging of
 // markers, injected owner references, deliberate opt-outs, paused owners,
 // the diff with its skip paths, and the one-line denial.
+//
+// What the guards have in common around the Guard is here too, so that a
+// guard package holds only its resolver, its own settings and its README:
+// the settings every guard has (Settings, which each guard's Config
+// embeds), its webhooks (ObjectWebhook, ByWriter, ScaleWebhook,
+// RecordWebhook), the cache of the tool's records and its hand-over on a
+// configuration reload (Caches, Keep, Lookup, Inherit), and the audit
+// (AuditCached, KindLists, WithFights).
 package gitops

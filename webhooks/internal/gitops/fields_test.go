@@ -167,9 +167,9 @@ func TestTheDecisionTable(t *testing.T) {
 	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g := New(Options{Rule: "fluxguard", Tool: "Flux", AgentName: "a Flux controller", Undeclared: tc.undeclared,
-				OptOut:  OptOut{Paths: []object.Pointer{{"metadata", "annotations", "example.com/opt-out"}}},
-				Ignored: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}}, oneOwner{appsOwner})
+			g := New(Options{Rule: "fluxguard", Tool: "Flux", AgentName: "a Flux controller", Settings: Settings{UndeclaredFields: tc.undeclared, IgnoredFields: []IgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}},
+				OptOut: OptOut{Paths: []object.Pointer{{"metadata", "annotations", "example.com/opt-out"}}},
+			}, oneOwner{appsOwner})
 			req := admissiontest.Update(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "Deployment", tc.old, tc.cur).User(tc.user).Build()
 			got := g.Handle(context.Background(), rule.NewRequest(req))
 			msg := got.Result.Message
@@ -270,7 +270,7 @@ func TestScaleFollowsWhetherGitDeclaresReplicas(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g := New(Options{Rule: "fluxguard", Tool: "Flux", Undeclared: tc.undeclared}, scaledOwner{oneOwner: oneOwner{appsOwner}, entries: tc.entries, read: tc.read})
+			g := New(Options{Rule: "fluxguard", Tool: "Flux", Settings: Settings{UndeclaredFields: tc.undeclared}}, scaledOwner{oneOwner: oneOwner{appsOwner}, entries: tc.entries, read: tc.read})
 			scale := func(n int) map[string]any {
 				return map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": map[string]any{"name": "web", "namespace": "apps"}, "spec": map[string]any{"replicas": n}}
 			}

@@ -31,13 +31,16 @@ type Options struct {
 	// findings ("Changed since Flux last applied it"); AgentName when
 	// empty.
 	Applier string
-	// Agent are the identities the tool writes as.
+	// Settings are the guard's configured settings; Settings.Agent() is
+	// not read, Agent is.
+	Settings Settings
+	// Agent are the identities the tool writes as: the agent's of
+	// Settings, and for Argo CD its server's users where UI edits count
+	// as its own.
 	Agent rule.Identities
 	// People are service accounts that write people's edits (argocd-server,
 	// for its UI): judged as people, not as the cluster's machinery.
 	People []string
-	// Ignored are the configured ignoredFields.
-	Ignored []IgnoredFields
 	// OptOut are the markers that take an object out of the tool's
 	// management, and who may add them.
 	OptOut OptOut
@@ -45,9 +48,6 @@ type Options struct {
 	Records []Record
 	// BreakGlassGroup is the global break-glass group denials name.
 	BreakGlassGroup string
-	// Undeclared is what a person's change of fields Git does not declare
-	// gets; UndeclaredRefuse when empty.
-	Undeclared Undeclared
 	// Markers are the paths the guard keys on (the tool's ownership keys
 	// and whatever its webhook's selectors and conditions read): a change
 	// of one, or of a path above one, counts as a change of a field Git
@@ -88,14 +88,18 @@ func New(o Options, r Resolver) *Guard {
 		msg:        messages{rule: o.Rule, tool: o.Tool, agent: o.AgentName, applier: cmp.Or(o.Applier, o.AgentName), breakGlass: o.BreakGlassGroup},
 		agent:      o.Agent,
 		resolver:   r,
-		skip:       newSkipMap(o.Ignored),
+		skip:       newSkipMap(o.Settings.IgnoredFields),
 		optOut:     o.OptOut,
 		records:    o.Records,
-		undeclared: cmp.Or(o.Undeclared, UndeclaredRefuse),
+		undeclared: cmp.Or(o.Settings.UndeclaredFields, UndeclaredRefuse),
 		markers:    append(slices.Clip(o.Markers), o.OptOut.Paths...),
 		people:     o.People,
 	}
 }
+
+// Agent are the identities the tool writes as, which the guard's webhooks
+// leave out.
+func (g *Guard) Agent() rule.Identities { return g.agent }
 
 // Skip returns the paths an update of the given kind may change: the
 // server-managed ones and the configured ignored fields.

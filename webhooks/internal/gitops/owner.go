@@ -93,6 +93,24 @@ type Resolver interface {
 	Owners(ctx context.Context, ref Ref, v *object.View) ([]Owner, error)
 }
 
+// IgnorePaths reads the JSON pointers of one of an owner's ignore rules
+// (a Kustomization's spec.ignore, an Application's ignoreDifferences) as
+// the API server stores them, for Owner.Skip: a pointer that does not
+// parse, and the empty one, which would be the whole object, are left
+// out.
+func IgnorePaths(list any) []object.Pointer {
+	items, _ := list.([]any)
+	var out []object.Pointer
+	for _, item := range items {
+		if s, ok := item.(string); ok {
+			if p, err := object.ParsePointer(s); err == nil && len(p) > 0 {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
 // managers names the owner's field managers in messages: "argocd-controller
 // or argocd-application-controller".
 func (o Owner) managers() string {

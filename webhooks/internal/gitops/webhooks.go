@@ -6,9 +6,70 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stewardhq/steward/webhooks/rule"
 )
+
+// ObjectWebhook describes a guard's webhook for the objects its tool
+// deployed: every guard's fails closed, with a timeout of three seconds,
+// for the writes of ObjectRules, and sends only the requests whose object
+// carries the tool's markers, from writers other than the tool and
+// Kubernetes' controllers.
+type ObjectWebhook struct {
+	// Rule is the guard's name and Suffix the webhook's, as rule.Path
+	// takes them.
+	Rule, Suffix string
+	// Tool names the tool in the failure policy's reason: "hand edits of
+	// <Tool>-managed objects".
+	Tool string
+	// Reach is the rest of that reason: what keeps the webhook's blast
+	// radius small.
+	Reach string
+	// Label, when set, is the label the objectSelector requires.
+	Label string
+	// Condition names the one matchCondition, whose expression is Select,
+	// the clauses that leave the Agent out, ExcludedResources, Exclude and
+	// ExcludeStatusKeepingMetadata, all of them.
+	Condition       string
+	Select, Exclude []string
+	Agent           rule.Identities
+}
+
+// Webhook is the webhook w describes.
+func (w ObjectWebhook) Webhook() rule.Webhook {
+	clauses := slices.Concat(w.Select, IdentityClauses(w.Agent), []string{ExcludedResources}, w.Exclude, []string{ExcludeStatusKeepingMetadata()})
+	wh := rule.Webhook{
+		Name:          rule.WebhookName(w.Rule, w.Suffix),
+		Path:          rule.Path(rule.Validating, w.Rule, w.Suffix),
+		Rules:         ObjectRules(),
+		FailurePolicy: admissionregistrationv1.Fail,
+		FailurePolicyReason: "A guard that fails open is a silent bypass: while Steward is unreachable, hand edits of " + w.Tool +
+			"-managed objects would go through unrecorded. The blast radius is small: " + w.Reach,
+		TimeoutSeconds:  3,
+		MatchConditions: []admissionregistrationv1.MatchCondition{{Name: w.Condition, Expression: AllOf(clauses...)}},
+	}
+	if w.Label != "" {
+		// For UPDATE and DELETE the API server matches the selector
+		// against the old object too, so removing the label still reaches
+		// Steward.
+		wh.ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: w.Label, Operator: metav1.LabelSelectorOpExists},
+		}}
+	}
+	return wh
+}
+
+// ChartLists are the lists of a guard's settings that the chart leaves
+// out when empty: the agent's identities, which the object webhooks'
+// matchConditions leave a clause out for, and keys, the guard's own.
+func ChartLists(keys ...string) []rule.ChartList {
+	out := []rule.ChartList{{Key: "agentUsers", OmitWhenEmpty: true}, {Key: "agentGroups", OmitWhenEmpty: true}}
+	for _, k := range keys {
+		out = append(out, rule.ChartList{Key: k, OmitWhenEmpty: true})
+	}
+	return out
+}
 
 // ObjectRules are the webhook rules of a guard's object webhook: every
 // object, and the subresources that store it.
