@@ -63,7 +63,7 @@ func tlsServer(t *testing.T, opts ...func(*tls.Config)) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	srv.TLS = &tls.Config{}
-	for _, o := range append(TLSOptions(false), opts...) {
+	for _, o := range append(tlsOptions(false), opts...) {
 		o(srv.TLS)
 	}
 	srv.StartTLS()

@@ -54,7 +54,7 @@ type Options struct {
 	KeepRegistration      bool
 	RegistrationURL       string
 	RegistrationOverrides string
-	// ShutdownDelay and ShutdownTimeout: see ShutdownSteps.
+	// ShutdownDelay and ShutdownTimeout: see shutdownSteps.
 	ShutdownDelay, ShutdownTimeout time.Duration
 	// Build is the build steward_build_info and the start-up log line
 	// report.

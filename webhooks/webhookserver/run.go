@@ -37,7 +37,7 @@ import (
 )
 
 // Run runs the manager, with the API server at restCfg, until
-// SIGTERM/SIGINT, then shuts down gracefully (ShutdownOnSignal): it reports
+// SIGTERM/SIGINT, then shuts down gracefully (shutdownOnSignal): it reports
 // unready at once and keeps serving for --shutdown-delay, closing each
 // connection after its answer, so the endpoints stop routing here and the
 // API server moves to other replicas; then it closes the listener and
@@ -47,13 +47,13 @@ import (
 func Run(opts Options, restCfg *rest.Config, cfg config.Config, configData []byte, log logr.Logger) error {
 	timeout := opts.ShutdownTimeout
 	rules := webhooks.Rules(cfg)
-	webhookTLS := TLSOptions(opts.EnableHTTP2)
+	webhookTLS := tlsOptions(opts.EnableHTTP2)
 	var clientCAs *clientCAs
 	if opts.ClientCAFile != "" {
 		clientCAs = newClientCAs(opts.ClientCAFile, log.WithName("client-ca"))
 		webhookTLS = append(webhookTLS, clientCAs.configure)
 	}
-	server := New(webhook.Options{
+	server := newServer(webhook.Options{
 		Host:    opts.Host,
 		Port:    opts.Port,
 		CertDir: opts.Certs.CertDir,
@@ -121,7 +121,7 @@ func Run(opts Options, restCfg *rest.Config, cfg config.Config, configData []byt
 	defer cancel()
 	signals := make(chan os.Signal, 3)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
-	go ShutdownOnSignal(signals, ShutdownSteps{Delay: opts.ShutdownDelay, Timeout: opts.ShutdownTimeout, Drain: drain, Server: server, Stop: cancel, Exit: os.Exit}, log)
+	go shutdownOnSignal(signals, shutdownSteps{Delay: opts.ShutdownDelay, Timeout: opts.ShutdownTimeout, Drain: drain, Server: server, Stop: cancel, Exit: os.Exit}, log)
 	collectHarderUntilStarted(ctx, os.Getenv("GOGC"), started(mgr.ready), liveHeap, 200*time.Millisecond, startupGCFor, log)
 	log.Info("starting steward", "version", build.Version, "revision", build.Revision, "namespace", opts.Certs.Namespace, "port", opts.Port, "certMode", opts.CertMode, "requestMemory", opts.RequestMemory)
 	return mgr.Start(ctx)
@@ -382,6 +382,6 @@ func metricsOptions(opts Options) metricsserver.Options {
 		BindAddress:    opts.MetricsAddr,
 		SecureServing:  true,
 		FilterProvider: metricsAuthFilter,
-		TLSOpts:        TLSOptions(opts.EnableHTTP2),
+		TLSOpts:        tlsOptions(opts.EnableHTTP2),
 	}
 }
