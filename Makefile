@@ -386,7 +386,7 @@ release-snapshot: $(GORELEASER) $(HELM) $(SYFT) ## build a release into dist/ wi
 	PATH="$(dir $(SYFT)):$$PATH" $(GORELEASER) release --snapshot --clean --skip=$$skip $(GORELEASER_FLAGS)
 
 lint: ## gofmt, go vet and staticcheck
-	@test -z "$$(gofmt -l cmd check webhooks certs manifests e2e)" || (gofmt -l cmd check webhooks certs manifests e2e; echo "gofmt needed" && exit 1)
+	@test -z "$$(gofmt -l cmd check webhooks certs manifests e2e buildinfo completion)" || (gofmt -l cmd check webhooks certs manifests e2e buildinfo completion; echo "gofmt needed" && exit 1)
 	$(GO) vet ./...
 	@if $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -version >/dev/null 2>&1; then \
 		$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...; \

@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/stewardhq/steward/webhooks/apimigration"
+	"github.com/stewardhq/steward/webhooks/config"
 )
 
 // Exit codes of a check, so CI can tell a finding from a broken run.
@@ -77,6 +78,26 @@ func ParseTarget(s string) (apimigration.Release, error) {
 		return apimigration.Release{}, fmt.Errorf("%w: upgrade Steward to check against %s", err, newer.Release)
 	}
 	return r, err
+}
+
+// Target is the release to check against: fluxVersion (ParseTarget), else
+// the one cfg's apimigration settings name (what the server it configures
+// enforces; cfg is nil without a configuration file), else the newest
+// release Steward knows, so CI learns what the next upgrade breaks rather
+// than what the server's cautious default refuses. An error is a
+// fluxVersion Steward cannot check against, and names --flux-version.
+func Target(cfg *config.Config, fluxVersion string) (apimigration.Release, error) {
+	switch {
+	case fluxVersion != "":
+		r, err := ParseTarget(fluxVersion)
+		if err != nil {
+			return apimigration.Release{}, fmt.Errorf("--flux-version %q: %w", fluxVersion, err)
+		}
+		return r, nil
+	case cfg != nil:
+		return config.SettingsOf[apimigration.Config](cfg.Rules).Target(), nil
+	}
+	return apimigration.NewestRelease(), nil
 }
 
 // Run checks the files and directories at paths, "-" being Options.Stdin.

@@ -109,14 +109,22 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if len(paths) == 0 {
 		return usageError(stderr, "check", errors.New("no PATH given (use - for standard input)"))
 	}
-	target, code, err := checkTarget(o.configPath, o.fluxVersion)
-	if code == check.ExitUsage {
+	// A configuration file that does not load is check.ExitBadInput
+	// (exitConfig), a --flux-version Steward cannot check against a usage
+	// error.
+	var cfg *config.Config
+	if o.configPath != "" {
+		loaded, err := config.Load(o.configPath, webhooks.Sections())
+		if err != nil {
+			return fail(stderr, "check", exitConfig, err)
+		}
+		cfg = &loaded
+	}
+	target, err := check.Target(cfg, o.fluxVersion)
+	if err != nil {
 		return usageError(stderr, "check", err)
 	}
-	if err != nil {
-		return fail(stderr, "check", code, err)
-	}
-	code, err = check.Run(check.Options{
+	code, err := check.Run(check.Options{
 		Target:           target,
 		FailOnDeprecated: o.failOnDeprecated,
 		Format:           o.output,
@@ -149,31 +157,4 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		paths, args = append(paths, args[0]), args[1:]
 	}
 	return append(paths, rest...), nil
-}
-
-// checkTarget is the release to check against: --flux-version, else the
-// configuration file's (what the server it configures enforces), else the
-// newest release Steward knows, so CI learns what the next upgrade breaks
-// rather than what the server's cautious default refuses. An error comes
-// with its exit code: a configuration file that does not load is
-// check.ExitBadInput (exitConfig), a --flux-version Steward cannot check
-// against check.ExitUsage.
-func checkTarget(configPath, fluxVersion string) (apimigration.Release, int, error) {
-	if configPath != "" {
-		cfg, err := config.Load(configPath, webhooks.Sections())
-		if err != nil {
-			return apimigration.Release{}, exitConfig, err
-		}
-		if fluxVersion == "" {
-			return config.SettingsOf[apimigration.Config](cfg.Rules).Target(), 0, nil
-		}
-	}
-	if fluxVersion == "" {
-		return apimigration.NewestRelease(), 0, nil
-	}
-	r, err := check.ParseTarget(fluxVersion)
-	if err != nil {
-		return apimigration.Release{}, check.ExitUsage, fmt.Errorf("--flux-version %q: %w", fluxVersion, err)
-	}
-	return r, 0, nil
 }

@@ -2,45 +2,27 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"net/http"
 	"os"
-	"os/signal"
-	"path/filepath"
-	"syscall"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/stewardhq/steward/certs"
 	"github.com/stewardhq/steward/webhooks"
-	"github.com/stewardhq/steward/webhooks/audit"
 	"github.com/stewardhq/steward/webhooks/config"
-	"github.com/stewardhq/steward/webhooks/rule"
-	"github.com/stewardhq/steward/webhooks/rulessync"
-	"github.com/stewardhq/steward/webhooks/serving"
 	"github.com/stewardhq/steward/webhooks/setup"
 	"github.com/stewardhq/steward/webhooks/webhookserver"
 )
 
+// apiServerWait is how long serve (outside the cluster) and audit keep
+// trying an API server they cannot connect to before giving up with
+// exitCluster; tests shorten it.
+var apiServerWait = 10 * time.Second
+
+// runServe is `steward serve`: it reads the configuration, finds the API
+// server and starts logging, then runs the server until a signal ends it
+// (webhookserver.Run).
 func runServe(args []string, stdout, stderr io.Writer) int {
 	if o := defaultServeOptions(); helpAsked(serveFlagSet(&o, stderr), args, stdout) {
 		return exitOK
@@ -59,7 +41,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 			return fail(stderr, "serve", exitConfig, err)
 		}
 	}
-	restCfg, err := restConfig(opts.kubeconfig)
+	restCfg, err := setup.RESTConfig(opts.kubeconfig)
 	if err != nil {
 		return fail(stderr, "serve", exitCluster, err)
 	}
@@ -68,416 +50,26 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	// back-off between the API server's return and Steward's. From a
 	// kubeconfig, an API server that cannot be reached is an error now,
 	// not informers that never sync.
-	if !inCluster(opts.kubeconfig) {
-		if err := reachAPIServer(context.Background(), restCfg, apiServerWait); err != nil {
+	if !setup.InCluster(opts.kubeconfig) {
+		if err := setup.ReachAPIServer(context.Background(), restCfg, apiServerWait); err != nil {
 			return fail(stderr, "serve", exitCluster, err)
 		}
 	}
-	verbosity, _ := parseLogLevel(opts.logLevel)
-	log, err := newLogger(verbosity)
+	verbosity, _ := webhookserver.ParseLogLevel(opts.logLevel)
+	log, err := webhookserver.NewLogger(verbosity)
 	if err != nil {
 		return fail(stderr, "serve", exitFailed, fmt.Errorf("logger: %w", err))
 	}
 	ctrl.SetLogger(log)
-	memoryLimit, _ := parseMemoryLimit(opts.memoryLimit) // validated with the flags
-	applyMemoryLimit(memoryLimit, os.Getenv("GOMEMLIMIT"), log)
-	if err := serve(opts, restCfg, cfg, configData, log); err != nil {
+	// Both validated with the flags.
+	memoryLimit, _ := webhookserver.ParseMemoryLimit(opts.memoryLimit)
+	requestMemory, _ := webhookserver.ParseRequestMemory(opts.requestMemory, memoryLimit)
+	webhookserver.ApplyMemoryLimit(memoryLimit, os.Getenv("GOMEMLIMIT"), log)
+	if err := webhookserver.Run(opts.server(requestMemory), restCfg, cfg, configData, log); err != nil {
 		// Logging has started: the log has it, and the terminal gets the
 		// same one line every other error is.
 		log.Error(err, "steward stopped")
 		return fail(stderr, "serve", exitFailed, err)
 	}
 	return exitOK
-}
-
-// serve runs the manager, with the API server at restCfg, until
-// SIGTERM/SIGINT, then shuts down gracefully (webhookserver.ShutdownOnSignal): it reports
-// unready at once and keeps serving for --shutdown-delay, closing each
-// connection after its answer, so the endpoints stop routing here and the
-// API server moves to other replicas; then it closes the listener and
-// drains requests in flight, and only then stops the rest.
-// configData is the configuration file's content cfg was parsed from; the
-// file is reloaded when it changes.
-func serve(opts serveOptions, restCfg *rest.Config, cfg config.Config, configData []byte, log logr.Logger) error {
-	timeout := opts.shutdownTimeout
-	rules := webhooks.Rules(cfg)
-	webhookTLS := webhookserver.TLSOptions(opts.enableHTTP2)
-	var clientCAs *clientCAs
-	if opts.clientCAFile != "" {
-		clientCAs = newClientCAs(opts.clientCAFile, log.WithName("client-ca"))
-		webhookTLS = append(webhookTLS, clientCAs.configure)
-	}
-	server := webhookserver.New(webhook.Options{
-		Host:    opts.host,
-		Port:    opts.port,
-		CertDir: opts.certs.CertDir,
-		TLSOpts: webhookTLS,
-	}, log.WithName("webhook-server"))
-	inner, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                 clientgoscheme.Scheme,
-		Cache:                  cacheOptions(rules),
-		Logger:                 log,
-		Metrics:                metricsOptions(opts),
-		HealthProbeBindAddress: opts.probeAddr,
-		// No manager-wide leader election: a manager that cannot renew
-		// its Lease exits at once, webhook server and all, without
-		// draining. Every part runs on every replica; the background
-		// audit elects the replica that audits itself (addAudit).
-		LeaderElection:          false,
-		PprofBindAddress:        opts.pprofAddr,
-		GracefulShutdownTimeout: &timeout,
-		WebhookServer:           server,
-	})
-	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
-	}
-	mgr := &readinessRecorder{Manager: inner}
-
-	if clientCAs != nil {
-		if err := mgr.Add(clientCAs); err != nil {
-			return err
-		}
-	}
-	drain := &serving.Drain{}
-	if err := addHealthChecks(mgr, drain); err != nil {
-		return err
-	}
-	if opts.certMode == certModeSelfManaged {
-		ready, err := certs.SetupSelfManaged(mgr, opts.certs)
-		if err != nil {
-			return fmt.Errorf("self-managed certificates: %w", err)
-		}
-		if err := mgr.AddReadyzCheck("certificates", certs.ReadyCheck(ready)); err != nil {
-			return err
-		}
-	}
-	memoryLimit, _ := parseMemoryLimit(opts.memoryLimit) // validated with the flags
-	requestMemory, _ := parseRequestMemory(opts.requestMemory, memoryLimit)
-	limit := serving.NewInflightLimit(requestMemory, log.WithName("webhook"))
-	build := currentBuild()
-	for _, c := range []prometheus.Collector{limit, buildInfoGauge(build), certs.ServingCertificateExpiry(opts.certs.CertDir)} {
-		if err := ctrlmetrics.Registry.Register(c); err != nil {
-			return fmt.Errorf("registering metrics: %w", err)
-		}
-	}
-	served, recorder, err := registerRules(mgr, opts, cfg, rules, limit, drain, log)
-	if err != nil {
-		return err
-	}
-	if opts.configFile != "" {
-		if err := addConfigReloader(mgr, opts, configData, cfg, served, recorder, log); err != nil {
-			return err
-		}
-	}
-	if err := addAudit(mgr, opts, served, log); err != nil {
-		return err
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	signals := make(chan os.Signal, 3)
-	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
-	go webhookserver.ShutdownOnSignal(signals, webhookserver.ShutdownSteps{Delay: opts.shutdownDelay, Timeout: opts.shutdownTimeout, Drain: drain, Server: server, Stop: cancel, Exit: os.Exit}, log)
-	collectHarderUntilStarted(ctx, os.Getenv("GOGC"), started(mgr.ready), liveHeap, 200*time.Millisecond, startupGCFor, log)
-	log.Info("starting steward", "version", build.Version, "revision", build.Revision, "namespace", opts.certs.Namespace, "port", opts.port, "certMode", opts.certMode, "requestMemory", requestMemory)
-	return mgr.Start(ctx)
-}
-
-// cacheOptions are the manager cache's options for serve and audit alike:
-// the rules' scopes, and informers that list in pages of transformed
-// objects, never a whole list of untransformed ones (setup.NewInformer).
-func cacheOptions(rules []webhooks.Configured) cache.Options {
-	return cache.Options{ByObject: cacheScopes(rules), NewInformer: setup.NewInformer}
-}
-
-// cacheScopes gathers the rules' narrowing of the manager's shared cache.
-func cacheScopes(rules []webhooks.Configured) map[client.Object]cache.ByObject {
-	out := map[client.Object]cache.ByObject{}
-	for _, c := range rules {
-		if s, ok := c.Rule.(rule.CacheScope); ok {
-			maps.Copy(out, s.CacheByObject())
-		}
-	}
-	return out
-}
-
-// registerRules sets up every configured rule and serves each of its webhooks
-// at the path its Spec names: the same list renders the webhook configurations.
-// What answers at each path follows the configuration (servedRules). The
-// rules of entries with DynamicRules are kept by one rulessync.Syncer.
-// Decisions are logged as "decision", unreadable requests as "webhook".
-// Once drain has begun, every answer closes its connection.
-// It returns the served rules and the Events recorder (nil when the
-// configuration records no Events).
-func registerRules(mgr manager.Manager, opts serveOptions, cfg config.Config, rules []webhooks.Configured, limit *serving.InflightLimit, drain *serving.Drain, log logr.Logger) (*servedRules, func(controller string) serving.EventRecorder, error) {
-	cluster, err := setup.WithManagerCache(mgr, rules)
-	if err != nil {
-		return nil, nil, err
-	}
-	events, recorder, err := denialEvents(mgr, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	metrics := serving.NewMetrics()
-	if err := ctrlmetrics.Registry.Register(metrics); err != nil {
-		return nil, nil, fmt.Errorf("registering the decision metrics: %w", err)
-	}
-	served := newServedRules(cfg, rules, events, metrics, log.WithName("decision"))
-	server := mgr.GetWebhookServer()
-	var specs []rule.Spec
-	for _, c := range rules {
-		spec := c.Rule.Spec()
-		specs = append(specs, spec)
-		if m, ok := c.Rule.(rule.MetricsCollector); ok {
-			if err := ctrlmetrics.Registry.Register(m.Collector()); err != nil {
-				return nil, nil, fmt.Errorf("registering the metrics of rule %s: %w", spec.Name, err)
-			}
-		}
-		for _, wh := range spec.Webhooks {
-			server.Register(wh.Path, served.table.HTTP(wh.Path, serving.HTTPOptions{Limit: limit, Drain: drain, Log: log.WithName("webhook")}))
-		}
-	}
-	keep, err := registrationOptions(mgr, opts, specs, recorder, drain, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	keep.Cache = cluster
-	syncer, err := rulessync.Add(mgr, specs, keep)
-	served.registration = syncer
-	return served, recorder, err
-}
-
-// registrationOptions says how Steward keeps its registration: with
-// --keep-registration, its two configurations whole (named and pointed at
-// as the self-managed mode's flags and --registration-url say), reported
-// through the metric, the log and, when Steward records Events, an Event;
-// with --leader-elect, only by the replica holding the Lease
-// rulessync.LeaseName.
-func registrationOptions(mgr manager.Manager, opts serveOptions, specs []rule.Spec, recorderFor func(string) serving.EventRecorder, drain *serving.Drain, log logr.Logger) (rulessync.Options, error) {
-	var out rulessync.Options
-	if opts.leaderElect {
-		kube, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
-		if err != nil {
-			return out, fmt.Errorf("registration: kubernetes client: %w", err)
-		}
-		identity, err := audit.Identity()
-		if err != nil {
-			return out, err
-		}
-		election, err := audit.NewLeaseElection(kube.CoordinationV1(), opts.certs.Namespace, rulessync.LeaseName, identity, audit.DefaultTimings())
-		if err != nil {
-			return out, err
-		}
-		elog := log.WithName("registration").WithName("election")
-		out.Elect = func(ctx context.Context, lead func(context.Context)) { election.Campaign(ctx, elog, lead) }
-	}
-	if !opts.keepRegistration {
-		return out, nil
-	}
-	var events rulessync.EventRecorder
-	if recorderFor != nil {
-		events = recorderFor("steward.dev/registration")
-	}
-	out.Reports = rulessync.NewReports(events, log.WithName("registration"))
-	if err := ctrlmetrics.Registry.Register(out.Reports); err != nil {
-		return out, fmt.Errorf("registering the registration metrics: %w", err)
-	}
-	var entries []string
-	for _, spec := range specs {
-		for _, wh := range spec.Webhooks {
-			entries = append(entries, wh.Name)
-		}
-	}
-	overrides, err := rulessync.ParseOverrides(opts.registrationOverrides, entries)
-	if err != nil {
-		return out, fmt.Errorf("--registration-overrides: %w", err)
-	}
-	out.Keep = &rulessync.Registration{
-		Overrides:    overrides,
-		Validating:   opts.certs.ValidatingWebhookConfiguration,
-		Mutating:     opts.certs.MutatingWebhookConfiguration,
-		Target:       rule.Target{Namespace: opts.certs.Namespace, Service: opts.certs.ServiceName, URL: opts.registrationURL},
-		CAFile:       filepath.Join(opts.certs.CertDir, "ca.crt"),
-		Deployment:   opts.certs.ServiceName,
-		ShuttingDown: drain.Draining,
-	}
-	return out, nil
-}
-
-// denialEvents returns the recorder of Events for service accounts'
-// refused writes, run by the manager, and the events recorder it sends
-// through, for Steward's other Events; both are nil when the configuration
-// records none. Events go through client-go's events.k8s.io/v1
-// broadcaster, which counts a repeated Event in its series instead of
-// creating another.
-func denialEvents(mgr manager.Manager, cfg config.Config) (*serving.DenialEvents, func(controller string) serving.EventRecorder, error) {
-	if cfg.RecordEventsFor == config.EventsForNone {
-		return nil, nil, nil
-	}
-	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
-	if err != nil {
-		return nil, nil, fmt.Errorf("events client: %w", err)
-	}
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clientset.EventsV1()})
-	recorderFor := func(controller string) serving.EventRecorder {
-		return broadcaster.NewRecorder(clientgoscheme.Scheme, controller)
-	}
-	recorder := serving.NewDenialEvents(recorderFor)
-	run := everyReplica(func(ctx context.Context) error {
-		if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
-			return fmt.Errorf("starting the events broadcaster: %w", err)
-		}
-		defer broadcaster.Shutdown()
-		return recorder.Start(ctx)
-	})
-	if err := mgr.Add(run); err != nil {
-		return nil, nil, fmt.Errorf("adding the events recorder to the manager: %w", err)
-	}
-	if err := ctrlmetrics.Registry.Register(recorder); err != nil {
-		return nil, nil, fmt.Errorf("registering the events metrics: %w", err)
-	}
-	return recorder, recorderFor, nil
-}
-
-// everyReplica is a manager Runnable that runs on every replica. The
-// manager elects no leader, so every Runnable does; saying so keeps it
-// true should the manager ever elect one.
-type everyReplica func(ctx context.Context) error
-
-func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
-
-// NeedLeaderElection is false.
-func (everyReplica) NeedLeaderElection() bool { return false }
-
-// addAudit adds the background audit. With --leader-elect it audits only
-// on the replica holding the Lease audit.LeaseName in Steward's
-// namespace, and only while it holds it; losing the Lease stops the audit
-// and nothing else. It is added whatever audit.interval says, so a
-// reloaded configuration can turn it on or off, and reads the rules
-// served and the audit settings anew every pass.
-func addAudit(mgr manager.Manager, opts serveOptions, served *servedRules, log logr.Logger) error {
-	dyn, err := dynamic.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
-	if err != nil {
-		return fmt.Errorf("audit: dynamic client: %w", err)
-	}
-	metrics := audit.NewMetrics()
-	if err := ctrlmetrics.Registry.Register(metrics); err != nil {
-		return fmt.Errorf("registering the audit metrics: %w", err)
-	}
-	runner := audit.NewRunner(served.auditCurrent, mgr.GetAPIReader(), audit.NewPublisher(dyn), metrics, log.WithName("audit")).
-		ReportTo(served.auditReports)
-	if opts.leaderElect {
-		election, err := auditElection(mgr, opts.certs.Namespace)
-		if err != nil {
-			return err
-		}
-		runner.Elect(election)
-	}
-	if err := mgr.Add(runner); err != nil {
-		return fmt.Errorf("adding the audit: %w", err)
-	}
-	return nil
-}
-
-// auditElection campaigns for the Lease audit.LeaseName in namespace,
-// through the manager's connections to the API server.
-func auditElection(mgr manager.Manager, namespace string) (*audit.Election, error) {
-	kube, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
-	if err != nil {
-		return nil, fmt.Errorf("audit: kubernetes client: %w", err)
-	}
-	identity, err := audit.Identity()
-	if err != nil {
-		return nil, err
-	}
-	return audit.NewElection(kube.CoordinationV1(), namespace, identity, audit.DefaultTimings())
-}
-
-// addConfigReloader makes the manager reload the configuration file when
-// it changes, with its metrics registered and its Events recorded on
-// Steward's Pod ($POD_NAME, $POD_UID) when Steward records Events.
-func addConfigReloader(mgr manager.Manager, opts serveOptions, data []byte, cfg config.Config, served *servedRules, recorderFor func(string) serving.EventRecorder, log logr.Logger) error {
-	metrics := newReloadMetrics()
-	if err := ctrlmetrics.Registry.Register(metrics); err != nil {
-		return fmt.Errorf("registering the configuration reload metrics: %w", err)
-	}
-	var recorder serving.EventRecorder
-	if recorderFor != nil {
-		recorder = recorderFor("steward.dev/config")
-	}
-	events := newConfigEvents(recorder, opts.certs.Namespace, os.Getenv("POD_NAME"), os.Getenv("POD_UID"))
-	reloader := newConfigReloader(opts.configFile, data, cfg, served, metrics, events, log.WithName("config"))
-	if err := mgr.Add(reloader); err != nil {
-		return fmt.Errorf("adding the configuration reloader: %w", err)
-	}
-	return nil
-}
-
-// addHealthChecks makes /readyz pass only once the webhook server accepts
-// TLS connections, every informer cache has synced, and no shutdown began
-// (drain).
-func addHealthChecks(mgr manager.Manager, drain *serving.Drain) error {
-	checks := map[string]healthz.Checker{
-		"webhook-server": mgr.GetWebhookServer().StartedChecker(),
-		"informer-caches": func(req *http.Request) error {
-			ctx, cancel := context.WithTimeout(req.Context(), time.Second)
-			defer cancel()
-			if !mgr.GetCache().WaitForCacheSync(ctx) {
-				return errors.New("informer caches have not synced")
-			}
-			return nil
-		},
-		"shutdown": func(*http.Request) error {
-			if drain.Draining() {
-				return errors.New("shutting down")
-			}
-			return nil
-		},
-	}
-	for name, check := range checks {
-		if err := mgr.AddReadyzCheck(name, check); err != nil {
-			return fmt.Errorf("adding readiness check %s: %w", name, err)
-		}
-	}
-	return mgr.AddHealthzCheck("ping", healthz.Ping)
-}
-
-// metricsOptions serves /metrics over HTTPS, to clients the API server
-// authenticates and authorizes (metricsAuthFilter: a TokenReview and a
-// SubjectAccessReview, each cached for minutes), with the webhook's TLS
-// settings and a self-signed certificate, as the kube-controller-manager
-// does. Prometheus scrapes it with its service account's token and a
-// ClusterRole allowing get on /metrics (steward-metrics-reader).
-func metricsOptions(opts serveOptions) metricsserver.Options {
-	if !opts.metricsSecure {
-		return metricsserver.Options{BindAddress: opts.metricsAddr}
-	}
-	return metricsserver.Options{
-		BindAddress:    opts.metricsAddr,
-		SecureServing:  true,
-		FilterProvider: metricsAuthFilter,
-		TLSOpts:        webhookserver.TLSOptions(opts.enableHTTP2),
-	}
-}
-
-// restConfig finds the API server. Steward asks it not to gzip responses:
-// informers receive watch events one at a time, and the API server starts a
-// new gzip stream for each event, so every event of every watch would cost
-// the API server a compression (about 10 µs) and Steward a decompression
-// (about 20 µs, a third of the CPU its informers spend on an event), to
-// save a few hundred bytes on the cluster network. (Client-go honours the
-// setting over TLS only, which every API server in a cluster speaks; for a
-// plain-HTTP address it uses Go's default transport, which asks for gzip.)
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig == "" {
-		if cfg, err = ctrl.GetConfig(); err != nil {
-			return nil, fmt.Errorf("finding the API server (in-cluster or $KUBECONFIG): %w", err)
-		}
-	} else if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
-	}
-	cfg.DisableCompression = true
-	return cfg, nil
 }

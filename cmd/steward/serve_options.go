@@ -8,22 +8,22 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/stewardhq/steward/certs"
 	"github.com/stewardhq/steward/webhooks/audit"
 	"github.com/stewardhq/steward/webhooks/rulessync"
+	"github.com/stewardhq/steward/webhooks/webhookserver"
 )
 
-// Certificate modes of `steward serve`.
+// Certificate modes of `steward serve` (--cert-mode).
 const (
 	// certModeFiles serves the key pair found in --cert-dir, typically the
 	// Secret cert-manager fills, mounted into the pod.
-	certModeFiles = "files"
+	certModeFiles = webhookserver.CertModeFiles
 	// certModeSelfManaged makes Steward create its own CA and serving
 	// certificate in a Secret and inject the CA into its webhook configurations.
-	certModeSelfManaged = "self-managed"
+	certModeSelfManaged = webhookserver.CertModeSelfManaged
 )
 
 // serveOptions are the flags of `steward serve`.
@@ -39,12 +39,12 @@ type serveOptions struct {
 	metricsSecure bool
 	probeAddr     string
 	pprofAddr     string
-	memoryLimit   string // the container's memory limit; see memlimit.go
-	requestMemory string // the memory request bodies in flight may hold; see memlimit.go
+	memoryLimit   string // the container's memory limit (webhookserver.ParseMemoryLimit)
+	requestMemory string // the memory request bodies in flight may hold (webhookserver.ParseRequestMemory)
 	logLevel      string
 	enableHTTP2   bool
 	leaderElect   bool
-	// keepRegistration and registrationURL: see registrationOptions.
+	// keepRegistration and registrationURL: see webhookserver.Options.
 	keepRegistration      bool
 	registrationURL       string
 	registrationOverrides string
@@ -146,7 +146,7 @@ func (o serveOptions) validate() error {
 	case o.certs.Namespace == "":
 		errs = append(errs, errors.New("--namespace: must not be empty"))
 	}
-	if _, err := parseLogLevel(o.logLevel); err != nil {
+	if _, err := webhookserver.ParseLogLevel(o.logLevel); err != nil {
 		errs = append(errs, fmt.Errorf("--log-level: %w", err))
 	}
 	for flagName, addr := range map[string]string{"--metrics-bind-address": o.metricsAddr, "--health-probe-bind-address": o.probeAddr, "--pprof-bind-address": o.pprofAddr} {
@@ -160,9 +160,9 @@ func (o serveOptions) validate() error {
 	if !o.metricsSecure && o.metricsAddr != "0" && !loopback(o.metricsAddr) {
 		errs = append(errs, fmt.Errorf("--metrics-secure=false serves metrics to anyone without authentication, so it needs a loopback --metrics-bind-address such as 127.0.0.1:8080, not %q", o.metricsAddr))
 	}
-	if limit, err := parseMemoryLimit(o.memoryLimit); err != nil {
+	if limit, err := webhookserver.ParseMemoryLimit(o.memoryLimit); err != nil {
 		errs = append(errs, fmt.Errorf("--memory-limit: %w", err))
-	} else if _, err := parseRequestMemory(o.requestMemory, limit); err != nil {
+	} else if _, err := webhookserver.ParseRequestMemory(o.requestMemory, limit); err != nil {
 		errs = append(errs, fmt.Errorf("--request-memory: %w", err))
 	}
 	if o.shutdownDelay < 0 {
@@ -184,6 +184,19 @@ func (o serveOptions) validate() error {
 	return errors.Join(errs...)
 }
 
+// server is what the server runs with: o, and requestMemory, the bytes
+// --request-memory parsed into.
+func (o serveOptions) server(requestMemory int64) webhookserver.Options {
+	return webhookserver.Options{
+		ConfigFile: o.configFile, Host: o.host, Port: o.port, CertMode: o.certMode, Certs: o.certs,
+		ClientCAFile: o.clientCAFile, MetricsAddr: o.metricsAddr, MetricsSecure: o.metricsSecure,
+		ProbeAddr: o.probeAddr, PprofAddr: o.pprofAddr, RequestMemory: requestMemory, EnableHTTP2: o.enableHTTP2,
+		LeaderElect: o.leaderElect, KeepRegistration: o.keepRegistration, RegistrationURL: o.registrationURL,
+		RegistrationOverrides: o.registrationOverrides, ShutdownDelay: o.shutdownDelay, ShutdownTimeout: o.shutdownTimeout,
+		Build: currentBuild(),
+	}
+}
+
 // loopback says whether addr binds only to a loopback address.
 func loopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
@@ -202,21 +215,4 @@ func envOr(key, fallback string) string {
 		return v
 	}
 	return fallback
-}
-
-// parseLogLevel accepts a level name or a verbosity number.
-func parseLogLevel(s string) (int, error) {
-	switch s {
-	case "debug":
-		return 1, nil
-	case "info":
-		return 0, nil
-	case "error":
-		return -2, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%q is not debug, info, error or a verbosity number >= 0", s)
-	}
-	return n, nil
 }

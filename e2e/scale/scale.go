@@ -140,7 +140,7 @@ func measureScale(ctx context.Context, opts options) (*scaleResults, error) {
 			}
 		}
 		// The start-up pace at the docs' scale, and at the largest, where
-		// it caps the heap's growth (cmd/steward/startupgc.go): the mix
+		// it caps the heap's growth (webhooks/webhookserver/startupgc.go): the mix
 		// with GOGC=100 set, paired with its own measurements of this size,
 		// gives the CPU and peak memory of collecting harder until ready.
 		if size == auditScale(opts.scaleSizes) || size == opts.scaleSizes[len(opts.scaleSizes)-1] {

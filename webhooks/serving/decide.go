@@ -237,7 +237,7 @@ type judge interface {
 	judge(ctx context.Context, req *rule.Request) admission.Response
 }
 
-// handlerJudge serves an admission.Handler at a path (Serve).
+// handlerJudge serves an admission.Handler at a path (serve).
 type handlerJudge struct{ admission.Handler }
 
 func (h handlerJudge) judge(ctx context.Context, req *rule.Request) admission.Response {

@@ -8,7 +8,7 @@
 //     (InflightLimit), the body deadline, reading and decoding the
 //     AdmissionReview (its two objects only located, for the rules'
 //     object.Views) into a reused call, the handler of the configuration
-//     in effect, and writing the answer (Serve, Table.HTTP);
+//     in effect, and writing the answer (Table.HTTP);
 //   - decide.go: around the rule. Modes, exemptions, break-glass, audit
 //     annotations, the decision log line and metrics, and which refusals
 //     get an Event (Wrap); the rule is asked through the call's

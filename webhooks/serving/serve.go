@@ -24,12 +24,12 @@ import (
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
-// MaxReviewBytes is the largest AdmissionReview body Serve reads: two
+// MaxReviewBytes is the largest AdmissionReview body serve reads: two
 // objects at the API server's 3 MiB request limit plus the rest of the
 // request, the same limit controller-runtime applies.
 const MaxReviewBytes = 7 * 1024 * 1024
 
-// Serve returns the HTTP handler for one webhook path: it reads the
+// serve returns the HTTP handler for one webhook path: it reads the
 // AdmissionReview the API server sends, asks h, and writes the answer in
 // the review's own version (admission.k8s.io/v1 or v1beta1). The webhook
 // server's handlers come from Table.HTTP, which asks the configuration in
@@ -43,7 +43,7 @@ const MaxReviewBytes = 7 * 1024 * 1024
 // request is malformed. Like admission.Webhook, it always answers HTTP 200
 // with an AdmissionReview, so even a malformed request gets a verdict that
 // says what was wrong with it.
-func Serve(h admission.Handler, log logr.Logger) http.Handler {
+func serve(h admission.Handler, log logr.Logger) http.Handler {
 	j, ok := h.(judge)
 	if !ok {
 		j = handlerJudge{h}
@@ -73,7 +73,7 @@ type call struct {
 // grew into.
 var calls = sync.Pool{New: func() any { return new(call) }}
 
-// reviewV1 is the version Serve answers in when the request's own cannot
+// reviewV1 is the version serve answers in when the request's own cannot
 // be read.
 var reviewV1 = metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "AdmissionReview"}
 
@@ -292,7 +292,7 @@ func (l *InflightLimit) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		size := r.ContentLength
 		if size > MaxReviewBytes {
-			// Serve refuses it with a verdict without reading it, which
+			// serve refuses it with a verdict without reading it, which
 			// holds no memory worth counting.
 			next.ServeHTTP(w, r)
 			return

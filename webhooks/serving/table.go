@@ -111,7 +111,7 @@ type HTTPOptions struct {
 
 // HTTP is the handler the webhook server registers at path: the request
 // is charged to the memory budget, its body read within bodyReadTimeout
-// and decoded (Serve), and answered by the current configuration.
+// and decoded (as serve does), and answered by the current configuration.
 func (t *Table) HTTP(path string, o HTTPOptions) http.Handler {
 	var h http.Handler = &server{table: t, path: path, log: o.Log}
 	h = o.Limit.Wrap(withBodyDeadline(h, bodyReadTimeout))

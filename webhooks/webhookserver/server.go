@@ -1,7 +1,14 @@
-// Package webhookserver is the webhook server's life cycle: it listens
-// with TLS (TLSOptions), reloads its certificate, reports when it accepts
-// connections, and shuts down on a signal without failing a call of the
-// API server (ShutdownOnSignal, with the serving layer's Drain).
+// Package webhookserver is the webhook server's life cycle, what `steward
+// serve` runs (Run): the manager with the rules served at their paths, the
+// readiness checks, the metrics endpoint and its authentication
+// (metricsauth.go), the client CA read again when it changes
+// (clientca.go), the configuration file reloaded when it changes
+// (configreload.go, with its metrics and Events), the background audit,
+// the soft memory limit (memlimit.go) and the collector's pace while
+// starting (startupgc.go), and the JSON logger (logging.go). Its server
+// listens with TLS (tlsOptions), reloads its certificate, reports when it
+// accepts connections, and shuts down on a signal without failing a call
+// of the API server (shutdownOnSignal, with the serving layer's Drain).
 package webhookserver
 
 import (
@@ -67,9 +74,9 @@ type shutdownRequest struct {
 	linger time.Duration
 }
 
-// New returns the Server of opts; its webhooks are registered with its
+// newServer returns the Server of opts; its webhooks are registered with its
 // embedded webhook.Server's Register.
-func New(opts webhook.Options, log logr.Logger) *Server {
+func newServer(opts webhook.Options, log logr.Logger) *Server {
 	mux := http.NewServeMux()
 	opts.WebhookMux = mux
 	if opts.CertName == "" {

@@ -10,8 +10,8 @@ import (
 	"github.com/stewardhq/steward/webhooks/serving"
 )
 
-// ShutdownSteps are what ShutdownOnSignal does, in order.
-type ShutdownSteps struct {
+// shutdownSteps are what shutdownOnSignal does, in order.
+type shutdownSteps struct {
 	// Delay is --shutdown-delay, Timeout --shutdown-timeout.
 	Delay, Timeout time.Duration
 	Drain          *serving.Drain
@@ -24,7 +24,7 @@ type ShutdownSteps struct {
 	Exit func(int)
 }
 
-// ShutdownOnSignal waits for the first signal, then shuts Steward down in
+// shutdownOnSignal waits for the first signal, then shuts Steward down in
 // the order that fails no call of the API server:
 //
 //  1. At once, /readyz fails, so the endpoints drop this replica, and
@@ -41,7 +41,7 @@ type ShutdownSteps struct {
 //
 // A second signal cuts the delay short; another one after that exits at
 // once.
-func ShutdownOnSignal(signals <-chan os.Signal, steps ShutdownSteps, log logr.Logger) {
+func shutdownOnSignal(signals <-chan os.Signal, steps shutdownSteps, log logr.Logger) {
 	sig := <-signals
 	steps.Drain.Begin()
 	log.Info("shutdown requested: reporting unready and closing each connection after its answer", "signal", sig.String(), "delay", steps.Delay.String())

@@ -77,19 +77,19 @@ func (f fakeServer) Shutdown(ctx context.Context, linger time.Duration) error {
 	return nil
 }
 
-// runShutdown runs ShutdownOnSignal in the background with steps that
+// runShutdown runs shutdownOnSignal in the background with steps that
 // record what they do.
 func runShutdown(delay, timeout time.Duration, server fakeServer) (chan os.Signal, *serving.Drain, chan int, chan struct{}) {
 	signals := make(chan os.Signal, 3)
 	drain := &serving.Drain{}
 	exited := make(chan int, 1)
 	stopped := make(chan struct{})
-	steps := ShutdownSteps{
+	steps := shutdownSteps{
 		Delay: delay, Timeout: timeout, Drain: drain, Server: server,
 		Stop: func() { server.log.add("manager stopped"); close(stopped) },
 		Exit: func(code int) { exited <- code },
 	}
-	go ShutdownOnSignal(signals, steps, logr.Discard())
+	go shutdownOnSignal(signals, steps, logr.Discard())
 	return signals, drain, exited, stopped
 }
 
@@ -227,7 +227,7 @@ func startTestServer(t *testing.T, handlers map[string]http.HandlerFunc) *testSe
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	ts := &testServer{
-		server:  New(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir, TLSOpts: TLSOptions(false)}, logr.Discard()),
+		server:  newServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir, TLSOpts: tlsOptions(false)}, logr.Discard()),
 		drain:   &serving.Drain{},
 		addr:    "127.0.0.1:" + strconv.Itoa(port),
 		pool:    pool,
@@ -421,7 +421,7 @@ func TestWebhookServerClosesConnectionsStillIdleAfterTheLinger(t *testing.T) {
 }
 
 func TestWebhookServerShutdownBeforeStartReturnsAtOnce(t *testing.T) {
-	server := New(webhook.Options{}, logr.Discard())
+	server := newServer(webhook.Options{}, logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := server.Shutdown(ctx, time.Minute); err != nil {
@@ -441,7 +441,7 @@ func TestWebhookServerStopsCleanlyWithNoConnectionOpen(t *testing.T) {
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
 		ln.Close()
-		server := New(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir}, logr.Discard())
+		server := newServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir}, logr.Discard())
 		started := make(chan error, 1)
 		go func() { started <- server.Start(context.Background()) }()
 		for {

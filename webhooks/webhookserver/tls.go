@@ -18,10 +18,10 @@ func aeadSuites() []uint16 {
 	}
 }
 
-// TLSOptions hardens a TLS listener (the webhook server's, the metrics
+// tlsOptions hardens a TLS listener (the webhook server's, the metrics
 // endpoint's): TLS 1.2 or later with AEAD suites only, and HTTP/1.1 only
 // unless http2.
-func TLSOptions(http2 bool) []func(*tls.Config) {
+func tlsOptions(http2 bool) []func(*tls.Config) {
 	opts := []func(*tls.Config){func(c *tls.Config) {
 		c.MinVersion = tls.VersionTLS12
 		c.CipherSuites = aeadSuites()

@@ -1,4 +1,4 @@
-package main
+package webhookserver
 
 import (
 	"crypto/ecdsa"
@@ -17,8 +17,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-
-	"github.com/stewardhq/steward/webhooks/webhookserver"
 )
 
 // testCA is a CA that signs client certificates.
@@ -65,7 +63,7 @@ func tlsServer(t *testing.T, opts ...func(*tls.Config)) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	srv.TLS = &tls.Config{}
-	for _, o := range append(webhookserver.TLSOptions(false), opts...) {
+	for _, o := range append(tlsOptions(false), opts...) {
 		o(srv.TLS)
 	}
 	srv.StartTLS()

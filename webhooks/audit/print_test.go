@@ -1,9 +1,8 @@
-package main
+package audit
 
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,12 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/stewardhq/steward/webhooks/audit"
 	"github.com/stewardhq/steward/webhooks/rule"
 )
 
-func auditPassFixture() audit.Pass {
-	return audit.Pass{
+func auditPassFixture() Pass {
+	return Pass{
 		{Rule: "installplanguard", Findings: []rule.Finding{{
 			Check: "installplan-missing", Result: rule.AuditFail,
 			Object:     corev1.ObjectReference{APIVersion: "operators.coreos.com/v1alpha1", Kind: "Subscription", Namespace: "operators", Name: "etcd"},
@@ -40,7 +38,7 @@ func auditPassFixture() audit.Pass {
 func TestAuditTextGroupsByNamespaceThenRule(t *testing.T) {
 	pass := auditPassFixture()
 	var out bytes.Buffer
-	if err := writeAuditText(&out, pass, audit.Results(pass.Answered(), time.Time{})); err != nil {
+	if err := WriteText(&out, pass, Results(pass.Answered(), time.Time{})); err != nil {
 		t.Fatal(err)
 	}
 	want := `namespace apps:
@@ -59,22 +57,23 @@ namespace operators:
 }
 
 func TestAuditJSONIsStableAndFailuresFirst(t *testing.T) {
+	const exitFailed = 1 // steward audit's exit code when a finding fails
 	pass := auditPassFixture()
 	var a, b bytes.Buffer
-	results := audit.Results(pass.Answered(), time.Time{})
-	if err := writeAuditJSON(&a, pass, results, exitFailed); err != nil {
+	results := Results(pass.Answered(), time.Time{})
+	if err := WriteJSON(&a, pass, results, exitFailed); err != nil {
 		t.Fatal(err)
 	}
 	// The same findings answered in another order print the same bytes.
-	reversed := audit.Pass{pass[1], pass[0]}
+	reversed := Pass{pass[1], pass[0]}
 	reversed[0].Findings = []rule.Finding{pass[1].Findings[1], pass[1].Findings[0]}
-	if err := writeAuditJSON(&b, audit.Pass{pass[0], reversed[0]}, audit.Results(reversed.Answered(), time.Time{}), exitFailed); err != nil {
+	if err := WriteJSON(&b, Pass{pass[0], reversed[0]}, Results(reversed.Answered(), time.Time{}), exitFailed); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(a.String(), b.String()); diff != "" {
 		t.Errorf("steward audit -o json must not depend on the order findings come in (-first +second):\n%s", diff)
 	}
-	var got auditReport
+	var got jsonReport
 	if err := json.Unmarshal(a.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
@@ -85,22 +84,8 @@ func TestAuditJSONIsStableAndFailuresFirst(t *testing.T) {
 	if diff := cmp.Diff([]string{"fail etcd", "warn api", "warn web"}, order); diff != "" {
 		t.Errorf("findings in report order, failures first (-want +got):\n%s", diff)
 	}
-	if got.Summary != (auditSummary{Fail: 1, Warn: 2, ExitCode: exitFailed}) {
+	if got.Summary != (jsonSummary{Fail: 1, Warn: 2, ExitCode: exitFailed}) {
 		t.Errorf("summary = %+v", got.Summary)
-	}
-}
-
-func TestAuditNamesTheRulesThatCouldNotAnswer(t *testing.T) {
-	err := notAnswered(audit.Pass{
-		{Rule: "suspendnotice"},
-		{Rule: "installplanguard", Err: errors.New("installplanguard: informer for operators.coreos.com/v1alpha1, Resource=subscriptions has not synced")},
-		{Rule: "fleetguard", Err: errors.New("cache not synced")},
-	}, time.Minute)
-	want := "rules could not answer within --timeout 1m0s (their caches did not sync: may this identity list and watch what they read?):\n" +
-		"  installplanguard: informer for operators.coreos.com/v1alpha1, Resource=subscriptions has not synced\n" +
-		"  fleetguard: cache not synced"
-	if err == nil || err.Error() != want {
-		t.Errorf("notAnswered = %v\nwant %s", err, want)
 	}
 }
 
@@ -109,12 +94,12 @@ func TestAuditNamesTheRulesThatCouldNotAnswer(t *testing.T) {
 // API's kinds, with the same results.
 func TestAuditPrintsEitherReportAPI(t *testing.T) {
 	pass := auditPassFixture()
-	results := audit.Results(pass.Answered(), time.Time{})
+	results := Results(pass.Answered(), time.Time{})
 	kinds := map[string][]string{}
 	resultsOf := map[string][]any{}
-	for _, api := range []audit.ReportAPI{audit.PolicyReportAPI(), audit.OpenReportsAPI()} {
+	for _, api := range []ReportAPI{PolicyReportAPI(), OpenReportsAPI()} {
 		var out bytes.Buffer
-		if err := writeAuditReports(&out, api, results); err != nil {
+		if err := WriteReports(&out, api, results); err != nil {
 			t.Fatal(err)
 		}
 		for _, doc := range strings.Split(strings.TrimPrefix(out.String(), "---\n"), "---\n") {

@@ -1,15 +1,18 @@
-package main
+package webhookserver
 
 import (
+	"fmt"
+	"strconv"
+
 	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
-// newLogger returns a JSON logger at the given verbosity. Sampling is off:
+// NewLogger returns a JSON logger at the given verbosity. Sampling is off:
 // every decision line is an audit record and must not be dropped.
-func newLogger(verbosity int) (logr.Logger, error) {
+func NewLogger(verbosity int) (logr.Logger, error) {
 	zc := zap.NewProductionConfig()
 	zc.Level = zap.NewAtomicLevelAt(zapcore.Level(-verbosity))
 	zc.Sampling = nil
@@ -23,4 +26,22 @@ func newLogger(verbosity int) (logr.Logger, error) {
 		return logr.Discard(), err
 	}
 	return zapr.NewLogger(z), nil
+}
+
+// ParseLogLevel reads --log-level: a level name (debug, info, error) or
+// a verbosity number, the verbosity NewLogger takes.
+func ParseLogLevel(s string) (int, error) {
+	switch s {
+	case "debug":
+		return 1, nil
+	case "info":
+		return 0, nil
+	case "error":
+		return -2, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not debug, info, error or a verbosity number >= 0", s)
+	}
+	return n, nil
 }

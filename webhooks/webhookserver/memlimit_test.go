@@ -1,4 +1,4 @@
-package main
+package webhookserver
 
 import (
 	"math"
@@ -26,15 +26,15 @@ func TestParseMemoryLimit(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := parseMemoryLimit(tc.in)
+			got, err := ParseMemoryLimit(tc.in)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("parseMemoryLimit(%q) = %d, %v; want an error containing %q", tc.in, got, err, tc.wantErr)
+					t.Fatalf("ParseMemoryLimit(%q) = %d, %v; want an error containing %q", tc.in, got, err, tc.wantErr)
 				}
 				return
 			}
 			if err != nil || got != tc.want {
-				t.Fatalf("parseMemoryLimit(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+				t.Fatalf("ParseMemoryLimit(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
 			}
 		})
 	}
@@ -58,12 +58,12 @@ func TestApplyMemoryLimitSetsTheRuntimesLimit(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(before) })
 
-	applyMemoryLimit(128<<20, "", logr.Discard())
+	ApplyMemoryLimit(128<<20, "", logr.Discard())
 	if got, want := debug.SetMemoryLimit(-1), int64(120795955); got != want { // 90% of 128Mi
 		t.Errorf("after a 128Mi container limit the runtime's soft limit is %d, want %d", got, want)
 	}
 	debug.SetMemoryLimit(math.MaxInt64)
-	applyMemoryLimit(128<<20, "100MiB", logr.Discard())
+	ApplyMemoryLimit(128<<20, "100MiB", logr.Discard())
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Errorf("with GOMEMLIMIT set Steward changed the runtime's soft limit to %d", got)
 	}
@@ -86,15 +86,15 @@ func TestParseRequestMemory(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := parseRequestMemory(tc.in, tc.memoryLimit)
+			got, err := ParseRequestMemory(tc.in, tc.memoryLimit)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("parseRequestMemory(%q) = %d, %v; want an error containing %q", tc.in, got, err, tc.wantErr)
+					t.Fatalf("ParseRequestMemory(%q) = %d, %v; want an error containing %q", tc.in, got, err, tc.wantErr)
 				}
 				return
 			}
 			if err != nil || got != tc.want {
-				t.Fatalf("parseRequestMemory(%q, %d) = %d, %v; want %d", tc.in, tc.memoryLimit, got, err, tc.want)
+				t.Fatalf("ParseRequestMemory(%q, %d) = %d, %v; want %d", tc.in, tc.memoryLimit, got, err, tc.want)
 			}
 		})
 	}

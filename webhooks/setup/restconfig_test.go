@@ -1,4 +1,4 @@
-package main
+package setup
 
 import (
 	"os"
@@ -32,7 +32,7 @@ current-context: x
 	for name, path := range map[string]string{"--kubeconfig": kubeconfig, "$KUBECONFIG": ""} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv("KUBECONFIG", kubeconfig)
-			cfg, err := restConfig(path)
+			cfg, err := RESTConfig(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +44,7 @@ current-context: x
 }
 
 func TestRestConfigNamesTheBadKubeconfig(t *testing.T) {
-	_, err := restConfig(filepath.Join(t.TempDir(), "missing"))
+	_, err := RESTConfig(filepath.Join(t.TempDir(), "missing"))
 	if err == nil || !strings.Contains(err.Error(), "--kubeconfig") {
 		t.Fatalf("err = %v, want one naming --kubeconfig", err)
 	}

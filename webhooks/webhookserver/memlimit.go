@@ -1,4 +1,4 @@
-package main
+package webhookserver
 
 import (
 	"fmt"
@@ -26,11 +26,11 @@ const memoryLimitShare = 0.9
 // a mistake that would only show as a crash loop.
 var minMemoryLimit = resource.MustParse("64Mi")
 
-// parseMemoryLimit reads --memory-limit: a Kubernetes quantity ("256Mi") or
+// ParseMemoryLimit reads --memory-limit: a Kubernetes quantity ("256Mi") or
 // a number of bytes, as the Downward API gives the container's limit. Empty
 // or "0" means no limit. (For a container without a limit the Downward API
 // gives the node's allocatable memory, which makes a harmless soft limit.)
-func parseMemoryLimit(s string) (int64, error) {
+func ParseMemoryLimit(s string) (int64, error) {
 	if s == "" {
 		return 0, nil
 	}
@@ -60,9 +60,9 @@ func softMemoryLimit(limit int64, gomemlimit string) (int64, bool) {
 	return int64(float64(limit) * memoryLimitShare), true
 }
 
-// applyMemoryLimit sets the soft limit derived from --memory-limit and logs
+// ApplyMemoryLimit sets the soft limit derived from --memory-limit and logs
 // the one in effect.
-func applyMemoryLimit(limit int64, gomemlimit string, log logr.Logger) {
+func ApplyMemoryLimit(limit int64, gomemlimit string, log logr.Logger) {
 	soft, ok := softMemoryLimit(limit, gomemlimit)
 	if !ok {
 		if gomemlimit != "" {
@@ -88,9 +88,9 @@ var (
 	minRequestMemory = resource.MustParse("32Mi")
 )
 
-// parseRequestMemory reads --request-memory; empty derives it from the
+// ParseRequestMemory reads --request-memory; empty derives it from the
 // container's memory limit (bytes, 0 when unknown).
-func parseRequestMemory(s string, memoryLimit int64) (int64, error) {
+func ParseRequestMemory(s string, memoryLimit int64) (int64, error) {
 	if s == "" {
 		if memoryLimit > 0 {
 			return max(int64(float64(memoryLimit)*requestMemoryShare), minRequestMemory.Value()), nil
