@@ -81,7 +81,7 @@ ACTIONLINT := $(CACHE_DIR)/actionlint-$(ACTIONLINT_VERSION)/actionlint
 # replace of its own ./api for the published api module), static as Flux's
 # images are; the tests read their paths from KUSTOMIZE_CONTROLLER,
 # SOURCE_CONTROLLER and HELM_CONTROLLER.
-flux_version = $(shell awk '/^require github.com\/fluxcd\/$(1) / {print $$3}' e2e/tools/$(1)/go.mod)
+flux_version = $(shell awk '/^require github.com\/fluxcd\/$(1) / {print $$3}' e2e/tools/$(1)$(if $(2),-$(2))/go.mod)
 KUSTOMIZE_CONTROLLER_VERSION := $(call flux_version,kustomize-controller)
 SOURCE_CONTROLLER_VERSION := $(call flux_version,source-controller)
 HELM_CONTROLLER_VERSION := $(call flux_version,helm-controller)
@@ -89,6 +89,19 @@ export KUSTOMIZE_CONTROLLER := $(CACHE_DIR)/kustomize-controller-$(KUSTOMIZE_CON
 export SOURCE_CONTROLLER := $(CACHE_DIR)/source-controller-$(SOURCE_CONTROLLER_VERSION)/source-controller
 export HELM_CONTROLLER := $(CACHE_DIR)/helm-controller-$(HELM_CONTROLLER_VERSION)/helm-controller
 FLUX_CONTROLLERS := $(KUSTOMIZE_CONTROLLER) $(SOURCE_CONTROLLER) $(HELM_CONTROLLER)
+# Flux 2.7's helm-controller, the last whose HelmRelease CRD serves the
+# deprecated helm.toolkit.fluxcd.io/v2beta2, runs in place of the one above
+# in the test of a HelmRelease written through it (StartFlux's
+# HelmControllerRelease): built the same way from the module
+# e2e/tools/helm-controller-2.7 pins; the test reads its path from
+# HELM_CONTROLLER_2_7. The sandbox does not need it.
+HELM_CONTROLLER_2_7_VERSION := $(call flux_version,helm-controller,2.7)
+export HELM_CONTROLLER_2_7 := $(CACHE_DIR)/helm-controller-$(HELM_CONTROLLER_2_7_VERSION)/helm-controller
+FLUX_RELEASE_CONTROLLERS := $(HELM_CONTROLLER_2_7)
+# The tool module a controller's binary is built from:
+# e2e/tools/<controller>, or e2e/tools/<controller>-<release> for an older
+# release's.
+flux_module = e2e/tools/$(notdir $(1))$(if $(filter $(1),$(HELM_CONTROLLER_2_7)),-2.7)
 
 # Argo CD's application controller and repo server (one multi-call
 # binary) run as local processes in the e2e tests (e2e/harness
@@ -205,14 +218,14 @@ $(ACTIONLINT):
 	@echo "building actionlint $(ACTIONLINT_VERSION) into $(dir $@) (first time only)"
 	cd e2e/tools/actionlint && $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp github.com/rhysd/actionlint/cmd/actionlint && mv $@.tmp $@
 
-flux-controllers: $(FLUX_CONTROLLERS) ## build Flux's kustomize-, source- and helm-controller from their Go modules into the cache (once per version)
+flux-controllers: $(FLUX_CONTROLLERS) $(FLUX_RELEASE_CONTROLLERS) ## build Flux's kustomize-, source- and helm-controller, and Flux 2.7's helm-controller, from their Go modules into the cache (once per version)
 
-# Any of the three: the controller's name is the file's, its version the
-# rest of its directory's name.
-$(FLUX_CONTROLLERS):
+# Any of the four: the controller's name is the file's, its version the
+# rest of its directory's name, its module flux_module's.
+$(FLUX_CONTROLLERS) $(FLUX_RELEASE_CONTROLLERS):
 	@mkdir -p $(@D)
 	@echo "building $(@F) $(patsubst $(@F)-%,%,$(notdir $(@D))) into $(@D) (first time only, several minutes)"
-	cd e2e/tools/$(@F) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp github.com/fluxcd/$(@F) && mv $@.tmp $@
+	cd $(call flux_module,$@) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp github.com/fluxcd/$(@F) && mv $@.tmp $@
 
 argocd: $(ARGOCD) ## build Argo CD's application controller and repo server from its Go module into the cache (once per version)
 
@@ -489,7 +502,7 @@ bench-compare: ## a package's handler benchmarks at BASE=<commit> against the wo
 # SANDBOX_CONFIG=<file> runs it with that configuration file;
 # SANDBOX_REPLICAS=3 runs three replicas behind a connection spreader that
 # plays their Service, as e2e/ha does.
-sandbox: tools $(if $(SANDBOX_FLUX),flux-controllers) ## run Steward against a local real API server until interrupted (SANDBOX_CONFIG=<file>, SANDBOX_REPLICAS=3, SANDBOX_FLUX=1: with Flux's real controllers and a Git repository)
+sandbox: tools $(if $(SANDBOX_FLUX),$(FLUX_CONTROLLERS)) ## run Steward against a local real API server until interrupted (SANDBOX_CONFIG=<file>, SANDBOX_REPLICAS=3, SANDBOX_FLUX=1: with Flux's real controllers and a Git repository)
 	$(GO) run ./e2e/sandbox $(if $(SANDBOX_CONFIG),--config $(SANDBOX_CONFIG)) $(if $(SANDBOX_REPLICAS),--replicas $(SANDBOX_REPLICAS)) $(if $(SANDBOX_FLUX),--flux)
 
 clean: ## remove bin/

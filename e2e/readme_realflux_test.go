@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,11 +18,7 @@ import (
 func TestReadmeRealFluxWalkthrough(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	for _, v := range []string{"KUSTOMIZE_CONTROLLER", "SOURCE_CONTROLLER", "HELM_CONTROLLER"} {
-		if os.Getenv(v) == "" {
-			t.Skipf("%s is not set: run through make, which builds Flux's controllers", v)
-		}
-	}
+	skipWithoutFlux(t, harness.FluxOptions{})
 	env.LogOnFailure(t)
 	t.Cleanup(restoreEnvironmentFluxCRDs(t))
 	rf, err := env.StartFluxRepo(ctx, t, harness.SandboxFluxRepo())

@@ -62,7 +62,7 @@ func TestRealFluxDifferential(t *testing.T) {
 	files, ignore := tool.gitFiles(rows, func(base, pointer string) map[string]any {
 		return map[string]any{"paths": []any{pointer}, "target": map[string]any{"kind": "ConfigMap", "name": base}}
 	})
-	rf := startRealFlux(ctx, t, diffName, diffNS, files, map[string]any{"ignore": ignore})
+	rf := startRealFlux(ctx, t, diffName, diffNS, files, map[string]any{"ignore": ignore}, harness.FluxOptions{})
 	wantApplied(t, rf.Applied, rf.Rev)
 	tool.reconcile = func(ctx context.Context, t *testing.T) {
 		applied, err := rf.Flux.ForceReconcile(ctx, rf.Kustomization)
@@ -247,7 +247,7 @@ func TestRealFluxWhileStewardIsDown(t *testing.T) {
 	defer cancel()
 	// The GitRepository's URL is only known once the repository exists,
 	// and the first commit needs none.
-	rf := startRealFlux(ctx, t, downName, downNS, downManifests("", "blue", ""), nil)
+	rf := startRealFlux(ctx, t, downName, downNS, downManifests("", "blue", ""), nil, harness.FluxOptions{})
 	wantApplied(t, rf.Applied, rf.Rev)
 	personsEdit := []string{"--as", diffPerson, "-n", downNS, "patch", "configmap", "settings", "--type=merge", "-p", `{"data":{"color":"red"}}`}
 	fluxguardAnswers := func(t *testing.T) {

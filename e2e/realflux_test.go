@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -71,7 +72,7 @@ func TestRealFlux(t *testing.T) {
 	rf := startRealFlux(ctx, t, realFluxName, realFluxNS, map[string]string{
 		"deploy/web.yaml":      realFluxDeployment("ghcr.io/example/web:1", 0),
 		"deploy/settings.yaml": realFluxConfigMap("blue"),
-	}, nil)
+	}, nil, harness.FluxOptions{})
 	flux, repo, source, kustomization := rf.Flux, rf.Repo, rf.Source, rf.Kustomization
 	wantApplied(t, rf.Applied, rf.Rev)
 	deploy := &appsv1.Deployment{}
@@ -200,28 +201,39 @@ func wantEditRefused(ctx context.Context, t *testing.T, ns, want, change string)
 // (harness.StartFluxRepo).
 type realFlux = harness.FluxRepo
 
-// startRealFlux skips t unless the Makefile has built Flux's controllers.
-// Otherwise it creates namespace ns and starts Flux on a repository named
-// name whose first commit is files, with kustomizationSpec's fields added
-// to the Kustomization's spec (harness.StartFluxRepo). When t ends the
-// Flux objects are deleted, the controllers stop, then the environment's
-// Flux CRDs are put back.
-func startRealFlux(ctx context.Context, t *testing.T, name, ns string, files map[string]string, kustomizationSpec map[string]any) *realFlux {
+// startRealFlux skips t unless the Makefile has built the Flux controllers
+// flux chooses. Otherwise it creates namespace ns and starts Flux on a
+// repository named name whose first commit is files, with
+// kustomizationSpec's fields added to the Kustomization's spec
+// (harness.StartFluxRepo). When t ends the Flux objects are deleted, the
+// controllers stop, then the environment's Flux CRDs are put back.
+func startRealFlux(ctx context.Context, t *testing.T, name, ns string, files map[string]string, kustomizationSpec map[string]any, flux harness.FluxOptions) *realFlux {
 	t.Helper()
-	for _, v := range []string{"KUSTOMIZE_CONTROLLER", "SOURCE_CONTROLLER", "HELM_CONTROLLER"} {
-		if os.Getenv(v) == "" {
-			t.Skipf("%s is not set: run through make, which builds Flux's controllers", v)
-		}
-	}
+	skipWithoutFlux(t, flux)
 	env.LogOnFailure(t)
 	// Cleanups run last first.
 	t.Cleanup(restoreEnvironmentFluxCRDs(t))
 	testNamespace(t, ctx, ns)
-	rf, err := env.StartFluxRepo(ctx, t, harness.FluxRepoOptions{Name: name, Files: files, Kustomization: kustomizationSpec})
+	rf, err := env.StartFluxRepo(ctx, t, harness.FluxRepoOptions{Name: name, Files: files, Kustomization: kustomizationSpec, Flux: flux})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rf
+}
+
+// skipWithoutFlux skips t unless the Makefile has built the Flux
+// controllers o chooses (their variables are set).
+func skipWithoutFlux(t *testing.T, o harness.FluxOptions) {
+	t.Helper()
+	vars, err := harness.FluxBinaryVars(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range slices.Sorted(maps.Values(vars)) {
+		if os.Getenv(v) == "" {
+			t.Skipf("%s is not set: run through make, which builds Flux's controllers", v)
+		}
+	}
 }
 
 // reconcileSourceAndKustomization has source-controller fetch the newest

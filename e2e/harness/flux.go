@@ -30,6 +30,42 @@ const FluxNamespace = "flux-system"
 // to.
 const FluxRelease = "2.9"
 
+// fluxReleaseControllers are the controllers of other releases than
+// FluxRelease the Makefile builds, by release and controller, each with the
+// environment variable it exports the binary's path in.
+var fluxReleaseControllers = map[string]map[string]string{
+	"2.7": {"helm-controller": "HELM_CONTROLLER_2_7"},
+}
+
+// FluxOptions say which controllers StartFlux runs.
+type FluxOptions struct {
+	// HelmControllerRelease is the Flux release whose helm-controller
+	// runs, with that release's HelmRelease CRD, beside FluxRelease's
+	// source- and kustomize-controller: FluxRelease when empty. "2.7" runs
+	// Flux 2.7's, the last whose CRD serves helm.toolkit.fluxcd.io/v2beta2.
+	HelmControllerRelease string
+}
+
+// release is the Flux release of controller's binary and CRDs.
+func (o FluxOptions) release(controller string) string {
+	if controller == "helm-controller" && o.HelmControllerRelease != "" {
+		return o.HelmControllerRelease
+	}
+	return FluxRelease
+}
+
+// binaryVar is the environment variable that holds the path of
+// controller's binary of release.
+func binaryVar(controller, release, defaultVar string) (string, error) {
+	if release == FluxRelease {
+		return defaultVar, nil
+	}
+	if v := fluxReleaseControllers[release][controller]; v != "" {
+		return v, nil
+	}
+	return "", fmt.Errorf("the Makefile builds no %s of Flux %s", controller, release)
+}
+
 // FluxReconcileTimeout bounds the wait for a reconcile ForceReconcile
 // asked for.
 const FluxReconcileTimeout = 2 * time.Minute
@@ -50,18 +86,37 @@ func FluxControllerUser(controller string) string {
 	return "system:serviceaccount:" + FluxNamespace + ":" + controller
 }
 
-// FluxBinaries returns each controller's binary, from the environment
-// variables the Makefile exports (make flux-controllers builds them). It
-// fails naming the first variable that is not set.
-func FluxBinaries() (map[string]string, error) {
+// FluxBinaryVars returns, by controller, the environment variable the
+// Makefile exports the path of the binary o chooses in.
+func FluxBinaryVars(o FluxOptions) (map[string]string, error) {
 	out := map[string]string{}
 	for _, c := range fluxControllers {
-		path := os.Getenv(c.binaryVar)
+		v, err := binaryVar(c.name, o.release(c.name), c.binaryVar)
+		if err != nil {
+			return nil, err
+		}
+		out[c.name] = v
+	}
+	return out, nil
+}
+
+// FluxBinaries returns the binary of each controller o chooses, from the
+// environment variables the Makefile exports (make flux-controllers builds
+// them). It fails naming the first variable that is not set.
+func FluxBinaries(o FluxOptions) (map[string]string, error) {
+	vars, err := FluxBinaryVars(o)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, c := range fluxControllers {
+		v := vars[c.name]
+		path := os.Getenv(v)
 		if path == "" {
-			return nil, fmt.Errorf("%s is not set: run through make, which builds Flux's controllers (make flux-controllers)", c.binaryVar)
+			return nil, fmt.Errorf("%s is not set: run through make, which builds Flux's controllers (make flux-controllers)", v)
 		}
 		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("%s: %w: run make flux-controllers", c.binaryVar, err)
+			return nil, fmt.Errorf("%s: %w: run make flux-controllers", v, err)
 		}
 		out[c.name] = path
 	}
@@ -78,8 +133,8 @@ type Flux struct {
 	procs       *processes
 }
 
-// StartFlux installs the CRDs of FluxRelease's source, kustomize and helm
-// controllers, creates FluxNamespace and the controllers' service accounts
+// StartFlux installs the CRDs of the source, kustomize and helm controllers
+// o chooses (FluxRelease's by default), creates FluxNamespace and the controllers' service accounts
 // bound to cluster-admin (as Flux's install does), and starts each
 // controller with a kubeconfig holding its service account's token, on
 // free loopback ports, leader election off, watching every namespace. It
@@ -89,12 +144,12 @@ type Flux struct {
 // The CRDs are left installed: a test sharing its Env restores the ones
 // it expects. Objects with the controllers' finalizers must be deleted
 // before t ends, while the controllers still run to remove them.
-func (e *Env) StartFlux(ctx context.Context, t Lifetime) (*Flux, error) {
-	binaries, err := FluxBinaries()
+func (e *Env) StartFlux(ctx context.Context, t Lifetime, o FluxOptions) (*Flux, error) {
+	binaries, err := FluxBinaries(o)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.installFluxCRDs(); err != nil {
+	if err := e.installFluxCRDs(o); err != nil {
 		return nil, err
 	}
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: FluxNamespace}}); client.IgnoreAlreadyExists(err) != nil {
@@ -150,23 +205,24 @@ func (e *Env) StartFlux(ctx context.Context, t Lifetime) (*Flux, error) {
 }
 
 // installFluxCRDs installs or replaces (as the release's install.yaml
-// does) the CRDs of the controllers StartFlux runs, and waits until they
-// are served.
-func (e *Env) installFluxCRDs() error {
+// does) the CRDs of the controllers StartFlux runs, each from its
+// release, and waits until they are served.
+func (e *Env) installFluxCRDs(o FluxOptions) error {
 	root, err := RepoRoot()
 	if err != nil {
 		return err
 	}
 	var paths []string
 	for _, c := range fluxControllers {
-		files, err := filepath.Glob(filepath.Join(root, "e2e", "upstream", "flux", FluxRelease, c.crds+"*.yaml"))
+		release := o.release(c.name)
+		files, err := filepath.Glob(filepath.Join(root, "e2e", "upstream", "flux", release, c.crds+"*.yaml"))
 		if err != nil || len(files) == 0 {
-			return fmt.Errorf("no %s* CRDs vendored for Flux %s: %v", c.crds, FluxRelease, err)
+			return fmt.Errorf("no %s* CRDs vendored for Flux %s: %v", c.crds, release, err)
 		}
 		paths = append(paths, files...)
 	}
 	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true}); err != nil {
-		return fmt.Errorf("installing Flux %s's CRDs: %w", FluxRelease, err)
+		return fmt.Errorf("installing Flux's CRDs: %w", err)
 	}
 	return nil
 }

@@ -36,6 +36,8 @@ type FluxRepoOptions struct {
 	Interval time.Duration
 	// Kustomization holds fields added to the Kustomization's spec.
 	Kustomization map[string]any
+	// Flux says which controllers run.
+	Flux FluxOptions
 }
 
 // FluxRepoReadyTimeout bounds the wait for the first reconcile.
@@ -48,7 +50,7 @@ const FluxRepoReadyTimeout = 3 * time.Minute
 // and the GitRepository are deleted while the controllers still run (so
 // they prune and remove their finalizers), then the controllers stop.
 func (e *Env) StartFluxRepo(ctx context.Context, lt Lifetime, o FluxRepoOptions) (*FluxRepo, error) {
-	flux, err := e.StartFlux(ctx, lt)
+	flux, err := e.StartFlux(ctx, lt, o.Flux)
 	if err != nil {
 		return nil, err
 	}
