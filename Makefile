@@ -6,8 +6,8 @@ GO ?= go
 # chart's kubeVersion starts at the oldest), each tested: the whole e2e
 # suite against the newest, its core set (E2E_CORE) against the oldest too.
 # Each API server is built from the tool module that pins its
-# k8s.io/kubernetes (kube_module): the newest from e2e/tools/kube-apiserver,
-# the oldest from e2e/tools/kube-apiserver-<minor>. Both run with the one
+# k8s.io/kubernetes (kube_module): the newest from tools/kube-apiserver,
+# the oldest from tools/kube-apiserver-<minor>. Both run with the one
 # etcd. e2e/harness's TestKubeVersionsMatchTheirToolModules keeps these,
 # the modules, the chart and README.md in step.
 KUBE_VERSION := v1.37.1
@@ -24,7 +24,7 @@ export KUBEBUILDER_ASSETS := $(ASSETS)
 # A version's minor (37 for v1.37.1), the tool module its API server is
 # built from, and the version stamps of its release build.
 kube_minor = $(word 2,$(subst ., ,$(1)))
-kube_module = e2e/tools/kube-apiserver$(if $(filter-out $(KUBE_VERSION),$(1)),-1.$(call kube_minor,$(1)))
+kube_module = tools/kube-apiserver$(if $(filter-out $(KUBE_VERSION),$(1)),-1.$(call kube_minor,$(1)))
 kube_ldflags = -s -w \
 	-X k8s.io/component-base/version.gitVersion=$(1) \
 	-X k8s.io/component-base/version.gitMajor=1 \
@@ -33,19 +33,19 @@ kube_ldflags = -s -w \
 STATICCHECK_VERSION := v0.8.2
 
 # promtool checks and unit-tests the alerting rules (manifests/alerts_test.go).
-# It is built from the Prometheus module e2e/tools/promtool pins, keyed by
+# It is built from the Prometheus module tools/promtool pins, keyed by
 # that version; the tests read its path from PROMTOOL.
-PROMTOOL_VERSION := $(shell awk '/^require github.com\/prometheus\/prometheus / {print $$3}' e2e/tools/promtool/go.mod)
+PROMTOOL_VERSION := $(shell awk '/^require github.com\/prometheus\/prometheus / {print $$3}' tools/promtool/go.mod)
 export PROMTOOL := $(CACHE_DIR)/promtool-$(PROMTOOL_VERSION)/promtool
 
 # helm lints and renders the chart (charts/steward), and the chart tests
 # compare what it renders with the kustomize overlays. It is built from the
-# Helm module e2e/tools/helm pins, keyed by that version, with the version
+# Helm module tools/helm pins, keyed by that version, with the version
 # stamps Helm's own release build sets (its default Kubernetes version for
 # `helm template` follows the client-go it is built with); the tests read
 # its path from HELM.
-HELM_VERSION := $(shell awk '/^require helm.sh\/helm\/v3 / {print $$3}' e2e/tools/helm/go.mod)
-HELM_KUBE_MINOR := $(shell awk '$$1 == "k8s.io/client-go" {split($$2, v, "."); print v[2]}' e2e/tools/helm/go.mod)
+HELM_VERSION := $(shell awk '/^require helm.sh\/helm\/v3 / {print $$3}' tools/helm/go.mod)
+HELM_KUBE_MINOR := $(shell awk '$$1 == "k8s.io/client-go" {split($$2, v, "."); print v[2]}' tools/helm/go.mod)
 HELM_LDFLAGS := -s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
 	-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_KUBE_MINOR) \
 	-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_KUBE_MINOR)
@@ -53,35 +53,35 @@ export HELM := $(CACHE_DIR)/helm-$(HELM_VERSION)/helm
 
 # GoReleaser builds releases from .goreleaser.yaml (make release-snapshot
 # locally), and make verify checks that file with it. It is built from the
-# GoReleaser module e2e/tools/goreleaser pins, keyed by that version, with
+# GoReleaser module tools/goreleaser pins, keyed by that version, with
 # the version stamp its own release build sets.
-GORELEASER_VERSION := $(shell awk '/^require github.com\/goreleaser\/goreleaser\/v2 / {print $$3}' e2e/tools/goreleaser/go.mod)
+GORELEASER_VERSION := $(shell awk '/^require github.com\/goreleaser\/goreleaser\/v2 / {print $$3}' tools/goreleaser/go.mod)
 export GORELEASER := $(CACHE_DIR)/goreleaser-$(GORELEASER_VERSION)/goreleaser
 
 # syft writes the release's SBOMs (.goreleaser.yaml, sboms). make
-# release-snapshot builds it from the module e2e/tools/syft pins, keyed by
+# release-snapshot builds it from the module tools/syft pins, keyed by
 # that version, and puts it first on GoReleaser's PATH, so a snapshot writes
 # the SBOMs a release does; the release workflow installs the same version.
-SYFT_VERSION := $(shell awk '/^require github.com\/anchore\/syft / {print $$3}' e2e/tools/syft/go.mod)
+SYFT_VERSION := $(shell awk '/^require github.com\/anchore\/syft / {print $$3}' tools/syft/go.mod)
 SYFT := $(CACHE_DIR)/syft-$(SYFT_VERSION)/syft
 
 # actionlint checks the GitHub Actions workflows (.github/workflows) in make
-# verify. It is built from the module e2e/tools/actionlint pins, keyed by
+# verify. It is built from the module tools/actionlint pins, keyed by
 # that version. It also runs shellcheck on the workflows' run: scripts where
 # shellcheck is on the PATH (GitHub's runners have it), and leaves that check
 # out where it is not.
-ACTIONLINT_VERSION := $(shell awk '/^require github.com\/rhysd\/actionlint / {print $$3}' e2e/tools/actionlint/go.mod)
+ACTIONLINT_VERSION := $(shell awk '/^require github.com\/rhysd\/actionlint / {print $$3}' tools/actionlint/go.mod)
 ACTIONLINT := $(CACHE_DIR)/actionlint-$(ACTIONLINT_VERSION)/actionlint
 
 # Flux's source-, kustomize- and helm-controller run as local processes in
 # the e2e tests (e2e/harness StartFlux), so they observe what a real
 # reconcile does to what Steward guards. Each is built from the controller
-# module its tool module e2e/tools/<controller> pins, keyed by that version
+# module its tool module tools/<controller> pins, keyed by that version
 # (requiring the module, rather than building its repository, drops its
 # replace of its own ./api for the published api module), static as Flux's
 # images are; the tests read their paths from KUSTOMIZE_CONTROLLER,
 # SOURCE_CONTROLLER and HELM_CONTROLLER.
-flux_version = $(shell awk '/^require github.com\/fluxcd\/$(1) / {print $$3}' e2e/tools/$(1)$(if $(2),-$(2))/go.mod)
+flux_version = $(shell awk '/^require github.com\/fluxcd\/$(1) / {print $$3}' tools/$(1)$(if $(2),-$(2))/go.mod)
 KUSTOMIZE_CONTROLLER_VERSION := $(call flux_version,kustomize-controller)
 SOURCE_CONTROLLER_VERSION := $(call flux_version,source-controller)
 HELM_CONTROLLER_VERSION := $(call flux_version,helm-controller)
@@ -93,23 +93,23 @@ FLUX_CONTROLLERS := $(KUSTOMIZE_CONTROLLER) $(SOURCE_CONTROLLER) $(HELM_CONTROLL
 # deprecated helm.toolkit.fluxcd.io/v2beta2, runs in place of the one above
 # in the test of a HelmRelease written through it (StartFlux's
 # HelmControllerRelease): built the same way from the module
-# e2e/tools/helm-controller-2.7 pins; the test reads its path from
+# tools/helm-controller-2.7 pins; the test reads its path from
 # HELM_CONTROLLER_2_7. The sandbox does not need it.
 HELM_CONTROLLER_2_7_VERSION := $(call flux_version,helm-controller,2.7)
 export HELM_CONTROLLER_2_7 := $(CACHE_DIR)/helm-controller-$(HELM_CONTROLLER_2_7_VERSION)/helm-controller
 FLUX_RELEASE_CONTROLLERS := $(HELM_CONTROLLER_2_7)
 # The tool module a controller's binary is built from:
-# e2e/tools/<controller>, or e2e/tools/<controller>-<release> for an older
+# tools/<controller>, or tools/<controller>-<release> for an older
 # release's.
-flux_module = e2e/tools/$(notdir $(1))$(if $(filter $(1),$(HELM_CONTROLLER_2_7)),-2.7)
+flux_module = tools/$(notdir $(1))$(if $(filter $(1),$(HELM_CONTROLLER_2_7)),-2.7)
 
 # Argo CD's application controller and repo server (one multi-call
 # binary) run as local processes in the e2e tests (e2e/harness
-# StartArgoCD), built from the module e2e/tools/argocd pins. Argo CD 3.6
+# StartArgoCD), built from the module tools/argocd pins. Argo CD 3.6
 # needs Go 1.27: that build alone runs with GOTOOLCHAIN=go1.27.3, which the
 # go command fetches from the module proxy; the tests read the path from
 # ARGOCD, and need redis-server (.ci/run installs Debian's).
-ARGOCD_VERSION := $(shell awk '/^require github.com\/argoproj\/argo-cd\/v3 / {print $$3}' e2e/tools/argocd/go.mod)
+ARGOCD_VERSION := $(shell awk '/^require github.com\/argoproj\/argo-cd\/v3 / {print $$3}' tools/argocd/go.mod)
 ARGOCD_GOTOOLCHAIN := go1.27.3
 export ARGOCD := $(CACHE_DIR)/argocd-$(ARGOCD_VERSION)/argocd
 
@@ -117,12 +117,12 @@ export ARGOCD := $(CACHE_DIR)/argocd-$(ARGOCD_VERSION)/argocd
 # (e2e/harness StartFleet), so they observe what a real Bundle, its
 # BundleDeployment and the agent's Helm install, drift correction and
 # removal do to what Steward guards. Both are built from the module
-# e2e/tools/fleet pins, into one directory keyed by that version, static
+# tools/fleet pins, into one directory keyed by that version, static
 # and with the version stamps Fleet's own release build sets (requiring
 # the module, rather than building its repository, drops its replace of
 # its own ./pkg/apis for the published module of the same version); the
 # tests read their paths from FLEET_CONTROLLER and FLEET_AGENT.
-FLEET_VERSION := $(shell awk '/^require github.com\/rancher\/fleet / {print $$3}' e2e/tools/fleet/go.mod)
+FLEET_VERSION := $(shell awk '/^require github.com\/rancher\/fleet / {print $$3}' tools/fleet/go.mod)
 export FLEET_CONTROLLER := $(CACHE_DIR)/fleet-$(FLEET_VERSION)/fleetcontroller
 export FLEET_AGENT := $(CACHE_DIR)/fleet-$(FLEET_VERSION)/fleetagent
 FLEET := $(FLEET_CONTROLLER) $(FLEET_AGENT)
@@ -135,11 +135,11 @@ FLEET := $(FLEET_CONTROLLER) $(FLEET_AGENT)
 # what installplanguard keys on, InstallPlans and Subscriptions, only the
 # catalog operator writes, and the two hard-code the same metrics port
 # (:8443). Each is built from the module its tool module
-# (e2e/tools/olm, e2e/tools/opm) pins, keyed by that version, static, with
+# (tools/olm, tools/opm) pins, keyed by that version, static, with
 # the build tags their own release builds use; the tests read their paths
 # from OLM_CATALOG and OPM.
-OLM_VERSION := $(shell awk '/^require github.com\/operator-framework\/operator-lifecycle-manager / {print $$3}' e2e/tools/olm/go.mod)
-OPM_VERSION := $(shell awk '/^require github.com\/operator-framework\/operator-registry / {print $$3}' e2e/tools/opm/go.mod)
+OLM_VERSION := $(shell awk '/^require github.com\/operator-framework\/operator-lifecycle-manager / {print $$3}' tools/olm/go.mod)
+OPM_VERSION := $(shell awk '/^require github.com\/operator-framework\/operator-registry / {print $$3}' tools/opm/go.mod)
 export OLM_CATALOG := $(CACHE_DIR)/olm-$(OLM_VERSION)/catalog
 export OPM := $(CACHE_DIR)/opm-$(OPM_VERSION)/opm
 
@@ -186,7 +186,7 @@ $(CACHE_DIR)/kube-%-etcd-$(ETCD_VERSION)/kube-controller-manager: | $(CACHE_DIR)
 $(ASSETS)/etcd:
 	@mkdir -p $(ASSETS)
 	@echo "building etcd $(ETCD_VERSION) into $(ASSETS) (first time only)"
-	cd e2e/tools/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp . && mv $@.tmp $@
+	cd tools/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp . && mv $@.tmp $@
 
 # The other versions' directories get a copy of the same etcd.
 $(CACHE_DIR)/kube-%-etcd-$(ETCD_VERSION)/etcd: $(ASSETS)/etcd
@@ -196,27 +196,27 @@ $(CACHE_DIR)/kube-%-etcd-$(ETCD_VERSION)/etcd: $(ASSETS)/etcd
 $(PROMTOOL):
 	@mkdir -p $(dir $@)
 	@echo "building promtool $(PROMTOOL_VERSION) into $(dir $@) (first time only, a few minutes)"
-	cd e2e/tools/promtool && $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp github.com/prometheus/prometheus/cmd/promtool && mv $@.tmp $@
+	cd tools/promtool && $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp github.com/prometheus/prometheus/cmd/promtool && mv $@.tmp $@
 
 $(HELM):
 	@mkdir -p $(dir $@)
 	@echo "building helm $(HELM_VERSION) into $(dir $@) (first time only, a few minutes)"
-	cd e2e/tools/helm && $(GO) build -trimpath -ldflags "$(HELM_LDFLAGS)" -o $@.tmp helm.sh/helm/v3/cmd/helm && mv $@.tmp $@
+	cd tools/helm && $(GO) build -trimpath -ldflags "$(HELM_LDFLAGS)" -o $@.tmp helm.sh/helm/v3/cmd/helm && mv $@.tmp $@
 
 $(GORELEASER):
 	@mkdir -p $(dir $@)
 	@echo "building goreleaser $(GORELEASER_VERSION) into $(dir $@) (first time only, about five minutes)"
-	cd e2e/tools/goreleaser && $(GO) build -trimpath -ldflags "-s -w -X main.version=$(GORELEASER_VERSION)" -o $@.tmp github.com/goreleaser/goreleaser/v2 && mv $@.tmp $@
+	cd tools/goreleaser && $(GO) build -trimpath -ldflags "-s -w -X main.version=$(GORELEASER_VERSION)" -o $@.tmp github.com/goreleaser/goreleaser/v2 && mv $@.tmp $@
 
 $(SYFT):
 	@mkdir -p $(dir $@)
 	@echo "building syft $(SYFT_VERSION) into $(dir $@) (first time only, several minutes)"
-	cd e2e/tools/syft && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(SYFT_VERSION:v%=%)" -o $@.tmp github.com/anchore/syft/cmd/syft && mv $@.tmp $@
+	cd tools/syft && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(SYFT_VERSION:v%=%)" -o $@.tmp github.com/anchore/syft/cmd/syft && mv $@.tmp $@
 
 $(ACTIONLINT):
 	@mkdir -p $(dir $@)
 	@echo "building actionlint $(ACTIONLINT_VERSION) into $(dir $@) (first time only)"
-	cd e2e/tools/actionlint && $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp github.com/rhysd/actionlint/cmd/actionlint && mv $@.tmp $@
+	cd tools/actionlint && $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp github.com/rhysd/actionlint/cmd/actionlint && mv $@.tmp $@
 
 flux-controllers: $(FLUX_CONTROLLERS) $(FLUX_RELEASE_CONTROLLERS) ## build Flux's kustomize-, source- and helm-controller, and Flux 2.7's helm-controller, from their Go modules into the cache (once per version)
 
@@ -232,9 +232,9 @@ argocd: $(ARGOCD) ## build Argo CD's application controller and repo server from
 $(ARGOCD):
 	@mkdir -p $(@D)
 	@echo "building Argo CD $(ARGOCD_VERSION) into $(@D) with $(ARGOCD_GOTOOLCHAIN) (first time only, about ten minutes)"
-	cd e2e/tools/argocd && GOTOOLCHAIN=$(ARGOCD_GOTOOLCHAIN) CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp github.com/argoproj/argo-cd/v3/cmd
+	cd tools/argocd && GOTOOLCHAIN=$(ARGOCD_GOTOOLCHAIN) CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp github.com/argoproj/argo-cd/v3/cmd
 	@# The repo server runs the script Argo CD's image installs beside it.
-	cd e2e/tools/argocd && install -m 0755 "$$(GOTOOLCHAIN=$(ARGOCD_GOTOOLCHAIN) $(GO) list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)/hack/git-verify-wrapper.sh" $(@D)/
+	cd tools/argocd && install -m 0755 "$$(GOTOOLCHAIN=$(ARGOCD_GOTOOLCHAIN) $(GO) list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)/hack/git-verify-wrapper.sh" $(@D)/
 	mv $@.tmp $@
 
 fleet: $(FLEET) ## build Fleet's controller and agent from their Go module into the cache (once per version)
@@ -246,21 +246,21 @@ $(FLEET_AGENT): | $(FLEET_CONTROLLER)
 $(FLEET):
 	@mkdir -p $(@D)
 	@echo "building $(@F) $(FLEET_VERSION) into $(@D) (first time only, several minutes)"
-	cd e2e/tools/fleet && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/rancher/fleet/pkg/version.Version=$(FLEET_VERSION)" -o $@.tmp github.com/rancher/fleet/cmd/$(@F) && mv $@.tmp $@
+	cd tools/fleet && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/rancher/fleet/pkg/version.Version=$(FLEET_VERSION)" -o $@.tmp github.com/rancher/fleet/cmd/$(@F) && mv $@.tmp $@
 
 olm: $(OLM_CATALOG) $(OPM) ## build OLM's catalog operator and operator-registry's opm from their Go modules into the cache (once per version)
 
 $(OLM_CATALOG):
 	@mkdir -p $(@D)
 	@echo "building OLM's catalog operator $(OLM_VERSION) into $(@D) (first time only, several minutes)"
-	cd e2e/tools/olm && CGO_ENABLED=0 $(GO) build -trimpath -tags json1 \
+	cd tools/olm && CGO_ENABLED=0 $(GO) build -trimpath -tags json1 \
 		-ldflags "-s -w -X github.com/operator-framework/operator-lifecycle-manager/pkg/version.OLMVersion=$(OLM_VERSION)" \
 		-o $@.tmp github.com/operator-framework/operator-lifecycle-manager/cmd/catalog && mv $@.tmp $@
 
 $(OPM):
 	@mkdir -p $(@D)
 	@echo "building opm $(OPM_VERSION) into $(@D) (first time only, a few minutes)"
-	cd e2e/tools/opm && CGO_ENABLED=0 $(GO) build -trimpath -tags json1,containers_image_openpgp \
+	cd tools/opm && CGO_ENABLED=0 $(GO) build -trimpath -tags json1,containers_image_openpgp \
 		-ldflags "-s -w -X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$(OPM_VERSION)" \
 		-o $@.tmp github.com/operator-framework/operator-registry/cmd/opm && mv $@.tmp $@
 
@@ -383,7 +383,7 @@ release: $(GORELEASER) $(HELM) ## publish the release of the tag checked out (th
 	$(GORELEASER) release --clean
 
 # A release built locally into dist/ and published nowhere: the archives,
-# their SBOMs (with syft built from e2e/tools/syft), checksums, the packaged
+# their SBOMs (with syft built from tools/syft), checksums, the packaged
 # chart and, with a Docker daemon and buildx, the images (loaded into the
 # daemon). Signing is left out (--skip=sign): keyless signing needs the
 # release workflow's OIDC token. Without a Docker daemon the images are left
@@ -488,6 +488,7 @@ BENCH_TIME ?= 20000x
 bench-compare: ## a package's handler benchmarks at BASE=<commit> against the work tree, by benchstat
 	@test -n "$(BASE)" || { echo "usage: make bench-compare BASE=<commit>"; exit 2; }
 	@rm -rf bin/bench-compare && mkdir -p bin/bench-compare
+	@git worktree prune # a run interrupted before its worktree was removed
 	git worktree add --detach bin/bench-compare/base $(BASE)
 	cd bin/bench-compare/base && $(GO) test -c -o ../base.test $(BENCH_PKG)
 	$(GO) test -c -o bin/bench-compare/head.test $(BENCH_PKG)

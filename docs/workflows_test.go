@@ -57,7 +57,7 @@ func TestWorkflowsPinActionsByCommit(t *testing.T) {
 
 // TestWorkflowsRunTheRepositorysScripts keeps CI on GitHub the same as
 // .ci/run, and the release's syft the version make release-snapshot builds
-// (e2e/tools/syft, which Dependabot bumps; the workflow's input it does not).
+// (tools/syft, which Dependabot bumps; the workflow's input it does not).
 func TestWorkflowsRunTheRepositorysScripts(t *testing.T) {
 	workflows := readWorkflows(t)
 	if !regexp.MustCompile(`(?m)^\s+run: bash \.ci/run$`).MatchString(workflows["test.yml"]) {
@@ -69,7 +69,7 @@ func TestWorkflowsRunTheRepositorysScripts(t *testing.T) {
 			t.Errorf("release.yml does not say %q", want)
 		}
 	}
-	mod, err := os.ReadFile("../e2e/tools/syft/go.mod")
+	mod, err := os.ReadFile("../tools/syft/go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,10 +77,10 @@ func TestWorkflowsRunTheRepositorysScripts(t *testing.T) {
 	used := regexp.MustCompile(`(?m)^\s+syft-version: (\S+)$`).FindStringSubmatch(release)
 	switch {
 	case pinned == nil:
-		t.Error("e2e/tools/syft/go.mod does not require github.com/anchore/syft")
+		t.Error("tools/syft/go.mod does not require github.com/anchore/syft")
 	case used == nil:
 		t.Error("release.yml does not set syft-version")
 	case used[1] != string(pinned[1]):
-		t.Errorf("release.yml installs syft %s, e2e/tools/syft pins %s: keep them the same", used[1], pinned[1])
+		t.Errorf("release.yml installs syft %s, tools/syft pins %s: keep them the same", used[1], pinned[1])
 	}
 }

@@ -54,7 +54,7 @@ spec:
 	}
 }
 
-// TestRealFleet runs Fleet's own controller and agent (e2e/tools/fleet)
+// TestRealFleet runs Fleet's own controller and agent (tools/fleet)
 // against the API server, with Steward's rendered webhooks registered: a
 // Bundle with inline resources becomes a BundleDeployment the agent
 // installs with Helm, carrying the keys fleetguard reads. A person's edit

@@ -21,7 +21,7 @@ import (
 
 // FleetRelease is the Fleet release whose CRDs (e2e/upstream/fleet/<release>)
 // StartFleet installs: the one whose controller and agent the Makefile
-// builds (e2e/tools/fleet).
+// builds (tools/fleet).
 const FleetRelease = "0.12"
 
 // Fleet's namespaces and identities, as its install names them for the

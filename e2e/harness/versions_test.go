@@ -101,8 +101,8 @@ func TestKubeVersionsMatchTheirToolModules(t *testing.T) {
 		return string(data)
 	}
 	for version, module := range map[string]string{
-		newest: "e2e/tools/kube-apiserver",
-		oldest: "e2e/tools/kube-apiserver-" + minor(t, oldest),
+		newest: "tools/kube-apiserver",
+		oldest: "tools/kube-apiserver-" + minor(t, oldest),
 	} {
 		gomod := read(module + "/go.mod")
 		for _, want := range []string{

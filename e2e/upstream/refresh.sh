@@ -51,7 +51,7 @@ for crd in installplans subscriptions clusterserviceversions; do
   fetch operator-framework/api v0.45.0 "crds/operators.coreos.com_${crd}.yaml" "olm/operators.coreos.com_${crd}.yaml"
 done
 # OLM v0.33.0: every kind of the release whose catalog operator the e2e tests
-# run (e2e/tools/olm).
+# run (tools/olm).
 mkdir -p olm-v0.33.0
 for crd in catalogsources clusterserviceversions installplans olmconfigs operatorconditions operatorgroups operators subscriptions; do
   fetch operator-framework/operator-lifecycle-manager v0.33.0 "deploy/chart/crds/0000_50_olm_00-${crd}.crd.yaml" "olm-v0.33.0/0000_50_olm_00-${crd}.crd.yaml"
@@ -80,13 +80,13 @@ for crd in grants schemas; do
   fetch crossplane-contrib/provider-sql v0.16.0 "package/crds/postgresql.sql.crossplane.io_${crd}.yaml" "provider-sql-scale/postgresql.sql.crossplane.io_${crd}.yaml"
 done
 # Argo CD's own Application and AppProject, of the release e2e runs
-# (e2e/tools/argocd).
+# (tools/argocd).
 mkdir -p argocd/3.6
 for crd in application appproject; do
   fetch argoproj/argo-cd v3.6.1 "manifests/crds/${crd}-crd.yaml" "argocd/3.6/${crd}-crd.yaml"
 done
 # Fleet's own CRDs, every kind in one file, of the release e2e runs
-# (e2e/tools/fleet).
+# (tools/fleet).
 mkdir -p fleet/0.12
 fetch rancher/fleet v0.12.0 charts/fleet-crd/templates/crds.yaml fleet/0.12/crds.yaml
 # cert-manager's Issuer and Certificate, which the cert-manager install renders.
