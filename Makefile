@@ -314,8 +314,8 @@ e2e-oldest: $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/kube-controller-man
 	done; \
 	exit $$(cat "$$rc")
 
-# Every package but the e2e suites (e2e/load, e2e/scale, e2e/bench,
-# e2e/harness and e2e/sandbox have no API server in their tests and run
+# Every package but the e2e suites (bench/load, bench/scale, bench,
+# e2e/harness and cmd/sandbox have no API server in their tests and run
 # here).
 unit: $(PROMTOOL) $(HELM) ## the quick tests: unit, golden and fuzz-corpus tests without the API server (builds promtool and helm first, once)
 	$(GO) test $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/ha$$' -e '/e2e/staticadmission$$')
@@ -440,7 +440,7 @@ fuzz: ## run every fuzz target for FUZZTIME (default 30s) each
 	done
 
 # Handler benchmarks for every rule, with an allow-all baseline, then the
-# load generator (e2e/load) against the real API server: four admission
+# load generator (bench/load) against the real API server: four admission
 # configurations, every workload, about an hour with its defaults on two
 # cores. It writes its section of docs/benchmarks.md and
 # docs/benchmark-latency.svg; pass
@@ -451,17 +451,17 @@ bench: tools ## handler benchmarks, then the load generator against a real API s
 	@mkdir -p bin
 	$(GO) test -run '^$$' -bench . -benchmem ./webhooks/... > bin/handler-bench.txt || (cat bin/handler-bench.txt; exit 1)
 	@cat bin/handler-bench.txt
-	$(GO) run ./e2e/load -handler-bench bin/handler-bench.txt $(BENCH_FLAGS)
+	$(GO) run ./bench/load -handler-bench bin/handler-bench.txt $(BENCH_FLAGS)
 
 # The hostile-load scenario alone: floods of unauthenticated 7 MiB reviews
 # against the webhook port at 20, 50 and 100 clients, Steward with its
 # shipped bound on request memory and without it, in paired rounds (about
 # three minutes). It prints a Markdown table and writes bin/hostile-load.md.
 bench-hostile: tools ## floods of unauthenticated 7 MiB reviews, Steward bounded and unbounded (about three minutes)
-	$(GO) run ./e2e/load -hostile -rounds 3 $(BENCH_FLAGS)
+	$(GO) run ./bench/load -hostile -rounds 3 $(BENCH_FLAGS)
 
-# The cache-at-scale scenarios (e2e/scale), separate from the load run, which
-# seeds the same mix through e2e/bench: Steward's
+# The cache-at-scale scenarios (bench/scale), separate from the load run, which
+# seeds the same mix through bench: Steward's
 # synced and peak resident memory, live heap, start-up time and watches with
 # 65k, 250k and 500k objects cached (XRs, MRs of real provider-sql kinds,
 # Flux objects), client-go's WatchList on and off, and with 2,000
@@ -470,13 +470,13 @@ bench-hostile: tools ## floods of unauthenticated 7 MiB reviews, Steward bounded
 # about ten minutes, labelled as reduced scale:
 # make bench-scale BENCH_FLAGS="-scale-objects 6000,12000 -mr-kinds 50 -fleet-workloads 200".
 bench-scale: tools ## memory and start-up with 65k to 500k objects cached (BENCH_FLAGS)
-	$(GO) run ./e2e/scale $(BENCH_FLAGS)
+	$(GO) run ./bench/scale $(BENCH_FLAGS)
 
 # A package's handler benchmarks (time and CPU per webhook call; claimguard's
 # with its caches at the benchmark scale) of BASE, a commit, against the work
 # tree, in alternating rounds on one machine, compared by benchstat and by
 # each round's head/base ratio of CPU time per call, wall time where a side
-# does not report it (median and spread, e2e/bench/pairedratio.awk), which
+# does not report it (median and spread, bench/pairedratio.awk), which
 # a shared machine's drift from round to round hardly moves:
 # make bench-compare BASE=v0.4.0 [BENCH_PKG=./webhooks/fleetguard BENCH_RUN=.].
 # Results in bin/bench-compare/.
@@ -497,14 +497,14 @@ bench-compare: ## a package's handler benchmarks at BASE=<commit> against the wo
 		(cd $(BENCH_PKG) && $(CURDIR)/bin/bench-compare/$$side.test -test.run '^$$' -test.bench '$(BENCH_RUN)' -test.benchtime $(BENCH_TIME)) \
 			| grep '^Benchmark' >> bin/bench-compare/$$side.txt || exit 1; done; done
 	$(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da bin/bench-compare/base.txt bin/bench-compare/head.txt | tee bin/bench-compare/benchstat.txt
-	@awk -f e2e/bench/pairedratio.awk bin/bench-compare/base.txt bin/bench-compare/head.txt | tee bin/bench-compare/ratios.txt
+	@awk -f bench/pairedratio.awk bin/bench-compare/base.txt bin/bench-compare/head.txt | tee bin/bench-compare/ratios.txt
 
 # Runs Steward against a local real API server until interrupted;
 # SANDBOX_CONFIG=<file> runs it with that configuration file;
 # SANDBOX_REPLICAS=3 runs three replicas behind a connection spreader that
 # plays their Service, as e2e/ha does.
 sandbox: tools $(if $(SANDBOX_FLUX),$(FLUX_CONTROLLERS)) ## run Steward against a local real API server until interrupted (SANDBOX_CONFIG=<file>, SANDBOX_REPLICAS=3, SANDBOX_FLUX=1: with Flux's real controllers and a Git repository)
-	$(GO) run ./e2e/sandbox $(if $(SANDBOX_CONFIG),--config $(SANDBOX_CONFIG)) $(if $(SANDBOX_REPLICAS),--replicas $(SANDBOX_REPLICAS)) $(if $(SANDBOX_FLUX),--flux)
+	$(GO) run ./cmd/sandbox $(if $(SANDBOX_CONFIG),--config $(SANDBOX_CONFIG)) $(if $(SANDBOX_REPLICAS),--replicas $(SANDBOX_REPLICAS)) $(if $(SANDBOX_FLUX),--flux)
 
 clean: ## remove bin/
 	rm -rf bin

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/stewardhq/steward/e2e/bench"
+	"github.com/stewardhq/steward/bench"
 	"github.com/stewardhq/steward/e2e/harness"
 )
 

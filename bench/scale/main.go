@@ -15,7 +15,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/stewardhq/steward/e2e/bench"
+	"github.com/stewardhq/steward/bench"
 	"github.com/stewardhq/steward/e2e/harness"
 )
 

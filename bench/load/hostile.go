@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stewardhq/steward/e2e/bench"
+	"github.com/stewardhq/steward/bench"
 	"github.com/stewardhq/steward/e2e/harness"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stewardhq/steward/e2e/bench"
+	"github.com/stewardhq/steward/bench"
 	"github.com/stewardhq/steward/webhooks/config"
 )
 
@@ -269,7 +269,7 @@ func renderScale(res *scaleResults, chart string) string {
 		label = fmt.Sprintf("**reduced scale** (the goals name %s objects, %d MR kinds and %d Fleet-managed workloads)", strings.Join(full, ", "), fullMRKinds, fullFleetWorkloads)
 	}
 	w("## Caches at scale\n\n")
-	w("Steward's memory, start-up and watches with large caches, measured by `make bench-scale` (`go run ./e2e/scale`) against a real kube-apiserver and etcd, separately from the load run below. Generated %s; %s.\n\n%s",
+	w("Steward's memory, start-up and watches with large caches, measured by `make bench-scale` (`go run ./bench/scale`) against a real kube-apiserver and etcd, separately from the load run below. Generated %s; %s.\n\n%s",
 		res.Generated(), label, scaleGoals(res).Table())
 	w("\n| scenario | WatchList | objects seeded | in claimguard's caches | memory limit | synced resident | start-up peak | peak ÷ synced | peak once settled | live heap | ready after | CPU until ready | watches | kinds watched |\n")
 	w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")

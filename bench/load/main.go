@@ -8,7 +8,7 @@
 // with every rule. It writes its section of docs/benchmarks.md and a
 // latency chart; with -hostile it runs the hostile-load scenario instead.
 // `make bench` and `make bench-hostile` run it; the cache-at-scale
-// scenarios are e2e/scale's.
+// scenarios are bench/scale's.
 package main
 
 import (
@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stewardhq/steward/e2e/bench"
+	"github.com/stewardhq/steward/bench"
 	"github.com/stewardhq/steward/e2e/harness"
 )
 

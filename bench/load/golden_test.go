@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stewardhq/steward/e2e/bench"
+	"github.com/stewardhq/steward/bench"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the code")
@@ -71,7 +71,7 @@ func sampleLoad() *results {
 
 // TestReportMatchesItsGoldenFiles writes the load run's section and its
 // chart and compares them with testdata/: a change to how they are written
-// must not change what they say. `go test ./e2e/load -run Golden -update`
+// must not change what they say. `go test ./bench/load -run Golden -update`
 // rewrites the files after an intended change.
 func TestReportMatchesItsGoldenFiles(t *testing.T) {
 	dir := t.TempDir()

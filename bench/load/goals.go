@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/stewardhq/steward/e2e/bench"
+	"github.com/stewardhq/steward/bench"
 )
 
 // The goals Steward is measured against, and the scale of the caches they

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stewardhq/steward/e2e/bench"
+	"github.com/stewardhq/steward/bench"
 )
 
 func TestFitIsTheLeastSquaresLine(t *testing.T) {
@@ -136,7 +136,7 @@ func TestScaleSectionRendersTheSample(t *testing.T) {
 
 // TestReportMatchesItsGoldenFiles writes the cache-at-scale section and
 // the memory chart and compares them with testdata/: a change to how they
-// are written must not change what they say. `go test ./e2e/scale -run
+// are written must not change what they say. `go test ./bench/scale -run
 // Golden -update` rewrites the files after an intended change.
 func TestReportMatchesItsGoldenFiles(t *testing.T) {
 	dir := t.TempDir()
