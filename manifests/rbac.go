@@ -11,7 +11,6 @@ import (
 	"github.com/stewardhq/steward/webhooks/audit"
 	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/rulessync"
-	"github.com/stewardhq/steward/webhooks/setup"
 )
 
 // baseRBAC grants Steward exactly what its rules' Specs, the cluster
@@ -19,7 +18,7 @@ import (
 // they read or write, and nothing else, plus the ClusterRoles the rules
 // aggregate and, in its own namespace, the Lease of leader election.
 func (in install) baseRBAC(cfg config.Config, rules []webhooks.Configured) []any {
-	policy := append(setup.ClusterCacheRBAC(), setup.EventsRBAC(cfg)...)
+	policy := append(webhooks.ClusterCacheRBAC(), webhooks.EventsRBAC(cfg)...)
 	policy = append(policy, audit.RBAC(cfg.Audit)...)
 	policy = append(policy, rulessync.RBAC(in.registration())...)
 	var aggregated []any

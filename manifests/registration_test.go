@@ -15,7 +15,6 @@ import (
 	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/rule"
 	"github.com/stewardhq/steward/webhooks/rulessync"
-	"github.com/stewardhq/steward/webhooks/setup"
 )
 
 // sampleRule is a rule that exists only here: nothing but its Spec tells
@@ -124,7 +123,7 @@ func TestASpecAloneDeterminesTheRegistration(t *testing.T) {
 		ResourceNames: []string{Name}, Verbs: []string{"get", "list", "watch", "patch"}}) {
 		t.Errorf("the registration keeper's first grant is %v", keep[0])
 	}
-	wantPolicy := append(append(append(append(append(setup.ClusterCacheRBAC(), setup.EventsRBAC(config.Defaults(webhooks.Sections()))...), audit.RBAC(config.Defaults(webhooks.Sections()).Audit)...), keep...), readWidgets), metricsAuthRules...)
+	wantPolicy := append(append(append(append(append(webhooks.ClusterCacheRBAC(), webhooks.EventsRBAC(config.Defaults(webhooks.Sections()))...), audit.RBAC(config.Defaults(webhooks.Sections()).Audit)...), keep...), readWidgets), metricsAuthRules...)
 	if diff := cmp.Diff(wantPolicy, roles[0].Rules); diff != "" {
 		t.Errorf("Steward's ClusterRole (-want +got):\n%s", diff)
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/stewardhq/steward/webhooks/config"
 	"github.com/stewardhq/steward/webhooks/rule"
 	"github.com/stewardhq/steward/webhooks/rulessync"
-	"github.com/stewardhq/steward/webhooks/setup"
 )
 
 // The security tests read what an installer applies: each overlay built by
@@ -89,7 +88,7 @@ var overlayNames = []string{"cert-manager", "self-managed-certs"}
 // self-managed mode, what
 // the certificate manager needs, and the Events for refused writes.
 func declaredPermissions(overlay string) (cluster, namespaced []rbacv1.PolicyRule) {
-	cluster = append(setup.ClusterCacheRBAC(), setup.EventsRBAC(config.Defaults(webhooks.Sections()))...)
+	cluster = append(webhooks.ClusterCacheRBAC(), webhooks.EventsRBAC(config.Defaults(webhooks.Sections()))...)
 	for _, c := range webhooks.Rules(config.Defaults(webhooks.Sections())) {
 		cluster = append(cluster, c.Rule.Spec().PolicyRules()...)
 	}

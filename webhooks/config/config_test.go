@@ -134,7 +134,7 @@ func TestDefaultsAreValid(t *testing.T) {
 }
 
 // TestRecordEventsFor: Events for service accounts' refusals are on unless
-// the file says none (setup's TestEventsRBAC: turning them off also drops
+// the file says none (webhooks' TestEventsRBAC: turning them off also drops
 // their RBAC).
 func TestRecordEventsFor(t *testing.T) {
 	if got := config.Defaults(webhooks.Sections()).RecordEventsFor; got != config.EventsForServiceAccounts {

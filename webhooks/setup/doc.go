@@ -4,8 +4,6 @@
 //   - manager.go: sets the rules up in the controller-runtime manager, with
 //     the one cluster cache every rule's informers share (WithManager), and
 //     the paged informers of the manager's own cache (NewInformer);
-//   - rbac.go: what Steward is granted besides each rule's own permissions
-//     (ClusterCacheRBAC, EventsRBAC);
 //   - registration.go: what the manifests rendered for a configuration tell
 //     the API server and grant Steward, to tell whether a reloaded
 //     configuration needs new manifests (Registration).

@@ -31,7 +31,7 @@ type RuleRegistration struct {
 // RegistrationOf renders the registration of c's rules.
 func RegistrationOf(c config.Config) Registration {
 	target := rule.Target{Namespace: "steward", Service: "steward"}
-	out := Registration{Rules: map[string]RuleRegistration{}, Events: EventsRBAC(c)}
+	out := Registration{Rules: map[string]RuleRegistration{}, Events: webhooks.EventsRBAC(c)}
 	for _, r := range webhooks.Rules(c) {
 		spec := r.Rule.Spec()
 		reg := RuleRegistration{RBAC: spec.PolicyRules(), AggregatedRoles: spec.AggregatedRoles, Synced: map[string]string{}}

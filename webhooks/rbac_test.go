@@ -1,19 +1,18 @@
-package setup
+package webhooks
 
 import (
 	"testing"
 
-	"github.com/stewardhq/steward/webhooks"
 	"github.com/stewardhq/steward/webhooks/config"
 )
 
 // TestEventsRBAC: recording Events for refused writes is granted unless
 // the configuration records none.
 func TestEventsRBAC(t *testing.T) {
-	if len(EventsRBAC(config.Defaults(webhooks.Sections()))) == 0 {
+	if len(EventsRBAC(config.Defaults(Sections()))) == 0 {
 		t.Error("the default configuration records Events but declares no RBAC for them")
 	}
-	c, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrecordEventsFor: none\n"), "test.yaml", webhooks.Sections())
+	c, err := config.Parse([]byte("apiVersion: config.steward.dev/v1alpha1\nkind: StewardConfiguration\nrecordEventsFor: none\n"), "test.yaml", Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

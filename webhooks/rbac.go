@@ -1,9 +1,13 @@
-package setup
+package webhooks
 
 import (
 	"github.com/stewardhq/steward/webhooks/config"
 	rbacv1 "k8s.io/api/rbac/v1"
 )
+
+// What every replica is granted whatever rules run, besides each rule's
+// own permissions: the manifests grant it, and webhooks/setup compares it
+// when a configuration is reloaded.
 
 // ClusterCacheRBAC is what the cluster cache reads for every rule: CRD
 // metadata, to notice kinds and versions being served or withdrawn.
