@@ -117,19 +117,19 @@ func (in install) alerts() []alert {
 // watchedKindsAlert is one alert for every rule's caches: the kinds the
 // cluster cache follows (steward_watched_kinds, one series per kind, named
 // by rule, group and resource), and the kinds rules watch themselves, as
-// their Specs add them (rule.WatchedKinds).
+// their rule.Monitored adds them (rule.WatchedKinds).
 func watchedKindsAlert(sel string) alert {
 	expr := `max by (rule, group, resource, state) (steward_watched_kinds{%[1]s,state!="synced"}) > 0`
 	summary := "{{ if $labels.resource }}The cache of {{ $labels.resource }}.{{ $labels.group }} {{ $labels.rule }} follows is {{ $labels.state }}."
 	var unsynced, grants []string
-	for _, spec := range defaultSpecs() {
-		m := spec.Monitoring
+	for _, p := range defaultParts() {
+		m := p.monitoring
 		if m.Unsynced != "" {
 			unsynced = append(unsynced, m.Unsynced)
 		}
 		if w := m.WatchedKinds; w != nil {
 			expr += " or " + w.NotSynced
-			summary += "{{ else if eq $labels.rule " + strconv.Quote(spec.Name) + " }}" + w.Summary
+			summary += "{{ else if eq $labels.rule " + strconv.Quote(p.name) + " }}" + w.Summary
 			grants = append(grants, w.Grant)
 		}
 	}

@@ -83,29 +83,63 @@ type chartList struct {
 }
 
 // chartLists are every list setting a matchCondition holds, as the rules'
-// Specs declare them (rule.Spec.ChartLists), in the list's order.
+// Specs declare them (rule.Charted), in the list's order.
 // TestChartTemplatesEverySettingTheRegistrationReads fails when a setting
 // changes the rendered registration and is neither here nor refused by the
 // chart (chartRefused).
 var chartLists = sync.OnceValue(func() []chartList {
 	var out []chartList
-	for _, spec := range defaultSpecs() {
-		for _, l := range spec.ChartLists {
-			out = append(out, chartList{rule: spec.Name, key: l.Key, emptyMeansDefault: l.EmptyMeansDefault, omitWhenEmpty: l.OmitWhenEmpty})
+	for _, p := range defaultParts() {
+		for _, l := range p.chart.Lists {
+			out = append(out, chartList{rule: p.name, key: l.Key, emptyMeansDefault: l.EmptyMeansDefault, omitWhenEmpty: l.OmitWhenEmpty})
 		}
 	}
 	return out
 })
 
-// defaultSpecs are the Specs of every rule of the list, as the default
-// configuration builds them: built once, when rendering first needs them,
-// never by a binary that only imports the package.
+// defaultRules are every rule of the list, as the default configuration
+// builds them: built once, when rendering first needs them, never by a
+// binary that only imports the package.
+var defaultRules = sync.OnceValue(func() []rule.Rule {
+	var rules []rule.Rule
+	for _, c := range webhooks.Rules(config.Defaults(webhooks.Sections())) {
+		rules = append(rules, c.Rule)
+	}
+	return rules
+})
+
+// defaultSpecs are the Specs of defaultRules.
 var defaultSpecs = sync.OnceValue(func() []rule.Spec {
 	var specs []rule.Spec
-	for _, c := range webhooks.Rules(config.Defaults(webhooks.Sections())) {
-		specs = append(specs, c.Rule.Spec())
+	for _, r := range defaultRules() {
+		specs = append(specs, r.Spec())
 	}
 	return specs
+})
+
+// ruleParts are what a rule of defaultRules adds to the chart and to
+// monitoring: its optional rule.Charted and rule.Monitored, zero when it
+// has none.
+type ruleParts struct {
+	name       string
+	chart      rule.Chart
+	monitoring rule.Monitoring
+}
+
+// defaultParts are the parts of defaultRules, in the list's order.
+var defaultParts = sync.OnceValue(func() []ruleParts {
+	var out []ruleParts
+	for _, r := range defaultRules() {
+		p := ruleParts{name: r.Spec().Name}
+		if c, ok := r.(rule.Charted); ok {
+			p.chart = c.Chart()
+		}
+		if m, ok := r.(rule.Monitored); ok {
+			p.monitoring = m.Monitoring()
+		}
+		out = append(out, p)
+	}
+	return out
 })
 
 func (l chartList) token() string { return tokListPrefix + l.rule + "-" + l.key }
@@ -114,7 +148,7 @@ func (l chartList) helper() string { return "steward.list." + l.rule + "." + l.k
 
 // chartRefused are the settings that change what is registered beyond
 // matchConditions: the RBAC for recording Events, and the settings the
-// rules' Specs declare (rule.Spec.ChartRefused); rules turned off, which
+// rules' Specs declare (rule.Charted); rules turned off, which
 // lose their webhook entries, RBAC and caches, are refused too. The chart
 // refuses any value but the ones it renders, with a message pointing to
 // `steward manifests --config`, rather than install a registration the
@@ -125,9 +159,9 @@ var chartRefused = sync.OnceValue(func() []chartRefusal {
 		// A list reads as Go and Helm print it: "[a b]".
 		{path: "audit.reportAPIs", allowed: []string{fmt.Sprint(config.ReportAPIValues())}, why: "changes Steward's permission to write reports"},
 	}
-	for _, spec := range defaultSpecs() {
-		for _, r := range spec.ChartRefused {
-			out = append(out, chartRefusal{path: "rules." + spec.Name + "." + r.Key, allowed: r.Allowed, installName: r.InstallName, why: r.Why})
+	for _, p := range defaultParts() {
+		for _, r := range p.chart.Refused {
+			out = append(out, chartRefusal{path: "rules." + p.name + "." + r.Key, allowed: r.Allowed, installName: r.InstallName, why: r.Why})
 		}
 	}
 	return out

@@ -129,11 +129,11 @@ func (in install) dashboardQueries() []dashboardQuery {
 	return append(queries, rulePanels(sel)...)
 }
 
-// rulePanels are the panels the rules' Specs add, in the list's order.
+// rulePanels are the panels the rules add (rule.Monitored), in the list's order.
 func rulePanels(sel string) []dashboardQuery {
 	var out []dashboardQuery
-	for _, spec := range defaultSpecs() {
-		for _, p := range spec.Monitoring.Panels {
+	for _, part := range defaultParts() {
+		for _, p := range part.monitoring.Panels {
 			q := dashboardQuery{title: p.Title, description: p.Description, kind: p.Kind, unit: p.Unit}
 			for _, e := range p.Exprs {
 				q.exprs = append(q.exprs, legendExpr{fmt.Sprintf(e.Expr, sel), e.Legend})
@@ -149,8 +149,8 @@ func rulePanels(sel string) []dashboardQuery {
 func watchedKindsPanel(sel string) dashboardQuery {
 	q := dashboardQuery{title: "Watched kinds by rule and state", kind: "timeseries", unit: "short",
 		description: "Kinds the rules cache: synced, syncing (first list pending, or lists failing), or forbidden by RBAC. The kinds the cluster cache follows are counted once whatever the replicas; others as their rule counts them."}
-	for _, spec := range defaultSpecs() {
-		if w := spec.Monitoring.WatchedKinds; w != nil {
+	for _, p := range defaultParts() {
+		if w := p.monitoring.WatchedKinds; w != nil {
 			q.exprs = append(q.exprs, legendExpr{fmt.Sprintf(w.Panel, sel), w.Legend})
 		}
 	}

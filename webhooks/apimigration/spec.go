@@ -38,9 +38,6 @@ func (r *Rule) Spec() rule.Spec {
 			MatchConditions:    []admissionregistrationv1.MatchCondition{{Name: "deprecated-flux-version", Expression: deprecatedExpression()}},
 			ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy,
 		}},
-		Monitoring: rule.Monitoring{Panels: []rule.Panel{{Title: "apimigration target Flux release", Kind: "table",
-			Description: "The Flux release each replica's apimigration decides against, and its source: config (pinned), cluster-label, served-versions or default.",
-			Exprs:       []rule.PanelExpr{{Expr: `steward_apimigration_target_info{%[1]s}`}}}}},
 	}
 }
 
@@ -94,4 +91,11 @@ func crdRBAC() []rbacv1.PolicyRule {
 		ResourceNames: names,
 		Verbs:         []string{"get"},
 	}}
+}
+
+// Monitoring is apimigration's part of Steward's alerts and dashboard.
+func (*Rule) Monitoring() rule.Monitoring {
+	return rule.Monitoring{Panels: []rule.Panel{{Title: "apimigration target Flux release", Kind: "table",
+		Description: "The Flux release each replica's apimigration decides against, and its source: config (pinned), cluster-label, served-versions or default.",
+		Exprs:       []rule.PanelExpr{{Expr: `steward_apimigration_target_info{%[1]s}`}}}}}
 }

@@ -14,12 +14,10 @@ import (
 // found in the Applications' status.
 func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
-		Name:       Name,
-		Type:       rule.Validating,
-		Webhooks:   append(gitops.ByWriter(r.objectWebhook(), r.people...), gitops.ScaleWebhook(Name, "Argo CD", r.guard.Agent()), gitops.RecordWebhook(Name, r.guard.Agent(), records)),
-		RBAC:       rbac(),
-		ChartLists: gitops.ChartLists("serverUsers"),
-		Monitoring: rule.Monitoring{Unsynced: "argocdguard cannot tell whether an object's Application exists, answers with an error, and the object webhook's failure policy (Fail) refuses the write"},
+		Name:     Name,
+		Type:     rule.Validating,
+		Webhooks: append(gitops.ByWriter(r.objectWebhook(), r.people...), gitops.ScaleWebhook(Name, "Argo CD", r.guard.Agent()), gitops.RecordWebhook(Name, r.guard.Agent(), records)),
+		RBAC:     rbac(),
 	}
 }
 
@@ -53,4 +51,16 @@ func (r *Rule) tracked() string {
 		s += c
 	}
 	return s + ")"
+}
+
+// Chart is what the Helm chart does with argocdguard's settings.
+func (*Rule) Chart() rule.Chart {
+	return rule.Chart{
+		Lists: gitops.ChartLists("serverUsers"),
+	}
+}
+
+// Monitoring is argocdguard's part of Steward's alerts and dashboard.
+func (*Rule) Monitoring() rule.Monitoring {
+	return rule.Monitoring{Unsynced: "argocdguard cannot tell whether an object's Application exists, answers with an error, and the object webhook's failure policy (Fail) refuses the write"}
 }

@@ -41,27 +41,6 @@ func (r *Rule) Spec() rule.Spec {
 		Type:            rule.Validating,
 		RBAC:            RBAC(),
 		AggregatedRoles: []rule.AggregatedRole{{Name: "kinds", Label: AggregationLabel}},
-		Monitoring: rule.Monitoring{
-			Panels: []rule.Panel{{Title: "claimguard cached objects", Kind: "timeseries", Unit: "short",
-				Description: "Composite and managed resources in claimguard's caches.",
-				Exprs:       []rule.PanelExpr{{Expr: `sum by (role) (steward_claimguard_cached_objects{%[1]s})`, Legend: "{{role}}"}}}},
-			// claimguard's kinds are open-ended, so they are counted by
-			// role; the alert labels them rule="claimguard" so they read
-			// like the cluster cache's.
-			WatchedKinds: &rule.WatchedKinds{
-				NotSynced: `label_replace(sum by (role, state) (steward_claimguard_watched_kinds{%[1]s,state!="synced"}) > 0, "rule", "claimguard", "", "")`,
-				Summary:   "{{ $value }} {{ $labels.role }} kinds claimguard watches are {{ $labels.state }}.",
-				Panel:     `sum by (role, state) (steward_claimguard_watched_kinds{%[1]s})`,
-				Legend:    "claimguard {{role}} {{state}}",
-				Grant:     "Grant claimguard's kinds with a ClusterRole carrying the claimguard aggregation label",
-			},
-			Unsynced: "claimguard answers requests for the kind with an error or a warning",
-		},
-		// Both change Steward's own RBAC, which the chart renders once.
-		ChartRefused: []rule.ChartRefusal{
-			{Key: "manageWebhookRules", Allowed: []string{"true"}, Why: "changes Steward's permission to update its webhook configuration"},
-			{Key: "webhookConfigurationName", InstallName: true, Why: "changes which webhook configuration Steward may update"},
-		},
 		Webhooks: []rule.Webhook{
 			{
 				Name:           rule.WebhookName(Name, createSuffix),
@@ -111,5 +90,36 @@ func (r *Rule) Spec() rule.Spec {
 			},
 			deletingWebhook(),
 		},
+	}
+}
+
+// Chart is what the Helm chart does with claimguard's settings.
+func (*Rule) Chart() rule.Chart {
+	return rule.Chart{
+		// Both change Steward's own RBAC, which the chart renders once.
+		Refused: []rule.ChartRefusal{
+			{Key: "manageWebhookRules", Allowed: []string{"true"}, Why: "changes Steward's permission to update its webhook configuration"},
+			{Key: "webhookConfigurationName", InstallName: true, Why: "changes which webhook configuration Steward may update"},
+		},
+	}
+}
+
+// Monitoring is claimguard's part of Steward's alerts and dashboard.
+func (*Rule) Monitoring() rule.Monitoring {
+	return rule.Monitoring{
+		Panels: []rule.Panel{{Title: "claimguard cached objects", Kind: "timeseries", Unit: "short",
+			Description: "Composite and managed resources in claimguard's caches.",
+			Exprs:       []rule.PanelExpr{{Expr: `sum by (role) (steward_claimguard_cached_objects{%[1]s})`, Legend: "{{role}}"}}}},
+		// claimguard's kinds are open-ended, so they are counted by
+		// role; the alert labels them rule="claimguard" so they read
+		// like the cluster cache's.
+		WatchedKinds: &rule.WatchedKinds{
+			NotSynced: `label_replace(sum by (role, state) (steward_claimguard_watched_kinds{%[1]s,state!="synced"}) > 0, "rule", "claimguard", "", "")`,
+			Summary:   "{{ $value }} {{ $labels.role }} kinds claimguard watches are {{ $labels.state }}.",
+			Panel:     `sum by (role, state) (steward_claimguard_watched_kinds{%[1]s})`,
+			Legend:    "claimguard {{role}} {{state}}",
+			Grant:     "Grant claimguard's kinds with a ClusterRole carrying the claimguard aggregation label",
+		},
+		Unsynced: "claimguard answers requests for the kind with an error or a warning",
 	}
 }

@@ -13,11 +13,10 @@ const Name = "fleetguard"
 // whose metadata it reads.
 func (r *Rule) Spec() rule.Spec {
 	return rule.Spec{
-		Name:       Name,
-		Type:       rule.Validating,
-		Webhooks:   append(gitops.ByWriter(r.mainWebhook()), gitops.ScaleWebhook(Name, "Fleet", r.guard.Agent())),
-		RBAC:       scaleRBAC(),
-		ChartLists: gitops.ChartLists(),
+		Name:     Name,
+		Type:     rule.Validating,
+		Webhooks: append(gitops.ByWriter(r.mainWebhook()), gitops.ScaleWebhook(Name, "Fleet", r.guard.Agent())),
+		RBAC:     scaleRBAC(),
 	}
 }
 
@@ -37,3 +36,10 @@ func (r *Rule) mainWebhook() rule.Webhook {
 const excludeAppliedWithOwner = `!(
   (object == null || (has(object.metadata) && has(object.metadata.annotations) && 'objectset.rio.cattle.io/owner-gvk' in object.metadata.annotations)) &&
   (oldObject == null || (has(oldObject.metadata) && has(oldObject.metadata.annotations) && 'objectset.rio.cattle.io/owner-gvk' in oldObject.metadata.annotations)))`
+
+// Chart is what the Helm chart does with fleetguard's settings.
+func (*Rule) Chart() rule.Chart {
+	return rule.Chart{
+		Lists: gitops.ChartLists(),
+	}
+}

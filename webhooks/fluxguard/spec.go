@@ -23,9 +23,7 @@ func (r *Rule) Spec() rule.Spec {
 			gitops.ByWriter(r.objectWebhook("generator", LabelArtifactGenerator, "source-watcher")),
 			[]rule.Webhook{gitops.ScaleWebhook(Name, "Flux", r.guard.Agent()), gitops.RecordWebhook(Name, r.guard.Agent(), records)},
 		),
-		RBAC:       rbac(),
-		ChartLists: gitops.ChartLists(),
-		Monitoring: rule.Monitoring{Unsynced: "fluxguard cannot tell whether an object's Kustomization or HelmRelease lists it, answers with an error, and the object webhooks' failure policy (Fail) refuses the write"},
+		RBAC: rbac(),
 	}
 }
 
@@ -36,4 +34,16 @@ func (r *Rule) objectWebhook(suffix, label, controller string) rule.Webhook {
 			"the namespace controller and the other Kubernetes controllers away from Steward, so Flux's reconciles and namespace deletion keep working during an outage.",
 		Condition: "not-flux-controller-lease-or-event", Agent: r.guard.Agent(),
 	}.Webhook()
+}
+
+// Chart is what the Helm chart does with fluxguard's settings.
+func (*Rule) Chart() rule.Chart {
+	return rule.Chart{
+		Lists: gitops.ChartLists(),
+	}
+}
+
+// Monitoring is fluxguard's part of Steward's alerts and dashboard.
+func (*Rule) Monitoring() rule.Monitoring {
+	return rule.Monitoring{Unsynced: "fluxguard cannot tell whether an object's Kustomization or HelmRelease lists it, answers with an error, and the object webhooks' failure policy (Fail) refuses the write"}
 }

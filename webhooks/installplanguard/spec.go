@@ -23,8 +23,6 @@ func (r *Rule) Spec() rule.Spec {
 		Type: rule.Validating,
 		RBAC: RBAC(),
 		// excludeUsers holds both lists; Default fills an empty one.
-		ChartLists: []rule.ChartList{{Key: "olmUsers", EmptyMeansDefault: true}, {Key: "clusterControllerUsers", EmptyMeansDefault: true}},
-		Monitoring: rule.Monitoring{Unsynced: "installplanguard cannot tell whether an InstallPlan is installing"},
 		Webhooks: []rule.Webhook{
 			{
 				Name: rule.WebhookName(Name, ""),
@@ -126,4 +124,16 @@ func celList(items []string) string {
 		quoted[i] = strconv.Quote(s)
 	}
 	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+// Chart is what the Helm chart does with installplanguard's settings.
+func (*Rule) Chart() rule.Chart {
+	return rule.Chart{
+		Lists: []rule.ChartList{{Key: "olmUsers", EmptyMeansDefault: true}, {Key: "clusterControllerUsers", EmptyMeansDefault: true}},
+	}
+}
+
+// Monitoring is installplanguard's part of Steward's alerts and dashboard.
+func (*Rule) Monitoring() rule.Monitoring {
+	return rule.Monitoring{Unsynced: "installplanguard cannot tell whether an InstallPlan is installing"}
 }

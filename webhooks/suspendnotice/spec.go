@@ -28,8 +28,6 @@ func (r *Rule) Spec() rule.Spec {
 		RBAC: RBAC(),
 		// The controllers are the events webhook's matchCondition;
 		// Default fills an empty list.
-		ChartLists: []rule.ChartList{{Key: "controllers", EmptyMeansDefault: true}},
-		Monitoring: rule.Monitoring{Unsynced: "suspendnotice leaves the kind's Events untouched"},
 		Webhooks: []rule.Webhook{
 			{
 				Name:                rule.WebhookName(Name, ""),
@@ -123,4 +121,16 @@ func celList(items []string) string {
 		quoted[i] = strconv.Quote(s)
 	}
 	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+// Chart is what the Helm chart does with suspendnotice's settings.
+func (*Rule) Chart() rule.Chart {
+	return rule.Chart{
+		Lists: []rule.ChartList{{Key: "controllers", EmptyMeansDefault: true}},
+	}
+}
+
+// Monitoring is suspendnotice's part of Steward's alerts and dashboard.
+func (*Rule) Monitoring() rule.Monitoring {
+	return rule.Monitoring{Unsynced: "suspendnotice leaves the kind's Events untouched"}
 }
