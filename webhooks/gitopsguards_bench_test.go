@@ -17,8 +17,8 @@ import (
 	"github.com/stewardhq/steward/webhooks/fleetguard"
 	"github.com/stewardhq/steward/webhooks/fluxguard"
 	"github.com/stewardhq/steward/webhooks/internal/gitops"
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 	"github.com/stewardhq/steward/webhooks/rule"
-	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 // BenchmarkGitOpsGuardsRefusedEdit compares the CPU the three GitOps
@@ -52,7 +52,7 @@ func BenchmarkGitOpsGuardsRefusedEdit(b *testing.B) {
 	req := threeToolImageChange(b)
 	ctx := context.Background()
 	for _, g := range guards {
-		if got := serving.Judge(ctx, g.rule, req); got.Allowed {
+		if got := ruletest.Judge(ctx, g.rule, req); got.Allowed {
 			b.Fatalf("%s allows the edit (%v): the benchmark would time a path other than a refusal", g.name, got.Result)
 		} else if testing.Verbose() {
 			b.Logf("%s: %s", g.name, got.Result.Message)

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/stewardhq/steward/webhooks/serving"
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 )
 
 // clock is the fixed time every test rule marks objects with.
@@ -109,7 +109,7 @@ func outcome(resp admission.Response) result {
 }
 
 func handle(r *Rule, req admission.Request) result {
-	return outcome(serving.Judge(context.Background(), r, req))
+	return outcome(ruletest.Judge(context.Background(), r, req))
 }
 
 // add and replace build expected patch operations on annotations.

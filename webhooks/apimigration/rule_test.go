@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	jsonpatch "gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -323,7 +322,7 @@ func TestErrorsAllowWithWarning(t *testing.T) {
 	r := newRule(t, DefaultFluxVersion)
 	wh := r.Spec().Webhooks[0]
 	metrics := serving.NewMetrics()
-	h := serving.Wrap(r, wh, serving.Options{Mode: rule.Enforce, Log: logr.Discard(), Metrics: metrics})
+	h := ruletest.Handler(r, wh, rule.Enforce, serving.Settings{}, metrics)
 	req := admissiontest.Create(gvr(helmRelease, "v2beta1"), "HelmRelease", `{"metadata": "not an object"}`).Build()
 	resp := h.Handle(context.Background(), req)
 	if !resp.Allowed || len(resp.Patches) != 0 {
@@ -367,7 +366,7 @@ func TestModes(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r := newRule(t, tc.target)
-			h := serving.Wrap(r, r.Spec().Webhooks[0], serving.Options{Mode: tc.mode, Log: logr.Discard()})
+			h := ruletest.Handler(r, r.Spec().Webhooks[0], tc.mode, serving.Settings{}, nil)
 			resp := h.Handle(context.Background(), tc.req)
 			warning := ""
 			if len(resp.Warnings) > 0 {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
-	"github.com/stewardhq/steward/webhooks/serving"
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 )
 
 // servedFrom is what the cluster cache would publish with the vendored
@@ -256,13 +256,13 @@ func TestAdviceFollowsTheClusterRelease(t *testing.T) {
 		return admissiontest.Create(gvr(policy, "v1beta2"), "ImagePolicy", obj(policy, "v1beta2", nil, map[string]any{"interval": "5m"})).Build()
 	}
 	r.follow(ClusterTarget(servedFrom(t, "2.6", "v2.6.0"), nil))
-	if resp := serving.Judge(context.Background(), r, req()); len(resp.Warnings) != 0 || len(resp.Patches) != 0 {
+	if resp := ruletest.Judge(context.Background(), r, req()); len(resp.Warnings) != 0 || len(resp.Patches) != 0 {
 		t.Errorf("at 2.6, image v1beta2 is current: warnings %q, patches %v", resp.Warnings, resp.Patches)
 	}
 	assertTargetInfo(t, r, "2.6", SourceClusterLabel)
 
 	r.follow(ClusterTarget(servedFrom(t, "2.7", "v2.7.0"), nil))
-	resp := serving.Judge(context.Background(), r, req())
+	resp := ruletest.Judge(context.Background(), r, req())
 	want := []string{"apimigration: image.toolkit.fluxcd.io/v1beta2 is deprecated and removed in Flux 2.9; use v1 (flux migrate)"}
 	if diff := cmp.Diff(want, resp.Warnings); diff != "" {
 		t.Errorf("at 2.7 (-want +got):\n%s", diff)
@@ -278,7 +278,7 @@ func TestARangeIsNamedWhereverTheTargetIsShown(t *testing.T) {
 	r.follow(ClusterTarget(clusterFrom(t, "2.9", "", "ImageRepository", "ImagePolicy")))
 	assertTargetInfo(t, r, "2.9 or 2.10", SourceServedVersions)
 	policy := LookupKind(ImageGroup, "ImagePolicy")
-	resp := serving.Judge(context.Background(), r, admissiontest.Create(gvr(policy, "v1beta2"), "ImagePolicy", obj(policy, "v1beta2", nil, map[string]any{"interval": "5m"})).Build())
+	resp := ruletest.Judge(context.Background(), r, admissiontest.Create(gvr(policy, "v1beta2"), "ImagePolicy", obj(policy, "v1beta2", nil, map[string]any{"interval": "5m"})).Build())
 	want := "apimigration: ImagePolicy apps/podinfo is written through image.toolkit.fluxcd.io/v1beta2, which Flux 2.9 removed (this cluster targets Flux 2.9 or 2.10); " +
 		"change apiVersion to image.toolkit.fluxcd.io/v1 in the manifest it comes from (`flux migrate -f <dir>` rewrites a checkout, `flux migrate` the stored objects)"
 	if resp.Allowed || resp.Result.Message != want {
@@ -353,7 +353,7 @@ func TestTargetChangesWhileRequestsAreInFlight(t *testing.T) {
 		}
 	}()
 	for range 2000 {
-		resp := serving.Judge(context.Background(), r, req)
+		resp := ruletest.Judge(context.Background(), r, req)
 		if !resp.Allowed || (len(resp.Warnings) == 0) != (len(resp.Patches) == 0) {
 			t.Fatalf("a mixed answer: allowed=%v warnings=%q patches=%v", resp.Allowed, resp.Warnings, resp.Patches)
 		}

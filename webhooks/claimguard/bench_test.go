@@ -17,7 +17,6 @@ import (
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 	"github.com/stewardhq/steward/webhooks/rule"
-	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 // The benchmark cluster: 10k claimed XRs, each composing five MRs (50k
@@ -152,7 +151,7 @@ func cpuTime() time.Duration {
 // machine the CPU time is the steadier figure.
 func runHandler(b *testing.B, h rule.Rule, rq admission.Request, wantAllowed bool) {
 	ctx := context.Background()
-	if got := serving.Judge(ctx, h, rq); got.Allowed != wantAllowed {
+	if got := ruletest.Judge(ctx, h, rq); got.Allowed != wantAllowed {
 		b.Fatalf("allowed = %v, want %v: %+v", got.Allowed, wantAllowed, got.Result)
 	}
 	durations := make([]time.Duration, 0, b.N)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/clustercache"
-	"github.com/stewardhq/steward/webhooks/serving"
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 )
 
 // fakeDiscovery serves a list of resources that a test may change.
@@ -147,15 +147,15 @@ func TestDiscovererFollowsTheCluster(t *testing.T) {
 	}
 
 	claim := admissiontest.Create(pgClaimGVR, "PostgreSQLInstance", req("db", inNamespace("default"))).Build()
-	if got := serving.Judge(ctx, r, claim); got.Allowed || !strings.Contains(got.Result.Message, "XPostgreSQLInstance db-x7k2p, the composite resource of the previous claim default/db") {
+	if got := ruletest.Judge(ctx, r, claim); got.Allowed || !strings.Contains(got.Result.Message, "XPostgreSQLInstance db-x7k2p, the composite resource of the previous claim default/db") {
 		t.Errorf("claim create answered from the caches: %+v", got.Result)
 	}
 	mr := admissiontest.Create(rdsGVR, "RDSInstance", req("db-n3w11-xyz", externalName("db"))).Build()
-	if got := serving.Judge(ctx, r, mr); got.Allowed {
+	if got := ruletest.Judge(ctx, r, mr); got.Allowed {
 		t.Errorf("MR create with the external name of a deleting MR was allowed")
 	}
 	bucket := admissiontest.Create(schema.GroupVersionResource{Group: "s3.aws.example.org", Version: "v1beta1", Resource: "buckets"}, "Bucket", req("logs", externalName("logs"))).Build()
-	if got := serving.Judge(ctx, r, bucket); !got.Allowed || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "Steward may not list buckets.s3.aws.example.org") {
+	if got := ruletest.Judge(ctx, r, bucket); !got.Allowed || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "Steward may not list buckets.s3.aws.example.org") {
 		t.Errorf("a kind Steward may not list must be allowed with a warning, got allowed=%v warnings=%v", got.Allowed, got.Warnings)
 	}
 	if rules := webhookRules(s, "CREATE"); len(rules) != 1 || strings.Join(rules[0].Resources, ",") != "postgresqlinstances,xpostgresqlinstances" {
@@ -175,7 +175,7 @@ func TestDiscovererFollowsTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the RDSInstance watch stops", func() bool { return r.found.snap.Load().managed[rdsGK] == nil })
-	if got := serving.Judge(ctx, r, mr); !got.Allowed {
+	if got := ruletest.Judge(ctx, r, mr); !got.Allowed {
 		t.Errorf("a kind no longer served is not a managed kind: %+v", got.Result)
 	}
 	bucketGK := schema.GroupKind{Group: "s3.aws.example.org", Kind: "Bucket"}

@@ -1,8 +1,8 @@
 package claimguard
 
 import (
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 	objectview "github.com/stewardhq/steward/webhooks/object"
-	"github.com/stewardhq/steward/webhooks/serving"
 
 	"context"
 	"encoding/json"
@@ -116,6 +116,6 @@ func FuzzHandle(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, which uint8) {
 		rq := requests[int(which)%len(requests)](raw).Build()
-		_ = serving.Judge(context.Background(), r, rq)
+		_ = ruletest.Judge(context.Background(), r, rq)
 	})
 }

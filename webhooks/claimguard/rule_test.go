@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
-	"github.com/stewardhq/steward/webhooks/serving"
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 )
 
 const (
@@ -43,7 +43,7 @@ func standard(xrs ...*object) *cluster {
 }
 
 func handle(r *Rule, rq admission.Request) admission.Response {
-	return serving.Judge(context.Background(), r, rq)
+	return ruletest.Judge(context.Background(), r, rq)
 }
 
 func TestClaimCreate(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 	"github.com/stewardhq/steward/webhooks/rule"
 	"github.com/stewardhq/steward/webhooks/serving"
 )
@@ -116,19 +116,18 @@ func TestPolicyRules(t *testing.T) {
 }
 
 // TestFailurePolicies proves what an unsynced cache means at each entry
-// once serving.Wrap applies the entry's failure policy.
+// once the serving layer applies the entry's failure policy.
 func TestFailurePolicies(t *testing.T) {
 	r := newCluster().xrd(pgXRD, pgXRGVR, false, stateSyncing).defaults()
 	spec := r.Spec()
-	opts := serving.Options{Mode: rule.Enforce, Log: logr.Discard()}
 	create := admissiontest.Create(pgClaimGVR, "PostgreSQLInstance", req("db", inNamespace("default"))).Build()
 	del := admissiontest.Delete(pgClaimGVR, "PostgreSQLInstance", req("db", inNamespace("default"), compositeDeletePolicy("Foreground"))).Build()
 
-	got := serving.Wrap(r, spec.Webhooks[0], opts).Handle(context.Background(), create)
+	got := ruletest.Handler(r, spec.Webhooks[0], rule.Enforce, serving.Settings{}, nil).Handle(context.Background(), create)
 	if got.Allowed || got.Result.Code != http.StatusServiceUnavailable {
 		t.Errorf("create entry (Fail): an unsynced cache must refuse, got allowed=%v %+v", got.Allowed, got.Result)
 	}
-	got = serving.Wrap(r, spec.Webhooks[2], opts).Handle(context.Background(), del)
+	got = ruletest.Handler(r, spec.Webhooks[2], rule.Enforce, serving.Settings{}, nil).Handle(context.Background(), del)
 	if !got.Allowed || len(got.Warnings) != 1 {
 		t.Errorf("delete entry (Ignore): an unsynced cache must allow with a warning, got allowed=%v warnings=%v", got.Allowed, got.Warnings)
 	}

@@ -6,11 +6,11 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 	"github.com/stewardhq/steward/webhooks/rule"
 	"github.com/stewardhq/steward/webhooks/serving"
 )
@@ -93,7 +93,7 @@ func TestModesThroughWrap(t *testing.T) {
 			if tc.rule != nil {
 				under = tc.rule
 			}
-			h := serving.Wrap(under, tc.webhook, serving.Options{Mode: tc.mode, BreakGlassGroup: "steward:break-glass", Log: logr.Discard()})
+			h := ruletest.Handler(under, tc.webhook, tc.mode, serving.Settings{BreakGlassGroup: "steward:break-glass"}, nil)
 			got := h.Handle(context.Background(), tc.req)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nWrap(...).Handle(...): -want, +got:\n%s", tc.reason, diff)

@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 	"github.com/stewardhq/steward/webhooks/object"
-	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 // FuzzDecodeInstallPlan feeds arbitrary bytes to the InstallPlan decoder:
@@ -63,7 +63,7 @@ func FuzzHandle(f *testing.F) {
 		default:
 			b = admissiontest.Update(schema.GroupVersionResource{Group: group, Version: "v1alpha1", Resource: "subscriptions"}, "Subscription", oldRaw, newRaw)
 		}
-		resp := serving.Judge(context.Background(), r, b.Build())
+		resp := ruletest.Judge(context.Background(), r, b.Build())
 		if resp.Result == nil {
 			t.Fatalf("no result for %v", admissionv1.Operation(b.Build().Operation))
 		}

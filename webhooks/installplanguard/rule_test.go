@@ -12,7 +12,7 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/celtest"
-	"github.com/stewardhq/steward/webhooks/serving"
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 )
 
 var (
@@ -326,7 +326,7 @@ func TestHandle(t *testing.T) {
 			if tc.plans != nil {
 				r.plans = tc.plans
 			}
-			resp := serving.Judge(context.Background(), r, tc.req)
+			resp := ruletest.Judge(context.Background(), r, tc.req)
 			got := verdictOf(resp)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nHandle(): -want +got:\n%s", tc.reason, diff)

@@ -40,15 +40,11 @@ type Options struct {
 	Metrics *Metrics
 }
 
-// Wrap returns the handler the server registers at one of a rule's webhook
+// wrap returns the handler the table serves at one of a rule's webhook
 // paths. It applies, in one place for all rules: request sanity checks,
 // panic recovery, the webhook's failure policy for internal errors,
 // exemptions and break-glass, the rule's mode, audit annotations, the
 // decision log line and the decision counter.
-func Wrap(r rule.Rule, wh rule.Webhook, opts Options) admission.Handler {
-	return wrap(r, wh, opts)
-}
-
 func wrap(r rule.Rule, wh rule.Webhook, opts Options) *wrapped {
 	spec := r.Spec()
 	m := opts.Metrics
@@ -244,14 +240,7 @@ func (h handlerJudge) judge(ctx context.Context, req *rule.Request) admission.Re
 	return h.Handle(ctx, req.Request)
 }
 
-// Judge asks r about req as the server does, but through a Request of its
-// own where the server reuses its call's, and without Wrap's modes,
-// exemptions and metrics: what a rule's own tests check.
-func Judge(ctx context.Context, r rule.Rule, req admission.Request) admission.Response {
-	return r.Handle(ctx, rule.NewRequest(req))
-}
-
-// ruleEvents is DenialEvents for one rule, built once by Wrap.
+// ruleEvents is DenialEvents for one rule, built once by wrap.
 type ruleEvents struct {
 	*DenialEvents
 	rule     string

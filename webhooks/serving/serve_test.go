@@ -229,3 +229,14 @@ func FuzzServe(f *testing.F) {
 		}
 	})
 }
+
+// TestTableAnswersAPathItDoesNotServeWithAnError: a handler asked for a
+// path no rule registered answers 404 with the path named, rather than
+// panic on the missing entry.
+func TestTableAnswersAPathItDoesNotServeWithAnError(t *testing.T) {
+	table := serving.NewTable([]serving.Served{{Rule: nameRule{}, Mode: rule.Enforce}}, serving.Settings{}, nil, serving.NewMetrics(), logr.Discard())
+	got := table.Handler("/validate/nothing").Handle(context.Background(), admissiontest.Create(deployments, "Deployment", map[string]any{"metadata": map[string]any{"name": "web"}}).Build())
+	if got.Allowed || got.Result == nil || got.Result.Code != http.StatusNotFound || !strings.Contains(got.Result.Message, "/validate/nothing") {
+		t.Errorf("got allowed=%v %+v; want a 404 naming the path", got.Allowed, got.Result)
+	}
+}

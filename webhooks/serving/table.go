@@ -2,6 +2,7 @@ package serving
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 
@@ -87,12 +88,6 @@ func (t *Table) Swap(next []Served, s Settings) {
 	t.current.Store(&out)
 }
 
-// Serves reports whether the current configuration answers at path.
-func (t *Table) Serves(path string) bool {
-	_, ok := (*t.current.Load())[path]
-	return ok
-}
-
 // Handler answers at path with whichever configuration is current.
 func (t *Table) Handler(path string) admission.Handler {
 	return dispatch{t: t, path: path}
@@ -129,7 +124,11 @@ type dispatch struct {
 }
 
 func (d dispatch) Handle(ctx context.Context, req admission.Request) admission.Response {
-	return (*d.t.current.Load())[d.path].judge(ctx, rule.NewRequest(req))
+	j, ok := (*d.t.current.Load())[d.path]
+	if !ok {
+		return admission.Errored(http.StatusNotFound, fmt.Errorf("no webhook of Steward's is registered at %s", d.path))
+	}
+	return j.judge(ctx, rule.NewRequest(req))
 }
 
 // unjudged answers for a rule turned off while Steward runs.

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 	"github.com/stewardhq/steward/webhooks/object"
-	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 // FuzzDecodeFluxObject feeds arbitrary bytes to the Flux object decoder.
@@ -84,7 +84,7 @@ func FuzzHandle(f *testing.F) {
 		default:
 			b = admissiontest.Create(evV1GVR, "Event", newRaw)
 		}
-		if resp := serving.Judge(context.Background(), r, b.Build()); resp.Result == nil {
+		if resp := ruletest.Judge(context.Background(), r, b.Build()); resp.Result == nil {
 			t.Fatal("no result")
 		}
 	})

@@ -14,8 +14,8 @@ import (
 
 	"github.com/stewardhq/steward/webhooks/admissiontest"
 	"github.com/stewardhq/steward/webhooks/internal/celtest"
+	"github.com/stewardhq/steward/webhooks/internal/ruletest"
 	"github.com/stewardhq/steward/webhooks/object"
-	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 var (
@@ -192,7 +192,7 @@ func TestSuspension(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r := newRule(nil)
-			got := resultOf(serving.Judge(context.Background(), r, tc.req))
+			got := resultOf(ruletest.Judge(context.Background(), r, tc.req))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nHandle(): -want +got:\n%s", tc.reason, diff)
 			}
@@ -345,7 +345,7 @@ func TestEvents(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r := newRule(tc.cache)
-			got := resultOf(serving.Judge(context.Background(), r, tc.req))
+			got := resultOf(ruletest.Judge(context.Background(), r, tc.req))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nHandle(): -want +got:\n%s", tc.reason, diff)
 			}

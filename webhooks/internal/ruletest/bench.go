@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/webhooks/rule"
-	"github.com/stewardhq/steward/webhooks/serving"
 )
 
 // AllowAll is the floor a rule's handler is measured against: it allows
@@ -53,7 +52,7 @@ func BenchmarkHandle(b *testing.B, h rule.Rule, floor string, reqs map[string]ad
 func BenchmarkVerdict(b *testing.B, h rule.Rule, req admission.Request, check func(admission.Response) error) {
 	b.Helper()
 	ctx := context.Background()
-	if err := check(serving.Judge(ctx, h, req)); err != nil {
+	if err := check(Judge(ctx, h, req)); err != nil {
 		b.Fatal(err)
 	}
 	measure(b, h, req)

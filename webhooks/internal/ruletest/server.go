@@ -39,7 +39,7 @@ func RefusedThroughTheServer(t *testing.T, r rule.Rule, req admission.Request) {
 	path := r.Spec().Webhooks[0].Path
 	h := table.HTTP(path, serving.HTTPOptions{Limit: serving.NewInflightLimit(64<<20, logr.Discard()), Drain: &serving.Drain{}, Log: logr.Discard()})
 
-	want := serving.Judge(t.Context(), r, req)
+	want := Judge(t.Context(), r, req)
 	if want.Allowed {
 		t.Fatalf("the rule allows the request: %v", want.Result)
 	}
