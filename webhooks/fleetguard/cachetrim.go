@@ -85,7 +85,7 @@ func trimWorkload(obj any) (any, error) {
 	} else if v, ok := annotations[driftAnnotation]; ok && len(in.ManagedFields) == 0 {
 		kept[driftAnnotation] = v
 	}
-	out.Finalizers = packCached(kept)
+	out.SelfLink = packCached(kept)
 	return out, nil
 }
 
@@ -93,19 +93,20 @@ func trimWorkload(obj any) (any, error) {
 // packed slots (packCached).
 var cachedKeys = [...]string{cachedHashAnnotation, AnnotationID, AnnotationOwnerGVK, AnnotationReleaseName, AnnotationReleaseNamespace, cachedReplicasAnnotation, driftAnnotation}
 
-// packedMark begins a packed workload's one finalizer.
+// packedMark begins a packed workload's selfLink.
 const packedMark = "fleetguard.steward.dev/cached:"
 
-// packCached packs the kept values into one string, held where the cached
-// object has a list anyway: its finalizers, never written back to the
-// cluster. After packedMark each slot of cachedKeys is its value's length
+// packCached packs the kept values into one string, held in a field of
+// the cached object that needs no allocation of its own and that the API
+// server has not set since Kubernetes 1.20: its selfLink (the cached
+// object is never written back to the cluster). After packedMark each slot of cachedKeys is its value's length
 // plus one as a uvarint, 0 for a key the workload lacks, then the value:
 // no byte a value may hold (an annotation's may hold any) can shift the
 // slots. The string is interned, so the workloads of one bundle, whose
-// kept values are the same, share it: a cached workload pays for one
-// 16-byte slot instead of a slot per value (a Go map of the annotations
-// would cost about 340 bytes).
-func packCached(kept map[string]string) []string {
+// kept values are the same, share it: a cached workload pays for nothing
+// but its share (a Go map of the annotations would cost about 340 bytes,
+// a list holding the string 16).
+func packCached(kept map[string]string) string {
 	n := len(packedMark)
 	for _, k := range cachedKeys {
 		n += binary.MaxVarintLen64 + len(kept[k])
@@ -121,7 +122,7 @@ func packCached(kept map[string]string) []string {
 		b = binary.AppendUvarint(b, uint64(len(v))+1)
 		b = append(b, v...)
 	}
-	return []string{intern(string(b))}
+	return intern(string(b))
 }
 
 // unpackCached reads a packed workload's kept values back as
@@ -131,7 +132,7 @@ func unpackCached(o *metav1.PartialObjectMetadata) map[string]string {
 	if !packed(o) {
 		return nil
 	}
-	rest := o.Finalizers[0][len(packedMark):]
+	rest := o.SelfLink[len(packedMark):]
 	out := make(map[string]string, len(cachedKeys))
 	for _, k := range cachedKeys {
 		n, w := binary.Uvarint([]byte(rest[:min(len(rest), binary.MaxVarintLen64)]))
@@ -150,7 +151,7 @@ func unpackCached(o *metav1.PartialObjectMetadata) map[string]string {
 // packed reports whether o is trimWorkload's output: the API server's
 // objects in the cache all carry the hash label the informers select on.
 func packed(o *metav1.PartialObjectMetadata) bool {
-	return o.Labels == nil && len(o.Finalizers) == 1 && strings.HasPrefix(o.Finalizers[0], packedMark)
+	return o.Labels == nil && strings.HasPrefix(o.SelfLink, packedMark)
 }
 
 // cachedReplicasAnnotation marks a cached workload whose replicas Git
@@ -162,7 +163,7 @@ const cachedReplicasAnnotation = "fleetguard.steward.dev/replicas-in-git"
 var agentOwner = []gitops.Owner{{FieldManagers: agentFieldManagers}}
 
 // cachedHashAnnotation holds a cached workload's LabelHash. It is never
-// written to the cluster: the cache keeps one packed list per workload
+// written to the cluster: the cache keeps one packed string per workload
 // (packCached), and cachedMeta gives the hash back as a label.
 const cachedHashAnnotation = "fleetguard.steward.dev/hash"
 

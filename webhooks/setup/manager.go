@@ -49,6 +49,18 @@ func ListsInFlight() int64 { return clustercache.ListsInFlight() }
 // like the cluster cache's, they list in pages and transform each page
 // before asking for the next, so no informer holds a whole list of
 // untransformed objects at start-up.
+//
+// They keep no namespace index, which controller-runtime asks every
+// informer for: it would hold an entry per cached object (fleetguard's
+// workloads), and nothing reads the manager cache by namespace (its
+// readers list every namespace and get by key). A List in one namespace
+// fails saying the index does not exist (TestManagerCacheKeepsNoNamespaceIndex).
 func NewInformer(lw toolscache.ListerWatcher, example runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-	return clustercache.NewPagedInformer(lw, example, resync, indexers)
+	kept := toolscache.Indexers{}
+	for name, f := range indexers {
+		if name != toolscache.NamespaceIndex {
+			kept[name] = f
+		}
+	}
+	return clustercache.NewPagedInformer(lw, example, resync, kept)
 }
