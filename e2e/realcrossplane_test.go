@@ -48,15 +48,15 @@ var (
 
 // realXPDefinitions are two XRDs and their Compositions, both in Pipeline
 // mode through function-patch-and-transform: XDatabase, a legacy
-// cluster-scoped XR with the claim Database, composing two
+// cluster-scoped XR (a v1 XRD: Crossplane 2.3's v2 XRDs serve Namespaced
+// and Cluster XRs only, without claims) with the claim Database, composing two
 // ClusterNopResources whose external names come from the claim; and XCache,
 // a v2 namespaced XR without claims, composing one NopResource.
-const realXPDefinitions = `apiVersion: apiextensions.crossplane.io/v2
+const realXPDefinitions = `apiVersion: apiextensions.crossplane.io/v1
 kind: CompositeResourceDefinition
 metadata: {name: xdatabases.xp.steward.example.org}
 spec:
   group: xp.steward.example.org
-  scope: LegacyCluster
   names: {kind: XDatabase, plural: xdatabases}
   claimNames: {kind: Database, plural: databases}
   defaultCompositionRef: {name: xdatabases}
@@ -215,6 +215,12 @@ func TestRealCrossplane(t *testing.T) {
 		harness.Eventually(t, realXPTimeout, func() error { return realXPXRDReady(ctx, e, xrd) })
 	}
 
+	// The garbage collector learns of new kinds by discovery, every 30 s,
+	// and a Foreground deletion of an owner it processes before it has
+	// listed the owner's dependents finishes at once, without waiting for
+	// them. Provider-nop's kinds are new here: wait until it blocks on them.
+	realXPWaitGCWatchesDependents(ctx, t, e)
+
 	t.Run("ClaimRecreatedWhileItsXRDeletesIsRefused", func(t *testing.T) {
 		kubectlOKOn(t, ctx, e, realXPClaim, "--as", "jane", "create", "-f", "-")
 		var xr string
@@ -238,7 +244,7 @@ func TestRealCrossplane(t *testing.T) {
 		// Crossplane deletes its XR with the claim's Foreground policy and
 		// keeps the claim until the XR is gone; the garbage collector
 		// deletes the MRs, which their paused provider keeps.
-		_, stderr := kubectlOKOn(t, ctx, e, "", "--as", "jane", "-n", realXPNS, "delete", "database", "db", "--cascade=foreground", "--wait=false")
+		_, stderr := kubectlOKOn(t, ctx, e, "", "--as", "jane", "-n", realXPNS, "delete", "databases."+realXPGroup, "db", "--cascade=foreground", "--wait=false")
 		t.Logf("kubectl delete of the claim printed: %s", strings.TrimSpace(stderr))
 		harness.Eventually(t, realXPTimeout, func() error {
 			cur, err := realXPGet(ctx, e, realXPXRGVK, "", xr)
@@ -326,7 +332,7 @@ spec: {forProvider: {}}
 		mrs := realXPComposed(ctx, t, e, realXPNopGVK, realXPNS, "cache", map[string]string{"cache": "realxp-cache"})
 		mr := mrs[0]
 		realXPPause(ctx, t, e, "nopresource", realXPNS, mr.GetName(), true)
-		kubectlOKOn(t, ctx, e, "", "--as", "jane", "-n", realXPNS, "delete", "xcache", "cache", "--cascade=foreground", "--wait=false")
+		kubectlOKOn(t, ctx, e, "", "--as", "jane", "-n", realXPNS, "delete", "xcaches."+realXPGroup, "cache", "--cascade=foreground", "--wait=false")
 		harness.Eventually(t, realXPTimeout, func() error {
 			cur, err := realXPGet(ctx, e, realXPCacheGVK, realXPNS, "cache")
 			if err != nil {
@@ -527,5 +533,57 @@ func realXPWaitGone(ctx context.Context, t *testing.T, e *harness.Env, gvk schem
 			return err
 		}
 		return fmt.Errorf("%s %s still exists: deletionTimestamp %v, finalizers %v", gvk.Kind, name, cur.GetDeletionTimestamp(), cur.GetFinalizers())
+	})
+}
+
+// realXPWaitGCWatchesDependents waits until the garbage collector holds a
+// Foreground deletion for ClusterNopResource dependents: a probe owner
+// deleted in the foreground stays while its dependent, kept by a finalizer
+// of the test's, is deleting. Until the collector has listed the kind, the
+// owner goes at once; each such try is cleaned up and the next one starts.
+func realXPWaitGCWatchesDependents(ctx context.Context, t *testing.T, e *harness.Env) {
+	t.Helper()
+	const probeFinalizer = "steward.dev/e2e-gc-probe"
+	try := 0
+	harness.Eventually(t, realXPTimeout, func() error {
+		try++
+		owner := fmt.Sprintf("gc-probe-owner-%d", try)
+		dependent := fmt.Sprintf("gc-probe-dependent-%d", try)
+		o := createUnstructuredOn(t, ctx, e, `apiVersion: nop.crossplane.io/v1alpha1
+kind: ClusterNopResource
+metadata: {name: `+owner+`}
+spec: {forProvider: {}}
+`)
+		createUnstructuredOn(t, ctx, e, fmt.Sprintf(`apiVersion: nop.crossplane.io/v1alpha1
+kind: ClusterNopResource
+metadata:
+  name: %s
+  finalizers: [%s]
+  ownerReferences:
+  - {apiVersion: nop.crossplane.io/v1alpha1, kind: ClusterNopResource, name: %s, uid: %s, blockOwnerDeletion: true}
+spec: {forProvider: {}}
+`, dependent, probeFinalizer, owner, o.GetUID()))
+		defer func() {
+			kubectlOKOn(t, ctx, e, "", "patch", "clusternopresource", dependent, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+			realXPWaitGone(ctx, t, e, realXPClusterNopGV, "", owner)
+			realXPWaitGone(ctx, t, e, realXPClusterNopGV, "", dependent)
+		}()
+		kubectlOKOn(t, ctx, e, "", "delete", "clusternopresource", owner, "--cascade=foreground", "--wait=false")
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			d, err := realXPGet(ctx, e, realXPClusterNopGV, "", dependent)
+			if err != nil {
+				return err
+			}
+			if d.GetDeletionTimestamp() != nil {
+				if _, err := realXPGet(ctx, e, realXPClusterNopGV, "", owner); apierrors.IsNotFound(err) {
+					return fmt.Errorf("probe %d: the garbage collector finished owner %s before its dependent: it has not listed ClusterNopResources yet", try, owner)
+				}
+				t.Logf("the garbage collector holds Foreground deletions on ClusterNopResources (probe %d)", try)
+				return nil
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		return fmt.Errorf("probe %d: the garbage collector has not deleted dependent %s within 20s", try, dependent)
 	})
 }
