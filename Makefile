@@ -143,7 +143,27 @@ OPM_VERSION := $(shell awk '/^require github.com\/operator-framework\/operator-r
 export OLM_CATALOG := $(CACHE_DIR)/olm-$(OLM_VERSION)/catalog
 export OPM := $(CACHE_DIR)/opm-$(OPM_VERSION)/opm
 
-.PHONY: all help build test unit e2e e2e-oldest fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools flux-controllers argocd fleet olm chart-package chart-push release release-snapshot clean
+# Crossplane's core, the patch-and-transform composition function and
+# provider-nop run as local processes in the Crossplane e2e test
+# (e2e/realcrossplane_test.go, e2e/harness StartCrossplane), so a real
+# claim's and XR's Foreground deletion, with Kubernetes' garbage collector,
+# meets claimguard. Each is built from the module its tool module
+# (tools/crossplane, tools/function-patch-and-transform,
+# tools/provider-nop: their crossplane-runtime majors differ) pins, keyed by
+# that version, static and trimmed. Crossplane's cold build is long (about
+# an hour on two shared cores), so neither make test nor make e2e builds or
+# runs them: make crossplane builds them, make e2e-crossplane runs the test
+# (build tag crossplane); the test reads their paths from CROSSPLANE,
+# FUNCTION_PATCH_AND_TRANSFORM and PROVIDER_NOP.
+CROSSPLANE_VERSION := $(shell awk '/^require github.com\/crossplane\/crossplane\/v2 / {print $$3}' tools/crossplane/go.mod)
+FUNCTION_PAT_VERSION := $(shell awk '/^require github.com\/crossplane-contrib\/function-patch-and-transform / {print $$3}' tools/function-patch-and-transform/go.mod)
+PROVIDER_NOP_VERSION := $(shell awk '/^require github.com\/crossplane-contrib\/provider-nop / {print $$3}' tools/provider-nop/go.mod)
+export CROSSPLANE := $(CACHE_DIR)/crossplane-$(CROSSPLANE_VERSION)/crossplane
+export FUNCTION_PATCH_AND_TRANSFORM := $(CACHE_DIR)/function-patch-and-transform-$(FUNCTION_PAT_VERSION)/function-patch-and-transform
+export PROVIDER_NOP := $(CACHE_DIR)/provider-nop-$(PROVIDER_NOP_VERSION)/provider-nop
+CROSSPLANE_TOOLS := $(CROSSPLANE) $(FUNCTION_PATCH_AND_TRANSFORM) $(PROVIDER_NOP)
+
+.PHONY: all help build test unit e2e e2e-oldest fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools flux-controllers argocd fleet olm crossplane e2e-crossplane chart-package chart-push release release-snapshot clean
 
 all: build ## build bin/steward (the default goal)
 
@@ -264,6 +284,31 @@ $(OPM):
 		-ldflags "-s -w -X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$(OPM_VERSION)" \
 		-o $@.tmp github.com/operator-framework/operator-registry/cmd/opm && mv $@.tmp $@
 
+crossplane: $(CROSSPLANE_TOOLS) ## build Crossplane's core, function-patch-and-transform and provider-nop from their Go modules into the cache (once per version; core's cold build takes about an hour)
+
+# One after another (order only), so that under make -j the three never
+# compile side by side on a small machine.
+$(FUNCTION_PATCH_AND_TRANSFORM): | $(PROVIDER_NOP)
+$(CROSSPLANE): | $(FUNCTION_PATCH_AND_TRANSFORM)
+$(CROSSPLANE):
+	@mkdir -p $(@D)
+	@echo "building Crossplane $(CROSSPLANE_VERSION) into $(@D) (first time only, up to an hour)"
+	cd tools/crossplane && CGO_ENABLED=0 $(GO) build -trimpath \
+		-ldflags "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_VERSION)" \
+		-o $@.tmp github.com/crossplane/crossplane/v2/cmd/crossplane && mv $@.tmp $@
+
+$(FUNCTION_PATCH_AND_TRANSFORM):
+	@mkdir -p $(@D)
+	@echo "building function-patch-and-transform $(FUNCTION_PAT_VERSION) into $(@D) (first time only, several minutes)"
+	cd tools/function-patch-and-transform && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" \
+		-o $@.tmp github.com/crossplane-contrib/function-patch-and-transform && mv $@.tmp $@
+
+$(PROVIDER_NOP):
+	@mkdir -p $(@D)
+	@echo "building provider-nop $(PROVIDER_NOP_VERSION) into $(@D) (first time only, several minutes)"
+	cd tools/provider-nop && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" \
+		-o $@.tmp github.com/crossplane-contrib/provider-nop/cmd/provider && mv $@.tmp $@
+
 # The one command that runs every test: unit, golden, fuzz seed corpora,
 # the e2e suite against a real kube-apiserver and etcd, and the replicas'
 # scenarios (e2e/ha: three Stewards upgraded, drained, killed and
@@ -313,6 +358,15 @@ e2e-oldest: $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/kube-controller-man
 		grep -Eq "^--- (PASS|SKIP|FAIL): $$name " "$$out" || { echo "e2e-oldest: $$name ran no test: E2E_CORE names a test the e2e package does not have"; echo 1 >"$$rc"; }; \
 	done; \
 	exit $$(cat "$$rc")
+
+# The Crossplane scenario alone (e2e/realcrossplane_test.go, build tag
+# crossplane): claimguard against Crossplane's real core,
+# function-patch-and-transform and provider-nop, with Kubernetes' garbage
+# collector. Neither make test nor make e2e runs it, since Crossplane's
+# cold build takes about an hour here; this target builds what it needs
+# first (once per version).
+e2e-crossplane: $(ASSETS)/kube-apiserver $(ASSETS)/kube-controller-manager $(ASSETS)/etcd $(CROSSPLANE_TOOLS) ## the Crossplane scenario against Crossplane's real core, function and provider (build tag crossplane; builds them first, once: about an hour cold)
+	$(GO) test -p 1 -tags crossplane -count=1 -v -timeout 20m -run '^TestRealCrossplane$$' ./e2e
 
 # Every package but the e2e suites (bench/load, bench/scale, bench,
 # e2e/harness and cmd/sandbox have no API server in their tests and run
@@ -398,11 +452,12 @@ release-snapshot: $(GORELEASER) $(HELM) $(SYFT) ## build a release into dist/ wi
 	echo "$(GORELEASER) release --snapshot --clean --skip=$$skip $(GORELEASER_FLAGS)"; \
 	PATH="$(dir $(SYFT)):$$PATH" $(GORELEASER) release --snapshot --clean --skip=$$skip $(GORELEASER_FLAGS)
 
-lint: ## gofmt, go vet and staticcheck
+lint: ## gofmt, go vet and staticcheck (with the build tag crossplane too, so the Crossplane scenario is checked)
 	@test -z "$$(gofmt -l cmd check webhooks certs manifests e2e buildinfo completion)" || (gofmt -l cmd check webhooks certs manifests e2e buildinfo completion; echo "gofmt needed" && exit 1)
 	$(GO) vet ./...
+	$(GO) vet -tags crossplane ./e2e/...
 	@if $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -version >/dev/null 2>&1; then \
-		$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...; \
+		$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags crossplane ./...; \
 	else echo "staticcheck $(STATICCHECK_VERSION) could not be installed from the module proxy; skipped"; fi
 
 # Runs every fuzz target for a bounded time (FUZZTIME each, default 30s).
