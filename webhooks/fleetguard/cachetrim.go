@@ -85,7 +85,7 @@ func trimWorkload(obj any) (any, error) {
 	} else if v, ok := annotations[driftAnnotation]; ok && len(in.ManagedFields) == 0 {
 		kept[driftAnnotation] = v
 	}
-	out.SelfLink = packCached(kept)
+	out.GenerateName = packCached(kept)
 	return out, nil
 }
 
@@ -93,13 +93,14 @@ func trimWorkload(obj any) (any, error) {
 // packed slots (packCached).
 var cachedKeys = [...]string{cachedHashAnnotation, AnnotationID, AnnotationOwnerGVK, AnnotationReleaseName, AnnotationReleaseNamespace, cachedReplicasAnnotation, driftAnnotation}
 
-// packedMark begins a packed workload's selfLink.
+// packedMark begins a packed workload's generateName.
 const packedMark = "fleetguard.steward.dev/cached:"
 
-// packCached packs the kept values into one string, held in a field of
-// the cached object that needs no allocation of its own and that the API
-// server has not set since Kubernetes 1.20: its selfLink (the cached
-// object is never written back to the cluster). After packedMark each slot of cachedKeys is its value's length
+// packCached packs the kept values into one string, held in a string
+// field of the cached object, which needs no allocation of its own: its
+// generateName, which only a create reads (the cached object is never
+// written back to the cluster, and nothing reads the field of a cached
+// one). After packedMark each slot of cachedKeys is its value's length
 // plus one as a uvarint, 0 for a key the workload lacks, then the value:
 // no byte a value may hold (an annotation's may hold any) can shift the
 // slots. The string is interned, so the workloads of one bundle, whose
@@ -132,7 +133,7 @@ func unpackCached(o *metav1.PartialObjectMetadata) map[string]string {
 	if !packed(o) {
 		return nil
 	}
-	rest := o.SelfLink[len(packedMark):]
+	rest := o.GenerateName[len(packedMark):]
 	out := make(map[string]string, len(cachedKeys))
 	for _, k := range cachedKeys {
 		n, w := binary.Uvarint([]byte(rest[:min(len(rest), binary.MaxVarintLen64)]))
@@ -151,7 +152,7 @@ func unpackCached(o *metav1.PartialObjectMetadata) map[string]string {
 // packed reports whether o is trimWorkload's output: the API server's
 // objects in the cache all carry the hash label the informers select on.
 func packed(o *metav1.PartialObjectMetadata) bool {
-	return o.Labels == nil && strings.HasPrefix(o.SelfLink, packedMark)
+	return o.Labels == nil && strings.HasPrefix(o.GenerateName, packedMark)
 }
 
 // cachedReplicasAnnotation marks a cached workload whose replicas Git

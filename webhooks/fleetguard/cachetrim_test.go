@@ -72,12 +72,12 @@ func TestTrimWorkloadKeepsWhatScaleDecisionsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := got.(*metav1.PartialObjectMetadata)
-	// What is kept is packed into the selfLink: the hash, the id, no
+	// What is kept is packed into the generateName: the hash, the id, no
 	// owner kind, the release, the replicas marker (the agent's entry
 	// owns the replicas: Git declares them), no drift.
 	want := &metav1.PartialObjectMetadata{TypeMeta: in.TypeMeta, ObjectMeta: metav1.ObjectMeta{
 		Name: "web-1", Namespace: "apps", ResourceVersion: "1",
-		SelfLink: packCached(map[string]string{cachedHashAnnotation: in.Labels[LabelHash], AnnotationID: "default-web-app", AnnotationReleaseName: "web-app", AnnotationReleaseNamespace: "apps", cachedReplicasAnnotation: ""}),
+		GenerateName: packCached(map[string]string{cachedHashAnnotation: in.Labels[LabelHash], AnnotationID: "default-web-app", AnnotationReleaseName: "web-app", AnnotationReleaseNamespace: "apps", cachedReplicasAnnotation: ""}),
 	}}
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("trimmed workload (-want +got):\n%s", diff)
@@ -90,12 +90,12 @@ func TestTrimWorkloadKeepsWhatScaleDecisionsRead(t *testing.T) {
 	if diff := cmp.Diff(wantRead, cachedMeta(out).Annotations); diff != "" {
 		t.Errorf("the trimmed workload's kept values read back as annotations (-want +got):\n%s", diff)
 	}
-	// A workload of the API server whose selfLink looks packed is read
+	// A workload of the API server whose generateName looks packed is read
 	// as it is: only the cache's own output carries no labels.
 	forged := in.DeepCopy()
-	forged.SelfLink = out.SelfLink
+	forged.GenerateName = out.GenerateName
 	if got := cachedMeta(forged).Annotations; got[cachedReplicasAnnotation] != "" || got[AnnotationID] != "default-web-app" || len(got) != len(in.Annotations) {
-		t.Errorf("a labelled object's selfLink is read as kept values: %v", got)
+		t.Errorf("a labelled object's generateName is read as kept values: %v", got)
 	}
 	if parent := cachedMeta(out); !parent.managed() || parent.owner() != (objectMeta{Labels: in.Labels, Annotations: in.Annotations}).owner() {
 		t.Errorf("the trimmed workload no longer reads as the same Fleet-managed object: owner %q", parent.owner())
@@ -135,19 +135,19 @@ func TestPackedValuesReadBackWhateverTheyHold(t *testing.T) {
 		"a long value":          {AnnotationID: long, driftAnnotation: long + "!"},
 		"nothing":               {},
 	} {
-		o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{SelfLink: packCached(kept)}}
+		o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{GenerateName: packCached(kept)}}
 		if diff := cmp.Diff(kept, unpackCached(o)); diff != "" {
 			t.Errorf("%s: read back (-packed +read):\n%s", name, diff)
 		}
-		whole := o.SelfLink
+		whole := o.GenerateName
 		for cut := len(packedMark); cut < len(whole); cut++ {
-			o.SelfLink = whole[:cut]
+			o.GenerateName = whole[:cut]
 			if got := unpackCached(o); got != nil {
 				t.Errorf("%s: a packing cut at %d of %d reads back as %v, want nothing", name, cut, len(whole), got)
 			}
 		}
 	}
-	if got := unpackCached(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{SelfLink: packedMark + "\x05ab"}}); got != nil {
+	if got := unpackCached(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{GenerateName: packedMark + "\x05ab"}}); got != nil {
 		t.Errorf("a length past the end reads as %v, want nothing", got)
 	}
 }
