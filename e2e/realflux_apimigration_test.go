@@ -253,7 +253,12 @@ func deleteHelmRelease(t *testing.T, kustomization, obj *unstructured.Unstructur
 	if err := client.IgnoreNotFound(env.Client.Patch(ctx, kustomization.DeepCopy(), suspend)); err != nil {
 		t.Errorf("suspending Kustomization %s: %v", kustomization.GetName(), err)
 	}
-	if err := client.IgnoreNotFound(env.Client.Delete(ctx, obj.DeepCopy())); err != nil {
+	// fluxguard reads the suspension from its cache, which may not have
+	// it yet: until then the delete is refused, as Flux would re-create
+	// the HelmRelease.
+	if err := harness.Poll(ctx, 30*time.Second, func() error {
+		return client.IgnoreNotFound(env.Client.Delete(ctx, obj.DeepCopy()))
+	}); err != nil {
 		t.Errorf("deleting HelmRelease %s: %v", obj.GetName(), err)
 		return
 	}
