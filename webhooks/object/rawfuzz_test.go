@@ -3,6 +3,7 @@ package object
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 )
 
@@ -79,6 +80,12 @@ func checkIndex(t *testing.T, x *rawIndex, v []byte) {
 	default:
 		return
 	}
+	if members := objectMembers(v, nil); Hollow(v) != (len(members) == 0) {
+		t.Fatalf("Hollow(%q) = %v, and it has %d members", v, Hollow(v), len(members))
+	}
+	if v[0] == '{' {
+		checkMember(t, x, v, lazy)
+	}
 	if len(lazy) > 0 && x.nested(v).spans == nil {
 		t.Fatalf("the rawIndex of %q does not hold its container %q", x.data, v)
 	}
@@ -90,6 +97,24 @@ func checkIndex(t *testing.T, x *rawIndex, v []byte) {
 			t.Fatalf("split through a rawIndex, member %d of %q is %q: %q, split lazily %q: %q", i, v, m.Key, m.Value, lazy[i].Key, lazy[i].Value)
 		}
 		checkIndex(t, x, m.Value)
+	}
+}
+
+// checkMember checks that x finds, for each key of the object v, the
+// value of the first member the split members has under it, and no
+// member under a key v lacks.
+func checkMember(t *testing.T, x *rawIndex, v []byte, members []rawMember) {
+	t.Helper()
+	for i, m := range members {
+		first := slices.IndexFunc(members, func(o rawMember) bool { return bytes.Equal(o.Key, m.Key) })
+		got, ok := x.member(v, m.Key)
+		if !ok || first == i && !bytes.Equal(got, m.Value) {
+			t.Fatalf("member %q of %q is %q (found: %v), want the first member's %q", m.Key, v, got, ok, members[first].Value)
+		}
+	}
+	missing := []byte("\x00 no such key")
+	if got, ok := x.member(v, missing); ok {
+		t.Fatalf("%q has a member %q: %q", v, missing, got)
 	}
 }
 

@@ -80,6 +80,29 @@ func (x *rawIndex) objectMembers(v []byte, buf []rawMember) []rawMember {
 	return splitObject(v, x.nested(v), buf)
 }
 
+// member is the value of the first member of the object v (as for
+// objectMembers) whose key is key, reading no member after it.
+func (x *rawIndex) member(v []byte, key []byte) ([]byte, bool) {
+	n := x.nested(v)
+	s := newLazy(v)
+	if !s.OpenObject() {
+		return nil, false
+	}
+	for first := true; ; first = false {
+		k, end, ok := s.Member(first)
+		if end || !ok {
+			return nil, false
+		}
+		start := s.pos
+		if !n.value(&s) {
+			return nil, false
+		}
+		if k.Plain() && bytes.Equal(k.Inner(), key) || !k.Plain() && bytes.Equal(k.Bytes(), key) {
+			return v[start:s.pos], true
+		}
+	}
+}
+
 // arrayElements is arrayElements of an array of x's text, as objectMembers is.
 func (x *rawIndex) arrayElements(v []byte, buf []rawMember) []rawMember {
 	return splitArray(v, x.nested(v), buf)

@@ -30,6 +30,26 @@ func (v *View) Members(raw []byte, buf []Member) []Member {
 	return v.indexed().objectMembers(trimSpace(raw), buf)
 }
 
+// Member is the value of the first member of the JSON object raw whose
+// key, unescaped, is key: v.Members' member, found without splitting the
+// members after it. ok is false when raw has no such member or is no
+// object.
+func (v *View) Member(raw []byte, key []byte) (value []byte, ok bool) {
+	return v.indexed().member(trimSpace(raw), key)
+}
+
+// Hollow reports whether the valid JSON value raw is no object with a
+// member: an empty object, or any other value, of which Members returns
+// nothing.
+func Hollow(raw []byte) bool {
+	raw = trimSpace(raw)
+	if kindOf(raw) != '{' {
+		return true
+	}
+	rest := trimSpace(raw[1:])
+	return len(rest) == 0 || rest[0] == '}'
+}
+
 // Elements is Elements of raw, read as v.Members reads.
 func (v *View) Elements(raw []byte, buf []Member) []Member {
 	return v.indexed().arrayElements(trimSpace(raw), buf)

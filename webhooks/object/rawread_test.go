@@ -76,6 +76,19 @@ func TestViewReadsInPlaceAsMembersDoes(t *testing.T) {
 	}
 	walk(v.Field(), 0)
 	walk([]byte(`{"outside": {"the": ["view"]}}`), 0)
+	spec := v.Elements(v.Field("metadata", "managedFields"), nil)[0].Value
+	fields, _ := v.Member(spec, []byte("fieldsV1"))
+	specFields, _ := v.Member(fields, []byte("f:spec"))
+	for key, want := range map[string]string{`k:{"name":"web"}`: `{".": {}, "f:image": {}}`, "f:replicas": `{}`, "f:image": ""} {
+		if got, ok := v.Member(specFields, []byte(key)); string(got) != want || ok != (want != "") {
+			t.Errorf("View.Member(%s, %s) = %q, %v; want %q", specFields, key, got, ok, want)
+		}
+	}
+	for raw, want := range map[string]bool{`{}`: true, ` { } `: true, `[]`: true, `"s"`: true, `{"a": 1}`: false, ` {"a": {}}`: false} {
+		if got := Hollow([]byte(raw)); got != want {
+			t.Errorf("Hollow(%s) = %v, want %v", raw, got, want)
+		}
+	}
 	bad := New([]byte(`[1]`))
 	if got := bad.Members([]byte(`{"a": 1}`), nil); len(got) != 1 || string(got[0].Key) != "a" {
 		t.Errorf("a view that is no object reads other text as %q, want its one member", got)

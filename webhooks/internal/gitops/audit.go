@@ -77,7 +77,7 @@ func (g *Guard) AuditDrift(ref Ref, owners []Owner, managedFields []metav1.Manag
 		return rule.Finding{}, false
 	}
 	var agent []string
-	skip := append(slices.Clip(g.skip.of(ref.GroupKind())), controlPaths(ref.GroupKind())...)
+	skip := slices.Clip(g.skip.edits(ref.GroupKind()))
 	if optedOut(managing) {
 		return rule.Finding{}, false
 	}

@@ -372,13 +372,21 @@ func (d declared) owns(v *object.View, p object.Pointer) bool {
 // token the tree has no key for means not.
 func ownsIn(tree []byte, v *object.View, p object.Pointer) bool {
 	var buf [16]object.Member
+	var key [64]byte
 	node := tree
 	for i, tok := range p {
-		members := v.Members(node, buf[:0])
-		if len(members) == 0 {
+		if object.Hollow(node) {
 			return true // an atomic field above p
 		}
-		child, ok := childOf(members, v, p[:i], tok)
+		var child []byte
+		var ok bool
+		if isIndex(tok) {
+			child, ok = childOf(v.Members(node, buf[:0]), v, p[:i], tok)
+		} else {
+			// Only a member's key names a token that is no index: found
+			// without splitting the members after it.
+			child, ok = v.Member(node, append(append(key[:0], "f:"...), tok...))
+		}
 		if !ok {
 			return false
 		}

@@ -248,9 +248,8 @@ func (g *Guard) update(ctx context.Context, req *rule.Request) admission.Respons
 	if added := AddedOwners(oldView, curView); len(added) > 0 {
 		return admission.Denied(g.msg.addingOwners(ref, owners, added))
 	}
-	// Clipped: the configured list is shared by concurrent requests.
-	skip := append(slices.Clip(g.skip.of(ref.GroupKind())), controlPaths(ref.GroupKind())...)
-	skip = append(skip[:len(skip):len(skip)], commonSkip(owners)...)
+	// Clipped: the list is shared by concurrent requests.
+	skip := append(slices.Clip(g.skip.edits(ref.GroupKind())), commonSkip(owners)...)
 	all := object.Diff(oldView, curView, skip, maxFieldChanges)
 	if all.Total > 0 && g.optOutChanged(oldView, curView) {
 		rest := object.Diff(oldView, curView, append(skip[:len(skip):len(skip)], g.optOut.Paths...), 1)
@@ -302,7 +301,8 @@ func (g *Guard) judgeOwners(req *rule.Request, ref Ref, owners []Owner) ([]Owner
 	// opted out of, or a paused one, does not, but another owner may
 	// still (kustomize-controller's reconcile: disabled means nothing to
 	// helm-controller). Only the owners that revert are judged and named.
-	var reverting []Owner
+	// Filtered in place: managing is this request's own.
+	reverting := managing[:0]
 	optedOut, paused := "", ""
 	for _, o := range managing {
 		switch {
@@ -415,32 +415,55 @@ func containsOwner(refs []metav1.OwnerReference, r metav1.OwnerReference) bool {
 }
 
 // skipMap is, per group and kind, the paths an update may change: the
-// server-managed ones plus the configured ignored fields. Pointers that do
-// not parse are left out; ValidateIgnored reports them first.
-type skipMap map[schema.GroupKind][]object.Pointer
+// server-managed ones plus the configured ignored fields, and the same
+// with the kind's control writes, both built once so that no request
+// copies them. Pointers that do not parse are left out; ValidateIgnored
+// reports them first.
+type skipMap map[schema.GroupKind]skipLists
+
+// skipLists are one kind's paths of a skipMap.
+type skipLists struct {
+	// fields are the server-managed paths and the ignored fields.
+	fields []object.Pointer
+	// edits are fields and the kind's control writes (controlPaths): what
+	// a person's update may change without being an edit.
+	edits []object.Pointer
+}
 
 func newSkipMap(list []IgnoredFields) skipMap {
 	m := skipMap{}
 	for _, f := range list {
 		gk := schema.GroupKind{Group: f.Group, Kind: f.Kind}
-		if m[gk] == nil {
-			m[gk] = append([]object.Pointer(nil), serverManaged...)
+		fields := m[gk].fields
+		if fields == nil {
+			fields = slices.Clone(serverManaged)
 		}
 		for _, s := range f.Paths {
 			if p, err := object.ParsePointer(s); err == nil && len(p) > 0 {
-				m[gk] = append(m[gk], p)
+				fields = append(fields, p)
 			}
 		}
+		m[gk] = skipLists{fields: slices.Clip(fields), edits: slices.Concat(fields, controlPaths(gk))}
 	}
 	return m
 }
 
-// of returns the paths an update of the given kind may change.
+// of returns the paths an update of the given kind may change. The list
+// is shared: append to a clipped copy.
 func (m skipMap) of(gk schema.GroupKind) []object.Pointer {
 	if s, ok := m[gk]; ok {
-		return s
+		return s.fields
 	}
 	return serverManaged
+}
+
+// edits returns of's paths and the kind's control writes, shared as of's
+// are.
+func (m skipMap) edits(gk schema.GroupKind) []object.Pointer {
+	if s, ok := m[gk]; ok {
+		return s.edits
+	}
+	return controlOf(gk).edits
 }
 
 // Skipped reports whether p is at or under one of skip.
@@ -479,14 +502,27 @@ var (
 )
 
 // controlPaths are the control writes of an object of the given kind.
-func controlPaths(gk schema.GroupKind) []object.Pointer {
+func controlPaths(gk schema.GroupKind) []object.Pointer { return controlOf(gk).paths }
+
+// controls are a family of kinds' control writes, and the paths an update
+// of a kind without configured ignored fields may change (skipMap.edits).
+type controls struct{ paths, edits []object.Pointer }
+
+var (
+	fluxControls        = controls{fluxControl, slices.Concat(serverManaged, fluxControl)}
+	applicationControls = controls{applicationControl, slices.Concat(serverManaged, applicationControl)}
+	otherControls       = controls{controlAnnotations, slices.Concat(serverManaged, controlAnnotations)}
+)
+
+// controlOf is the control writes of an object of the given kind.
+func controlOf(gk schema.GroupKind) *controls {
 	switch {
 	case strings.HasSuffix(gk.Group, ".toolkit.fluxcd.io"):
-		return fluxControl
+		return &fluxControls
 	case gk.Group == "argoproj.io" && gk.Kind == "Application":
-		return applicationControl
+		return &applicationControls
 	}
-	return controlAnnotations
+	return &otherControls
 }
 
 // kubernetesControllers are Kubernetes' own identities whose writes to
