@@ -13,6 +13,7 @@ import (
 // name.
 const (
 	agentCreateRatio, agentUpdateRatio, allowAllRatio = 0.85, 0.90, 0.95
+	unmarkedRatio                                     = 0.97
 	addedP50Create, addedP50Update                    = 0.6, 0.8 // ms
 	webhookCPUPerCall, decisionP99                    = 0.3, 1.0 // ms
 	rssSmall, rssLarge                                = 64 << 20, 150 << 20
@@ -78,25 +79,38 @@ func evaluateGoals(r *results) bench.Goals {
 	var out bench.Goals
 	n, fewest, add := r.level(), r.Options.concurrency[0], out.Add
 
-	// Agent writes: the match conditions keep them from Steward.
+	// Agent writes, and writes to objects no GitOps tool marks: the match
+	// conditions (argocdguard's on every kind included) keep them from
+	// Steward. The agent's are compared with the CEL policy (b) too.
 	for _, group := range []struct {
-		verb  string
-		names []string
-		min   float64
-	}{{"creates", []string{"fleet-configmap-create-agent"}, agentCreateRatio},
-		{"updates", []string{"fleet-configmap-update-agent", "fleet-deployment-update-agent"}, agentUpdateRatio}} {
+		goal   string
+		names  []string
+		min    float64
+		policy bool
+	}{{fmt.Sprintf("Fleet agent creates, %d writers: ≥ %.2f× no admission (a), and ≥ the CEL policy (b)", n, agentCreateRatio),
+		[]string{"fleet-configmap-create-agent"}, agentCreateRatio, true},
+		{fmt.Sprintf("Fleet agent updates, %d writers: ≥ %.2f× no admission (a), and ≥ the CEL policy (b)", n, agentUpdateRatio),
+			[]string{"fleet-configmap-update-agent", "fleet-deployment-update-agent"}, agentUpdateRatio, true},
+		{fmt.Sprintf("Writes to objects no GitOps tool marks, %d writers: ≥ %.2f× no admission (a), and 0 Steward calls", n, unmarkedRatio),
+			[]string{"plain-configmap-create-human", "plain-configmap-update-human"}, unmarkedRatio, false}} {
 		var parts []string
 		var spread []ratio
 		ok := true
 		for _, wl := range group.names {
 			d, b, p := r.paired(wl, cfgSteward, cfgNone, n), r.paired(wl, cfgPolicy, cfgNone, n), r.find(wl, cfgSteward, n)
-			if p != nil {
+			if p == nil {
+				continue
+			}
+			spread, ok = append(spread, d), ok && d.median >= group.min
+			if group.policy {
 				parts = append(parts, fmt.Sprintf("%s: Steward %s, policy %s; %.0f Steward calls", workloadNamed(wl).Short, d, b, p.Calls))
-				spread, ok = append(spread, d), ok && d.median >= group.min && d.median >= b.median
+				ok = ok && d.median >= b.median
+			} else {
+				parts = append(parts, fmt.Sprintf("%s: Steward %s; %.0f Steward calls", workloadNamed(wl).Short, d, p.Calls))
+				ok = ok && p.Calls == 0
 			}
 		}
-		add(fmt.Sprintf("Fleet agent %s, %d writers: ≥ %.2f× no admission (a), and ≥ the CEL policy (b)", group.verb, n, group.min),
-			strings.Join(parts, "; "), straddles(bench.Verdict(ok), spread, group.min))
+		add(group.goal, strings.Join(parts, "; "), straddles(bench.Verdict(ok), spread, group.min))
 	}
 
 	// Writes Steward judges: the worst workload of each goal; the table

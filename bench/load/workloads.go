@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/stewardhq/steward/bench"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -78,6 +79,20 @@ var workloads = []*workload{
 		}),
 	},
 	{
+		Name: "plain-configmap-create-human", Short: "CM create (unmarked)", Title: "A person creates ConfigMaps no GitOps tool marks (every webhook's match conditions let them by)", Phase: 1, Verb: "create", User: bench.HumanUser,
+		prepare: creates(func(ctx context.Context, b *loadRun, w, seq int) error {
+			_, err := b.c.users[bench.HumanUser].Kube.CoreV1().ConfigMaps(bench.FleetNamespace).Create(ctx, plainConfigMap(fmt.Sprintf("plain-%s-%d-%d", b.nonce, w, seq), "plain-create"), metav1.CreateOptions{})
+			return err
+		}),
+		cleanup: deleteMarked(bench.ConfigMapsGVR(), bench.FleetNamespace, "plain-create"),
+	},
+	{
+		Name: "plain-configmap-update-human", Short: "CM update (unmarked)", Title: "A person edits ConfigMaps no GitOps tool marks", Phase: 1, Verb: "update", User: bench.HumanUser,
+		prepare: patches(bench.ConfigMapsGVR(), "plain-cm", bench.HumanUser, bench.HumanUser, types.MergePatchType,
+			asUnstructured(func(name string) *corev1.ConfigMap { return plainConfigMap(name, "plain-update") }),
+			func(seq int) string { return fmt.Sprintf(`{"data":{"LOG_LEVEL":"debug-%d"}}`, seq) }),
+	},
+	{
 		Name: "claim-create", Short: "claim create", Title: "A developer creates Crossplane claims (PostgreSQLInstance), large caches present", Phase: 2, Verb: "create", User: bench.HumanUser,
 		prepare: creates(func(ctx context.Context, b *loadRun, w, seq int) error {
 			_, err := b.c.users[bench.HumanUser].Dyn.Resource(bench.ClaimGVR()).Namespace(bench.ClaimsNamespace).Create(ctx, bench.Claim(fmt.Sprintf("db-%s-%d-%d", b.nonce, w, seq)), metav1.CreateOptions{})
@@ -113,6 +128,14 @@ var workloads = []*workload{
 		// No cleanup: it is the last workload, and a cluster expires
 		// Events by itself.
 	},
+}
+
+// plainConfigMap is the Fleet workloads' ConfigMap without anything a
+// GitOps tool writes: only the load run's own label, mark.
+func plainConfigMap(name, mark string) *corev1.ConfigMap {
+	cm := bench.FleetConfigMap(name)
+	cm.Labels, cm.Annotations, cm.ManagedFields = map[string]string{bench.Label: mark}, nil, nil
+	return cm
 }
 
 // patches is a prepare for updates. Each writer has an object of its own,
