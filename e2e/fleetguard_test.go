@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -74,6 +75,26 @@ func webDeployment(name string, meta metav1.ObjectMeta, replicas int32) *appsv1.
 			},
 		},
 	}
+}
+
+// editDeployment reads a Deployment, changes it with edit and writes it
+// back as c, again while the write loses a race with the deployment
+// controller's status writes, as kubectl edit would: a test's write
+// then gets the answer it is about, not a conflict.
+func editDeployment(ctx context.Context, c client.Client, key client.ObjectKey, edit func(*appsv1.Deployment), opts ...client.UpdateOption) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, key, d); err != nil {
+			return err
+		}
+		edit(d)
+		return c.Update(ctx, d, opts...)
+	})
+}
+
+// setImage is the edit kubectl set image makes to the first container.
+func setImage(image string) func(*appsv1.Deployment) {
+	return func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = image }
 }
 
 // fleetguardCalls is how many requests the main webhook has answered.
@@ -147,8 +168,7 @@ func TestFleetguard(t *testing.T) {
 			if err := agent.Create(ctx, d); err != nil {
 				t.Fatalf("the agent creates a labelled Deployment: %v", err)
 			}
-			d.Spec.Template.Spec.Containers[0].Image = "ghcr.io/example/web:1.4.3"
-			if err := agent.Update(ctx, d); err != nil {
+			if err := editDeployment(ctx, agent, client.ObjectKeyFromObject(d), setImage("ghcr.io/example/web:1.4.3")); err != nil {
 				t.Fatalf("the agent updates it: %v", err)
 			}
 		})
@@ -159,13 +179,9 @@ func TestFleetguard(t *testing.T) {
 		_, _, err := env.Kubectl(ctx, "", "--as", "jane", "-n", fleetNS, "set", "image", "deployment/web", "web=ghcr.io/example/web:9.9.9")
 		deniedWith(t, err, want)
 
-		d := &appsv1.Deployment{}
-		if err := jane.Get(ctx, client.ObjectKey{Namespace: fleetNS, Name: "web"}, d); err != nil {
-			t.Fatal(err)
-		}
-		d.Spec.Template.Spec.Containers[0].Image = "ghcr.io/example/web:9.9.9"
-		deniedWith(t, jane.Update(ctx, d), want)
-		deniedWith(t, jane.Update(ctx, d, client.DryRunAll), want)
+		web := client.ObjectKey{Namespace: fleetNS, Name: "web"}
+		deniedWith(t, editDeployment(ctx, jane, web, setImage("ghcr.io/example/web:9.9.9")), want)
+		deniedWith(t, editDeployment(ctx, jane, web, setImage("ghcr.io/example/web:9.9.9"), client.DryRunAll), want)
 	})
 
 	t.Run("JaneIsDeniedADelete", func(t *testing.T) {
@@ -195,8 +211,10 @@ func TestFleetguard(t *testing.T) {
 		if _, _, err := env.Kubectl(ctx, "", "--as", "jane", "-n", fleetNS, "scale", "deployment", "web", "--replicas=5"); err != nil {
 			t.Fatalf("scaling through the scale subresource follows ignoredFields: %v", err)
 		}
-		if after := fleetguardCalls(t, fleetScalePath); after != before+1 {
-			t.Errorf("the scale request reached Steward %v times, want once", after-before)
+		// At least once: the API server calls admission again when it
+		// retries a write that lost a race with the deployment controller.
+		if after := fleetguardCalls(t, fleetScalePath); after < before+1 {
+			t.Errorf("the scale request reached Steward %v times, want at least once", after-before)
 		}
 		d := &appsv1.Deployment{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: fleetNS, Name: "web"}, d); err != nil {
@@ -289,8 +307,7 @@ func TestFleetguard(t *testing.T) {
 			if err := jane.Create(ctx, d); err != nil {
 				t.Fatal(err)
 			}
-			d.Spec.Template.Spec.Containers[0].Image = "ghcr.io/example/web:2"
-			if err := jane.Update(ctx, d); err != nil {
+			if err := editDeployment(ctx, jane, client.ObjectKeyFromObject(d), setImage("ghcr.io/example/web:2")); err != nil {
 				t.Fatal(err)
 			}
 			if err := jane.Delete(ctx, d); err != nil {
