@@ -80,16 +80,6 @@ func stewardAnnotations(all map[string]string) map[string]string {
 	return out
 }
 
-// apimigrationCalls is how many requests the apimigration webhook answered.
-func apimigrationCalls(t *testing.T) float64 {
-	t.Helper()
-	n, err := env.Steward.Counter("controller_runtime_webhook_requests_total", map[string]string{"webhook": apimigrationPath})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 var helmReleaseV2 = schema.GroupVersionKind{Group: "helm.toolkit.fluxcd.io", Version: "v2", Kind: "HelmRelease"}
 
 // TestAPIMigration proves apimigration through the real API server, the
@@ -144,7 +134,7 @@ func TestAPIMigration(t *testing.T) {
 	}
 	for _, name := range []string{"ClientSideApply", "ServerSideApply", "ReplaceDroppingTheAnnotations"} {
 		t.Run("UnchangedReapplyKeepsRequestedAt/"+name, func(t *testing.T) {
-			before := apimigrationCalls(t)
+			before := pathCalls(t, apimigrationPath)
 			args := append([]string{"--as", "system:serviceaccount:flux-system:kustomize-controller"}, unchanged[name]...)
 			_, stderr, err := env.Kubectl(ctx, reapplyManifest(manifest, name), args...)
 			if err != nil {
@@ -153,7 +143,7 @@ func TestAPIMigration(t *testing.T) {
 			if !strings.Contains(stderr, v2beta1Warning) {
 				t.Errorf("every write through v2beta1 is warned about; stderr:\n%s", stderr)
 			}
-			if after := apimigrationCalls(t); after <= before {
+			if after := pathCalls(t, apimigrationPath); after <= before {
 				t.Fatalf("Steward was not called (%v -> %v): the test proves nothing", before, after)
 			}
 			got := stewardAnnotations(storedAnnotations(t, ctx, helmReleaseV2, "podinfo"))
@@ -178,7 +168,7 @@ func TestAPIMigration(t *testing.T) {
 	})
 
 	t.Run("CurrentVersionWritesAreUntouched", func(t *testing.T) {
-		before := apimigrationCalls(t)
+		before := pathCalls(t, apimigrationPath)
 		_, stderr, err := env.Kubectl(ctx, helmReleaseYAML("v2", "podinfo-v2", "6.5.0"), "--as", "jane", "apply", "-f", "-")
 		if err != nil {
 			t.Fatal(err)
@@ -199,7 +189,7 @@ func TestAPIMigration(t *testing.T) {
 		if diff := cmp.Diff(marked, stewardAnnotations(storedAnnotations(t, ctx, helmReleaseV2, "podinfo"))); diff != "" {
 			t.Errorf("a v2 spec change touched the mark:\n%s", diff)
 		}
-		if after := apimigrationCalls(t); after != before {
+		if after := pathCalls(t, apimigrationPath); after != before {
 			t.Errorf("writes through v2 reached Steward (%v -> %v); the match condition should keep them in the API server", before, after)
 		}
 	})

@@ -97,22 +97,12 @@ func setImage(image string) func(*appsv1.Deployment) {
 	return func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = image }
 }
 
-// fleetguardCalls is how many requests the main webhook has answered.
-func fleetguardCalls(t *testing.T, path string) float64 {
-	t.Helper()
-	n, err := env.Steward.Counter("controller_runtime_webhook_requests_total", map[string]string{"webhook": path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // unchangedCalls runs f and fails if it made the API server call path.
 func unchangedCalls(t *testing.T, path string, f func()) {
 	t.Helper()
-	before := fleetguardCalls(t, path)
+	before := pathCalls(t, path)
 	f()
-	if after := fleetguardCalls(t, path); after != before {
+	if after := pathCalls(t, path); after != before {
 		t.Errorf("%s was called %v times; these requests must never reach Steward", path, after-before)
 	}
 }
@@ -207,13 +197,13 @@ func TestFleetguard(t *testing.T) {
 		if _, _, err := env.Kubectl(ctx, "", "--as", "jane", "-n", fleetNS, "patch", "deployment", "web", "--type=merge", "-p", `{"spec":{"replicas":4}}`); err != nil {
 			t.Fatalf("patching the ignored /spec/replicas: %v", err)
 		}
-		before := fleetguardCalls(t, fleetScalePath)
+		before := pathCalls(t, fleetScalePath)
 		if _, _, err := env.Kubectl(ctx, "", "--as", "jane", "-n", fleetNS, "scale", "deployment", "web", "--replicas=5"); err != nil {
 			t.Fatalf("scaling through the scale subresource follows ignoredFields: %v", err)
 		}
 		// At least once: the API server calls admission again when it
 		// retries a write that lost a race with the deployment controller.
-		if after := fleetguardCalls(t, fleetScalePath); after < before+1 {
+		if after := pathCalls(t, fleetScalePath); after < before+1 {
 			t.Errorf("the scale request reached Steward %v times, want at least once", after-before)
 		}
 		d := &appsv1.Deployment{}

@@ -370,6 +370,13 @@ func fluxKustomization(ns, name, version string, suspend bool) *unstructured.Uns
 	return u
 }
 
+// pathCalls is how many requests the shared environment's Steward
+// answered at path.
+func pathCalls(t *testing.T, path string) float64 {
+	t.Helper()
+	return webhookCalls(t, env.Steward, path)
+}
+
 // webhookCalls is how many requests Steward's webhook server has received
 // at path (controller-runtime's per-path counter).
 func webhookCalls(t testing.TB, s *harness.Steward, path string) float64 {

@@ -73,16 +73,6 @@ func ipgSetStatus(ctx context.Context, t *testing.T, obj *unstructured.Unstructu
 	}
 }
 
-// pathCalls is how many requests Steward answered at path.
-func pathCalls(t *testing.T, path string) float64 {
-	t.Helper()
-	n, err := env.Steward.Counter("controller_runtime_webhook_requests_total", map[string]string{"webhook": path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // kubeAPICounter sums a counter of the API server's own /metrics over the
 // samples whose labels include labels.
 func kubeAPICounter(ctx context.Context, t *testing.T, name string, labels map[string]string) float64 {

@@ -76,17 +76,6 @@ func nextRunEvents(evs []corev1.Event) []corev1.Event {
 	return out
 }
 
-// eventsCalls is how many events the API server has sent to
-// suspendnotice's event webhook.
-func eventsCalls(t *testing.T) float64 {
-	t.Helper()
-	n, err := env.Steward.Counter("controller_runtime_webhook_requests_total", map[string]string{"webhook": snEventsPath})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // TestRealFluxSuspendedKustomization suspends and resumes a Kustomization
 // that Flux's real kustomize-controller (v1.9.6) reconciles, with
 // Steward's rendered webhooks registered. Suspending through kubectl is
@@ -104,7 +93,7 @@ func TestRealFluxSuspendedKustomization(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	skipWithoutFlux(t, harness.FluxOptions{})
-	callsAtStart := eventsCalls(t)
+	callsAtStart := pathCalls(t, snEventsPath)
 	rf := startRealFlux(ctx, t, realSuspendName, realSuspendName, map[string]string{
 		"deploy/settings.yaml": realSuspendConfigMap("blue"),
 	}, nil, harness.FluxOptions{})
@@ -142,7 +131,7 @@ func TestRealFluxSuspendedKustomization(t *testing.T) {
 				t.Errorf("the event of a Kustomization that is not suspended is not stored as written: %s", describeEvent(ev))
 			}
 		}
-		if calls := eventsCalls(t) - callsAtStart; calls == 0 {
+		if calls := pathCalls(t, snEventsPath) - callsAtStart; calls == 0 {
 			t.Errorf("no event reached suspendnotice's event webhook: its match conditions let kustomize-controller's real events by")
 		}
 	})
@@ -165,7 +154,7 @@ func TestRealFluxSuspendedKustomization(t *testing.T) {
 	var rev string
 	t.Run("WhileSuspendedNothingIsAppliedAndNoEventRecorded", func(t *testing.T) {
 		before := nextRunEvents(kustomizeEvents(ctx, t, realSuspendName))
-		beforeCalls := eventsCalls(t)
+		beforeCalls := pathCalls(t, snEventsPath)
 		var err error
 		rev, err = rf.Repo.Commit(ctx, "green", map[string]string{"deploy/settings.yaml": realSuspendConfigMap("green")})
 		if err != nil {
@@ -208,7 +197,7 @@ func TestRealFluxSuspendedKustomization(t *testing.T) {
 		if !strings.Contains(flux.Log("kustomize-controller"), "Reconciliation is suspended for this object") {
 			t.Error(`kustomize-controller's log does not say "Reconciliation is suspended for this object"`)
 		}
-		t.Logf("suspendnotice's event webhook was called %v times while the Kustomization was suspended", eventsCalls(t)-beforeCalls)
+		t.Logf("suspendnotice's event webhook was called %v times while the Kustomization was suspended", pathCalls(t, snEventsPath)-beforeCalls)
 		if got := suspensionRecord(fluxGet(ctx, t, kustomization)); got[snSuspendedBy] != record[snSuspendedBy] || got[snSuspendedAt] != record[snSuspendedAt] {
 			t.Errorf("kustomize-controller's writes changed the suspension record: %v, want %v", got, record)
 		}
