@@ -64,8 +64,10 @@ func (p *Publisher) Publish(ctx context.Context, answered map[string][]rule.Find
 	var done Published
 	var errs []error
 	served := 0
+	// One time for the pass: each report API dates a new result alike.
+	now := p.now()
 	for _, api := range p.APIs {
-		d, err := p.publish(ctx, api, answered, kept)
+		d, err := p.publish(ctx, api, answered, kept, now)
 		if errors.Is(err, errAPINotServed) {
 			continue
 		}
@@ -85,7 +87,7 @@ func (p *Publisher) Publish(ctx context.Context, answered map[string][]rule.Find
 var errAPINotServed = errors.New("not served")
 
 // publish is Publish for one report API.
-func (p *Publisher) publish(ctx context.Context, api ReportAPI, answered map[string][]rule.Finding, kept []string) (Published, error) {
+func (p *Publisher) publish(ctx context.Context, api ReportAPI, answered map[string][]rule.Finding, kept []string, now time.Time) (Published, error) {
 	var done Published
 	existing, err := p.existing(ctx, api)
 	if err != nil {
@@ -97,7 +99,7 @@ func (p *Publisher) publish(ctx context.Context, api ReportAPI, answered map[str
 		parsed[ns] = resultsOf(u)
 		previous = append(previous, parsed[ns]...)
 	}
-	results := Results(answered, p.now())
+	results := Results(answered, now)
 	keepTimestamps(results, previous)
 	for _, r := range previous {
 		if slices.Contains(kept, r.Policy) {

@@ -332,6 +332,10 @@ func TestReportsStayWithinTheirByteBound(t *testing.T) {
 // nothing, and a cleared finding clears both.
 func TestPublishWritesBothReportAPIsAlike(t *testing.T) {
 	p, c := newFakePublisherOf([]ReportAPI{PolicyReportAPI(), OpenReportsAPI()})
+	// A clock a second on at each reading: one pass dates its results
+	// once, so both reports carry the same timestamps.
+	clock := t0
+	p.now = func() time.Time { clock = clock.Add(time.Second); return clock }
 	findings := map[string][]rule.Finding{
 		"suspendnotice": {finding("suspended", rule.AuditWarn, "apps", "web")},
 		"apimigration":  {finding("stored-versions", rule.AuditFail, "", "kustomizations.kustomize.toolkit.fluxcd.io")},
