@@ -34,7 +34,10 @@ STATICCHECK_VERSION := v0.8.2
 
 # promtool checks and unit-tests the alerting rules (manifests/alerts_test.go).
 # It is built from the Prometheus module tools/promtool pins, keyed by
-# that version; the tests read its path from PROMTOOL.
+# that version; the tests read its path from PROMTOOL. The build tag
+# remove_all_sd (Prometheus's own, for slim builds) leaves out the service
+# discovery plugins (the cloud providers' SDKs, half of the build), which
+# only `promtool check config` of a scrape configuration would use.
 PROMTOOL_VERSION := $(shell awk '/^require github.com\/prometheus\/prometheus / {print $$3}' tools/promtool/go.mod)
 export PROMTOOL := $(CACHE_DIR)/promtool-$(PROMTOOL_VERSION)/promtool
 
@@ -75,13 +78,14 @@ ACTIONLINT := $(CACHE_DIR)/actionlint-$(ACTIONLINT_VERSION)/actionlint
 
 # Flux's source-, kustomize- and helm-controller run as local processes in
 # the e2e tests (e2e/harness StartFlux), so they observe what a real
-# reconcile does to what Steward guards. Each is built from the controller
-# module its tool module tools/<controller> pins, keyed by that version
-# (requiring the module, rather than building its repository, drops its
-# replace of its own ./api for the published api module), static as Flux's
-# images are; the tests read their paths from KUSTOMIZE_CONTROLLER,
-# SOURCE_CONTROLLER and HELM_CONTROLLER.
-flux_version = $(shell awk '/^require github.com\/fluxcd\/$(1) / {print $$3}' tools/$(1)$(if $(2),-$(2))/go.mod)
+# reconcile does to what Steward guards. All three are built from the one
+# tool module tools/flux, which pins the controllers of one Flux release
+# (so they share one build of the packages they have in common), each keyed
+# by its own version (requiring the modules, rather than building their
+# repositories, drops their replaces of their own ./api for the published
+# api modules), static as Flux's images are; the tests read their paths
+# from KUSTOMIZE_CONTROLLER, SOURCE_CONTROLLER and HELM_CONTROLLER.
+flux_version = $(shell awk '/^require github.com\/fluxcd\/$(1) / {print $$3}' tools/$(if $(2),$(1)-$(2),flux)/go.mod)
 KUSTOMIZE_CONTROLLER_VERSION := $(call flux_version,kustomize-controller)
 SOURCE_CONTROLLER_VERSION := $(call flux_version,source-controller)
 HELM_CONTROLLER_VERSION := $(call flux_version,helm-controller)
@@ -98,10 +102,9 @@ FLUX_CONTROLLERS := $(KUSTOMIZE_CONTROLLER) $(SOURCE_CONTROLLER) $(HELM_CONTROLL
 HELM_CONTROLLER_2_7_VERSION := $(call flux_version,helm-controller,2.7)
 export HELM_CONTROLLER_2_7 := $(CACHE_DIR)/helm-controller-$(HELM_CONTROLLER_2_7_VERSION)/helm-controller
 FLUX_RELEASE_CONTROLLERS := $(HELM_CONTROLLER_2_7)
-# The tool module a controller's binary is built from:
-# tools/<controller>, or tools/<controller>-<release> for an older
-# release's.
-flux_module = tools/$(notdir $(1))$(if $(filter $(1),$(HELM_CONTROLLER_2_7)),-2.7)
+# The tool module a controller's binary is built from: tools/flux, or
+# tools/<controller>-<release> for an older release's.
+flux_module = tools/$(if $(filter $(1),$(HELM_CONTROLLER_2_7)),helm-controller-2.7,flux)
 
 # Argo CD's application controller and repo server (one multi-call
 # binary) run as local processes in the e2e tests (e2e/harness
@@ -134,12 +137,12 @@ FLEET := $(FLEET_CONTROLLER) $(FLEET_AGENT)
 # guards. OLM's olm operator (which drives a CSV's phases) is not built:
 # what installplanguard keys on, InstallPlans and Subscriptions, only the
 # catalog operator writes, and the two hard-code the same metrics port
-# (:8443). Each is built from the module its tool module
-# (tools/olm, tools/opm) pins, keyed by that version, static, with
-# the build tags their own release builds use; the tests read their paths
-# from OLM_CATALOG and OPM.
+# (:8443). Both are built from the modules the one tool module tools/olm
+# pins (OLM's release and the operator-registry it requires), each keyed by
+# its version, static, with the build tags their own release builds use;
+# the tests read their paths from OLM_CATALOG and OPM.
 OLM_VERSION := $(shell awk '/^require github.com\/operator-framework\/operator-lifecycle-manager / {print $$3}' tools/olm/go.mod)
-OPM_VERSION := $(shell awk '/^require github.com\/operator-framework\/operator-registry / {print $$3}' tools/opm/go.mod)
+OPM_VERSION := $(shell awk '/^require github.com\/operator-framework\/operator-registry / {print $$3}' tools/olm/go.mod)
 export OLM_CATALOG := $(CACHE_DIR)/olm-$(OLM_VERSION)/catalog
 export OPM := $(CACHE_DIR)/opm-$(OPM_VERSION)/opm
 
@@ -163,7 +166,7 @@ export FUNCTION_PATCH_AND_TRANSFORM := $(CACHE_DIR)/function-patch-and-transform
 export PROVIDER_NOP := $(CACHE_DIR)/provider-nop-$(PROVIDER_NOP_VERSION)/provider-nop
 CROSSPLANE_TOOLS := $(CROSSPLANE) $(FUNCTION_PATCH_AND_TRANSFORM) $(PROVIDER_NOP)
 
-.PHONY: all help build test unit e2e e2e-oldest fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools flux-controllers argocd fleet olm crossplane e2e-crossplane chart-package chart-push release release-snapshot clean
+.PHONY: all help build test unit e2e e2e-oldest fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools test-tools flux-controllers argocd fleet olm crossplane e2e-crossplane chart-package chart-push release release-snapshot clean
 
 all: build ## build bin/steward (the default goal)
 
@@ -185,6 +188,15 @@ build: ## bin/steward, stamped with git describe and the commit (steward version
 	$(GO) build -ldflags "$(STEWARD_LDFLAGS)" -o bin/steward ./cmd/steward
 
 tools: $(ASSETS)/kube-apiserver $(ASSETS)/kube-controller-manager $(ASSETS)/etcd ## build kube-apiserver, kube-controller-manager and etcd from their Go modules into the cache (once per version)
+
+# Every tool make test and make verify run, built before the first test:
+# the newest and the oldest supported API server with their controller
+# managers and etcd, the GitOps tools' and OLM's real controllers,
+# promtool, helm, goreleaser and actionlint. .ci/run builds them first,
+# three at a time (make -j3 test-tools): on a fresh machine the builds are
+# most of the run, and a third build fills the gaps in the other two's
+# compiling while they download modules or link. Already built, a no-op.
+test-tools: tools flux-controllers argocd fleet olm $(PROMTOOL) $(HELM) $(GORELEASER) $(ACTIONLINT) $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/kube-controller-manager $(OLDEST_ASSETS)/etcd ## build every tool make test and make verify run (the oldest API server too), once per version
 
 # Any version's API server, from its tool module (kube_module).
 $(CACHE_DIR)/kube-%-etcd-$(ETCD_VERSION)/kube-apiserver:
@@ -216,7 +228,7 @@ $(CACHE_DIR)/kube-%-etcd-$(ETCD_VERSION)/etcd: $(ASSETS)/etcd
 $(PROMTOOL):
 	@mkdir -p $(dir $@)
 	@echo "building promtool $(PROMTOOL_VERSION) into $(dir $@) (first time only, a few minutes)"
-	cd tools/promtool && $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp github.com/prometheus/prometheus/cmd/promtool && mv $@.tmp $@
+	cd tools/promtool && $(GO) build -trimpath -tags remove_all_sd -ldflags "-s -w" -o $@.tmp github.com/prometheus/prometheus/cmd/promtool && mv $@.tmp $@
 
 $(HELM):
 	@mkdir -p $(dir $@)
@@ -241,7 +253,11 @@ $(ACTIONLINT):
 flux-controllers: $(FLUX_CONTROLLERS) $(FLUX_RELEASE_CONTROLLERS) ## build Flux's kustomize-, source- and helm-controller, and Flux 2.7's helm-controller, from their Go modules into the cache (once per version)
 
 # Any of the four: the controller's name is the file's, its version the
-# rest of its directory's name, its module flux_module's.
+# rest of its directory's name, its module flux_module's. The three of
+# tools/flux are built one after another (order only), so that under
+# make -j two never compile the packages they share side by side.
+$(SOURCE_CONTROLLER): | $(KUSTOMIZE_CONTROLLER)
+$(HELM_CONTROLLER): | $(SOURCE_CONTROLLER)
 $(FLUX_CONTROLLERS) $(FLUX_RELEASE_CONTROLLERS):
 	@mkdir -p $(@D)
 	@echo "building $(@F) $(patsubst $(@F)-%,%,$(notdir $(@D))) into $(@D) (first time only, several minutes)"
@@ -268,7 +284,7 @@ $(FLEET):
 	@echo "building $(@F) $(FLEET_VERSION) into $(@D) (first time only, several minutes)"
 	cd tools/fleet && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/rancher/fleet/pkg/version.Version=$(FLEET_VERSION)" -o $@.tmp github.com/rancher/fleet/cmd/$(@F) && mv $@.tmp $@
 
-olm: $(OLM_CATALOG) $(OPM) ## build OLM's catalog operator and operator-registry's opm from their Go modules into the cache (once per version)
+olm: $(OLM_CATALOG) $(OPM) ## build OLM's catalog operator and operator-registry's opm from their Go modules (tools/olm) into the cache (once per version)
 
 $(OLM_CATALOG):
 	@mkdir -p $(@D)
@@ -277,10 +293,13 @@ $(OLM_CATALOG):
 		-ldflags "-s -w -X github.com/operator-framework/operator-lifecycle-manager/pkg/version.OLMVersion=$(OLM_VERSION)" \
 		-o $@.tmp github.com/operator-framework/operator-lifecycle-manager/cmd/catalog && mv $@.tmp $@
 
+# opm is built after the catalog operator (order only), so that under make
+# -j the two never compile the packages they share side by side.
+$(OPM): | $(OLM_CATALOG)
 $(OPM):
 	@mkdir -p $(@D)
 	@echo "building opm $(OPM_VERSION) into $(@D) (first time only, a few minutes)"
-	cd tools/opm && CGO_ENABLED=0 $(GO) build -trimpath -tags json1,containers_image_openpgp \
+	cd tools/olm && CGO_ENABLED=0 $(GO) build -trimpath -tags json1,containers_image_openpgp \
 		-ldflags "-s -w -X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$(OPM_VERSION)" \
 		-o $@.tmp github.com/operator-framework/operator-registry/cmd/opm && mv $@.tmp $@
 
