@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/bench"
@@ -112,8 +113,15 @@ func runDifferential(ctx context.Context, t *testing.T, d *diffTool, rows []diff
 					break
 				}
 			}
-			for _, r := range rows {
-				res := d.runRow(ctx, t, r, mode)
+			// Every row edits its own object, so one reconcile after all
+			// the edits answers for each of them, as one after each would.
+			edits := make([]rowEdit, len(rows))
+			for i, r := range rows {
+				edits[i] = d.editRow(ctx, t, r, mode)
+			}
+			d.reconcile(ctx, t)
+			for i, r := range rows {
+				res := d.outcome(ctx, t, r, edits[i])
 				t.Logf("%s: Steward %s; %s %s%s", r.edit, res.answer, d.controller, res.outcome, quoteDenial(res.denial))
 				results[mode] = append(results[mode], res)
 			}
@@ -161,40 +169,54 @@ func (d *diffTool) waitGuardKnows(ctx context.Context, t *testing.T, name string
 	})
 }
 
-// runRow makes a row's edit in a mode, as the row's writer and, when
-// Steward refuses it, again as a member of the break-glass group; then
-// has the controller reconcile, and reads what that left of it.
-func (d *diffTool) runRow(ctx context.Context, t *testing.T, r diffRow, mode string) diffResult {
+// rowEdit is a row's edit made, before its controller reconciles: the
+// object edited, its field before the edit, and Steward's answer.
+type rowEdit struct {
+	name           string
+	before         string
+	hadBefore      bool
+	answer, denial string
+}
+
+// editRow makes a row's edit in a mode, as the row's writer and, when
+// Steward refuses it, again as a member of the break-glass group, so that
+// the edit is in place for the controller's reconcile.
+func (d *diffTool) editRow(ctx context.Context, t *testing.T, r diffRow, mode string) rowEdit {
 	t.Helper()
-	name := r.kind.objectName(r.base(mode))
-	before, hadBefore := d.readField(ctx, t, r, name)
-	var res diffResult
-	err := r.write(ctx, d.ns, name, nil)
+	e := rowEdit{name: r.kind.objectName(r.base(mode))}
+	e.before, e.hadBefore = d.readField(ctx, t, r, e.name)
+	err := r.write(ctx, d.ns, e.name, nil)
 	switch {
 	case err == nil:
-		res.answer = answerAllowed
+		e.answer = answerAllowed
 	case strings.Contains(err.Error(), "denied the request"):
-		res.answer, res.denial = classifyDenial(err.Error()), denialText(err.Error())
-		if err := r.write(ctx, d.ns, name, []string{breakGlass}); err != nil {
+		e.answer, e.denial = classifyDenial(err.Error()), denialText(err.Error())
+		if err := r.write(ctx, d.ns, e.name, []string{breakGlass}); err != nil {
 			t.Fatalf("%s, repeated as a member of %s: %v", r.edit, breakGlass, err)
 		}
 	default:
 		t.Fatalf("%s: %v", r.edit, err)
 	}
-	if got, _ := d.readField(ctx, t, r, name); got != r.value {
+	if got, _ := d.readField(ctx, t, r, e.name); got != r.value {
 		t.Fatalf("%s: after the edit %s is %q, want %q", r.edit, strings.Join(r.field, "."), got, r.value)
 	}
-	d.reconcile(ctx, t)
-	after, has := d.readField(ctx, t, r, name)
+	return e
+}
+
+// outcome reads what the controller's reconcile left of a row's edit e.
+func (d *diffTool) outcome(ctx context.Context, t *testing.T, r diffRow, e rowEdit) diffResult {
+	t.Helper()
+	res := diffResult{answer: e.answer, denial: e.denial}
+	after, has := d.readField(ctx, t, r, e.name)
 	switch {
 	case has && after == r.value:
 		res.outcome = outcomeKept
 	case r.git != "" && after == r.git:
 		res.outcome = outcomeReverted
-	case r.git == "" && (!has || hadBefore && after == before):
+	case r.git == "" && (!has || e.hadBefore && after == e.before):
 		res.outcome = outcomeStripped
 	default:
-		t.Fatalf("%s: after %s's reconcile %s is %q (present: %v); Git's value is %q, the edit wrote %q, it was %q", r.edit, d.controller, strings.Join(r.field, "."), after, has, r.git, r.value, before)
+		t.Fatalf("%s: after %s's reconcile %s is %q (present: %v); Git's value is %q, the edit wrote %q, it was %q", r.edit, d.controller, strings.Join(r.field, "."), after, has, r.git, r.value, e.before)
 	}
 	return res
 }
@@ -482,21 +504,31 @@ func autoscaleTo(replicas int32) diffWrite {
 }
 
 // autoscale writes the replicas of Deployment namespace/name through
-// /scale as the HorizontalPodAutoscaler does: an update under
-// kube-controller-manager's field manager, as its service account (in
-// extra groups too).
+// /scale as the HorizontalPodAutoscaler does, as its service account (in
+// extra groups too): scaleAs.
 func autoscale(ctx context.Context, namespace, name string, replicas int32, extra []string) error {
 	c, err := env.As(hpaUser, serviceAccountGroups(hpaUser, extra)...)
 	if err != nil {
 		return err
 	}
+	return scaleAs(ctx, c, namespace, name, replicas)
+}
+
+// scaleAs writes the replicas of Deployment namespace/name through /scale
+// with c as the HorizontalPodAutoscaler does: an update under
+// kube-controller-manager's field manager of the Scale it read, read and
+// written again on a conflict (the deployment controller writes the
+// Deployment's status meanwhile; the autoscaler retries at its next sync).
+func scaleAs(ctx context.Context, c client.Client, namespace, name string, replicas int32) error {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	scale := &autoscalingv1.Scale{}
-	if err := c.SubResource("scale").Get(ctx, d, scale); err != nil {
-		return err
-	}
-	scale.Spec.Replicas = replicas
-	return c.SubResource("scale").Update(ctx, d, client.WithSubResourceBody(scale), client.FieldOwner("kube-controller-manager"))
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		scale := &autoscalingv1.Scale{}
+		if err := c.SubResource("scale").Get(ctx, d, scale); err != nil {
+			return err
+		}
+		scale.Spec.Replicas = replicas
+		return c.SubResource("scale").Update(ctx, d, client.WithSubResourceBody(scale), client.FieldOwner("kube-controller-manager"))
+	})
 }
 
 // kubectlAsPerson runs kubectl in the row's namespace as diffPerson with

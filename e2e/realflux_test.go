@@ -12,7 +12,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -353,15 +352,7 @@ func othersEditsAfterAReconcile(ctx context.Context, t *testing.T, flux *harness
 	// autoscale writes replicas through /scale as the autoscaler does
 	// (kube-controller-manager's field manager, an Update).
 	autoscale := func(replicas int32) func(client.Client) error {
-		return func(c client.Client) error {
-			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: realFluxNS, Name: "web"}}
-			scale := &autoscalingv1.Scale{}
-			if err := c.SubResource("scale").Get(ctx, d, scale); err != nil {
-				return err
-			}
-			scale.Spec.Replicas = replicas
-			return c.SubResource("scale").Update(ctx, d, client.WithSubResourceBody(scale), client.FieldOwner("kube-controller-manager"))
-		}
+		return func(c client.Client) error { return scaleAs(ctx, c, realFluxNS, "web", replicas) }
 	}
 	replicasAre := func(n int32) func(*appsv1.Deployment, *corev1.ConfigMap) string {
 		return func(d *appsv1.Deployment, _ *corev1.ConfigMap) string {
