@@ -193,9 +193,9 @@ tools: $(ASSETS)/kube-apiserver $(ASSETS)/kube-controller-manager $(ASSETS)/etcd
 # the newest and the oldest supported API server with their controller
 # managers and etcd, the GitOps tools' and OLM's real controllers,
 # promtool, helm, goreleaser and actionlint. .ci/run builds them first,
-# three at a time (make -j3 test-tools): on a fresh machine the builds are
-# most of the run, and a third build fills the gaps in the other two's
-# compiling while they download modules or link. Already built, a no-op.
+# one at a time (make test-tools, without -j): on a fresh machine the
+# builds are most of the run, and one go build already keeps two cores
+# busy; builds side by side only contend. Already built, a no-op.
 test-tools: tools flux-controllers argocd fleet olm $(PROMTOOL) $(HELM) $(GORELEASER) $(ACTIONLINT) $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/kube-controller-manager $(OLDEST_ASSETS)/etcd ## build every tool make test and make verify run (the oldest API server too), once per version
 
 # Any version's API server, from its tool module (kube_module).
