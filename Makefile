@@ -166,7 +166,7 @@ export FUNCTION_PATCH_AND_TRANSFORM := $(CACHE_DIR)/function-patch-and-transform
 export PROVIDER_NOP := $(CACHE_DIR)/provider-nop-$(PROVIDER_NOP_VERSION)/provider-nop
 CROSSPLANE_TOOLS := $(CROSSPLANE) $(FUNCTION_PATCH_AND_TRANSFORM) $(PROVIDER_NOP)
 
-.PHONY: all help build test unit e2e e2e-oldest fuzz lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools test-tools flux-controllers argocd fleet olm crossplane e2e-crossplane chart-package chart-push release release-snapshot clean
+.PHONY: all help build test unit e2e e2e-oldest fuzz fuzz-targets lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools test-tools flux-controllers argocd fleet olm crossplane e2e-crossplane chart-package chart-push release release-snapshot clean
 
 all: build ## build bin/steward (the default goal)
 
@@ -482,10 +482,13 @@ lint: ## gofmt, go vet and staticcheck (with the build tag crossplane too, so th
 # Runs every fuzz target for a bounded time (FUZZTIME each, default 30s).
 # Minimising a new input is capped at 2s: with objects of realistic size as
 # seeds, the default minute would take a short run's whole time. Each run
-# starts from the committed corpora (f.Add and testdata/fuzz): the inputs
-# earlier runs cached under GOCACHE grow with every run, and a target that
-# is still replaying them when FUZZTIME ends fails ("context deadline
-# exceeded") without having fuzzed at all.
+# starts from the committed corpora (f.Add and testdata/fuzz), with its
+# generated inputs in a directory of its own: the ones `go test -fuzz`
+# keeps under GOCACHE grow with every run, and a target that is still
+# replaying them when FUZZTIME ends fails ("context deadline exceeded")
+# without having fuzzed at all. Each package's instrumented test binary is
+# built once and runs each of its targets: `go test -fuzz` would link it
+# again for every target.
 #
 # Go 1.26's fuzzing coordinator can also fail a target with a bare "context
 # deadline exceeded" at the FUZZTIME boundary, having found nothing
@@ -494,23 +497,31 @@ lint: ## gofmt, go vet and staticcheck (with the build tag crossplane too, so th
 # and writes no input is reported and passed over; any other failure stops.
 FUZZTIME ?= 30s
 fuzz: ## run every fuzz target for FUZZTIME (default 30s) each
-	@rm -rf "$$($(GO) env GOCACHE)/fuzz/$$($(GO) list -m)"
-	@out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
-	for pkg in $$($(GO) list ./webhooks/... ./cmd/... ./check/...); do \
-		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-			echo "fuzzing $$pkg $$target for $(FUZZTIME)"; \
-			inputs="$$($(GO) list -f '{{.Dir}}' $$pkg)/testdata/fuzz/$$target"; \
-			before=$$(ls "$$inputs" 2>/dev/null | wc -l); \
-			if $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s $$pkg >"$$out" 2>&1; then \
-				cat "$$out"; continue; \
-			fi; \
-			cat "$$out"; \
-			if grep -q '^    context deadline exceeded$$' "$$out" && [ "$$(ls "$$inputs" 2>/dev/null | wc -l)" -eq "$$before" ]; then \
-				echo "$$target: stopped by the fuzzing coordinator's deadline race (go.dev/issue/75804), no failing input written; not a failure"; \
-			else \
-				exit 1; \
-			fi; \
-		done; \
+	@work=$$(mktemp -d); trap 'rm -rf "$$work"' EXIT; \
+	$(MAKE) -s fuzz-targets | while read -r dir target; do \
+		bin="$$work/$$(echo "$$dir" | tr / _).test"; \
+		if [ ! -x "$$bin" ]; then $(GO) test -c -fuzz . -o "$$bin" "./$$dir" || exit 1; fi; \
+		echo "fuzzing ./$$dir $$target for $(FUZZTIME)"; \
+		inputs="$$dir/testdata/fuzz/$$target"; \
+		before=$$(ls "$$inputs" 2>/dev/null | wc -l); \
+		if (cd "$$dir" && "$$bin" -test.run '^$$' -test.fuzz "^$$target$$" -test.fuzztime $(FUZZTIME) -test.fuzzminimizetime 2s \
+			-test.fuzzcachedir "$$work/cache/$$dir") >"$$work/out" 2>&1; then \
+			cat "$$work/out"; continue; \
+		fi; \
+		cat "$$work/out"; \
+		if grep -q '^    context deadline exceeded$$' "$$work/out" && [ "$$(ls "$$inputs" 2>/dev/null | wc -l)" -eq "$$before" ]; then \
+			echo "$$target: stopped by the fuzzing coordinator's deadline race (go.dev/issue/75804), no failing input written; not a failure"; \
+		else \
+			exit 1; \
+		fi; \
+	done
+
+# Every fuzz target, one "directory target" line each, read from the
+# source: listing them with `go test -list` would link a test binary for
+# every package, a few seconds each, to find targets a grep finds at once.
+fuzz-targets: ## list every fuzz target, "directory target" a line, from the source
+	@grep -rlE '^func Fuzz[A-Za-z0-9_]*\(' --include='*_test.go' webhooks cmd check | sort | while read -r f; do \
+		grep -oE '^func Fuzz[A-Za-z0-9_]*\(' "$$f" | sed -e 's/^func //' -e 's/($$//' -e "s|^|$$(dirname "$$f") |"; \
 	done
 
 # Handler benchmarks for every rule, with an allow-all baseline, then the
