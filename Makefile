@@ -520,9 +520,8 @@ fuzz: ## run every fuzz target for FUZZTIME (default 30s) each
 # source: listing them with `go test -list` would link a test binary for
 # every package, a few seconds each, to find targets a grep finds at once.
 fuzz-targets: ## list every fuzz target, "directory target" a line, from the source
-	@grep -rlE '^func Fuzz[A-Za-z0-9_]*\(' --include='*_test.go' webhooks cmd check | sort | while read -r f; do \
-		grep -oE '^func Fuzz[A-Za-z0-9_]*\(' "$$f" | sed -e 's/^func //' -e 's/($$//' -e "s|^|$$(dirname "$$f") |"; \
-	done
+	@grep -roE '^func Fuzz[A-Za-z0-9_]*\(' --include='*_test.go' webhooks cmd check | sort -s -t: -k1,1 | \
+		sed -E 's|^(.*)/[^/]*:func (Fuzz[A-Za-z0-9_]*)\($$|\1 \2|'
 
 # Handler benchmarks for every rule, with an allow-all baseline, then the
 # load generator (bench/load) against the real API server: four admission
