@@ -106,7 +106,7 @@ FLUX_CONTROLLERS := $(KUSTOMIZE_CONTROLLER) $(SOURCE_CONTROLLER) $(HELM_CONTROLL
 # Flux 2.7's helm-controller, the last whose HelmRelease CRD serves the
 # deprecated helm.toolkit.fluxcd.io/v2beta2, runs in place of the one above
 # in the test of a HelmRelease written through it (StartFlux's
-# HelmControllerRelease): built the same way from the module
+# HelmControllerRelease; make e2e-extended): built the same way from the module
 # tools/helm-controller-2.7 pins; the test reads its path from
 # HELM_CONTROLLER_2_7. The sandbox does not need it.
 HELM_CONTROLLER_2_7_VERSION := $(call flux_version,helm-controller,2.7)
@@ -125,12 +125,12 @@ flux_module = tools/$(if $(filter $(1),$(HELM_CONTROLLER_2_7)),helm-controller-2
 # needs Go 1.27: that build alone runs with GOTOOLCHAIN=go1.27.3, which the
 # go command fetches from the module proxy; the tests read the path from
 # ARGOCD, and need redis-server (.ci/run installs Debian's).
-ARGOCD_VERSION := $(shell awk '/^require github.com\/argoproj\/argo-cd\/v3 / {print $$3}' tools/argocd/go.mod)
+ARGOCD_VERSION := $(shell awk '{sub(/^require /, "")} $$1 == "github.com/argoproj/argo-cd/v3" {print $$2; exit}' tools/argocd/go.mod)
 ARGOCD_GOTOOLCHAIN := go1.27.3
 export ARGOCD := $(CACHE_DIR)/argocd-$(ARGOCD_VERSION)/argocd
 
-# Fleet's controller and agent run as local processes in the e2e tests
-# (e2e/harness StartFleet), so they observe what a real Bundle, its
+# Fleet's controller and agent run as local processes in the extended e2e
+# set (make e2e-extended; e2e/harness StartFleet), so they observe what a real Bundle, its
 # BundleDeployment and the agent's Helm install, drift correction and
 # removal do to what Steward guards. Both are built from the module
 # tools/fleet pins, into one directory keyed by that version, static
@@ -144,7 +144,8 @@ export FLEET_AGENT := $(CACHE_DIR)/fleet-$(FLEET_VERSION)/fleetagent
 FLEET := $(FLEET_CONTROLLER) $(FLEET_AGENT)
 
 # OLM's catalog operator, the controller that executes InstallPlans, runs as
-# a local process in the e2e tests (e2e/harness StartOLM), beside
+# a local process in the extended e2e set (make e2e-extended; e2e/harness
+# StartOLM), beside
 # operator-registry's opm serving a file-based catalog on a loopback port,
 # so they observe what a real approval and install does to what Steward
 # guards. OLM's olm operator (which drives a CSV's phases) is not built:
@@ -179,7 +180,7 @@ export FUNCTION_PATCH_AND_TRANSFORM := $(CACHE_DIR)/function-patch-and-transform
 export PROVIDER_NOP := $(CACHE_DIR)/provider-nop-$(PROVIDER_NOP_VERSION)/provider-nop
 CROSSPLANE_TOOLS := $(CROSSPLANE) $(FUNCTION_PATCH_AND_TRANSFORM) $(PROVIDER_NOP)
 
-.PHONY: all help build test unit e2e e2e-oldest fuzz fuzz-targets lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools test-tools flux-controllers argocd fleet olm crossplane e2e-crossplane chart-package chart-push release release-snapshot clean
+.PHONY: all help build test unit e2e e2e-oldest fuzz fuzz-targets lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools test-tools flux-controllers argocd fleet olm crossplane e2e-extended e2e-crossplane chart-package chart-push release release-snapshot clean
 
 all: build ## build bin/steward (the default goal)
 
@@ -204,12 +205,12 @@ tools: $(ASSETS)/kube-apiserver $(ASSETS)/kube-controller-manager $(ASSETS)/etcd
 
 # Every tool make test and make verify run, built before the first test:
 # the newest and the oldest supported API server with their controller
-# managers and etcd, the GitOps tools' and OLM's real controllers,
-# promtool, helm, goreleaser and actionlint. .ci/run builds them first,
+# managers and etcd, Flux's and Argo CD's real controllers, promtool, helm,
+# goreleaser and actionlint. .ci/run builds them first,
 # one at a time (make test-tools, without -j): on a fresh machine the
 # builds are most of the run, and one go build already keeps two cores
 # busy; builds side by side only contend. Already built, a no-op.
-test-tools: tools flux-controllers argocd fleet olm $(PROMTOOL) $(HELM) $(GORELEASER) $(ACTIONLINT) $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/kube-controller-manager $(OLDEST_ASSETS)/etcd ## build every tool make test and make verify run (the oldest API server too), once per version
+test-tools: tools $(FLUX_CONTROLLERS) argocd $(PROMTOOL) $(HELM) $(GORELEASER) $(ACTIONLINT) $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/kube-controller-manager $(OLDEST_ASSETS)/etcd ## build every tool make test and make verify run (the oldest API server too), once per version
 
 # Any version's API server, from its tool module (kube_module).
 $(CACHE_DIR)/kube-%-etcd-$(ETCD_VERSION)/kube-apiserver:
@@ -353,7 +354,7 @@ $(PROVIDER_NOP):
 # API server and Steward, and sharing them with other tests makes the API
 # server's webhook calls time out.
 E2E_PACKAGES := ./e2e ./e2e/ha ./e2e/staticadmission
-test: tools flux-controllers argocd fleet olm unit ## every test: unit, golden, fuzz corpora, then e2e and the replicas' scenarios against a real API server, and the core set against the oldest (builds tools, Flux's, Argo CD's, Fleet's and OLM's controllers, promtool and helm first)
+test: tools $(FLUX_CONTROLLERS) argocd unit ## every test: unit, golden, fuzz corpora, then e2e and the replicas' scenarios against a real API server, and the core set against the oldest (builds tools, Flux's and Argo CD's controllers, promtool and helm first)
 	$(GO) test -p 1 -timeout 45m $(E2E_PACKAGES)
 	@$(MAKE) --no-print-directory e2e-oldest
 
@@ -391,6 +392,18 @@ e2e-oldest: $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/kube-controller-man
 	done; \
 	exit $$(cat "$$rc")
 
+# The scenarios against Fleet's controller and agent, OLM's catalog
+# operator with opm, and Flux 2.7's helm-controller (e2e/realfleet_test.go,
+# realolm_test.go and realflux_apimigration_test.go, build tag extended),
+# with the API server, its controller manager and Flux's controllers make
+# test runs. make test and make e2e leave them out: on a fresh machine
+# their three builds took about nine minutes (.ci/run's must stay under 85
+# minutes cold); this target builds what they need first (once per
+# version).
+E2E_EXTENDED := TestRealFleet TestRealOLM TestRealFluxDeprecatedHelmRelease
+e2e-extended: tools $(FLUX_CONTROLLERS) $(FLUX_RELEASE_CONTROLLERS) fleet olm ## the scenarios against Fleet's, OLM's and Flux 2.7's real controllers (build tag extended; builds them first, once: about nine minutes cold)
+	$(GO) test -p 1 -tags extended -count=1 -v -timeout 20m -run '^($(subst $(empty) $(empty),|,$(E2E_EXTENDED)))$$' ./e2e
+
 # The Crossplane scenario alone (e2e/realcrossplane_test.go, build tag
 # crossplane): claimguard against Crossplane's real core,
 # function-patch-and-transform and provider-nop, with Kubernetes' garbage
@@ -406,7 +419,7 @@ e2e-crossplane: $(ASSETS)/kube-apiserver $(ASSETS)/kube-controller-manager $(ASS
 unit: $(PROMTOOL) $(HELM) ## the quick tests: unit, golden and fuzz-corpus tests without the API server (builds promtool and helm first, once)
 	$(GO) test $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/ha$$' -e '/e2e/staticadmission$$')
 
-e2e: tools flux-controllers argocd fleet olm $(HELM) ## the e2e suites only, verbose (builds the API server, etcd, Flux's, Argo CD's, Fleet's and OLM's controllers and helm first)
+e2e: tools $(FLUX_CONTROLLERS) argocd $(HELM) ## the e2e suites only, verbose (builds the API server, etcd, Flux's and Argo CD's controllers and helm first)
 	$(GO) test -p 1 ./e2e/... -count=1 -v
 
 # Renders manifests/ and the Helm chart from the typed objects and the
@@ -484,12 +497,12 @@ release-snapshot: $(GORELEASER) $(HELM) $(SYFT) ## build a release into dist/ wi
 	echo "$(GORELEASER) release --snapshot --clean --skip=$$skip $(GORELEASER_FLAGS)"; \
 	PATH="$(dir $(SYFT)):$$PATH" $(GORELEASER) release --snapshot --clean --skip=$$skip $(GORELEASER_FLAGS)
 
-lint: ## gofmt, go vet and staticcheck (with the build tag crossplane too, so the Crossplane scenario is checked)
+lint: ## gofmt, go vet and staticcheck (with the build tags crossplane and extended too, so the scenarios make test leaves out are checked)
 	@test -z "$$(gofmt -l cmd check webhooks certs manifests e2e buildinfo completion)" || (gofmt -l cmd check webhooks certs manifests e2e buildinfo completion; echo "gofmt needed" && exit 1)
 	$(GO) vet ./...
-	$(GO) vet -tags crossplane ./e2e/...
+	$(GO) vet -tags crossplane,extended ./e2e/...
 	@if $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -version >/dev/null 2>&1; then \
-		$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags crossplane ./...; \
+		$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags crossplane,extended ./...; \
 	else echo "staticcheck $(STATICCHECK_VERSION) could not be installed from the module proxy; skipped"; fi
 
 # Runs every fuzz target for a bounded time (FUZZTIME each, default 30s).

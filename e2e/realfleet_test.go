@@ -1,3 +1,9 @@
+//go:build extended
+
+// The scenario needs Fleet's controller and agent, whose build make test
+// leaves out to keep a fresh machine's CI run short: it runs under the build
+// tag extended, through make e2e-extended.
+
 package e2e
 
 import (

@@ -72,7 +72,7 @@ func FleetBinaries() (controller, agent string, err error) {
 	for i, v := range []string{"FLEET_CONTROLLER", "FLEET_AGENT"} {
 		paths[i] = os.Getenv(v)
 		if paths[i] == "" {
-			return "", "", fmt.Errorf("%s is not set: run through make, which builds Fleet's controller and agent (make fleet)", v)
+			return "", "", fmt.Errorf("%s is not set: run through make e2e-extended, which builds Fleet's controller and agent (make fleet)", v)
 		}
 		if _, err := os.Stat(paths[i]); err != nil {
 			return "", "", fmt.Errorf("%s: %w: run make fleet", v, err)

@@ -54,7 +54,7 @@ func OLMBinaries() (catalog, opm string, err error) {
 	for _, v := range []string{"OLM_CATALOG", "OPM"} {
 		path := os.Getenv(v)
 		if path == "" {
-			return "", "", fmt.Errorf("%s is not set: run through make, which builds OLM's catalog operator and opm (make olm)", v)
+			return "", "", fmt.Errorf("%s is not set: run through make e2e-extended, which builds OLM's catalog operator and opm (make olm)", v)
 		}
 		if _, err := os.Stat(path); err != nil {
 			return "", "", fmt.Errorf("%s: %w: run make olm", v, err)
