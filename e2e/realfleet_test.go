@@ -71,7 +71,7 @@ spec:
 func TestRealFleet(t *testing.T) {
 	for _, v := range []string{"FLEET_CONTROLLER", "FLEET_AGENT"} {
 		if os.Getenv(v) == "" {
-			t.Skipf("%s is not set: run through make, which builds Fleet's controller and agent (make fleet)", v)
+			t.Skipf("%s is not set: run through make e2e-extended, which builds Fleet's controller and agent (make fleet)", v)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

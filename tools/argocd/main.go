@@ -21,7 +21,6 @@ import (
 	gitaskpass "github.com/argoproj/argo-cd/v3/cmd/argocd-git-ask-pass/commands"
 	reposerver "github.com/argoproj/argo-cd/v3/cmd/argocd-repo-server/commands"
 	"github.com/argoproj/argo-cd/v3/common"
-	"github.com/argoproj/argo-cd/v3/util/grpc"
 	"github.com/argoproj/argo-cd/v3/util/log"
 )
 
@@ -34,7 +33,10 @@ func init() {
 }
 
 func main() {
-	grpc.DisableSRVLookups()
+	// Argo CD's main also calls grpc.DisableSRVLookups, which turns off
+	// the DNS SRV lookups gRPC's grpclb balancer turns on when it is
+	// linked, and panics when they are already off. This build does not
+	// link grpclb (the packages left out bring it), so they are off.
 	name := filepath.Base(os.Args[0])
 	if v := os.Getenv(binaryNameEnv); v != "" {
 		name = v
