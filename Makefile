@@ -108,8 +108,8 @@ FLUX_CONTROLLERS := $(KUSTOMIZE_CONTROLLER) $(SOURCE_CONTROLLER) $(HELM_CONTROLL
 # Flux 2.7's helm-controller, the last whose HelmRelease CRD serves the
 # deprecated helm.toolkit.fluxcd.io/v2beta2, runs in place of the one above
 # in the test of a HelmRelease written through it (StartFlux's
-# HelmControllerRelease; make e2e-extended): built the same way from the module
-# tools/helm-controller-2.7 pins; the test reads its path from
+# HelmControllerRelease; make e2e-extended): built the same way from the
+# module tools/helm-controller-2.7 pins; the test reads its path from
 # HELM_CONTROLLER_2_7. The sandbox does not need it.
 HELM_CONTROLLER_2_7_VERSION := $(call flux_version,helm-controller,2.7)
 export HELM_CONTROLLER_2_7 := $(CACHE_DIR)/helm-controller-$(HELM_CONTROLLER_2_7_VERSION)/helm-controller
@@ -132,14 +132,14 @@ ARGOCD_GOTOOLCHAIN := go1.27.3
 export ARGOCD := $(CACHE_DIR)/argocd-$(ARGOCD_VERSION)/argocd
 
 # Fleet's controller and agent run as local processes in the extended e2e
-# set (make e2e-extended; e2e/harness StartFleet), so they observe what a real Bundle, its
-# BundleDeployment and the agent's Helm install, drift correction and
-# removal do to what Steward guards. Both are built from the module
-# tools/fleet pins, into one directory keyed by that version, static
-# and with the version stamps Fleet's own release build sets (requiring
-# the module, rather than building its repository, drops its replace of
-# its own ./pkg/apis for the published module of the same version); the
-# tests read their paths from FLEET_CONTROLLER and FLEET_AGENT.
+# set (make e2e-extended; e2e/harness StartFleet), so they observe what a
+# real Bundle, its BundleDeployment and the agent's Helm install, drift
+# correction and removal do to what Steward guards. Both are built from the
+# module tools/fleet pins, into one directory keyed by that version, static
+# and with the version stamps Fleet's own release build sets (requiring the
+# module, rather than building its repository, drops its replace of its own
+# ./pkg/apis for the published module of the same version); the tests read
+# their paths from FLEET_CONTROLLER and FLEET_AGENT.
 FLEET_VERSION := $(shell awk '/^require github.com\/rancher\/fleet / {print $$3}' tools/fleet/go.mod)
 export FLEET_CONTROLLER := $(CACHE_DIR)/fleet-$(FLEET_VERSION)/fleetcontroller
 export FLEET_AGENT := $(CACHE_DIR)/fleet-$(FLEET_VERSION)/fleetagent
@@ -147,16 +147,15 @@ FLEET := $(FLEET_CONTROLLER) $(FLEET_AGENT)
 
 # OLM's catalog operator, the controller that executes InstallPlans, runs as
 # a local process in the extended e2e set (make e2e-extended; e2e/harness
-# StartOLM), beside
-# operator-registry's opm serving a file-based catalog on a loopback port,
-# so they observe what a real approval and install does to what Steward
-# guards. OLM's olm operator (which drives a CSV's phases) is not built:
-# what installplanguard keys on, InstallPlans and Subscriptions, only the
-# catalog operator writes, and the two hard-code the same metrics port
-# (:8443). Both are built from the modules the one tool module tools/olm
-# pins (OLM's release and the operator-registry it requires), each keyed by
-# its version, static, with the build tags their own release builds use;
-# the tests read their paths from OLM_CATALOG and OPM.
+# StartOLM), beside operator-registry's opm serving a file-based catalog on
+# a loopback port, so they observe what a real approval and install does to
+# what Steward guards. OLM's olm operator (which drives a CSV's phases) is
+# not built: what installplanguard keys on, InstallPlans and Subscriptions,
+# only the catalog operator writes, and the two hard-code the same metrics
+# port (:8443). Both are built from the modules the one tool module
+# tools/olm pins (OLM's release and the operator-registry it requires), each
+# keyed by its version, static, with the build tags their own release builds
+# use; the tests read their paths from OLM_CATALOG and OPM.
 OLM_VERSION := $(shell awk '/^require github.com\/operator-framework\/operator-lifecycle-manager / {print $$3}' tools/olm/go.mod)
 OPM_VERSION := $(shell awk '/^require github.com\/operator-framework\/operator-registry / {print $$3}' tools/olm/go.mod)
 export OLM_CATALOG := $(CACHE_DIR)/olm-$(OLM_VERSION)/catalog
