@@ -383,7 +383,9 @@ E2E_CORE := \
 	TestStartUpWithWatchListOnAndOff \
 	TestChartWithEveryValueAppliesOnTheServer
 empty :=
-E2E_CORE_RUN := ^($(subst $(empty) $(empty),|,$(strip $(E2E_CORE))))$$
+# run_names is go test's -run expression for exactly the tests named.
+run_names = ^($(subst $(empty) $(empty),|,$(strip $(1))))$$
+E2E_CORE_RUN := $(call run_names,$(E2E_CORE))
 e2e-oldest: $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/kube-controller-manager $(OLDEST_ASSETS)/etcd ## the e2e suite's core set (E2E_CORE) against the oldest supported API server, KUBE_OLDEST_VERSION (builds it first, once)
 	@echo "the e2e core set against kube-apiserver $(KUBE_OLDEST_VERSION)"
 	@out=$$(mktemp); rc=$$(mktemp); trap 'rm -f "$$out" "$$rc"' EXIT; \
@@ -404,7 +406,7 @@ e2e-oldest: $(OLDEST_ASSETS)/kube-apiserver $(OLDEST_ASSETS)/kube-controller-man
 # the three (about 70 s).
 E2E_EXTENDED := TestRealFleet TestRealOLM TestRealFluxDeprecatedHelmRelease
 e2e-extended: tools $(FLUX_CONTROLLERS) $(FLUX_RELEASE_CONTROLLERS) fleet olm ## the scenarios against Fleet's, OLM's and Flux 2.7's real controllers (build tag extended; builds them first, once: about twelve minutes cold)
-	$(GO) test -p 1 -tags extended -count=1 -v -timeout 20m -run '^($(subst $(empty) $(empty),|,$(E2E_EXTENDED)))$$' ./e2e
+	$(GO) test -p 1 -tags extended -count=1 -v -timeout 20m -run '$(call run_names,$(E2E_EXTENDED))' ./e2e
 
 # The Crossplane scenario alone (e2e/realcrossplane_test.go, build tag
 # crossplane): claimguard against Crossplane's real core,

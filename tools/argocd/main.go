@@ -56,7 +56,7 @@ func main() {
 		os.Exit(2)
 	}
 	if err := command.Execute(); err != nil {
-		// Argo CD's main prints the error so and exits 1.
+		// As Argo CD's main does: the error on stdout, exit status 1.
 		fmt.Fprintf(os.Stdout, "Error: %v\n", err)
 		os.Exit(1)
 	}
