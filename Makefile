@@ -181,7 +181,7 @@ export FUNCTION_PATCH_AND_TRANSFORM := $(CACHE_DIR)/function-patch-and-transform
 export PROVIDER_NOP := $(CACHE_DIR)/provider-nop-$(PROVIDER_NOP_VERSION)/provider-nop
 CROSSPLANE_TOOLS := $(CROSSPLANE) $(FUNCTION_PATCH_AND_TRANSFORM) $(PROVIDER_NOP)
 
-.PHONY: all help build test unit e2e e2e-oldest fuzz fuzz-targets lint generate verify sandbox bench bench-hostile bench-scale bench-compare tools test-tools flux-controllers argocd fleet olm crossplane e2e-extended e2e-crossplane chart-package chart-push release release-snapshot clean
+.PHONY: all help build test unit e2e e2e-oldest fuzz fuzz-targets lint generate verify sandbox bench bench-hostile bench-scale bench-registrations bench-compare tools test-tools flux-controllers argocd fleet olm crossplane e2e-extended e2e-crossplane chart-package chart-push release release-snapshot clean
 
 all: build ## build bin/steward (the default goal)
 
@@ -585,6 +585,17 @@ bench-hostile: tools ## floods of unauthenticated 7 MiB reviews, Steward bounded
 # make bench-scale BENCH_FLAGS="-scale-objects 6000,12000 -mr-kinds 50 -fleet-workloads 200".
 bench-scale: tools ## memory and start-up with 65k to 500k objects cached (BENCH_FLAGS)
 	$(GO) run ./bench/scale $(BENCH_FLAGS)
+
+# What Steward's registrations cost the API server on the writes they let
+# by: the CPU time per write that kube-apiserver's own admission code
+# (k8s.io/apiserver at the e2e API server's version) spends deciding, entry
+# by entry, whether to call Steward, with no registrations, Steward's and
+# Steward's without argocdguard's two entries, in paired rounds (about two
+# minutes). bench/registrations is a module of its own, so Steward's build
+# and tests never compile the API server's admission packages. Flags:
+# make bench-registrations BENCH_FLAGS="-rounds 30 -writes 50000".
+bench-registrations: ## the API server's CPU per write deciding whether to call Steward, with its own admission code (about two minutes; BENCH_FLAGS)
+	cd bench/registrations && $(GO) test -count=1 . && $(GO) run . $(BENCH_FLAGS)
 
 # A package's handler benchmarks (time and CPU per webhook call; claimguard's
 # with its caches at the benchmark scale) of BASE, a commit, against the work

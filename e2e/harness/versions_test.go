@@ -84,7 +84,8 @@ func TestE2ECoreNamesTestsOfTheSuite(t *testing.T) {
 // TestKubeVersionsMatchTheirToolModules keeps the versions the Makefile
 // builds and names its cache directories by in step with the tool modules
 // it builds them from, and the chart's kubeVersion and README.md's
-// statement of the supported minors with the oldest and newest tested.
+// statement of the supported minors with the oldest and newest tested, and
+// the admission code bench/registrations measures with the newest.
 func TestKubeVersionsMatchTheirToolModules(t *testing.T) {
 	vars := makeVars(t)
 	newest, oldest := vars["KUBE_VERSION"], vars["KUBE_OLDEST_VERSION"]
@@ -113,6 +114,11 @@ func TestKubeVersionsMatchTheirToolModules(t *testing.T) {
 				t.Errorf("%s/go.mod does not require %q: the Makefile builds kube-apiserver %s from it", module, strings.TrimSpace(want), version)
 			}
 		}
+	}
+	// bench/registrations measures the registrations with the API server's
+	// own admission code: the newest API server's.
+	if want := "\tk8s.io/apiserver v0" + strings.TrimPrefix(newest, "v1") + "\n"; !strings.Contains(read("bench/registrations/go.mod"), want) {
+		t.Errorf("bench/registrations/go.mod does not require %q: it measures the admission code of kube-apiserver %s", strings.TrimSpace(want), newest)
 	}
 	if want := `kubeVersion: ">=` + minor(t, oldest) + `.0-0"`; !strings.Contains(read("charts/steward/Chart.yaml"), want) {
 		t.Errorf("charts/steward/Chart.yaml does not say %s: the oldest supported minor is %s's", want, oldest)
