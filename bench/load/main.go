@@ -34,7 +34,7 @@ type options struct {
 	concurrency                                      []int
 	workloads                                        map[string]bool
 	profile, hostile                                 bool
-	out, handlerBench                                string
+	out, handlerBench, apiProfiles                   string
 }
 
 func parseOptions(args []string) (o options, err error) {
@@ -49,6 +49,7 @@ func parseOptions(args []string) (o options, err error) {
 	wl := fs.String("workloads", "", "comma-separated workloads to run (all when empty), plus \"burst\"")
 	fs.BoolVar(&o.profile, "profile", true, "take CPU and heap profiles of Steward during judged workloads")
 	fs.StringVar(&o.out, "out", "docs/benchmarks.md", "report to write the load run's section of, relative to the repository root; the chart is written beside it")
+	fs.StringVar(&o.apiProfiles, "api-profiles", "", "a directory to save the API server's CPU profile of every measured round in (<workload>-<configuration>-<writers>w-<n>.pprof), to see what each configuration costs the API server itself")
 	fs.StringVar(&o.handlerBench, "handler-bench", "", "output of `go test -bench` over ./webhooks/... to include in the report")
 	fs.BoolVar(&o.hostile, "hostile", false, "run only the hostile-load scenario (floods of unauthenticated 7 MiB reviews at 20, 50 and 100 clients, Steward bounded and unbounded, -rounds rounds); writes bin/hostile-load.md")
 	fs.DurationVar(&o.hostileDuration, "hostile-duration", 10*time.Second, "how long each hostile flood lasts")

@@ -109,7 +109,7 @@ func renderMarkdown(res *results, chart string) string {
 	}
 
 	w("\n## Reproducing\n\n`make tools` once, then `make bench` (about an hour on two cores): the handler benchmarks (`go test -bench . -benchmem ./webhooks/...`), then `go run ./bench/load` with its defaults, which rewrites this file (keeping the notes) and [the chart](%s). ", chart)
-	w("A check of the tool in about ten minutes, labelled as reduced scale: `make bench BENCH_FLAGS=\"-rounds 2 -concurrency 1,16 -objects 1300 -burst-writers 100\"`. Other flags: `-duration`, `-warmup`, `-burst-duration`, `-workloads`, `-profile`, `-out`. `make bench-hostile` runs the hostile-load scenario (`-hostile`, in the notes); `make bench-scale` the cache-at-scale scenarios (`go run ./bench/scale`, their own section), which this run keeps as it is.\n\n")
+	w("A check of the tool in about ten minutes, labelled as reduced scale: `make bench BENCH_FLAGS=\"-rounds 2 -concurrency 1,16 -objects 1300 -burst-writers 100\"`. Other flags: `-duration`, `-warmup`, `-burst-duration`, `-workloads`, `-profile`, `-api-profiles`, `-out`. `make bench-hostile` runs the hostile-load scenario (`-hostile`, in the notes); `make bench-scale` the cache-at-scale scenarios (`go run ./bench/scale`, their own section), which this run keeps as it is.\n\n")
 
 	w("## Methodology\n\nOne invocation starts kube-apiserver and etcd through the e2e harness (`e2e/harness`), the real `steward` binary with every rule at its defaults and its Deployment's memory limit, and an allow-all webhook process. Each workload is measured at each number of writers under four configurations:\n\n")
 	w("| | configuration |\n|---|---|\n| (a) | no admission webhooks: the API server's own floor |\n")

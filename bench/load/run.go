@@ -24,6 +24,7 @@ type loadRun struct {
 	mix           *bench.Mix // the large caches, once seeded
 	seq           int        // offsets writers' sequence numbers, so names stay fresh
 	k             int        // rounds so far, to alternate the order of configurations
+	apiProfiles   int        // the API server's profiles saved so far (-api-profiles)
 	res           *results
 }
 
@@ -33,6 +34,11 @@ func measureAll(ctx context.Context, opts options, root string) (*results, error
 	b.nonce = strconv.FormatInt(time.Now().UnixNano()%(1<<30), 36)
 	if err := os.MkdirAll(b.workDir, 0o755); err != nil {
 		return nil, err
+	}
+	if opts.apiProfiles != "" {
+		if err := os.MkdirAll(opts.apiProfiles, 0o755); err != nil {
+			return nil, err
+		}
 	}
 	bench.Logf("starting kube-apiserver, etcd, steward and the allow-all webhook")
 	var err error
@@ -178,7 +184,16 @@ func (b *loadRun) measure(ctx context.Context, w *workload, cfg configID, writer
 		return nil, fmt.Errorf("%s: %w", w.Name, err)
 	}
 	var before, after reading
-	p := runLoad(ctx, ops, b.opts.warmup, duration, b.seq, func() { before = b.read() }, func() { after = b.read() })
+	profiled := func() error { return nil }
+	p := runLoad(ctx, ops, b.opts.warmup, duration, b.seq, func() {
+		before = b.read()
+		if b.opts.apiProfiles != "" {
+			profiled = b.apiProfile(fmt.Sprintf("%s-%s-%dw", w.Name, cfg, writers), duration)
+		}
+	}, func() { after = b.read() })
+	if err := profiled(); err != nil {
+		b.res.Warnf("the API server's profile of %s (%s, %d writers): %v", w.Name, cfg, writers, err)
+	}
 	b.seq += 10_000_000
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -232,6 +247,27 @@ func (b *loadRun) profile(query, file, title string, pprofArgs ...string) {
 	}
 	rel, _ := filepath.Rel(b.root, path)
 	b.res.Profiles = append(b.res.Profiles, profile{Title: title, Path: rel, Top: string(out)})
+}
+
+// apiProfile starts taking the API server's CPU profile for the measured
+// window and returns a function that waits for it and saves it in the
+// -api-profiles directory as <name>-<n>.pprof. Steward's profile is
+// Steward's share; this one shows what a configuration costs inside the
+// API server, such as deciding, entry by entry, whether to call a webhook.
+func (b *loadRun) apiProfile(name string, window time.Duration) (wait func() error) {
+	b.apiProfiles++
+	path := filepath.Join(b.opts.apiProfiles, fmt.Sprintf("%s-%d.pprof", name, b.apiProfiles))
+	secs := max(int(window.Seconds()), 1)
+	done := make(chan error, 1)
+	go func() {
+		data, err := b.c.users[""].Kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(secs)).Timeout(time.Duration(secs)*time.Second + time.Minute).DoRaw(context.Background())
+		if err == nil {
+			err = os.WriteFile(path, data, 0o644)
+		}
+		done <- err
+	}()
+	return func() error { return <-done }
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
