@@ -305,6 +305,10 @@ func refusedSettings() []string {
 			out = append(out, r.path+" other than the release's full name (the chart sets it)")
 			continue
 		}
+		if len(r.allowed) == 0 {
+			out = append(out, r.path+" (any value)")
+			continue
+		}
 		out = append(out, r.path+" other than "+strings.Join(r.allowed, ", "))
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -612,7 +613,8 @@ shutdown: {delay: 15s, timeout: 30s, terminationGracePeriodSeconds: 60}
 }
 
 // TestChartTemplatesEverySettingTheRegistrationReads changes each setting
-// of the default configuration in turn and renders the manifests: a
+// of the configuration in turn (those the defaults leave unset too, as
+// the schema lists them) and renders the manifests: a
 // setting that changes anything but the ConfigMap must be one the chart
 // templates (chartLists) or refuses (chartRefused, mode off). A rule that
 // starts writing a new setting into its registration fails here until the
@@ -628,7 +630,17 @@ func TestChartTemplatesEverySettingTheRegistrationReads(t *testing.T) {
 	}
 	handled := chartSettingPaths()
 	checked := 0
-	for _, leaf := range leaves(def, "") {
+	all := leaves(def, "")
+	set := map[string]bool{}
+	for _, l := range all {
+		set[l.path] = true
+	}
+	for _, l := range schemaLeaves(config.Schema(webhooks.Sections()), "") {
+		if !set[l.path] {
+			all = append(all, l)
+		}
+	}
+	for _, leaf := range all {
 		for _, value := range perturbations(leaf.value) {
 			cfgMap := deepCopy(def)
 			setLeaf(cfgMap, leaf.path, value)
@@ -688,6 +700,30 @@ func leaves(m map[string]any, prefix string) []leaf {
 	return out
 }
 
+// schemaLeaves lists the settings a configuration schema describes,
+// scalars and lists, each with its type's zero value: the settings an
+// empty value leaves out of the defaults (omitempty) are found here.
+func schemaLeaves(schema map[string]any, prefix string) []leaf {
+	var out []leaf
+	props, _ := schema["properties"].(map[string]any)
+	for _, k := range sortedKeys(props) {
+		path := strings.TrimPrefix(prefix+"."+k, ".")
+		s, _ := props[k].(map[string]any)
+		types := fmt.Sprint(s["type"])
+		switch {
+		case s["properties"] != nil:
+			out = append(out, schemaLeaves(s, path)...)
+		case strings.Contains(types, "boolean"):
+			out = append(out, leaf{path: path, value: false})
+		case strings.Contains(types, "string") || s["enum"] != nil:
+			out = append(out, leaf{path: path, value: ""})
+		case strings.Contains(types, "array"):
+			out = append(out, leaf{path: path, value: []any{}})
+		}
+	}
+	return out
+}
+
 func perturbations(v any) []any {
 	switch t := v.(type) {
 	case bool:
@@ -705,7 +741,12 @@ func perturbations(v any) []any {
 func setLeaf(m map[string]any, path string, v any) {
 	keys := strings.Split(path, ".")
 	for _, k := range keys[:len(keys)-1] {
-		m = m[k].(map[string]any)
+		sub, ok := m[k].(map[string]any)
+		if !ok {
+			sub = map[string]any{}
+			m[k] = sub
+		}
+		m = sub
 	}
 	m[keys[len(keys)-1]] = v
 }

@@ -57,6 +57,12 @@ func (r *Rule) tracked() string {
 func (*Rule) Chart() rule.Chart {
 	return rule.Chart{
 		Lists: gitops.ChartLists("serverUsers"),
+		// Both are written into the matchConditions as clauses, not
+		// lists: the chart renders the defaults' clauses only.
+		Refused: []rule.ChartRefusal{
+			{Key: "trackingLabel", Why: "adds the label to what the webhooks' matchConditions send to Steward"},
+			{Key: "uiEditsAreGitOps", Allowed: []string{"false"}, Why: "takes argocd-server's writes out of what the webhooks' matchConditions send to Steward"},
+		},
 	}
 }
 

@@ -276,6 +276,14 @@ app.kubernetes.io/part-of: steward
 {{- if not (has $v (list "" "[wgpolicyk8s.io/v1alpha2 openreports.io/v1alpha1]")) -}}
 {{- fail (printf "config.audit.reportAPIs: %s changes Steward's permission to write reports, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders" $v) -}}
 {{- end -}}
+{{- $v := toString (dig "rules" "argocdguard" "trackingLabel" "" $cfg) -}}
+{{- if not (has $v (list "")) -}}
+{{- fail (printf "config.rules.argocdguard.trackingLabel: %s adds the label to what the webhooks' matchConditions send to Steward, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders" $v) -}}
+{{- end -}}
+{{- $v := toString (dig "rules" "argocdguard" "uiEditsAreGitOps" "" $cfg) -}}
+{{- if not (has $v (list "" "false")) -}}
+{{- fail (printf "config.rules.argocdguard.uiEditsAreGitOps: %s takes argocd-server's writes out of what the webhooks' matchConditions send to Steward, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders" $v) -}}
+{{- end -}}
 {{- $v := toString (dig "rules" "claimguard" "manageWebhookRules" "" $cfg) -}}
 {{- if not (has $v (list "" "true")) -}}
 {{- fail (printf "config.rules.claimguard.manageWebhookRules: %s changes Steward's permission to update its webhook configuration, which this chart does not render; install with the manifests \"steward manifests --config FILE\" renders" $v) -}}
