@@ -267,31 +267,40 @@ func TestRealArgoCD(t *testing.T) {
 	}
 
 	t.Run("NoWriteOfArgoCDIsRefused", func(t *testing.T) {
-		controller := "system:serviceaccount:" + harness.ArgoCDNamespace + ":" + harness.ArgoCDController
-		events, err := env.AuditEvents(func(ev harness.AuditEvent) bool {
-			return ev.User.Username == controller && ev.ObjectRef != nil && ev.ObjectRef.Namespace == realArgoNS
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		writes := map[string]bool{}
-		for _, ev := range events {
-			if ev.Verb == "get" || ev.Verb == "list" || ev.Verb == "watch" {
-				continue
-			}
-			if ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 400 && ev.ResponseStatus.Code != http.StatusNotFound {
-				t.Errorf("%s %s %s/%s by %s was answered %d: %s", ev.Verb, ev.ObjectRef.Resource, ev.ObjectRef.Namespace, ev.ObjectRef.Name, ev.User.Username, ev.ResponseStatus.Code, ev.ResponseStatus.Message)
-				continue
-			}
-			writes[ev.Verb+" "+ev.ObjectRef.Resource+"/"+ev.ObjectRef.Name] = true
-		}
-		t.Logf("Argo CD's writes: %v", writes)
-		for _, w := range []string{"patch configmaps/settings", "delete configmaps/settings"} {
-			if !writes[w] {
-				t.Errorf("the audit log has no successful %q by %s; it has %v", w, controller, writes)
-			}
-		}
+		wantArgoCDWrites(t, realArgoNS, "patch configmaps/settings", "delete configmaps/settings")
 	})
+}
+
+// wantArgoCDWrites reads the audit log for the writes Argo CD's
+// application controller made in namespace ns: none may have been refused
+// (a 404 is a read of what is gone), and each of want ("<verb>
+// <resource>/<name>") must be among them.
+func wantArgoCDWrites(t *testing.T, ns string, want ...string) {
+	t.Helper()
+	controller := "system:serviceaccount:" + harness.ArgoCDNamespace + ":" + harness.ArgoCDController
+	events, err := env.AuditEvents(func(ev harness.AuditEvent) bool {
+		return ev.User.Username == controller && ev.ObjectRef != nil && ev.ObjectRef.Namespace == ns
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := map[string]bool{}
+	for _, ev := range events {
+		if ev.Verb == "get" || ev.Verb == "list" || ev.Verb == "watch" {
+			continue
+		}
+		if ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 400 && ev.ResponseStatus.Code != http.StatusNotFound {
+			t.Errorf("%s %s %s/%s by %s was answered %d: %s", ev.Verb, ev.ObjectRef.Resource, ev.ObjectRef.Namespace, ev.ObjectRef.Name, ev.User.Username, ev.ResponseStatus.Code, ev.ResponseStatus.Message)
+			continue
+		}
+		writes[ev.Verb+" "+ev.ObjectRef.Resource+"/"+ev.ObjectRef.Name] = true
+	}
+	t.Logf("Argo CD's writes: %v", writes)
+	for _, w := range want {
+		if !writes[w] {
+			t.Errorf("the audit log has no successful %q by %s; it has %v", w, controller, writes)
+		}
+	}
 }
 
 // The sync-impersonation test's Application, its namespace and the
