@@ -41,8 +41,10 @@ type cluster struct {
 // startCluster starts the API server and etcd through the harness,
 // prepares them for seeding, and starts Steward (every rule at its
 // defaults, pprof on a local port), then the allow-all webhook with a
-// certificate from the same generator as Steward's.
-func startCluster(ctx context.Context, workDir string) (c *cluster, err error) {
+// certificate from the same generator as Steward's. Steward's webhook
+// configurations are registered as `steward manifests` renders them, or as
+// registered has them when it is not nil (-webhooks).
+func startCluster(ctx context.Context, workDir string, registered *harness.Webhooks) (c *cluster, err error) {
 	env, err := harness.Start(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("starting the API server: %w", err)
@@ -67,7 +69,7 @@ func startCluster(ctx context.Context, workDir string) (c *cluster, err error) {
 	if err := bench.Prepare(ctx, env); err != nil {
 		return c, err
 	}
-	if _, err := env.StartSteward(ctx, harness.DefaultConfig, "--pprof-bind-address", c.pprofAddr); err != nil {
+	if _, err := env.StartStewardWith(ctx, harness.StewardOptions{Config: harness.DefaultConfig, Args: []string{"--pprof-bind-address", c.pprofAddr}, ProvideCerts: true, Webhooks: registered}); err != nil {
 		return c, fmt.Errorf("starting steward: %w", err)
 	}
 	if c.steward, err = c.liveWebhooks(ctx, time.Minute); err != nil {

@@ -34,7 +34,7 @@ type options struct {
 	concurrency                                      []int
 	workloads                                        map[string]bool
 	profile, hostile                                 bool
-	out, handlerBench, apiProfiles                   string
+	out, handlerBench, apiProfiles, webhooks         string
 }
 
 func parseOptions(args []string) (o options, err error) {
@@ -54,6 +54,7 @@ func parseOptions(args []string) (o options, err error) {
 	fs.BoolVar(&o.hostile, "hostile", false, "run only the hostile-load scenario (floods of unauthenticated 7 MiB reviews at 20, 50 and 100 clients, Steward bounded and unbounded, -rounds rounds); writes bin/hostile-load.md")
 	fs.DurationVar(&o.hostileDuration, "hostile-duration", 10*time.Second, "how long each hostile flood lasts")
 	fs.IntVar(&o.seedWorkers, "seed-workers", 64, "concurrent writers that seed the caches")
+	fs.StringVar(&o.webhooks, "webhooks", "", "register Steward's webhook configurations as this file has them (a `helm template` of the chart with an install's values, say), relative to the repository root, instead of manifests/base/webhooks.yaml")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

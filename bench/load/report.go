@@ -109,13 +109,17 @@ func renderMarkdown(res *results, chart string) string {
 	}
 
 	w("\n## Reproducing\n\n`make tools` once, then `make bench` (about an hour on two cores): the handler benchmarks (`go test -bench . -benchmem ./webhooks/...`), then `go run ./bench/load` with its defaults, which rewrites this file (keeping the notes) and [the chart](%s). ", chart)
-	w("A check of the tool in about ten minutes, labelled as reduced scale: `make bench BENCH_FLAGS=\"-rounds 2 -concurrency 1,16 -objects 1300 -burst-writers 100\"`. Other flags: `-duration`, `-warmup`, `-burst-duration`, `-workloads`, `-profile`, `-api-profiles`, `-out`. `make bench-hostile` runs the hostile-load scenario (`-hostile`, in the notes); `make bench-scale` the cache-at-scale scenarios (`go run ./bench/scale`, their own section), which this run keeps as it is.\n\n")
+	w("A check of the tool in about ten minutes, labelled as reduced scale: `make bench BENCH_FLAGS=\"-rounds 2 -concurrency 1,16 -objects 1300 -burst-writers 100\"`. Other flags: `-duration`, `-warmup`, `-burst-duration`, `-workloads`, `-profile`, `-api-profiles`, `-webhooks`, `-out`. `make bench-hostile` runs the hostile-load scenario (`-hostile`, in the notes); `make bench-scale` the cache-at-scale scenarios (`go run ./bench/scale`, their own section), which this run keeps as it is.\n\n")
 
 	w("## Methodology\n\nOne invocation starts kube-apiserver and etcd through the e2e harness (`e2e/harness`), the real `steward` binary with every rule at its defaults and its Deployment's memory limit, and an allow-all webhook process. Each workload is measured at each number of writers under four configurations:\n\n")
 	w("| | configuration |\n|---|---|\n| (a) | no admission webhooks: the API server's own floor |\n")
 	w("| (b) | a ValidatingAdmissionPolicy with fleetguard's core decision in CEL (people may not change the labels, spec or data of objects labelled `objectset.rio.cattle.io/hash`), matched with fleetguard's own rules, selectors and match conditions |\n")
 	w("| (c) | an allow-all controller-runtime webhook in its own process (TLS 1.2, HTTP/1.1, as Steward), registered as a copy of Steward's configurations (every entry's rules, selectors, match conditions, failure policy and timeout) pointed at it. Its CA and serving certificate come from the harness's generator, as Steward's do: an ECDSA P-256 key and a leaf-plus-CA chain for both, so a TLS handshake costs both the same |\n")
-	w("| (d) | Steward, registered from `manifests/base/webhooks.yaml` plus the rules it fills in at run time: %s |\n\n", strings.Join(res.Webhooks, ", "))
+	from := "manifests/base/webhooks.yaml"
+	if res.Options.webhooks != "" {
+		from = res.Options.webhooks
+	}
+	w("| (d) | Steward, registered from `%s` plus the rules it fills in at run time: %s |\n\n", from, strings.Join(res.Webhooks, ", "))
 	w("A point runs closed-loop writers (each sends its next write when the previous one is answered) for %s after a %s warm-up, in %d round%s; each round measures the four configurations in turn, alternating the direction (a b c d, then d c b a). ", o.duration, o.warmup, o.rounds, bench.Plural(o.rounds))
 	w("Ratios are taken round by round and their median is reported with the range: a shared machine's speed drifts by a third over tens of seconds, so only measurements seconds apart compare like with like; the tables in the appendix sum the rounds. ")
 	w("Writers impersonate the workload's user (the harness makes every authenticated user a cluster-admin, so only admission refuses); a write counts when it is answered as the configuration intends (stored, or refused by admission). CPU time comes from `/proc/<pid>/stat`; a webhook's CPU per call divides its process's CPU by the calls it served, so Steward's includes its informers. Steward's decision latency is its `steward_decision_duration_seconds` native histogram (buckets about 10%% wide; the upper bound is reported). ")

@@ -42,7 +42,19 @@ func measureAll(ctx context.Context, opts options, root string) (*results, error
 	}
 	bench.Logf("starting kube-apiserver, etcd, steward and the allow-all webhook")
 	var err error
-	if b.c, err = startCluster(ctx, b.workDir); err != nil {
+	var registered *harness.Webhooks
+	if opts.webhooks != "" {
+		data, err := os.ReadFile(bench.InRoot(root, opts.webhooks))
+		if err != nil {
+			return nil, fmt.Errorf("-webhooks: %w", err)
+		}
+		w, err := harness.ParseWebhooks(opts.webhooks, data)
+		if err != nil {
+			return nil, fmt.Errorf("-webhooks: %w", err)
+		}
+		registered = &w
+	}
+	if b.c, err = startCluster(ctx, b.workDir, registered); err != nil {
 		return nil, err
 	}
 	defer b.c.stop()

@@ -10,7 +10,10 @@
 // registrations, Steward's (manifests/base/webhooks.yaml), and Steward's
 // without argocdguard's two entries, whose match conditions the API server
 // evaluates on every write (Argo CD marks what it manages with an
-// annotation, which no objectSelector reads). It prints a Markdown table.
+// annotation, which no objectSelector reads); -also adds a fourth, rendered
+// another way (the chart with docs/examples/argocd-annotation-label-values.yaml,
+// whose objectSelector passes unlabelled objects first). It prints a
+// Markdown table.
 // `make bench-registrations` runs it.
 //
 // It is a module of its own so that Steward's build and tests do not
@@ -25,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -49,6 +53,7 @@ func run(args []string, out io.Writer) error {
 	manifest := fs.String("manifest", "../../manifests/base/webhooks.yaml", "the rendered webhook configurations")
 	rounds := fs.Int("rounds", 15, "paired rounds; each times every configuration, in alternating order")
 	writes := fs.Int("writes", 20000, "writes per configuration and round")
+	also := fs.String("also", "", "webhook configurations rendered another way (the chart with docs/examples/argocd-annotation-label-values.yaml, say), timed as a fourth configuration")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -68,6 +73,17 @@ func run(args []string, out io.Writer) error {
 		return fmt.Errorf("%s: no argocdguard object entries (%v)", *manifest, argoCDObjectEntries)
 	}
 	configs := []configuration{{"none", "no registrations", nil}, {"steward", "Steward's", steward}, {"no-argocd", "Steward's without " + strings.Join(argoCDObjectEntries, " and "), withoutArgo}}
+	if *also != "" {
+		data, err := os.ReadFile(*also)
+		if err != nil {
+			return err
+		}
+		hooks, err := parseConfigurations(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", *also, err)
+		}
+		configs = append(configs, configuration{"also", "Steward's, as " + filepath.Base(*also) + " has them", hooks})
+	}
 
 	m, err := newMatcher()
 	if err != nil {
@@ -75,15 +91,25 @@ func run(args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "CPU time per write (µs) kube-apiserver %s spends deciding whether to call Steward, %s: median of %d paired rounds of %d writes (range)\n\n",
 		apiserverVersion(), runtime.Version(), *rounds, *writes)
-	fmt.Fprintf(out, "| write | %s | %s | %s | entries whose match conditions run | argocdguard's share | allocated per write: Steward's, without argocdguard's |\n|---|---:|---:|---:|---:|---:|---:|\n",
-		configs[0].title, configs[1].title, configs[2].title)
+	header, rule := "| write |", "|---|"
+	for _, c := range configs {
+		header, rule = header+" "+c.title+" |", rule+"---:|"
+	}
+	fmt.Fprintf(out, "%s entries whose match conditions run | argocdguard's share | allocated per write: every configuration but the first |\n%s---:|---:|---:|\n", header, rule)
 	for _, w := range writeKinds() {
 		r, err := m.measure(w, configs, *rounds, *writes)
 		if err != nil {
 			return fmt.Errorf("%s: %w", w.name, err)
 		}
-		fmt.Fprintf(out, "| %s | %s | %s | %s | %d of %d | %s | %d B, %d B |\n", w.name, r.cell(0), r.cell(1), r.cell(2),
-			m.reachingConditions(w, steward), len(steward), r.share(1, 2), r.allocated[1], r.allocated[2])
+		var cells, reaching, allocated []string
+		for i, c := range configs {
+			cells = append(cells, r.cell(i))
+			if i > 0 {
+				reaching = append(reaching, fmt.Sprintf("%d of %d", m.reachingConditions(w, c.hooks), len(c.hooks)))
+				allocated = append(allocated, fmt.Sprintf("%d B", r.allocated[i]))
+			}
+		}
+		fmt.Fprintf(out, "| %s | %s | %s | %s | %s |\n", w.name, strings.Join(cells, " | "), strings.Join(reaching, ", "), r.share(1, 2), strings.Join(allocated, ", "))
 	}
 	return nil
 }

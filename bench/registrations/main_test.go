@@ -63,3 +63,41 @@ func TestRunRefusesConfigurationsItCannotCompare(t *testing.T) {
 		})
 	}
 }
+
+// TestAlsoTimesAFourthConfiguration: -also adds a column for
+// configurations rendered another way; with argocdguard's two entries
+// narrowed by an objectSelector, as the chart renders them with
+// docs/examples/argocd-annotation-label-values.yaml, no entry's match
+// conditions run for an unlabelled write.
+func TestAlsoTimesAFourthConfiguration(t *testing.T) {
+	data, err := os.ReadFile("../../manifests/base/webhooks.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	selected := string(data)
+	for _, name := range argoCDObjectEntries {
+		const empty = "  objectSelector: {}\n"
+		i := strings.Index(selected, "  name: "+name+"\n")
+		j := strings.Index(selected[max(i, 0):], empty)
+		if i < 0 || j < 0 {
+			t.Fatalf("no empty objectSelector after %s in the rendered configuration", name)
+		}
+		selected = selected[:i+j] + "  objectSelector:\n    matchExpressions:\n    - {key: app.kubernetes.io/instance, operator: Exists}\n" + selected[i+j+len(empty):]
+	}
+	path := t.TempDir() + "/selected.yaml"
+	if err := os.WriteFile(path, []byte(selected), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run([]string{"-also", path, "-rounds", "1", "-writes", "10"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "| Steward's, as selected.yaml has them |") {
+		t.Errorf("no column for the -also file in:\n%s", out.String())
+	}
+	for _, w := range writeKinds() {
+		if !strings.Contains(out.String(), "| "+w.name+" |") || !strings.Contains(out.String(), "2 of 24, 0 of 22, 0 of 24 |") {
+			t.Errorf("for %q, want the match conditions of 2 of Steward's 24 entries to run and none of the -also file's:\n%s", w.name, out.String())
+		}
+	}
+}
