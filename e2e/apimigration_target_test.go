@@ -175,13 +175,7 @@ func TestAPIMigrationFollowsTheInstalledFluxRelease(t *testing.T) {
 		if _, err := env.RestartSteward(ctx, harness.DefaultConfig+"rules:\n  apimigration:\n    fluxVersion: \"2.9\"\n"); err != nil {
 			t.Fatalf("starting steward with fluxVersion 2.9: %v", err)
 		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			if _, err := env.RestartSteward(ctx, harness.DefaultConfig); err != nil {
-				t.Errorf("restoring steward's default configuration: %v", err)
-			}
-		})
+		restoreDefaultSteward(t)
 		waitForTarget(ctx, t, "2.9", "config")
 		// Relabelling the CRDs asks discovery again; the target stays.
 		installFluxCRDs(ctx, t, "2.8", "v2.8.0")

@@ -242,13 +242,7 @@ func TestAPIMigration(t *testing.T) {
 		if _, err := env.RestartSteward(ctx, apimigrationFlux28); err != nil {
 			t.Fatalf("starting steward with fluxVersion 2.8: %v", err)
 		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			if _, err := env.RestartSteward(ctx, harness.DefaultConfig); err != nil {
-				t.Errorf("restoring steward's default configuration: %v", err)
-			}
-		})
+		restoreDefaultSteward(t)
 		_, _, err := env.Kubectl(ctx, helmReleaseYAML("v2beta2", "legacy", "6.5.0"), "--as", "jane", "apply", "-f", "-")
 		want := `admission webhook "apimigration.steward.dev" denied the request: apimigration: HelmRelease flux-apps/legacy is written through ` +
 			"helm.toolkit.fluxcd.io/v2beta2, which Flux 2.8 removed (this cluster targets Flux 2.8); change apiVersion to helm.toolkit.fluxcd.io/v2 " +

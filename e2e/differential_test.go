@@ -91,13 +91,7 @@ func (d *diffTool) config(mode string) string {
 // the table to d's page (or compares it), and fails for each row where
 // Steward's answer is neither the tool's nor the mode's.
 func runDifferential(ctx context.Context, t *testing.T, d *diffTool, rows []diffRow) {
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if _, err := env.RestartSteward(ctx, harness.DefaultConfig); err != nil {
-			t.Errorf("restoring the default configuration: %v", err)
-		}
-	})
+	restoreDefaultSteward(t)
 	results := map[string][]diffResult{}
 	for _, mode := range diffModes {
 		ok := t.Run(mode, func(t *testing.T) {

@@ -129,13 +129,7 @@ func TestFleetguard(t *testing.T) {
 	if _, err := env.RestartSteward(ctx, fleetguardConfig); err != nil {
 		t.Fatalf("starting steward with the fleetguard configuration: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if _, err := env.RestartSteward(ctx, harness.DefaultConfig); err != nil {
-			t.Errorf("restoring steward's default configuration: %v", err)
-		}
-	})
+	restoreDefaultSteward(t)
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleetNS}}); err != nil {
 		t.Fatal(err)
 	}

@@ -150,13 +150,7 @@ func TestFluxguard(t *testing.T) {
 	if _, err := env.RestartSteward(ctx, fluxguardConfig); err != nil {
 		t.Fatalf("starting steward with the fluxguard configuration: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if _, err := env.RestartSteward(ctx, harness.DefaultConfig); err != nil {
-			t.Errorf("restoring the default configuration: %v", err)
-		}
-	})
+	restoreDefaultSteward(t)
 	for _, ns := range []string{fluxSystemNS, fluxTenantNS} {
 		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 			t.Fatal(err)

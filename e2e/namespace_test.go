@@ -24,13 +24,7 @@ func TestStewardRunsInAnyNamespace(t *testing.T) {
 	if _, err := env.RestartStewardWith(ctx, harness.StewardOptions{Config: harness.DefaultConfig, ProvideCerts: true, Namespace: ns}); err != nil {
 		t.Fatalf("starting steward in %s: %v", ns, err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if _, err := env.RestartSteward(ctx, harness.DefaultConfig); err != nil {
-			t.Errorf("restoring steward's default namespace: %v", err)
-		}
-	})
+	restoreDefaultSteward(t)
 	if !strings.Contains(env.Steward.Log(), `"namespace":"`+ns+`"`) {
 		t.Errorf("Steward's start-up log does not name its namespace %s", ns)
 	}

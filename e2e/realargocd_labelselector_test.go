@@ -49,13 +49,7 @@ func TestRealArgoCDAnnotationLabelTracking(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	keepStewardRunning(t)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if _, err := env.RestartSteward(ctx, harness.DefaultConfig); err != nil {
-			t.Errorf("restoring the default registration: %v", err)
-		}
-	})
+	restoreDefaultSteward(t)
 	root, err := harness.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

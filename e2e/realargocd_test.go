@@ -330,13 +330,7 @@ func TestRealArgoCDSyncImpersonation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	keepStewardRunning(t)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if _, err := env.RestartSteward(ctx, harness.DefaultConfig); err != nil {
-			t.Errorf("restoring the default configuration: %v", err)
-		}
-	})
+	restoreDefaultSteward(t)
 	if _, err := env.RestartSteward(ctx, impersonationConfig); err != nil {
 		t.Fatal(err)
 	}

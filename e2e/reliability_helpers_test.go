@@ -151,6 +151,20 @@ func keepStewardRunning(t testing.TB) {
 	})
 }
 
+// restoreDefaultSteward restarts the package's shared Steward with the
+// default configuration and registration when a test that ran it another
+// way ends.
+func restoreDefaultSteward(t testing.TB) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if _, err := env.RestartSteward(ctx, harness.DefaultConfig); err != nil {
+			t.Errorf("restoring the default Steward: %v", err)
+		}
+	})
+}
+
 // logSince returns what Steward logged after offset bytes of its log.
 func logSince(s *harness.Steward, offset int) string {
 	log := s.Log()

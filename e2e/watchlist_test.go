@@ -57,13 +57,7 @@ func TestStartUpWithWatchListOnAndOff(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	keepStewardRunning(t)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if _, err := env.RestartSteward(ctx, harness.DefaultConfig); err != nil {
-			t.Errorf("restoring the default Steward: %v", err)
-		}
-	})
+	restoreDefaultSteward(t)
 	streams := serverStreamsLists(ctx, t)
 
 	// Deleting before Steward starts, held by its provider's finalizer:
