@@ -35,8 +35,9 @@ var argocdObjectEntries = []string{"argocdguard.steward.dev", "argocdguard-servi
 // which narrows argocdguard's two object entries to objects carrying Argo
 // CD's instance label, and runs the real Argo CD with
 // application.resourceTrackingMethod: annotation+label. What Argo CD syncs
-// carries both markers and stays guarded (a person's edit, the label's or
-// the tracking id's removal and a delete are refused), none of Argo CD's
+// carries both markers and stays guarded (a person's edit, the label's
+// and the tracking id's removal, a delete and a DeleteCollection are
+// refused; through /status the label stays), none of Argo CD's
 // writes is refused, and a person's writes to an object without the label
 // never reach the entries' matchConditions: the API server's own count of
 // the conditions' exclusions does not move, where under the default
@@ -123,6 +124,35 @@ func TestRealArgoCDAnnotationLabelTracking(t *testing.T) {
 			}
 		})
 	}
+
+	// A Deployment's status strategy keeps its labels, so the patch stores
+	// nothing; where a kind's would not, the old object still selects the
+	// write (a Service's, in TestArgocdguard's table).
+	t.Run("RemovingTheLabelThroughStatusLeavesIt", func(t *testing.T) {
+		_, stderr, err := env.Kubectl(ctx, "", "--as", "alice", "-n", lblNS, "patch", "deployment", "web", "--subresource=status", "--type=merge",
+			"-p", `{"metadata":{"labels":{"`+instanceLabel+`":null}}}`)
+		if err != nil && !strings.Contains(stderr, argocdguardHook) {
+			t.Fatalf("the /status patch failed otherwise than by argocdguard's denial: %v %s", err, stderr)
+		}
+		web := &appsv1.Deployment{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: lblNS, Name: "web"}, web); err != nil {
+			t.Fatal(err)
+		}
+		if got := web.Labels[instanceLabel]; got != lblName {
+			t.Errorf("after a person's /status patch the Deployment's %s is %q, want %s: it would no longer be selected", instanceLabel, got, lblName)
+		}
+	})
+
+	t.Run("DeleteCollectionIsRefused", func(t *testing.T) {
+		alice, err := env.As("alice", "system:authenticated")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = alice.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(lblNS), client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), "argocdguard") {
+			t.Errorf("a person's DeleteCollection of the namespace's ConfigMaps: %v; want argocdguard's denial", err)
+		}
+	})
 
 	t.Run("NoWriteOfArgoCDIsRefused", func(t *testing.T) {
 		wantArgoCDWrites(t, lblNS, "create configmaps/settings")
